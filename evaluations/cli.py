@@ -33,7 +33,7 @@ def _common_options(func):
         click.option("--skip-qa", is_flag=True, help="Do not answer questions or judge answers."),
         click.option("--limit", type=click.IntRange(min=0), help="Evaluate the first N queries (after filters)."),
         click.option("--name", help="Run name (default: <dataset>-<mode>)."),
-        click.option("--k", "ks", default="1,3,5,10,100", show_default=True, help="Cut-offs, comma separated."),
+        click.option("--k", "ks", help="Cut-offs, comma separated (default: evaluation.k, 1,3,5,10,100)."),
         click.option("--search-mode", type=click.Choice(["vector", "fts", "hybrid"]), help="Default: search.mode."),
         click.option("--embedder", help="provider:name, e.g. ollama:nomic-embed-text (default: embeddings.model)."),
         click.option("--qa-model", help="provider:name for the QA agent, e.g. ollama:qwen3, or 'embedded'."),
@@ -87,7 +87,7 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
             overrides["judge.model.name"] = ref["name"]
     config = load_config(params["config_path"], overrides)
     spec = get_spec(dataset)
-    ks = _parse_ks(params["ks"])
+    ks = _parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))
     options = RunOptions(
         source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
         ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],

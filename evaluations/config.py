@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EvaluationsError
 
@@ -68,6 +68,12 @@ class Processing(_Strict):
     chunk_overlap: int = Field(default=32, ge=0)
     context_chunk_radius: int = 0  # haiku.rag key, accepted
     markdown_preprocessor: str = ""  # haiku.rag key, accepted
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Processing:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+        return self
 
 
 class Search(_Strict):

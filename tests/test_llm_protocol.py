@@ -7,6 +7,7 @@ Texts come from the real SciFact corpus and EVOUNA (human-labelled answers) in .
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import importlib.util
 import itertools
@@ -447,3 +448,24 @@ def test_llm_judge_factory_pins_model_settings_and_retries():
     assert judge.model_settings == {"temperature": 0.0, "seed": 9, "max_tokens": 32}
     assert judge.retries == 4 and judge.rubric == load_rubric()
     assert judge.build_serialization_arguments()["model"] == judge.model.model_id
+
+
+def test_streaming_chat_both_apis():
+    """``stream: true`` is honoured: SSE for /v1 (pydantic-ai run_stream), NDJSON for /api/chat."""
+    import ollama
+
+    with FakeLLMServer(responder=_answer_responder) as server:
+        config = _config(server.url, **{"qa.model": {"provider": "ollama", "name": "llama3.2"}})
+        agent = Agent(build_model(config.qa.model, config), output_type=Answer)
+
+        async def stream() -> Answer:
+            async with agent.run_stream("capital?") as run:
+                return await run.get_output()
+
+        streamed = asyncio.run(stream())
+        parts = list(ollama.Client(host=server.url).chat(
+            model="llama3.2", messages=[{"role": "user", "content": "hi"}], stream=True))
+        (call,) = server.calls("/v1/chat/completions")
+    assert call.body["stream"] is True and streamed.answer == "Paris"
+    assert "".join(p.message.content for p in parts) == json.dumps(
+        {"answer": "Lyon", "cited_ids": [], "confidence": 0.25}) and parts[-1].done

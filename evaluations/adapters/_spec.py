@@ -43,10 +43,27 @@ def load_hub(hub_id: str, config_name: str | None, split: str, *, fix: str):
     except ImportError:
         raise EvaluationsError("the Hugging Face 'datasets' package is not installed", where=hub_id,
                                fix="pip install datasets, or " + fix) from None
+    import os
+
+    where = f"hf://{hub_id}" + (f"/{config_name}" if config_name else "")
+    if os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "", "false", "False"):
+        reason = _hub_unreachable()
+        if reason:
+            raise EvaluationsError(f"cannot reach the Hugging Face Hub ({reason})", where=where,
+                                   fix=fix + " (or set HF_HUB_OFFLINE=1 to use a cached copy)")
     try:
         return load_dataset(hub_id, config_name, split=split) if config_name else load_dataset(hub_id, split=split)
     except Exception as exc:  # network, auth, missing split: all end the same way for the user
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise EvaluationsError(f"could not load from the Hugging Face Hub ({reason})",
-                               where=f"hf://{hub_id}" + (f"/{config_name}" if config_name else ""),
-                               fix=fix) from None
+        raise EvaluationsError(f"could not load from the Hugging Face Hub ({reason})", where=where, fix=fix) from None
+
+
+def _hub_unreachable(url: str = "https://huggingface.co", timeout: float = 5.0) -> str | None:
+    """None when the Hub answers; else a short reason (one quick request instead of minutes of retries)."""
+    import httpx
+
+    try:
+        httpx.head(url, timeout=timeout)
+    except httpx.HTTPError as exc:
+        return f"{url}: {type(exc).__name__}: {exc}"[:200]
+    return None

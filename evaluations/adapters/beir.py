@@ -32,7 +32,7 @@ def load(options: LoadOptions) -> Corpus:
     split = options.split or "test"
     qrels_path = find_file(folder / "qrels", split)
     if qrels_path is None:
-        available = sorted(p.name for p in (folder / "qrels").glob("*")) if (folder / "qrels").is_dir() else []
+        available = sorted(p.name.split(".")[0] for p in (folder / "qrels").glob("*")) if (folder / "qrels").is_dir() else []
         raise EvaluationsError(f"no qrels for split {split!r}", where=str(folder / "qrels"),
                                fix=f"use --split with one of {available}" if available else "add qrels/<split>.tsv")
 

@@ -7,6 +7,7 @@ returned dimension against ``embeddings.model.vector_dim`` when it is set.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,9 +61,18 @@ class _RemoteEmbedder(Embedder):
             fix="check the server's log; retry, or lower embeddings.model.batch_size",
         )
 
-    def _list_models(self) -> list[str]: ...
+    def _list_models(self) -> list[str]:
+        raise NotImplementedError
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]: ...
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    @functools.cached_property
+    def _embed_client(self):
+        return self._client(_EMBED_TIMEOUT)
+
+    def _client(self, timeout: float):
+        raise NotImplementedError
 
     def check(self) -> None:
         """Server reachable, model listed, and a probe embedding has the configured dimension."""
@@ -121,7 +131,7 @@ class OllamaEmbedder(_RemoteEmbedder):
         return [m.model for m in listing.models if m.model]
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        response = self._call(lambda: self._client(_EMBED_TIMEOUT).embed(model=self.name, input=texts))
+        response = self._call(lambda: self._embed_client.embed(model=self.name, input=texts))
         return list(response.embeddings)
 
     @classmethod
@@ -168,7 +178,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
         return [m.id for m in self._call(lambda: list(self._client(_CHECK_TIMEOUT, max_retries=0).models.list()))]
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        client = self._client(_EMBED_TIMEOUT)
+        client = self._embed_client
         response = self._call(lambda: client.embeddings.create(model=self.name, input=texts, encoding_format="float"))
         return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
 

@@ -86,6 +86,8 @@ class Retriever:
         t2 = time.perf_counter()
         per_query: dict[int, Ranked] = {i: Ranked() for i in range(len(unique))}
         columns = result.to_pydict()
+        if "query_index" not in columns:  # LanceDB omits it for a single query vector
+            columns["query_index"] = [0] * result.num_rows
         for qi, cid, did, text, dist in zip(columns["query_index"], columns["chunk_id"], columns["doc_id"],
                                            columns["text"], columns["_distance"]):
             per_query[qi].hits.append((cid, did, text, 1.0 - float(dist)))

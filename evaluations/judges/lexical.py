@@ -29,8 +29,10 @@ def _alternatives(refs: str | Sequence[str]) -> list[str]:
     return [refs] if isinstance(refs, str) else list(refs)
 
 
-def _keyword_overlap_one(reference: str, generated_kw: set[str]) -> float:
-    ref_kw = keywords(reference) or set(tokens(reference))  # a gold of only stopwords ("The Who") keeps its words
+def _keyword_overlap_one(reference: str, generated: str, generated_kw: set[str]) -> float:
+    ref_kw = keywords(reference)
+    if not ref_kw:  # a gold made only of stopwords ("The Who") is compared word for word
+        ref_kw, generated_kw = set(tokens(reference)), set(tokens(generated))
     if not ref_kw:
         return 0.0
     return len(ref_kw & generated_kw) / len(ref_kw)
@@ -40,10 +42,10 @@ def keyword_overlap(refs: str | Sequence[str], generated: str) -> float:
     """Keyword overlap = max over gold alternatives r of |kw(r) ∩ kw(g)| / |kw(r)|.
 
     kw(x) = set of lowercased words of x minus punctuation and stopwords (``text.keywords``);
-    a gold made only of stopwords uses all its words.
+    a gold made only of stopwords is compared on all words of both texts.
     """
     generated_kw = keywords(generated)
-    return max((_keyword_overlap_one(r, generated_kw) for r in _alternatives(refs)), default=0.0)
+    return max((_keyword_overlap_one(r, generated, generated_kw) for r in _alternatives(refs)), default=0.0)
 
 
 def keyword_correct(refs: str | Sequence[str], generated: str, threshold: float = KEYWORD_THRESHOLD) -> bool:

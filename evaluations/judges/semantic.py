@@ -92,7 +92,8 @@ def embed_texts(
         unique = list(dict.fromkeys(texts))
         keys = [_key(t) for t in unique]
         vectors = cache.get(keys)
-        missing = [(k, t) for k, t in zip(keys, unique) if k not in vectors]
+        # longest first, so each batch pads to similar lengths (and time estimates are pessimistic early)
+        missing = sorted(((k, t) for k, t in zip(keys, unique) if k not in vectors), key=lambda kt: -len(kt[1]))
         if progress is not None and len(unique) > len(missing):
             progress(len(unique) - len(missing))
         for start in range(0, len(missing), batch):

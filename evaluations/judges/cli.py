@@ -1,0 +1,146 @@
+"""CLI commands of the judges: ``judge-agreement`` and ``calibrate-judge`` (added to the root CLI)."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import EvaluationsError
+from .lexical import KEYWORD_THRESHOLD
+
+_err = Console(stderr=True)
+_ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
+
+
+def _out() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=120)  # pipes and files get the whole table
+
+
+@contextmanager
+def _progress():
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=_err, transient=True,
+    ) as progress:
+        yield progress
+
+
+def _load(files: tuple[str, ...], limit: int | None):
+    from .data import load_labelled
+
+    examples = []
+    for file in files:
+        examples.extend(load_labelled(file, limit=limit))
+    return examples
+
+
+def _parse_judges(value: str) -> list[str]:
+    from .agreement import JUDGES
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in JUDGES]
+    if unknown or not names:
+        raise EvaluationsError(
+            f"unknown judge(s) {', '.join(unknown) or '(none given)'}", where="--judges", fix=f"choose from {_ALL_JUDGES}"
+        )
+    return names
+
+
+@click.command("judge-agreement")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--judges", default=_ALL_JUDGES, show_default=True, help="Comma-separated judges to compare.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
+@click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed):
+    """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files)."""
+    from .agreement import run_judges
+
+    names = _parse_judges(judges)
+    examples = _load(files, limit)
+    with _progress() as progress:
+        tasks = {n: progress.add_task(f"judge {n}", total=None) for n in names}
+
+        def step(name: str, k: int) -> None:
+            progress.update(tasks[name], advance=k)
+
+        results = run_judges(
+            examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step
+        )
+    if as_json:
+        payload = {
+            "files": list(files),
+            "examples": len(examples),
+            "questions": len({e.group for e in examples}),
+            "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
+            "judges": [r.to_dict() for r in results],
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    table = Table(
+        title=f"Judge agreement with human labels: {len(examples)} answers, {len({e.group for e in examples})} questions",
+        caption="positive = correct; under each value its 95% CI (bootstrap over questions)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column in ("judge", "accuracy", "precision", "recall", "F1", "κ", "says ✓"):
+        table.add_column(column, justify="left" if column == "judge" else "right", no_wrap=True)
+    for r in results:
+        cells = [
+            f"{r.values[m]:.3f}\n[dim]{r.ci[m][0]:.2f}–{r.ci[m][1]:.2f}[/dim]" if r.values[m] == r.values[m] else "n/a"
+            for m in ("accuracy", "precision", "recall", "f1", "kappa")
+        ]
+        table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}")
+    _out().print(table)
+    click.echo(f"human says correct: {results[0].human_positive_rate:.1%}" if results else "")
+
+
+@click.command("calibrate-judge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters "
+    "[default: judges/offline_judge.json at the repository root]."
+)
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
+def calibrate_judge(files, out, folds, limit):
+    """Fit the offline judge on labelled answers; report its question-grouped CV accuracy."""
+    from .calibrate import calibrate
+    from .offline import default_params_path
+
+    examples = _load(files, limit)
+    with _progress() as progress:
+        task = progress.add_task("embedding answers and gold", total=None)
+        model = calibrate(
+            examples, folds=folds, sources=[Path(f).name for f in files],
+            progress=lambda k: progress.update(task, advance=k),
+        )
+    path = Path(out) if out else default_params_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(model.to_dict(), indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise EvaluationsError(f"cannot write parameters: {exc}", where=str(path), fix="choose another --out") from None
+    cv = model.info["cross_validation"]
+    table = Table(title=f"Offline judge: {len(examples)} answers, {cv['method']}")
+    table.add_column("judge")
+    table.add_column("accuracy", justify="right")
+    table.add_row("offline judge (CV)", f"{cv['accuracy']:.4f}")
+    for name, accuracy in cv["baselines_same_rows"].items():
+        table.add_row(name, f"{accuracy:.4f}")
+    table.add_row("majority class", f"{cv['majority_class']:.4f}")
+    _out().print(table)
+    click.echo(f"wrote {path}")
+
+
+commands: list[click.Command] = [judge_agreement, calibrate_judge]

@@ -1,0 +1,178 @@
+"""The offline calibrated judge: logistic regression over lexical and semantic signals.
+
+p(correct | refs, answer) = σ(b + Σ_j w_j · (x_j − μ_j) / s_j),  verdict = p ≥ threshold,
+
+with x the features below, (μ, s) the standardisation and (w, b, threshold) read from a JSON
+file (default: ``judges/offline_judge.json`` at the repository root, or
+``$EVALUATIONS_JUDGES_DIR/offline_judge.json``). Nothing is fitted here; only
+``evaluations calibrate-judge`` (``judges.calibrate``) writes that file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EvaluationsError
+from . import lexical
+from .semantic import semantic_similarity_batch
+from .text import normalize, tokens
+
+__all__ = ["FEATURES", "OfflineJudgeModel", "default_params_path", "feature_row", "feature_matrix"]
+
+# "I'm sorry", "as an AI", "I don't know", "no information", "couldn't find": the answer declines.
+_HEDGE = re.compile(
+    r"\b(sorry|as an ai|language model|i do not know|i dont know|not sure|no information|unable to|"
+    r"cannot (?:provide|determine|answer|find)|couldnt find|could not find|not possible to|no (?:official|specific|"
+    r"definitive) (?:answer|information)|unclear|not (?:been )?(?:announced|specified|available))\b"
+)
+
+FeatureFn = Callable[[Sequence[str], str, float], float]
+
+
+def _hedge(refs: Sequence[str], answer: str, sim: float) -> float:
+    return float(bool(_HEDGE.search(normalize(answer))))
+
+
+def _log_len(text_tokens: int) -> float:
+    return math.log1p(text_tokens)
+
+
+#: feature name -> f(gold alternatives, answer, semantic similarity). Order is the model's order.
+_FEATURE_FNS: dict[str, FeatureFn] = {
+    "containment": lambda r, a, s: float(lexical.containment(r, a)),
+    "exact_match": lambda r, a, s: float(lexical.exact_match(r, a)),
+    "token_f1": lambda r, a, s: lexical.token_f1(r, a),
+    "token_recall": lambda r, a, s: lexical.token_recall(r, a),
+    "keyword_overlap": lambda r, a, s: lexical.keyword_overlap(r, a),
+    "semantic_similarity": lambda r, a, s: s,
+    "log_answer_tokens": lambda r, a, s: _log_len(len(tokens(a))),
+    "log_gold_tokens": lambda r, a, s: _log_len(min((len(tokens(x)) for x in r), default=0)),
+    "hedge": _hedge,
+}
+FEATURES: tuple[str, ...] = tuple(_FEATURE_FNS)
+
+
+def feature_row(refs: Sequence[str], answer: str, semantic: float, names: Sequence[str] = FEATURES) -> list[float]:
+    """The named features of one (gold alternatives, answer) pair, given its semantic similarity."""
+    return [_FEATURE_FNS[name](refs, answer, semantic) for name in names]
+
+
+def feature_matrix(
+    refs_list: Sequence[Sequence[str]],
+    answers: Sequence[str],
+    *,
+    names: Sequence[str] = FEATURES,
+    cache_path: Path | None | bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Features of many pairs, shape (n, len(names)); semantic similarity computed in one batch."""
+    if "semantic_similarity" in names:
+        sims = semantic_similarity_batch(refs_list, answers, cache_path=cache_path, progress=progress)
+    else:
+        sims = np.zeros(len(answers))
+    rows = [feature_row(list(r), a, float(s), names) for r, a, s in zip(refs_list, answers, sims)]
+    return np.asarray(rows, dtype=np.float64).reshape(len(answers), len(names))
+
+
+def default_params_path() -> Path:
+    base = os.environ.get("EVALUATIONS_JUDGES_DIR")
+    folder = Path(base) if base else Path(__file__).resolve().parents[2] / "judges"
+    return folder / "offline_judge.json"
+
+
+@dataclass(frozen=True)
+class OfflineJudgeModel:
+    """Fitted parameters of the offline judge (see the module docstring for the formula)."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    threshold: float = 0.5
+    info: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "offline judge params") -> OfflineJudgeModel:
+        try:
+            features = tuple(data["features"])
+            unknown = [f for f in features if f not in _FEATURE_FNS]
+            if unknown:
+                raise EvaluationsError(f"unknown features {unknown}", where=where, fix=f"known: {list(FEATURES)}")
+            arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
+            if any(a.shape != (len(features),) for a in arrays):
+                raise EvaluationsError("mean/scale/coef must have one value per feature", where=where)
+            info = {k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}}
+            return cls(features, *arrays, float(data["intercept"]), float(data.get("threshold", 0.5)), info)
+        except KeyError as exc:
+            raise EvaluationsError(f"missing key {exc.args[0]!r}", where=where, fix="re-run calibrate-judge") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": self.intercept,
+            "threshold": self.threshold,
+            **{k: v for k, v in self.info.items() if k != "threshold"},
+        }
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> OfflineJudgeModel:
+        path = Path(path) if path else default_params_path()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise EvaluationsError(
+                "offline judge parameters not found",
+                where=str(path),
+                fix="run `evaluations calibrate-judge ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz`",
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+        return cls.from_dict(data, where=str(path))
+
+    def probability(self, features: np.ndarray) -> np.ndarray:
+        """σ(b + ((X − μ) / s) · w) for a feature matrix X in ``self.features`` order."""
+        z = self.intercept + ((features - self.mean) / self.scale) @ self.coef
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def judge_batch(
+        self,
+        refs_list: Sequence[Sequence[str]],
+        answers: Sequence[str],
+        *,
+        cache_path: Path | None | bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(probabilities, verdicts) for many pairs."""
+        matrix = feature_matrix(refs_list, answers, names=self.features, cache_path=cache_path, progress=progress)
+        prob = self.probability(matrix)
+        return prob, prob >= self.threshold
+
+    def judge(self, refs: str | Sequence[str], answer: str) -> tuple[float, bool]:
+        """(probability correct, verdict) for one answer."""
+        alternatives = [refs] if isinstance(refs, str) else list(refs)
+        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=False)
+        return float(prob[0]), bool(verdict[0])
+
+
+_loaded: dict[Path, OfflineJudgeModel] = {}
+
+
+def load_model(path: str | Path | None = None) -> OfflineJudgeModel:
+    """``OfflineJudgeModel.load`` cached per path (the evaluators call this once per case)."""
+    key = Path(path) if path else default_params_path()
+    if key not in _loaded:
+        _loaded[key] = OfflineJudgeModel.load(key)
+    return _loaded[key]

@@ -1,0 +1,50 @@
+"""Shared test fixtures: where the real data lives, and small real subsets of it written to tmp."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SCIFACT = DATA / "scifact"
+WIX_SAMPLE = DATA / "wixqa_expertwritten_sample" / "wixqa_expertwritten_sample160.jsonl.gz"
+REPLIQA_NEWS = DATA / "repliqa_samples" / "repliqa3_news_questions50.jsonl.gz"
+REPLIQA_20 = DATA / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
+
+
+def _read_jsonl_gz(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def write_scifact_subset(folder: Path, n_queries: int, n_distractors: int) -> Path:
+    """A BEIR folder with the first ``n_queries`` SciFact test queries, their relevant docs and the first
+    ``n_distractors`` other corpus docs: real text and qrels, small enough to embed in a test."""
+    qrels_lines = (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()
+    header, rows = qrels_lines[0], [line.split("\t") for line in qrels_lines[1:]]
+    keep_q: list[str] = []
+    for qid, _, _ in rows:
+        if qid not in keep_q:
+            keep_q.append(qid)
+        if len(keep_q) == n_queries:
+            break
+    kept_rows = [r for r in rows if r[0] in keep_q]
+    relevant_docs = {r[1] for r in kept_rows}
+    corpus = _read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")
+    distractors = [d for d in corpus if d["_id"] not in relevant_docs][:n_distractors]
+    docs = [d for d in corpus if d["_id"] in relevant_docs] + distractors
+    queries = [q for q in _read_jsonl_gz(SCIFACT / "queries.jsonl.gz") if q["_id"] in keep_q]
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "test.tsv").write_text("\n".join([header, *("\t".join(r) for r in kept_rows)]) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def scifact_small(tmp_path_factory) -> Path:
+    """20 real SciFact test queries over ~80 real documents (their relevant ones + 60 distractors)."""
+    return write_scifact_subset(tmp_path_factory.mktemp("scifact_small"), 20, 60)

@@ -1,0 +1,120 @@
+"""The offline calibrated judge: shipped parameters vs the human labels of EVOUNA (NQ + TQ).
+
+The full-set test embeds ~47k texts once (minutes on a laptop CPU); the embeddings are cached on disk
+(``$EVALUATIONS_CACHE_DIR`` or ~/.local/share/evaluations/cache), so later runs take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from evaluations.errors import EvaluationsError
+from evaluations.judges import lexical
+from evaluations.judges.calibrate import calibrate
+from evaluations.judges.cli import commands
+from evaluations.judges.data import load_labelled
+from evaluations.judges.offline import FEATURES, OfflineJudgeModel, default_params_path, feature_matrix
+
+EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
+NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"
+SHIPPED = Path(__file__).resolve().parents[1] / "judges" / "offline_judge.json"
+
+
+@pytest.fixture(scope="module")
+def everything():
+    return load_labelled(NQ) + load_labelled(TQ)
+
+
+@pytest.fixture(scope="module")
+def sample(everything):
+    """Every 10th question of NQ + TQ with all its labelled answers (~2,350 answers)."""
+    questions = sorted({e.group for e in everything})[::10]
+    keep = set(questions)
+    return [e for e in everything if e.group in keep]
+
+
+def test_shipped_params_file_describes_itself():
+    assert default_params_path() == SHIPPED
+    data = json.loads(SHIPPED.read_text())
+    assert data["features"] == list(FEATURES)
+    cv = data["cross_validation"]
+    assert "GroupKFold" in cv["method"] and cv["accuracy"] >= 0.85
+    assert cv["accuracy"] > cv["baselines_same_rows"]["keyword>0.7"] > cv["baselines_same_rows"]["exact_match"]
+    assert data["training_data"]["examples"] == 13809 + 9690
+
+
+@pytest.mark.slow
+def test_shipped_params_reach_085_on_all_labelled_evouna(everything):
+    model = OfflineJudgeModel.load()
+    labels = np.array([e.label for e in everything])
+    _, verdicts = model.judge_batch([e.references for e in everything], [e.answer for e in everything])
+    accuracy = float(np.mean(verdicts == labels))
+    keyword = float(np.mean([lexical.keyword_correct(e.references, e.answer) for e in everything] == labels))
+    assert accuracy >= 0.85 and accuracy > keyword
+    # in-sample accuracy of a 9-parameter model is close to its cross-validated accuracy
+    assert accuracy == pytest.approx(model.info["cross_validation"]["accuracy"], abs=0.01)
+
+
+def test_calibrate_cross_validates_by_question_like_scikit_learn(sample):
+    model = calibrate(sample, folds=5)
+    cv = model.info["cross_validation"]
+    assert cv["accuracy"] >= 0.85 and cv["accuracy"] > cv["baselines_same_rows"]["keyword>0.7"]
+    assert model.info["training_data"]["examples"] == len(sample)
+    # oracle: the same pipeline through scikit-learn's own grouped cross-validation
+    x = feature_matrix([e.references for e in sample], [e.answer for e in sample])
+    y = np.array([e.label for e in sample])
+    groups = np.array([e.group for e in sample])
+    oof = cross_val_predict(
+        make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000)), x, y,
+        groups=groups, cv=GroupKFold(n_splits=5),
+    )
+    assert cv["accuracy"] == pytest.approx(float(np.mean(oof == y)), abs=2e-3)
+    # final model = fit on everything; its probabilities agree with scikit-learn's
+    reference = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000)).fit(x, y)
+    assert model.probability(x) == pytest.approx(reference.predict_proba(x)[:, 1], abs=1e-4)
+
+
+def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
+    out = tmp_path / "judge.json"
+    files = []
+    for name, src in (("nq.jsonl", NQ), ("tq.jsonl", TQ)):
+        rows = load_labelled(src, limit=400)
+        path = tmp_path / name
+        path.write_text(
+            "".join(
+                json.dumps({"query": e.question, "generated_answer": e.answer, "reference_answer": list(e.references),
+                            "label": e.label, "id": e.group}) + "\n"
+                for e in rows
+            )
+        )
+        files.append(str(path))
+    command = {c.name: c for c in commands}["calibrate-judge"]
+    result = CliRunner().invoke(command, [*files, "--out", str(out), "--folds", "4"])
+    assert result.exit_code == 0, result.output
+    assert "offline judge (CV)" in result.stdout and "keyword>0.7" in result.stdout
+    model = OfflineJudgeModel.load(out)
+    assert model.info["training_data"]["examples"] == 800 and model.info["training_data"]["files"] == ["nq.jsonl", "tq.jsonl"]
+    prob, verdict = model.judge(["Wilhelm Conrad Röntgen"], "The first Nobel Prize in Physics went to Wilhelm Röntgen.")
+    assert verdict and prob > 0.5
+    prob, verdict = model.judge(["Scorpio"], "I'm sorry, I could not find any information about that.")
+    assert not verdict and prob < 0.5
+
+
+def test_missing_or_broken_params_file(tmp_path):
+    with pytest.raises(EvaluationsError, match="not found") as err:
+        OfflineJudgeModel.load(tmp_path / "absent.json")
+    assert "calibrate-judge" in err.value.fix
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"features": ["containment", "magic"], "mean": [0, 0], "scale": [1, 1],
+                                  "coef": [1, 1], "intercept": 0}))
+    with pytest.raises(EvaluationsError, match="unknown features"):
+        OfflineJudgeModel.load(broken)
