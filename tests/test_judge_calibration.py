@@ -118,3 +118,42 @@ def test_missing_or_broken_params_file(tmp_path):
                                   "coef": [1, 1], "intercept": 0}))
     with pytest.raises(EvaluationsError, match="unknown features"):
         OfflineJudgeModel.load(broken)
+
+
+def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
+    from pydantic_evals import Case, Dataset
+
+    from evaluations.judges.evaluators import JudgeAgreement, OfflineJudge, SemanticSimilarity
+    from evaluations.judges.semantic import semantic_similarity
+    from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+
+    rows = [e for e in load_labelled(TQ, limit=40) if e.system == "gpt4"]
+    answers = {e.question: e.answer for e in rows}
+
+    async def task(inputs: RetrievalInputs) -> CaseOutput:
+        return CaseOutput(answer=Answer(answer=answers[inputs.query]))
+
+    dataset = Dataset(
+        name="evouna-tq-gpt4",
+        cases=[
+            Case(name=e.group, inputs=RetrievalInputs(query=e.question),
+                 metadata=CaseMetadata(query_id=e.group, answers=list(e.references), label=e.label))
+            for e in rows
+        ],
+        evaluators=[OfflineJudge(), SemanticSimilarity(threshold=0.6)],
+        report_evaluators=[JudgeAgreement(resamples=100)],
+    )
+    report = dataset.evaluate_sync(task, progress=False)
+    model = OfflineJudgeModel.load()
+    for case, e in zip(sorted(report.cases, key=lambda c: c.name), sorted(rows, key=lambda e: e.group)):
+        probability, verdict = model.judge(e.references, e.answer)
+        assert case.scores["offline_p_correct"].value == pytest.approx(probability, abs=1e-5)
+        assert case.assertions["offline_correct"].value is verdict
+        similarity = semantic_similarity(e.references, e.answer)
+        assert case.scores["semantic_similarity"].value == pytest.approx(similarity, abs=1e-5)
+        assert case.assertions["semantic_correct"].value is (similarity >= 0.6)
+    table = next(a for a in report.analyses if a.type == "table")
+    assert [r[0] for r in table.rows] == ["semantic_correct", "offline_correct"]
+    offline_accuracy = float(table.rows[1][3].split()[0])
+    expected = np.mean([model.judge(e.references, e.answer)[1] == e.label for e in rows])
+    assert offline_accuracy == pytest.approx(expected, abs=5e-4)

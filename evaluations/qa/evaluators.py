@@ -1,0 +1,54 @@
+"""Answer-side evaluators that need the retrieved context: coverage and context waste."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+
+from ..judges.text import keywords
+from ..types import CaseMetadata, CaseOutput, RetrievalInputs
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass(repr=False)
+class Coverage(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """How much of the answer is grounded in the context given to the model.
+
+    ``coverage = |context_kw ∩ answer_kw| / |answer_kw|`` with ``kw`` = ``judges.text.keywords``
+    (lowercased words minus punctuation and stopwords). No score when there is no answer or it has
+    no keywords.
+    """
+
+    def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, float]:
+        answer = ctx.output.answer
+        if answer is None:
+            return {}
+        answer_kw = keywords(answer.answer)
+        if not answer_kw:
+            return {}
+        context_kw: set[str] = set()
+        for chunk in ctx.output.chunks:
+            context_kw |= keywords(chunk.text)
+        return {"coverage": len(answer_kw & context_kw) / len(answer_kw)}
+
+
+@dataclass(repr=False)
+class ContextWaste(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """Share of the QA context spent on documents that are not relevant.
+
+    ``waste = tokens(chunks of non-relevant docs) / tokens(all context chunks)``; tokens are words
+    and punctuation marks (``\\w+|[^\\w\\s]``). No score without context or without relevance labels.
+    """
+
+    def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, float]:
+        relevant = {d for d, g in (ctx.metadata.relevant if ctx.metadata else {}).items() if g > 0}
+        if not relevant or not ctx.output.chunks or ctx.output.answer is None:
+            return {}
+        sizes = [(len(_TOKEN.findall(c.text)), c.doc_id in relevant) for c in ctx.output.chunks]
+        total = sum(n for n, _ in sizes)
+        if total == 0:
+            return {}
+        return {"context_waste": sum(n for n, rel in sizes if not rel) / total}

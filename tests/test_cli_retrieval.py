@@ -1,0 +1,100 @@
+"""The retrieval CLI end to end on real SciFact data: outputs, metrics vs trec_eval, warm re-run, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from evaluations.reporting.outputs import load_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, env={**os.environ, **(env or {})}, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def beir_run(scifact_small, tmp_path_factory):
+    work = tmp_path_factory.mktemp("cli")
+    db, out = work / "db", work / "out"
+    proc = run_cli("beir", str(scifact_small), "--db", str(db), "--out", str(out), "--no-progress", "--json",
+                   "--k", "1,5,10,100")
+    assert proc.returncode == 0, proc.stderr
+    return scifact_small, db, out, proc
+
+
+def test_outputs_exist_and_reload(beir_run):
+    _, _, out, proc = beir_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert json.loads(proc.stdout) == summary  # --json prints the same summary
+    assert set(summary) >= {"metrics", "latency_ms", "counts", "config", "index", "dataset"}
+    assert set(summary["metrics"]) >= {"ndcg@10", "mrr@10", "recall@100", "map@10", "p@5", "hit@1"}
+    assert set(summary["latency_ms"]) >= {"p50", "p95", "p99"}
+    assert summary["counts"]["cases"] == 20 and summary["counts"]["failed"] == 0
+    assert summary["config"]["search"]["mode"] == "hybrid"
+    report = load_report(out / "report.json")
+    assert len(report.cases) == 20 and {"ndcg@10", "mrr@10"} <= set(report.cases[0].scores)
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(records) == 20
+    first = records[0]
+    assert set(first) >= {"name", "query", "retrieved", "scores", "relevant", "metrics", "latency_ms"}
+    assert len(first["retrieved"]) == len(first["scores"]) <= 100
+    assert set(first["latency_ms"]) >= {"embed", "retrieve", "rerank", "llm", "total"}
+    assert (out / "summary.md").read_text().startswith("# ")
+    assert "Retrieval metrics" in proc.stderr and "p95" in proc.stderr
+
+
+def test_metrics_equal_trec_eval_on_the_written_run(beir_run):
+    _, _, out, _ = beir_run
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    qrels = {r["name"]: r["relevant"] for r in records}
+    run = {r["name"]: dict(zip(r["retrieved"], r["scores"])) for r in records}
+    measures = {"ndcg_cut_10", "P_5", "recall_100", "map_cut_10", "success_1"}
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    names = {"ndcg_cut_10": "ndcg@10", "P_5": "p@5", "recall_100": "recall@100", "map_cut_10": "map@10",
+             "success_1": "hit@1"}
+    for record in records:
+        for measure, ours in names.items():
+            assert record["metrics"][ours] == pytest.approx(oracle[record["name"]][measure], abs=1e-9)
+    summary = json.loads((out / "summary.json").read_text())
+    for measure, ours in names.items():
+        mean = sum(oracle[q][measure] for q in oracle) / len(oracle)
+        assert summary["metrics"][ours] == pytest.approx(mean, abs=1e-9)
+
+
+def test_warm_rerun_embeds_nothing_and_skip_db(beir_run, tmp_path):
+    folder, db, out, _ = beir_run
+    warm = run_cli("beir", str(folder), "--db", str(db), "--out", str(tmp_path / "warm"), "--no-progress",
+                   "--k", "1,5,10,100")
+    assert warm.returncode == 0, warm.stderr
+    summary = json.loads((tmp_path / "warm" / "summary.json").read_text())
+    assert summary["index"]["embedded_chunks"] == 0
+    first = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"] == pytest.approx(first["metrics"])
+    skip = run_cli("beir", str(folder), "--db", str(db), "--skip-db", "--search-mode", "fts",
+                   "--out", str(tmp_path / "fts"), "--no-progress", "--limit", "5")
+    assert skip.returncode == 0, skip.stderr
+    fts = json.loads((tmp_path / "fts" / "summary.json").read_text())
+    assert fts["counts"]["cases"] == 5 and fts["config"]["search"]["mode"] == "fts"
+
+
+def test_skip_db_without_index_and_bad_input_are_one_clear_error(scifact_small, tmp_path):
+    proc = run_cli("beir", str(scifact_small), "--db", str(tmp_path / "empty"), "--skip-db", "--no-progress")
+    assert proc.returncode == 2
+    assert "--skip-db given but there is no index yet" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("beir", str(tmp_path / "missing"), "--no-progress")
+    assert proc.returncode == 2 and "not a folder" in proc.stderr and "Traceback" not in proc.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("search:\n  mode: dense\n")
+    proc = run_cli("beir", str(scifact_small), "--config", str(bad), "--no-progress")
+    assert proc.returncode == 2 and "search.mode" in proc.stderr and str(bad) in proc.stderr
+    proc = run_cli("beir", str(scifact_small), "--k", "0,5", "--no-progress")
+    assert proc.returncode == 2 and "--k" in proc.stderr

@@ -1,0 +1,157 @@
+"""The QA agent driven by pydantic-ai FunctionModels over real RepliQA paragraphs.
+
+The FunctionModels read what the agent really sends (instructions, output tool, context) and reply like a model
+would; the asserts check the agent's own behaviour: structured output, validation retries, usage sums, context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from evaluations.qa.agent import OUTPUT_RETRIES, answer_question, build_qa_agent, format_context
+from evaluations.types import Answer, RetrievedChunk
+
+REPLIQA_20 = Path(__file__).resolve().parents[2] / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    with gzip.open(REPLIQA_20, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _chunks(row: dict, n: int = 3) -> list[RetrievedChunk]:
+    paragraphs = [p for p in row["document_extracted"].split("\n") if len(p.split()) > 12][:n]
+    return [
+        RetrievedChunk(chunk_id=f"s{row['sample_id']}-c{i}", doc_id=str(row["sample_id"]), text=p, score=1.0 - i / 10)
+        for i, p in enumerate(paragraphs)
+    ]
+
+
+def _user_prompt(messages: list[ModelMessage]) -> str:
+    return next(
+        p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+    )
+
+
+def _call(info: AgentInfo, args: str | dict, usage: tuple[int, int] = (11, 7)) -> ModelResponse:
+    return ModelResponse(
+        parts=[ToolCallPart(tool_name=info.output_tools[0].name, args=args)],
+        usage=RequestUsage(input_tokens=usage[0], output_tokens=usage[1]),
+    )
+
+
+def test_structured_output_cites_the_ids_shown_in_the_context(rows):
+    chunks = _chunks(rows[7])
+    seen: dict = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen["info"] = info
+        prompt = _user_prompt(messages)
+        ids = re.findall(r"^\[([^\]]+)\] ", prompt, flags=re.M)
+        # "answer" with the first sentence of the first passage, citing the ids the prompt shows
+        first = prompt.split("] ", 1)[1].split(". ")[0]
+        return _call(info, {"answer": first, "cited_ids": ids, "confidence": 0.8})
+
+    answer, usage = asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), rows[7]["question"], chunks))
+
+    info = seen["info"]
+    assert not info.allow_text_output and len(info.output_tools) == 1  # structured output goes through a tool
+    assert set(info.output_tools[0].parameters_json_schema["properties"]) == {"answer", "cited_ids", "confidence"}
+    assert "only" in info.instructions and "don't know" in info.instructions and "cited_ids" in info.instructions
+    assert isinstance(answer, Answer)
+    assert answer.cited_ids == [c.chunk_id for c in chunks]
+    assert answer.answer and answer.answer in chunks[0].text
+    assert answer.confidence == 0.8
+    assert usage == {"input_tokens": 11, "output_tokens": 7, "requests": 1}
+
+
+def test_confidence_out_of_bounds_is_sent_back_and_retried(rows):
+    replies = iter([1.7, 0.6])
+    feedback: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        feedback.extend(
+            p.model_response_str() for p in last.parts if hasattr(p, "model_response_str")
+        )  # the retried tool call's return
+        return _call(info, {"answer": "x", "cited_ids": [], "confidence": next(replies)})
+
+    answer, usage = asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), "q?", _chunks(rows[1])))
+    assert answer.confidence == 0.6
+    assert usage["requests"] == 2
+    assert len(feedback) == 1 and "confidence" in feedback[0] and "less than or equal to 1" in feedback[0]
+
+
+def test_malformed_first_reply_is_retried_and_usage_sums_over_requests(rows):
+    calls = {"n": 0}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return _call(info, '{"answer": "Healthy Horizons trained', usage=(100, 5))  # cut-off JSON
+        return _call(info, '{"answer": "first-aid training", "cited_ids": ["s7-c0"], "confidence": 0.9}', (120, 9))
+
+    answer, usage = asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), rows[7]["question"], _chunks(rows[7])))
+    assert answer == Answer(answer="first-aid training", cited_ids=["s7-c0"], confidence=0.9)
+    assert usage == {"input_tokens": 220, "output_tokens": 14, "requests": 2}
+
+
+def test_still_invalid_after_the_retries_raises(rows):
+    calls = {"n": 0}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls["n"] += 1
+        return _call(info, '{"answer": 3}')  # answer must be a string
+
+    with pytest.raises(UnexpectedModelBehavior):
+        asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), "q?", _chunks(rows[2])))
+    assert calls["n"] == OUTPUT_RETRIES + 1
+
+
+def test_model_settings_reach_the_model(rows):
+    seen = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.update(info.model_settings or {})
+        return _call(info, {"answer": "a"})
+
+    agent = build_qa_agent(FunctionModel(model), model_settings={"temperature": 0.0, "seed": 7, "max_tokens": 64})
+    asyncio.run(answer_question(agent, "q?", _chunks(rows[3])))
+    assert seen["seed"] == 7 and seen["max_tokens"] == 64 and seen["temperature"] == 0.0
+
+
+def test_format_context_prefixes_ids_in_rank_order(rows):
+    chunks = _chunks(rows[9])
+    text = format_context(chunks)
+    blocks = text.split("\n\n")
+    assert [b.split("] ", 1)[0][1:] for b in blocks] == [c.chunk_id for c in chunks]
+    assert blocks[0] == f"[{chunks[0].chunk_id}] " + " ".join(chunks[0].text.split())
+
+
+def test_format_context_truncates_to_max_chars_keeping_the_best_chunk(rows):
+    chunks = _chunks(rows[9])
+    full = format_context(chunks)
+    first_len = len(format_context(chunks[:1]))
+    limit = first_len + 40  # room for the first chunk and the start of the second
+    cut = format_context(chunks, max_chars=limit)
+    assert len(cut) <= limit < len(full)
+    assert cut.startswith(format_context(chunks[:1]))
+    assert f"[{chunks[1].chunk_id}]" in cut and f"[{chunks[2].chunk_id}]" not in cut
+    tiny = format_context(chunks, max_chars=50)
+    assert len(tiny) == 50 and tiny.startswith(f"[{chunks[0].chunk_id}] ")
+    assert format_context([]) == ""
