@@ -167,7 +167,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     records = case_records(report)
     stamp = started.strftime("%Y%m%d-%H%M%S")
     out_dir = options.out or Path("runs") / f"{_slug(name)}-{stamp}"
-    summary = summarize(report, records, ks=options.ks, extra={
+    summary = summarize(report, records, ks=options.ks, primary_judge=qa.primary_judge if qa else None,
+                        price=qa.price if qa else (0.0, 0.0), extra={
         "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
                     "queries": len(corpus.queries)},
         "index": {"path": str(db_path), **index_stats.__dict__},

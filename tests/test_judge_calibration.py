@@ -102,7 +102,8 @@ def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
     assert result.exit_code == 0, result.output
     assert "offline judge (CV)" in result.stdout and "keyword>0.7" in result.stdout
     model = OfflineJudgeModel.load(out)
-    assert model.info["training_data"]["examples"] == 800 and model.info["training_data"]["files"] == ["nq.jsonl", "tq.jsonl"]
+    assert model.info["training_data"]["examples"] == 800
+    assert model.info["training_data"]["files"] == ["nq.jsonl", "tq.jsonl"]
     prob, verdict = model.judge(["Wilhelm Conrad Röntgen"], "The first Nobel Prize in Physics went to Wilhelm Röntgen.")
     assert verdict and prob > 0.5
     prob, verdict = model.judge(["Scorpio"], "I'm sorry, I could not find any information about that.")

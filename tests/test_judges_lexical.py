@@ -32,7 +32,9 @@ def test_normalisation_is_squad_style_with_accent_folding():
     assert normalize("U.S. and an apple, 1,000") == "us and apple 1000"
     assert normalize("“Sunset Boulevard.”") == "sunset boulevard"
     assert tokens("A Tale of Two Cities") == ["tale", "of", "two", "cities"]
-    assert keywords("The man behind The Chipmunks was David Seville") == {"man", "behind", "chipmunks", "david", "seville"}
+    assert keywords("The man behind The Chipmunks was David Seville") == {
+        "man", "behind", "chipmunks", "david", "seville"
+    }
     assert {"the", "was", "of", "who"} <= STOPWORDS and "1901" not in STOPWORDS
     assert split_alternatives("Scorpio/Skorpio/Scorpio (disambiguation)/Scorpio") == [
         "Scorpio", "Skorpio", "Scorpio (disambiguation)"
@@ -71,7 +73,8 @@ def test_tq_rows_with_alternatives(tq_rows):
     assert lexical.keyword_overlap(scorpio.references, scorpio.answer) == 1.0
     assert lexical.keyword_overlap(["Scorpio (disambiguation)"], scorpio.answer) == 0.5
     sunset = tq_rows[("3", "fid")]  # "Sunset Boulevard" is one of the gold alternatives
-    assert lexical.exact_match(sunset.references, sunset.answer) and lexical.token_f1(sunset.references, sunset.answer) == 1
+    assert lexical.exact_match(sunset.references, sunset.answer)
+    assert lexical.token_f1(sunset.references, sunset.answer) == 1
     refusal = tq_rows[("3", "newbing")]  # "I’m sorry, but I couldn’t find any information ..."
     assert not refusal.label and not lexical.containment(refusal.references, refusal.answer)
 

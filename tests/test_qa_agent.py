@@ -106,7 +106,8 @@ def test_malformed_first_reply_is_retried_and_usage_sums_over_requests(rows):
             return _call(info, '{"answer": "Healthy Horizons trained', usage=(100, 5))  # cut-off JSON
         return _call(info, '{"answer": "first-aid training", "cited_ids": ["s7-c0"], "confidence": 0.9}', (120, 9))
 
-    answer, usage = asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), rows[7]["question"], _chunks(rows[7])))
+    agent = build_qa_agent(FunctionModel(model))
+    answer, usage = asyncio.run(answer_question(agent, rows[7]["question"], _chunks(rows[7])))
     assert answer == Answer(answer="first-aid training", cited_ids=["s7-c0"], confidence=0.9)
     assert usage == {"input_tokens": 220, "output_tokens": 14, "requests": 2}
 

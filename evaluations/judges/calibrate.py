@@ -63,7 +63,9 @@ def calibrate(
     y = np.array([e.label for e in examples], dtype=int)
     groups = np.array([e.group for e in examples])
     if len(set(y.tolist())) < 2:
-        raise EvaluationsError("calibration needs both correct and incorrect labelled answers", where=", ".join(sources))
+        raise EvaluationsError(
+            "calibration needs both correct and incorrect labelled answers", where=", ".join(sources)
+        )
     n_groups = len(set(groups.tolist()))
     if n_groups < folds:
         raise EvaluationsError(f"only {n_groups} questions for {folds}-fold CV", where=", ".join(sources))

@@ -49,7 +49,9 @@ def _parse_judges(value: str) -> list[str]:
     unknown = [n for n in names if n not in JUDGES]
     if unknown or not names:
         raise EvaluationsError(
-            f"unknown judge(s) {', '.join(unknown) or '(none given)'}", where="--judges", fix=f"choose from {_ALL_JUDGES}"
+            f"unknown judge(s) {', '.join(unknown) or '(none given)'}",
+            where="--judges",
+            fix=f"choose from {_ALL_JUDGES}",
         )
     return names
 
@@ -87,8 +89,9 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         }
         click.echo(json.dumps(payload, indent=2))
         return
+    n_questions = len({e.group for e in examples})
     table = Table(
-        title=f"Judge agreement with human labels: {len(examples)} answers, {len({e.group for e in examples})} questions",
+        title=f"Judge agreement with human labels: {len(examples)} answers, {n_questions} questions",
         caption="positive = correct; under each value its 95% CI (bootstrap over questions)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -132,7 +135,7 @@ def calibrate_judge(files, out, folds, limit):
     except OSError as exc:
         raise EvaluationsError(f"cannot write parameters: {exc}", where=str(path), fix="choose another --out") from None
     cv = model.info["cross_validation"]
-    table = Table(title=f"Offline judge: {len(examples)} answers, {cv['method']}")
+    table = Table(title=f"Offline judge on {len(examples)} labelled answers")
     table.add_column("judge")
     table.add_column("accuracy", justify="right")
     table.add_row("offline judge (CV)", f"{cv['accuracy']:.4f}")
@@ -140,6 +143,7 @@ def calibrate_judge(files, out, folds, limit):
         table.add_row(name, f"{accuracy:.4f}")
     table.add_row("majority class", f"{cv['majority_class']:.4f}")
     _out().print(table)
+    click.echo(f"cross-validation: {cv['method']}")
     click.echo(f"wrote {path}")
 
 

@@ -167,13 +167,18 @@ class JudgeAgreement(ReportEvaluator):
                 verdicts = [bool(c.assertions[name].value) for c in cases if name in c.assertions]
                 rate = float(np.mean(verdicts)) if verdicts else float("nan")
                 rows.append([name, len(verdicts), len(cases) + n_failed - len(verdicts), round(rate, 4)])
-            return [TableResult(title="Judge pass rates", columns=["judge", "judged", "not judged", "pass rate"], rows=rows)]
+            columns = ["judge", "judged", "not judged", "pass rate"]
+            return [TableResult(title="Judge pass rates", columns=columns, rows=rows)]
 
         analyses: list[ReportAnalysis] = []
         rows = []
         for name in names:
             pairs = [
-                (bool(_field(c.metadata, "label")), bool(c.assertions[name].value), str(_field(c.metadata, "query_id") or c.name))
+                (
+                    bool(_field(c.metadata, "label")),
+                    bool(c.assertions[name].value),
+                    str(_field(c.metadata, "query_id") or c.name),
+                )
                 for c in labelled
                 if name in c.assertions
             ]

@@ -136,7 +136,8 @@ class OfflineJudgeModel:
             raise EvaluationsError(
                 "offline judge parameters not found",
                 where=str(path),
-                fix="run `evaluations calibrate-judge ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz`",
+                fix="run `evaluations calibrate-judge LABELLED_FILE...` "
+                "(e.g. ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz)",
             ) from None
         except json.JSONDecodeError as exc:
             raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None

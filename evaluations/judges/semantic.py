@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SEMANTIC_THRESHOLD", "semantic_similarity", "semantic_similarity_batch", "embed_texts", "default_cache_path"]
+__all__ = [
+    "SEMANTIC_THRESHOLD",
+    "semantic_similarity",
+    "semantic_similarity_batch",
+    "embed_texts",
+    "default_cache_path",
+]
 
 #: verdict rule of the semantic judge: correct iff similarity >= SEMANTIC_THRESHOLD. 0.25 maximised accuracy
 #: on the labelled EVOUNA answers (NQ + TQ, grid step 0.05): a sentence-long answer has a low cosine to a

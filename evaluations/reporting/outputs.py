@@ -93,7 +93,8 @@ def _retrieval_means(records: list[dict[str, Any]], ks: list[int]) -> tuple[dict
     return ({key: value / n for key, value in sums.items()} if n else {}), n
 
 
-def _answer_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _answer_summary(records: list[dict[str, Any]], primary_judge: str | None,
+                    price: tuple[float, float]) -> dict[str, Any]:
     values: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     for record in records:
@@ -110,17 +111,25 @@ def _answer_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
     usage_in = [r["usage"].get("input_tokens", 0) for r in answered]
     usage_out = [r["usage"].get("output_tokens", 0) for r in answered]
+    costs = [(i * price[0] + o * price[1]) / 1e6 for i, o in zip(usage_in, usage_out)]
+    correct = sum(1 for r in answered if r["judges"].get(primary_judge) is True) if primary_judge else 0
     return {
         "judges": summary,
         "judge_errors": dict(errors),
         "answered": len(answered),
+        "primary_judge": primary_judge,
+        "correct": correct,
         "tokens": {"input": distribution(usage_in), "output": distribution(usage_out),
-                   "total_input": sum(usage_in), "total_output": sum(usage_out)},
+                   "total_input": sum(usage_in), "total_output": sum(usage_out),
+                   "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct else None},
+        "cost_usd": {"per_query": sum(costs) / len(costs) if costs else 0.0, "total": sum(costs),
+                     "price_per_1m_tokens": {"input": price[0], "output": price[1]}},
     }
 
 
 def summarize(report: EvaluationReport, records: list[dict[str, Any]], *, ks: list[int],
-              extra: dict[str, Any]) -> dict[str, Any]:
+              extra: dict[str, Any], primary_judge: str | None = None,
+              price: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
     metrics, evaluated = _retrieval_means(records, ks)
     ok = [r for r in records if r["status"] == "ok"]
     totals = [r["latency_ms"].get("total") for r in ok]
@@ -146,7 +155,7 @@ def summarize(report: EvaluationReport, records: list[dict[str, Any]], *, ks: li
         "analyses": [a.model_dump(mode="json") for a in getattr(report, "analyses", [])],
     }
     if any(r["answer"] is not None or r["judges"] for r in records):
-        summary["answers"] = _answer_summary(records)
+        summary["answers"] = _answer_summary(records, primary_judge, price)
     summary.update(extra)
     return summary
 
