@@ -159,8 +159,12 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     dataset = build_dataset(corpus, evaluators, report_evaluators)
     name = options.name or f"{spec.name if spec.name != 'beir' else corpus.name}-{config.search.mode}"
     metadata = {"dataset": spec.name, "source": corpus.source, "search_mode": config.search.mode,
-                "embedder": embedder.id, **(qa.metadata if qa is not None else {})}
-    report = dataset.evaluate_sync(RagTask(retriever, agent), name=name, max_concurrency=options.concurrency,
+                "embedder": embedder.id, "concurrency": None, **(qa.metadata if qa is not None else {})}
+    concurrency = options.concurrency
+    if qa is not None and qa.max_concurrency:
+        concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
+    metadata["concurrency"] = concurrency
+    report = dataset.evaluate_sync(RagTask(retriever, agent), name=name, max_concurrency=concurrency,
                                    progress=options.progress, metadata=metadata)
 
     # 5. outputs

@@ -1,0 +1,141 @@
+"""Answers end to end through the CLI: QA + judges offline (embedded SmolLM2) and via an Ollama server.
+
+The Ollama runs use the protocol-level test server (tests/fake_llm_server.py) on 127.0.0.1, driven
+by the real pydantic-ai / ollama clients inside the ``evaluations`` process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import REPLIQA_20, WIX_SAMPLE
+from fake_llm_server import FakeLLMServer, closed_port_url, tool_call
+from test_cli_retrieval import run_cli
+
+from evaluations.reporting.outputs import load_report
+
+
+def _gold_by_question() -> dict[str, str]:
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        return {row["question"]: row["answer"] for row in map(json.loads, handle)}
+
+
+def _read(out: Path) -> tuple[dict, list[dict]]:
+    summary = json.loads((out / "summary.json").read_text())
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    return summary, records
+
+
+def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
+    gold = _gold_by_question()
+    questions = list(gold)
+    wrong = {q for i, q in enumerate(questions) if i % 3 == 0}  # the "model" gets every third one wrong
+    judged: list[tuple[str, bool]] = []
+
+    def responder(request):
+        tool = request["tools"][0]["function"]
+        text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
+        if "answer" in tool["parameters"]["properties"]:  # the QA agent
+            question = text.rsplit("Question: ", 1)[1].strip()
+            ids = re.findall(r"^\[([^\]]+)\]", text, flags=re.M)
+            answer = "I don't know" if question in wrong else gold[question]
+            return tool_call(tool["name"], {"answer": answer, "cited_ids": ids[:1], "confidence": 0.8})
+        # the LLM judge: pass when the answer equals the gold answer
+        output = re.search(r"<Output>\s*(.*?)\s*</Output>", text, flags=re.S).group(1)
+        verdict = output in gold.values()
+        judged.append((output, verdict))
+        return tool_call(tool["name"], {"reason": "compared", "pass": verdict, "score": float(verdict)})
+
+    with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=responder) as server:
+        out = tmp_path / "out"
+        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qa-llm",
+                       "--judge", "ollama:judge-llm", "--db", str(tmp_path / "db"), "--out", str(out),
+                       "--no-progress", "--concurrency", "4", env={"OLLAMA_BASE_URL": server.url})
+        assert proc.returncode == 0, proc.stderr
+        assert server.errors == []
+        chats = server.calls("/v1/chat/completions")
+    summary, records = _read(out)
+    n = 18  # 20 rows, 2 unanswerable skipped
+    assert summary["counts"]["cases"] == n and summary["counts"]["failed"] == 0
+    n_wrong = sum(1 for r in records if r["query"] in wrong)
+    answers = summary["answers"]
+    assert answers["judges"]["llm_judge"]["mean"] == pytest.approx((n - n_wrong) / n)
+    assert answers["primary_judge"] == "llm_judge" and answers["correct"] == n - n_wrong
+    assert answers["judges"]["exact_match"]["mean"] == pytest.approx((n - n_wrong) / n)
+    assert answers["judges"]["offline_correct"]["mean"] >= (n - n_wrong) / n - 0.12
+    assert answers["tokens"]["total_input"] > 0 and answers["tokens"]["per_correct_answer"] > 0
+    assert answers["cost_usd"]["total"] == 0.0
+    for record in records:
+        assert record["answer"]["answer"] == ("I don't know" if record["query"] in wrong else gold[record["query"]])
+        assert record["judges"]["llm_judge"] == (record["query"] not in wrong)
+        assert record["latency_ms"]["llm"] > 0 and record["usage"]["input_tokens"] > 0
+        assert set(record["answer"]["cited_ids"]) <= set(record["context"])
+    # sampling pinned and recorded; every chat request carried it
+    assert summary["run"]["judge_model"]["temperature"] == 0.0 and summary["run"]["judge_model"]["seed"] == 0
+    assert all(c.body["temperature"] == 0.0 and c.body["seed"] == 0 for c in chats)
+    assert len(chats) == 2 * n
+    assert {"coverage", "context_waste"} <= set(answers["judges"])
+    report = load_report(out / "report.json")
+    assert any(a.title == "Judge pass rates" for a in report.analyses)
+
+
+def test_unreachable_qa_server_stops_before_any_work(tmp_path):
+    url = closed_port_url()
+    db = tmp_path / "db"
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qwen3", "--db", str(db),
+                   "--no-progress", "--out", str(tmp_path / "out"), env={"OLLAMA_BASE_URL": url})
+    assert proc.returncode == 2
+    assert url in proc.stderr and "qa.model" in proc.stderr and "embedded" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not db.exists() and not (tmp_path / "out").exists()  # nothing indexed, nothing written
+
+
+def test_missing_judge_model_stops_before_any_work(tmp_path):
+    with FakeLLMServer(models=("qa-llm",)) as server:
+        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qa-llm",
+                       "--judge", "ollama:nope", "--db", str(tmp_path / "db"), "--no-progress",
+                       env={"OLLAMA_BASE_URL": server.url})
+    assert proc.returncode == 2 and "nope" in proc.stderr and "judge.model" in proc.stderr
+    assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.slow
+def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "20", "--db", str(tmp_path / "db"),
+                   "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    summary, records = _read(out)
+    assert summary["run"]["qa_model"]["provider"] == "embedded"
+    assert summary["counts"]["cases"] == 18 == len(records)
+    ok = [r for r in records if r["status"] == "ok"]
+    failed = [r for r in records if r["status"] == "failed"]
+    assert summary["counts"]["failed"] == len(failed) and all(r["error"] for r in failed)
+    assert len(ok) >= 12  # a 135M model: a few malformed outputs may still fail after retries, never silently
+    assert all(r["answer"]["answer"].strip() for r in ok)
+    judges = summary["answers"]["judges"]
+    for name in ("keyword_correct", "token_f1", "exact_match", "contains_gold", "semantic_similarity",
+                 "offline_correct", "coverage"):
+        assert judges[name]["n"] == len(ok)
+    # SmolLM2 restates context: its answers share words with the gold answers well above chance
+    assert judges["token_f1"]["mean"] > 0.15 and judges["coverage"]["mean"] > 0.5
+    assert summary["latency_ms"]["by_stage"]["llm"]["p50"] > 0
+    assert summary["answers"]["tokens"]["total_output"] > 0
+
+
+@pytest.mark.slow
+def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "4", "--db", str(tmp_path / "db"),
+                   "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    summary, records = _read(out)
+    assert summary["counts"]["cases"] == 4 and summary["dataset"]["documents"] == 173
+    assert set(summary["metrics"]) >= {"map@10", "ndcg@10"}
+    answered = [r for r in records if r["answer"]]
+    assert answered and all("offline_correct" in r["judges"] for r in answered)
+    assert (out / "report.json").is_file() and (out / "summary.md").is_file()
