@@ -69,22 +69,15 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
     overrides: dict = {}
     if params["search_mode"]:
         overrides["search.mode"] = params["search_mode"]
-    if params["embedder"]:
-        ref = parse_model_ref(params["embedder"], flag="--embedder")
-        overrides["embeddings.model.provider"] = ref["provider"]
-        if "name" in ref:
-            overrides["embeddings.model.name"] = ref["name"]
-            overrides["embeddings.model.vector_dim"] = None
-    if params["qa_model"]:
-        ref = parse_model_ref(params["qa_model"], flag="--qa-model")
-        overrides["qa.model.provider"] = ref["provider"]
-        if "name" in ref:
-            overrides["qa.model.name"] = ref["name"]
-    if params["judge_model"]:
-        ref = parse_model_ref(params["judge_model"], flag="--judge")
-        overrides["judge.model.provider"] = ref["provider"]
-        if "name" in ref:
-            overrides["judge.model.name"] = ref["name"]
+    for param, flag, section in (("embedder", "--embedder", "embeddings.model"), ("qa_model", "--qa-model", "qa.model"),
+                                 ("judge_model", "--judge", "judge.model")):
+        if params[param]:
+            ref = parse_model_ref(params[param], flag=flag)
+            overrides[f"{section}.provider"] = ref["provider"]
+            if "name" in ref:
+                overrides[f"{section}.name"] = ref["name"]
+                if section == "embeddings.model":
+                    overrides[f"{section}.vector_dim"] = None  # another model: its own dimension
     config = load_config(params["config_path"], overrides)
     spec = get_spec(dataset)
     ks = _parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))

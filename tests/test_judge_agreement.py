@@ -126,7 +126,7 @@ def test_classic_jsonl_and_csv_loaders(tmp_path, nq_2000):
         ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": "maybe"}\n', ":1 field 'label'",
          "'maybe' is not a correctness label"),
         ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": 1}\n{"query": \n', ":2",
-         "invalid JSON"),
+         "not valid JSON"),
         ('{"query": "q", "generated_answer": "a", "reference_answer": 3, "label": 1}\n', ":1 field 'reference_answer'",
          "must be a string or a list"),
     ],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import EvaluationsError
 from ..types import Corpus, Document, Query
-from ._io import field, find_file, iter_rows
+from .._rows import field, find_file, iter_rows
 from ._spec import DatasetSpec, LoadOptions, apply_limit
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import EvaluationsError
 from ..types import Corpus, Document, Query
-from ._io import field, iter_rows
+from .._rows import field, iter_rows
 from ._spec import DatasetSpec, LoadOptions, apply_limit, load_hub
 
 HUB_ID = "ServiceNow/repliqa"

@@ -15,15 +15,13 @@ Malformed records raise one ``EvaluationsError`` naming the file, line and field
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._rows import iter_rows
 from ..errors import EvaluationsError
 from .text import split_alternatives
 
@@ -68,44 +66,9 @@ def parse_label(value: Any, where: str) -> bool:
     )
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")  # type: ignore[return-value]
-    return path.open("r", encoding="utf-8", newline="")
-
-
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for JSONL / JSON array / CSV files."""
-    name = path.name.lower().removesuffix(".gz")
-    try:
-        with _open_text(path) as handle:
-            if name.endswith(".csv"):
-                for line, row in enumerate(csv.DictReader(handle), start=2):
-                    yield line, dict(row)
-                return
-            if name.endswith(".json"):
-                try:
-                    data = json.load(handle)
-                except json.JSONDecodeError as exc:
-                    raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
-                if not isinstance(data, list):
-                    raise EvaluationsError("expected a JSON array of records", where=str(path), fix="use JSONL or [..]")
-                for number, record in enumerate(data, start=1):
-                    yield number, record
-                return
-            for line, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    yield line, json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise EvaluationsError(
-                        f"invalid JSON: {exc.msg}", where=f"{path}:{line}", fix="one JSON object per line"
-                    ) from None
-    except FileNotFoundError:
-        raise EvaluationsError("file not found", where=str(path), fix="check the path") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise EvaluationsError(f"cannot read file: {exc}", where=str(path)) from None
+    """(line number, record) for JSONL / JSON array / CSV files (``evaluations._rows``)."""
+    return iter_rows(path)
 
 
 def _string(record: dict[str, Any], key: str, where: str, *, nullable: bool = False) -> str | None:
