@@ -55,6 +55,14 @@ class LLMModel(_Strict):
 
 class QA(_Strict):
     model: LLMModel = Field(default_factory=LLMModel)
+    # characters of retrieved context given to the model; None: 2,000 for the embedded 135M model (its
+    # prompt reading is the slow part and long contexts confuse it), unlimited for served models
+    max_context_chars: int | None = Field(default=None, gt=0)
+
+    def context_chars(self) -> int | None:
+        if self.max_context_chars is not None:
+            return self.max_context_chars
+        return 2000 if self.model.provider == "embedded" else None
 
 
 class Judge(_Strict):

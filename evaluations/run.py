@@ -164,7 +164,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     if qa is not None and qa.max_concurrency:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
     metadata["concurrency"] = concurrency
-    report = dataset.evaluate_sync(RagTask(retriever, agent), name=name, max_concurrency=concurrency,
+    task = RagTask(retriever, agent, max_context_chars=qa.max_context_chars if qa is not None else None)
+    report = dataset.evaluate_sync(task, name=name, max_concurrency=concurrency,
                                    progress=options.progress, metadata=metadata)
 
     # 5. outputs

@@ -25,6 +25,7 @@ STAGES = ("embed", "retrieve", "rerank", "llm", "total")
 class RagTask:
     retriever: Retriever
     agent: Any | None = None  # a pydantic-ai Agent[None, Answer]; None skips QA
+    max_context_chars: int | None = None
 
     async def __call__(self, inputs: RetrievalInputs) -> CaseOutput:
         started = time.perf_counter()
@@ -40,7 +41,8 @@ class RagTask:
             from .qa.agent import answer_question
 
             t0 = time.perf_counter()
-            answer, usage = await answer_question(self.agent, inputs.query, retrieval.chunks)
+            answer, usage = await answer_question(self.agent, inputs.query, retrieval.chunks,
+                                                  max_chars=self.max_context_chars)
             latency["llm"] = (time.perf_counter() - t0) * 1000
             output.answer = answer
             output.usage = usage

@@ -98,3 +98,28 @@ def test_skip_db_without_index_and_bad_input_are_one_clear_error(scifact_small, 
     assert proc.returncode == 2 and "search.mode" in proc.stderr and str(bad) in proc.stderr
     proc = run_cli("beir", str(scifact_small), "--k", "0,5", "--no-progress")
     assert proc.returncode == 2 and "--k" in proc.stderr
+
+
+def test_ollama_embedder_through_the_cli(scifact_small, tmp_path):
+    from fake_llm_server import FakeLLMServer, closed_port_url
+
+    with FakeLLMServer(models=("nomic-embed-text",), dim=96) as server:
+        out = tmp_path / "out"
+        proc = run_cli("beir", str(scifact_small), "--embedder", "ollama:nomic-embed-text", "--search-mode",
+                       "vector", "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress",
+                       env={"OLLAMA_BASE_URL": server.url})
+        assert proc.returncode == 0, proc.stderr
+        embeds = server.calls("/api/embed")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["embedder"] == "ollama:nomic-embed-text"
+    assert summary["index"]["embedded_chunks"] > 0
+    embedded_texts = sum(len(c.body["input"]) for c in embeds if isinstance(c.body["input"], list))
+    assert embedded_texts >= summary["index"]["embedded_chunks"] + summary["counts"]["cases"]
+    # hashed bag-of-words vectors still find the gold abstracts for most SciFact claims
+    assert summary["metrics"]["recall@100"] > 0.5
+
+    url = closed_port_url()
+    proc = run_cli("beir", str(scifact_small), "--embedder", "ollama:nomic-embed-text", "--db",
+                   str(tmp_path / "db2"), "--no-progress", env={"OLLAMA_BASE_URL": url})
+    assert proc.returncode == 2 and url in proc.stderr and "embedded" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "db2").exists()

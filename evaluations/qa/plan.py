@@ -34,6 +34,7 @@ class QAPlan:
     primary_judge: str  # the verdict used for "tokens per correct answer"
     price: tuple[float, float] = (0.0, 0.0)  # USD per 1M input / output tokens of the QA model
     max_concurrency: int | None = None  # the in-process model runs one generation at a time
+    max_context_chars: int | None = None
     checks: list[Callable[[], None]] = field(default_factory=list)
 
     def check(self) -> None:
@@ -62,4 +63,5 @@ def build_qa_plan(config: Config) -> QAPlan:
     price = config.prices.get(f"{qa_model.provider}:{qa_model.name}")
     return QAPlan(agent=agent, evaluators=evaluators, report_evaluators=[JudgeAgreement()], metadata=metadata,
                   primary_judge=primary, price=(price.input, price.output) if price else (0.0, 0.0), checks=checks,
-                  max_concurrency=1 if qa_model.provider == "embedded" else None)
+                  max_concurrency=1 if qa_model.provider == "embedded" else None,
+                  max_context_chars=config.qa.context_chars())
