@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def main() -> None:
     results: dict = {
         "documents": len(corpus.documents), "chunks": len(chunks), "queries": len(corpus.queries),
         "bare_encode_s": bare, "cold_index_s": cold, "cold_over_bare": cold / bare,
-        "docs_per_s": len(corpus.documents) / cold, "index_stages_s": stats.seconds, "modes": {},
+        "docs_per_s": len(corpus.documents) / cold, "index_stages_s": stats.seconds,
+        "peak_rss_mb_after_index": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "modes": {},
     }
     for mode in args.modes.split(","):
         mode_config = load_config(None, {"storage.data_dir": str(work / "data"), "search.mode": mode})
