@@ -84,6 +84,12 @@ def test_warm_rerun_embeds_nothing_and_skip_db(beir_run, tmp_path):
     assert skip.returncode == 0, skip.stderr
     fts = json.loads((tmp_path / "fts" / "summary.json").read_text())
     assert fts["counts"]["cases"] == 5 and fts["config"]["search"]["mode"] == "fts"
+    unscored = run_cli("beir", str(folder), "--db", str(db), "--skip-db", "--skip-retrieval",
+                       "--out", str(tmp_path / "unscored"), "--no-progress", "--limit", "3")
+    assert unscored.returncode == 0, unscored.stderr
+    records = [json.loads(line) for line in (tmp_path / "unscored" / "cases.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(r["retrieved"] and r["metrics"] == {} for r in records)
+    assert json.loads((tmp_path / "unscored" / "summary.json").read_text())["metrics"] == {}
 
 
 def test_skip_db_without_index_and_bad_input_are_one_clear_error(scifact_small, tmp_path):
