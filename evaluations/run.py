@@ -23,7 +23,7 @@ from .config import Config
 from .errors import EvaluationsError
 from .index.embedders import build_embedder
 from .index.search import Retriever
-from .index.store import Store
+from .index.store import IndexStats, Store
 from .reporting.outputs import case_records, summarize, write_run
 from .retrieval.evaluators import retrieval_evaluators
 from .task import RagTask
@@ -137,8 +137,6 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
             raise EvaluationsError("--skip-db given but there is no index yet", where=str(db_path),
                                    fix="run once without --skip-db to build it")
         store.ensure_fts()
-        from .index.store import IndexStats
-
         index_stats = IndexStats(documents=len(corpus.documents), chunks=store.table.count_rows())
     else:
         index_stats = index_corpus(store, corpus, config, console, options.progress)

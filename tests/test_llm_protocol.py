@@ -242,7 +242,7 @@ def test_check_model_openai_unreachable_names_its_key():
     with pytest.raises(EvaluationsError) as err:
         check_model(config.judge.model, config, key="judge.model")
     assert err.value.where == "judge.model.base_url" and f"{url}/models" in err.value.message
-    assert "--judge-model embedded" in err.value.fix
+    assert "--judge embedded" in err.value.fix
 
 
 def test_check_model_missing_model_and_present_model():

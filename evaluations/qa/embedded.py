@@ -89,7 +89,8 @@ def gguf_path() -> Path:
     return path
 
 
-def _llama_cpp() -> Any:
+def require_llama_cpp() -> Any:
+    """The llama_cpp module; EvaluationsError with the install command when it cannot be imported."""
     try:
         import llama_cpp
         import llama_cpp.llama_chat_format  # noqa: F401
@@ -107,7 +108,7 @@ def _load(path: Path, seed: int) -> _Loaded:
     key = str(path)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            llama_cpp = _llama_cpp()
+            llama_cpp = require_llama_cpp()
             try:
                 llm = llama_cpp.Llama(
                     model_path=key,
@@ -142,7 +143,7 @@ def embedded_model(model_cfg: LLMModel) -> FunctionModel:
     the weights are loaded on the first request.
     """
     path = gguf_path()
-    _llama_cpp()
+    require_llama_cpp()
     settings = ModelSettings(temperature=model_cfg.temperature, seed=model_cfg.seed, max_tokens=model_cfg.max_tokens)
 
     async def _request(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -305,7 +306,7 @@ def _generate(
     loaded: _Loaded, chat: list[dict[str, str]], schema: dict[str, Any] | None, settings: dict[str, Any]
 ) -> tuple[str, RequestUsage, str | None]:
     """Blocking generation (run in a worker thread, one call at a time per model)."""
-    llama_cpp = _llama_cpp()
+    llama_cpp = require_llama_cpp()
     max_tokens = int(settings.get("max_tokens") or 256)
     with loaded.lock:
         tokens = _fit(loaded, chat, N_CTX - max_tokens)

