@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
+from .console import make_console
 from .errors import EvaluationsError
-
-err_console = Console(stderr=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,8 +38,17 @@ def _common_options(func):
         click.option("--judge", "judge_model", help="provider:name for the LLM judge, e.g. ollama:qwen3."),
         click.option("--concurrency", type=click.IntRange(min=1), help="Parallel cases (QA/judge calls)."),
         click.option("--split", help="Dataset split (BEIR qrels split; default test)."),
-        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-                     help="Output folder (default runs/<name>-<timestamp>/)."),
+        click.option("--out", type=click.Path(path_type=Path),
+                     help="Output folder (default runs/<name>-<timestamp>/); must be new or empty."),
+        click.option("--resume", type=click.Path(path_type=Path),
+                     help="Finish the interrupted run in this folder (same command and flags)."),
+        click.option("--overwrite", is_flag=True, help="Replace the run in a non-empty --out folder."),
+        click.option("--max-failures", default="0",
+                     help="Cases that may fail (N or P%) before the exit code says so (default 0)."),
+        click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run every case N times."),
+        click.option("--tags", help="Only the cases with any of these tags, comma separated."),
+        click.option("--system", help="A system under test instead of the built-in pipeline: "
+                                      "module:function or an http(s):// endpoint."),
         click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
         click.option("--no-progress", is_flag=True, help="No progress bars."),
     ]
@@ -58,6 +65,28 @@ def _parse_ks(text: str) -> list[int]:
     if not ks or ks[0] < 1:
         raise EvaluationsError(f"--k {text!r} is not a list of positive integers", where="--k", fix="e.g. --k 1,5,10")
     return ks
+
+
+#: exit code of a run that finished but had more failed cases than --max-failures allows
+EXIT_CASES_FAILED = 3
+
+
+def parse_max_failures(text: str, cases: int) -> int:
+    """``--max-failures``: ``N`` cases, or ``P%`` of the cases (rounded down)."""
+    value = text.strip()
+    try:
+        if value.endswith("%"):
+            percent = float(value[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError
+            return int(cases * percent / 100)
+        number = int(value)
+        if number < 0:
+            raise ValueError
+        return number
+    except ValueError:
+        raise EvaluationsError(f"--max-failures {text!r} is not a count or a percentage", where="--max-failures",
+                               fix="e.g. --max-failures 3 or --max-failures 5%") from None
 
 
 def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
@@ -84,20 +113,31 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
     options = RunOptions(
         source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
         ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],
-        skip_qa=params["skip_qa"] or not spec.answers, out=params["out"],
+        skip_qa=params["skip_qa"] or not spec.answers, out=params["out"], resume=params["resume"],
+        overwrite=params["overwrite"], repeat=params["repeat"], system=params["system"],
+        tags=[t.strip() for t in (params["tags"] or "").split(",") if t.strip()],
         concurrency=params["concurrency"] or config.evaluation.concurrency, progress=not params["no_progress"],
     )
+    if options.resume is not None and options.out is not None:
+        raise EvaluationsError("--resume and --out both given", where="--out", fix="--resume DIR alone names the folder")
+    parse_max_failures(params["max_failures"], 0)  # bad syntax fails before any work
     qa = None
     if not options.skip_qa:
         from .qa.plan import build_qa_plan
 
         qa = build_qa_plan(config)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     result = run(spec, options, config, console=console, qa=qa)
     show(console, result.report, result.summary)
     console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, summary.md)")
     if params["as_json"]:
         click.echo(json.dumps(result.summary, indent=2, default=str))
+    counts = result.summary["counts"]
+    allowed = parse_max_failures(params["max_failures"], counts["cases"])
+    if counts["incomplete"] > allowed:
+        console.print(f"exit {EXIT_CASES_FAILED}: {counts['incomplete']} case(s) did not complete "
+                      f"(--max-failures allows {allowed})")
+        sys.exit(EXIT_CASES_FAILED)
 
 
 @cli.command("repliqa")
@@ -127,8 +167,10 @@ def beir_command(path: str, **params) -> None:
 def _register_commands() -> None:
     # Each package contributes its commands; imported here, not at module import of subpackages.
     from .judges.cli import commands as judge_commands
+    from .experiments.cli import commands as experiment_commands  # compare, gate, history
+    from .scoring.cli import commands as scoring_commands  # score, run DATASET_FILE, golden
 
-    for command in judge_commands:
+    for command in [*judge_commands, *experiment_commands, *scoring_commands]:
         cli.add_command(command)
 
 
@@ -140,10 +182,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.render()}", highlight=False)
+        make_console(stderr=True).print(f"[bold red]error:[/] {exc.render()}", highlight=False)
         sys.exit(2)
     except click.exceptions.Abort:
-        err_console.print("aborted")
+        make_console(stderr=True).print("aborted")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

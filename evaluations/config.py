@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .env import data_home, env_str, env_url
 from .errors import EvaluationsError
 
 DEFAULT_CONFIG_NAME = "haiku.rag.yaml"
@@ -106,12 +107,12 @@ class LanceDB(_Strict):
 
 
 class OllamaProvider(_Strict):
-    base_url: str = Field(default_factory=lambda: os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434"))
+    base_url: str = Field(default_factory=lambda: env_url("OLLAMA_BASE_URL", "http://localhost:11434"))
 
 
 class OpenAIProvider(_Strict):
-    base_url: str = Field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
-    api_key: str = Field(default_factory=lambda: os.environ.get("OPENAI_API_KEY", ""))
+    base_url: str = Field(default_factory=lambda: env_url("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+    api_key: str = Field(default_factory=lambda: env_str("OPENAI_API_KEY"))
 
 
 class Providers(_Strict):
@@ -133,6 +134,32 @@ class Evaluation(_Strict):
     concurrency: int = Field(default=4, gt=0)
 
 
+class Cache(_Strict):
+    """On-disk cache of model calls (QA, LLM judge, server embeddings); ``--no-cache`` turns it off."""
+
+    enabled: bool = True
+    # empty: $EVALUATIONS_CACHE_PATH, else <data_dir>/cache/model_calls.sqlite
+    path: str = Field(default_factory=lambda: os.environ.get("EVALUATIONS_CACHE_PATH", ""))
+
+
+class Requests(_Strict):
+    """Per-call timeout and retries (exponential backoff with jitter) of every model/embedding HTTP call.
+
+    Retried: timeouts, dropped connections, HTTP 429 (waiting its Retry-After), 5xx, a 200 whose JSON is
+    broken. Never retried: other 4xx. Wait before retry n (1-based): min(max_backoff, backoff * 2^(n-1)) + U(0, backoff).
+    """
+
+    timeout: float = Field(default=120.0, gt=0, description="seconds a call may wait for the server")
+    retries: int = Field(default=4, ge=0, description="retries after the first attempt")
+    backoff: float = Field(default=1.0, ge=0, description="seconds before the first retry")
+    max_backoff: float = Field(default=30.0, ge=0)
+    max_retry_after: float = Field(default=120.0, ge=0, description="cap on a server's Retry-After, seconds")
+
+
+class History(_Strict):
+    path: str = ""  # empty: <data_dir>/history.sqlite (every run appends a row; `evaluations history`)
+
+
 class Config(_Strict):
     environment: str = "production"  # haiku.rag key, accepted
     storage: Storage = Field(default_factory=Storage)
@@ -145,6 +172,9 @@ class Config(_Strict):
     providers: Providers = Field(default_factory=Providers)
     prices: dict[str, Price] = Field(default_factory=dict, description="'provider:name' -> USD per 1M tokens")
     evaluation: Evaluation = Field(default_factory=Evaluation)
+    history: History = Field(default_factory=History)
+    cache: Cache = Field(default_factory=Cache)
+    requests: Requests = Field(default_factory=Requests)
     # haiku.rag sections this tool does not use: accepted so a haiku.rag file loads as is.
     reranking: dict[str, Any] = Field(default_factory=dict)
     research: dict[str, Any] = Field(default_factory=dict)
@@ -157,8 +187,13 @@ class Config(_Strict):
     def data_dir(self) -> Path:
         if self.storage.data_dir:
             return Path(self.storage.data_dir).expanduser()
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(base) / "evaluations"
+        return data_home()
+
+    def cache_path(self) -> Path:
+        """``cache.path``, or ``<data_dir>/cache/model_calls.sqlite`` when empty."""
+        if self.cache.path:
+            return Path(self.cache.path).expanduser()
+        return self.data_dir() / "cache" / "model_calls.sqlite"
 
     def public_dict(self) -> dict[str, Any]:
         """The config as recorded in a run's summary, with secrets masked."""
@@ -175,9 +210,9 @@ def resolve_config_path(explicit: str | os.PathLike[str] | None) -> Path | None:
     """``--config`` > ``$HAIKU_RAG_CONFIG_PATH`` > ``./haiku.rag.yaml`` > None (defaults)."""
     if explicit:
         return Path(explicit)
-    env = os.environ.get(CONFIG_ENV)
+    env = env_str(CONFIG_ENV)
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     local = Path.cwd() / DEFAULT_CONFIG_NAME
     return local if local.is_file() else None
 
@@ -226,12 +261,18 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
     if resolved is not None:
         where = str(resolved)
         if not resolved.is_file():
-            origin = "--config" if path else f"${CONFIG_ENV}"
-            raise EvaluationsError(
-                "config file not found", where=where, fix=f"check the path given by {origin}, or omit it to use defaults"
-            )
+            origin = "--config" if path else f"environment variable {CONFIG_ENV}"
+            what = "is a folder, expected a config file" if resolved.is_dir() else "config file not found"
+            raise EvaluationsError(f"{what} (given by {origin})", where=where,
+                                   fix=f"check the path given by {origin}, or omit it to use defaults")
         try:
             loaded = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise EvaluationsError(f"not valid UTF-8 (byte {exc.start + 1})", where=where,
+                                   fix="save the config file as UTF-8") from None
+        except OSError as exc:
+            raise EvaluationsError(f"cannot read the config file ({exc.strerror})", where=where,
+                                   fix="check the file is readable") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             if mark is not None:

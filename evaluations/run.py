@@ -1,13 +1,18 @@
-"""One evaluation run: adapter -> index -> cases -> task -> evaluators -> reports.
+"""One evaluation run: adapter -> index -> cases -> system under test -> evaluators -> run folder.
 
-Order matters for the user: every configured server is checked before any work, the data is read
-and validated in full before anything is indexed, and the index is brought up to date (embedding
-only new/changed documents) before the first query.
+Order matters for the user: every configured server is checked and the output folder opened (a non-empty
+``--out`` is refused unless ``--resume``/``--overwrite``) before any work; the data is read and validated in
+full before anything is indexed; the index is brought up to date (embedding only new/changed documents, and
+only when a vector mode needs vectors) before the first query.
+
+Every finished case is appended to ``cases.jsonl`` at once (``runs.folder``); ``--resume DIR`` runs only the
+cases the folder does not hold yet and then summarises all of them, so the result equals a straight run's.
 """
 
 from __future__ import annotations
 
-import re
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -15,17 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import ReportEvaluatorContext
+from pydantic_evals.lifecycle import CaseLifecycle
+from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter, ReportCaseFailure
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .adapters import DatasetSpec, LoadOptions
 from .config import Config
 from .errors import EvaluationsError
-from .index.embedders import build_embedder
-from .index.search import Retriever
-from .index.store import IndexStats, Store
-from .reporting.outputs import case_records, summarize, write_run
 from .retrieval.evaluators import retrieval_evaluators
+from .runs import CaseRecord, RunFolder, markdown, record_from_case, slug, summarize
 from .task import RagTask
 from .types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
 
@@ -37,13 +42,18 @@ class RunOptions:
     split: str | None = None
     name: str | None = None
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 100])
-    db: Path | None = None
+    db: str | Path | None = None
     skip_db: bool = False
     skip_retrieval: bool = False
     skip_qa: bool = False
     out: Path | None = None
+    resume: Path | None = None
+    overwrite: bool = False
     concurrency: int = 4
     progress: bool = True
+    repeat: int = 1
+    tags: list[str] = field(default_factory=list)
+    system: str | None = None  # "module:function" or an http(s) URL: a user's system instead of the pipeline
 
 
 @dataclass
@@ -51,16 +61,14 @@ class RunResult:
     out_dir: Path
     summary: dict[str, Any]
     report: Any
+    records: list[CaseRecord] = field(default_factory=list)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
-
-
-def default_db_path(config: Config, dataset: str, embedder_id: str) -> Path:
+def default_db_path(config: Config, dataset: str, embedder_id: str) -> str:
+    """``lancedb.uri`` as given (a folder, ``s3://…``, ``gs://…``, ``db://…``), else a per-dataset folder."""
     if config.lancedb.uri:
-        return Path(config.lancedb.uri)
-    return config.data_dir() / "lancedb" / _slug(dataset) / _slug(embedder_id)
+        return config.lancedb.uri
+    return str(config.data_dir() / "lancedb" / slug(dataset) / slug(embedder_id))
 
 
 def _progress(console: Console) -> Progress:
@@ -68,28 +76,20 @@ def _progress(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=False)
 
 
-def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | None = None
-                  ) -> Dataset[RetrievalInputs, CaseOutput, CaseMetadata]:
-    cases = [
-        Case(name=q.id, inputs=RetrievalInputs(query=q.text),
-             expected_output=None,
-             metadata=CaseMetadata(query_id=q.id, relevant=q.relevant, answers=q.answers, answerable=q.answerable))
+def build_cases(corpus: Corpus) -> list[Case[RetrievalInputs, CaseOutput, CaseMetadata]]:
+    return [
+        Case(name=q.id, inputs=RetrievalInputs(query=q.text, case_id=q.id), expected_output=None,
+             metadata=CaseMetadata(query_id=q.id, relevant=q.relevant, answers=q.answers, answerable=q.answerable,
+                                   tags=list(q.tags)))
         for q in corpus.queries
     ]
+
+
+def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | None = None
+                  ) -> Dataset[RetrievalInputs, CaseOutput, CaseMetadata]:
     return Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
-        name=corpus.name, cases=cases, evaluators=evaluators, report_evaluators=report_evaluators or [])
-
-
-def index_corpus(store: Store, corpus: Corpus, config: Config, console: Console, show: bool):
-    with _progress(console) if show else _NullProgress() as progress:
-        task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
-        stats = store.index(
-            corpus.documents, config.processing.chunk_size, config.processing.chunk_overlap,
-            progress=lambda n: progress.advance(task, n),
-            on_total=lambda total: progress.update(
-                task, total=total, description=f"Embedding {total} new chunks" if total else "Index up to date"),
-        )
-    return stats
+        name=corpus.name, cases=build_cases(corpus), evaluators=evaluators,
+        report_evaluators=report_evaluators or [])
 
 
 class _NullProgress:
@@ -109,75 +109,218 @@ class _NullProgress:
         pass
 
 
+def _index(store: Any, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
+           console: Console) -> Any:
+    with _progress(console) if options.progress else _NullProgress() as progress:
+        task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
+        kwargs = dict(
+            need_vectors=need_vectors, progress=lambda n: progress.advance(task, n),
+            on_total=lambda total: progress.update(
+                task, total=total, description=f"Embedding {total} new chunks" if total else "Index up to date"))
+        method = store.use_existing if options.skip_db else store.index
+        return method(corpus.documents, config.processing.chunk_size, config.processing.chunk_overlap, **kwargs)
+
+
+def _identity(spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config) -> dict[str, Any]:
+    """What makes two invocations the same run (checked by --resume). Run-time knobs (concurrency, cache,
+    progress) are left out: changing them does not change the cases' results."""
+    public = config.public_dict()
+    for volatile in ("cache", "requests", "history"):
+        public.pop(volatile, None)
+    public.get("evaluation", {}).pop("concurrency", None)
+    return {"dataset": spec.name, "corpus": corpus.name, "source": corpus.source, "limit": options.limit,
+            "split": options.split, "ks": list(options.ks), "skip_retrieval": options.skip_retrieval,
+            "skip_qa": options.skip_qa, "repeat": options.repeat, "tags": sorted(options.tags),
+            "system": options.system, "config": public}
+
+
+def dataset_fingerprint(corpus: Corpus) -> str:
+    """sha256 over the queries (id, text, graded relevance) and the documents (id, sha256 of text): two runs
+    with the same fingerprint were scored against the same data."""
+    digest = hashlib.sha256()
+    for q in sorted(corpus.queries, key=lambda q: q.id):
+        digest.update(json.dumps([q.id, q.text, sorted(q.relevant.items())], ensure_ascii=False).encode())
+    for d in sorted(corpus.documents, key=lambda d: d.id):
+        digest.update(json.dumps([d.id, hashlib.sha256(d.text.encode()).hexdigest()]).encode())
+    return digest.hexdigest()
+
+
+def _select(corpus: Corpus, tags: list[str]) -> Corpus:
+    if tags:
+        wanted = set(tags)
+        corpus.queries = [q for q in corpus.queries if wanted & set(q.tags)]
+    return corpus
+
+
+class _Recorder(CaseLifecycle[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """Streams each finished case into the run folder (pydantic-evals' per-case teardown hook)."""
+
+    folder: RunFolder
+
+    async def teardown(self, result) -> None:
+        if result is not None:
+            self.folder.add(result)
+
+
+def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dict[str, Any],
+                 report_evaluators: list, corpus_name: str) -> EvaluationReport:
+    """All finished cases (earlier sessions' and this one's) as one report, in dataset order, with the report
+    evaluators run over the whole of it — the same whether the run was resumed or not."""
+    position = {n: i for i, n in enumerate(dataset_order)}
+
+    def key(case):
+        return (position.get(case.source_case_name or case.name, len(position)), case.name)
+
+    finished = sorted(cases, key=key)
+    report = EvaluationReport(
+        name=name, cases=[c for c in finished if not isinstance(c, ReportCaseFailure)],
+        failures=[c for c in finished if isinstance(c, ReportCaseFailure)], experiment_metadata=metadata,
+        dataset_name=corpus_name)
+    ctx = ReportEvaluatorContext(name=name, report=report, experiment_metadata=metadata)
+    for evaluator in report_evaluators:
+        try:
+            result = evaluator.evaluate(ctx)
+        except Exception as exc:  # a report evaluator failing never loses the run
+            from pydantic_evals.evaluators import EvaluatorFailure
+
+            report.report_evaluator_failures.append(EvaluatorFailure(
+                name=type(evaluator).__name__, error_message=f"{type(exc).__name__}: {exc}", error_stacktrace="",
+                source=evaluator.as_spec(), error_type=type(exc).__name__))
+            continue
+        report.analyses.extend(result if isinstance(result, list) else [result])
+    return report
+
+
+def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
+              pending_queries: list[str]) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
+    """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
+    if options.system is not None:
+        from .systems import build_system
+
+        system = build_system(options.system)
+        return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit),
+                {"system": getattr(system, "id", options.system)}, {"system": getattr(system, "id", options.system)})
+    from .index.embedders import build_embedder
+    from .index.search import Retriever
+    from .index.store import Store
+
+    embedder = build_embedder(config)
+    need_vectors = config.search.mode in ("vector", "hybrid")
+    db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
+    store = Store(str(db_path), embedder, api_key=config.lancedb.api_key, region=config.lancedb.region)
+    stats = _index(store, corpus, config, options, need_vectors, console)
+    retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
+                          rrf_k=config.search.rrf_k, context_limit=config.search.limit)
+    with console.status("Embedding queries") if options.progress and need_vectors else _NullProgress():
+        retriever.prepare(pending_queries)
+    index = {"path": str(db_path), **{k: v for k, v in vars(stats).items()}}
+    return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
+
+
+def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
+    """Every configured server answers (and serves its model) before any work."""
+    if options.system is None and config.search.mode in ("vector", "hybrid"):
+        from .index.embedders import build_embedder
+
+        build_embedder(config).check()
+    if qa is not None:
+        qa.check()
+
+
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
         qa: Any | None = None) -> RunResult:
     """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``."""
-    console = console or Console(stderr=True)
+    from .console import make_console
+
+    console = console or make_console(stderr=True)
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
 
     # 1. check every configured backend before any work
-    embedder = build_embedder(config)
-    needs_vectors = config.search.mode in ("vector", "hybrid")
-    if needs_vectors:
-        embedder.check()
-    if qa is not None:
-        qa.check()
+    check_backends(config, options, qa)
 
-    # 2. read and validate all data before indexing anything
-    corpus = spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split))
+    # 2. read and validate all data; open (or resume) the run folder before indexing anything
+    corpus = _select(spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split)),
+                     options.tags)
     if not corpus.queries:
-        raise EvaluationsError("no queries to evaluate", where=corpus.source, fix="check --limit and the data")
+        raise EvaluationsError("no queries to evaluate", where=corpus.source,
+                               fix="check --limit, --tags and the data")
+    dataset_label = spec.name if spec.name != "beir" else corpus.name
+    name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
+    folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
+                            identity=_identity(spec, corpus, options, config))
+    try:
+        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock)
+    except KeyboardInterrupt:
+        folder.close()
+        console.print(f"[yellow]interrupted: {len(folder.done)} finished case(s) are kept in {folder.path}; "
+                      f"finish the run with the same command and --resume {folder.path}[/]")
+        raise
+    finally:
+        folder.close()
 
-    # 3. the index
-    db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
-    store = Store(db_path, embedder)
-    if options.skip_db:
-        if not store.has_index():
-            raise EvaluationsError("--skip-db given but there is no index yet", where=str(db_path),
-                                   fix="run once without --skip-db to build it")
-        store.ensure_fts()
-        index_stats = IndexStats(documents=len(corpus.documents), chunks=store.table.count_rows())
-    else:
-        index_stats = index_corpus(store, corpus, config, console, options.progress)
 
-    # 4. retrieval: batch dense stage, then the per-case task in pydantic-evals
-    retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
-                          rrf_k=config.search.rrf_k, context_limit=config.search.limit)
-    with console.status("Embedding queries") if options.progress else _NullProgress():
-        retriever.prepare([q.text for q in corpus.queries])
+def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
+            console: Console, qa: Any | None, name: str, started: datetime, clock: float) -> RunResult:
+    # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
+    # were not all finished is run again whole, and its finished repeats dropped)
+    done = {c.source_case_name or c.name for c in folder.done}
+    if options.repeat > 1:
+        counts: dict[str, int] = {}
+        for c in folder.done:
+            counts[c.source_case_name or c.name] = counts.get(c.source_case_name or c.name, 0) + 1
+        done = {n for n, k in counts.items() if k >= options.repeat}
+        folder.done[:] = [c for c in folder.done if (c.source_case_name or c.name) in done]
+    cases = [c for c in build_cases(corpus) if c.name not in done]
+    if folder.done:
+        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run")
+
+    # 3. the system under test: index + retriever, or the user's system
+    task, index_info, system_meta = _pipeline(corpus, options, config, spec, console,
+                                              [c.inputs.query for c in cases])
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
     report_evaluators: list = []
-    agent = None
     if qa is not None:
         evaluators += qa.evaluators
         report_evaluators += qa.report_evaluators
-        agent = qa.agent
-    dataset = build_dataset(corpus, evaluators, report_evaluators)
-    name = options.name or f"{spec.name if spec.name != 'beir' else corpus.name}-{config.search.mode}"
-    metadata = {"dataset": spec.name, "source": corpus.source, "search_mode": config.search.mode,
-                "embedder": embedder.id, "concurrency": None, **(qa.metadata if qa is not None else {})}
+        task.agent = qa.agent
+        task.max_context_chars = qa.max_context_chars
+    metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
+                **(qa.metadata if qa is not None else {})}
     concurrency = options.concurrency
     if qa is not None and qa.max_concurrency:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
     metadata["concurrency"] = concurrency
-    task = RagTask(retriever, agent, max_context_chars=qa.max_context_chars if qa is not None else None)
-    report = dataset.evaluate_sync(task, name=name, max_concurrency=concurrency,
-                                   progress=options.progress, metadata=metadata)
+    metadata["repeat"] = options.repeat
 
-    # 5. outputs
-    records = case_records(report)
-    stamp = started.strftime("%Y%m%d-%H%M%S")
-    out_dir = options.out or Path("runs") / f"{_slug(name)}-{stamp}"
-    summary = summarize(report, records, ks=options.ks, primary_judge=qa.primary_judge if qa else None,
-                        price=qa.price if qa else (0.0, 0.0), extra={
-        "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
-                    "queries": len(corpus.queries)},
-        "index": {"path": str(db_path), **index_stats.__dict__},
-        "run": {"started": started.isoformat(), "seconds": time.perf_counter() - clock, **metadata},
-        "config": config.public_dict(),
-        "config_source": config.source,
-    })
-    write_run(out_dir, report, summary, records)
-    return RunResult(out_dir=out_dir, summary=summary, report=report)
+    # 4. the cases: each streamed to the folder as it finishes
+    if cases:
+        recorder = type("Recorder", (_Recorder,), {"folder": folder})
+        dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
+            name=corpus.name, cases=cases, evaluators=evaluators)
+        dataset.evaluate_sync(task, name=name, max_concurrency=concurrency, progress=options.progress,
+                              metadata=metadata, repeat=options.repeat, lifecycle=recorder)
+
+    # 5. the whole run, summarised from all finished cases
+    report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata, report_evaluators,
+                          corpus.name)
+    records = [record_from_case(c) for c in [*report.cases, *report.failures]]
+    order = {q.id: i for i, q in enumerate(corpus.queries)}
+    records.sort(key=lambda r: (order.get(r.case, len(order)), r.repeat))
+    summary = summarize(
+        records, name=name, ks=options.ks, scored=not options.skip_retrieval,
+        primary_judge=qa.primary_judge if qa else None, price=qa.price if qa else (0.0, 0.0),
+        analyses=[a.model_dump(mode="json") for a in report.analyses],
+        extra={
+            "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
+                        "queries": len(corpus.queries), "fingerprint": dataset_fingerprint(corpus)},
+            "index": index_info,
+            "run": {"started": started.isoformat(), "seconds": time.perf_counter() - clock,
+                    "resumed": options.resume is not None, **metadata},
+            "config": config.public_dict(),
+            "config_source": config.source,
+        })
+    folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
+                  markdown=markdown(summary), records=records)
+    return RunResult(out_dir=folder.path, summary=summary, report=report, records=records)

@@ -6,6 +6,7 @@ Data flows one way: adapters -> cases -> task -> evaluators -> reports.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +34,7 @@ class Query:
     relevant: dict[str, int] = field(default_factory=dict)
     answers: list[str] = field(default_factory=list)
     answerable: bool = True
+    tags: list[str] = field(default_factory=list)  # segments: "category:x", "difficulty:y", "topic:z", …
 
 
 @dataclass(slots=True)
@@ -46,9 +48,10 @@ class Corpus:
 
 
 class RetrievalInputs(BaseModel):
-    """Inputs of one case: the question."""
+    """Inputs of one case: the question (and the case id, passed to a user's system)."""
 
     query: str
+    case_id: str = ""
 
 
 class CaseMetadata(BaseModel):
@@ -59,6 +62,7 @@ class CaseMetadata(BaseModel):
     answers: list[str] = Field(default_factory=list)
     answerable: bool = True
     label: bool | None = None  # human reference-correctness label, when the data carries one
+    tags: list[str] = Field(default_factory=list)
 
 
 class RetrievedChunk(BaseModel):
@@ -73,23 +77,39 @@ class Answer(BaseModel):
 
     answer: str = Field(description="The answer to the question, from the context only.")
     cited_ids: list[str] = Field(default_factory=list, description="Ids of the chunks/documents used.")
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0, description="Confidence in the answer, 0 to 1.")
+    confidence: float | None = Field(default=0.5, ge=0.0, le=1.0,
+                                     description="Confidence in the answer, 0 to 1 (None: the model gave none).")
+
+
+QAStatus = Literal["ok", "failed", "skipped"]
 
 
 class CaseOutput(BaseModel):
-    """What the task returns for one case.
+    """What the task returns for one case. A failure of the answer stage never touches the retrieval fields.
 
     documents: ranked document ids (chunks collapsed to their document at its best rank),
     scores: the score of each document in ``documents`` (same order).
-    chunks: the top chunks given to the QA agent as context (empty when QA is skipped).
-    answer: the QA agent's answer, or None when QA is skipped.
-    latency_ms: per stage: embed, search (=retrieve), rerank, llm.
-    usage: tokens in/out of the QA call.
+    chunks: exactly the chunks given to the QA model as context, in order (the last one possibly cut to the
+        context budget); empty when QA is skipped.
+    context_text: the exact context string given to the model.
+    answer: the QA answer, or None when QA is skipped or failed.
+    qa_status / qa_error / raw_text / qa_mode: how the answer stage ended; ``raw_text`` is what the model
+        actually said (kept on failure too), ``qa_mode`` the structured-output mode that worked.
+    latency_ms: per stage: embed, retrieve, rerank, llm, total.
+    usage: tokens in/out of the QA call (failed attempts included).
+    tier / model: what a system under test reports about itself (model tier used, model name).
     """
 
     documents: list[str] = Field(default_factory=list)
     scores: list[float] = Field(default_factory=list)
     chunks: list[RetrievedChunk] = Field(default_factory=list)
+    context_text: str | None = None
     answer: Answer | None = None
+    qa_status: QAStatus = "skipped"
+    qa_error: str | None = None
+    raw_text: str | None = None
+    qa_mode: str | None = None
     latency_ms: dict[str, float] = Field(default_factory=dict)
     usage: dict[str, int] = Field(default_factory=dict)
+    tier: str | None = None
+    model: str | None = None

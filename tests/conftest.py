@@ -7,12 +7,28 @@ import json
 from pathlib import Path
 
 import pytest
+from llama_server import llama_server  # noqa: F401  (fixture: a real llama.cpp OpenAI-compatible server)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = DATA / "scifact"
 WIX_SAMPLE = DATA / "wixqa_expertwritten_sample" / "wixqa_expertwritten_sample160.jsonl.gz"
 REPLIQA_NEWS = DATA / "repliqa_samples" / "repliqa3_news_questions50.jsonl.gz"
 REPLIQA_20 = DATA / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _model_call_cache_per_session(tmp_path_factory):
+    """Module/session fixtures (and the CLI processes they start) use a session cache, never the user's."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EVALUATIONS_CACHE_PATH", str(tmp_path_factory.mktemp("cache") / "model_calls.sqlite"))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _model_call_cache_per_test(_model_call_cache_per_session, tmp_path_factory, monkeypatch):
+    """Each test (and the CLI processes it starts) gets its own empty model-call cache."""
+    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", str(tmp_path_factory.mktemp("cache") / "model_calls.sqlite"))
 
 
 def _read_jsonl_gz(path: Path) -> list[dict]:

@@ -8,7 +8,11 @@ Loopback only (127.0.0.1, port 0), one background thread, stopped when the ``wit
   ``tool_calls(...)``, or a ``Fault`` for that one request. Default: echo the last user message.
 - embeddings are hashed bags of words (``bow_vector``): texts sharing words are close.
 - ``latency`` seconds are added to every request; ``inject(kind, times, path)`` queues faults:
-  ``"500"``, ``"malformed"`` (a 200 with broken JSON), ``"drop"`` (connection closed, no reply).
+  ``"500"``, ``"429"`` (with ``Retry-After: retry_after``), ``"timeout"`` (no reply for ``hang``
+  seconds, then the connection is closed), ``"malformed"`` (a 200 with broken JSON), ``"drop"``
+  (connection closed, no reply).
+- ``fault_rate`` (0-1) makes that share of POST requests fail with a kind drawn from ``fault_kinds``
+  (seeded by ``fault_seed``, so a run repeats); ``faults`` records every fault served as (kind, path).
 - a model not in ``models`` gets a 404 like Ollama's ``model "x" not found, try pulling it first``.
 - every request is recorded in ``requests`` (method, path, parsed JSON body, headers); a responder
   that raises is answered with HTTP 500 and its error kept in ``errors`` for the test to assert on.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import socket
 import threading
@@ -29,7 +34,7 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("500", "malformed", "drop")
+FAULTS = ("500", "429", "timeout", "malformed", "drop")
 
 
 @dataclass(frozen=True)
@@ -92,10 +97,17 @@ class FakeLLMServer:
     dim: int = 64
     requests: list[Recorded] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # responder exceptions (answered as HTTP 500)
+    retry_after: float = 1.0  # seconds, sent with a "429" fault
+    hang: float = 3.0  # seconds a "timeout" fault keeps the client waiting
+    fault_rate: float = 0.0  # share of POST requests failing with a random kind from fault_kinds
+    fault_kinds: tuple[str, ...] = FAULTS
+    fault_seed: int = 0
+    faults: list[tuple[str, str]] = field(default_factory=list)  # every fault served: (kind, path)
     _faults: list[tuple[str, str | None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
+    _rng: random.Random | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
@@ -144,11 +156,19 @@ class FakeLLMServer:
         with self._lock:
             return [r for r in self.requests if r.path == path]
 
-    def _take_fault(self, path: str) -> str | None:
+    def _take_fault(self, path: str, method: str = "POST") -> str | None:
         with self._lock:
             for i, (kind, only) in enumerate(self._faults):
                 if only is None or only == path:
                     del self._faults[i]
+                    self.faults.append((kind, path))
+                    return kind
+            if self.fault_rate and method == "POST":
+                if self._rng is None:
+                    self._rng = random.Random(self.fault_seed)
+                if self._rng.random() < self.fault_rate:
+                    kind = self._rng.choice(self.fault_kinds)
+                    self.faults.append((kind, path))
                     return kind
         return None
 
@@ -161,10 +181,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
+    def _send(self, status: int, payload: Any, content_type: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -188,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.requests.append(Recorded(method, path, body, {k.lower(): v for k, v in self.headers.items()}))
         if self.fake.latency:
             time.sleep(self.fake.latency)
-        fault = self.fake._take_fault(path)
+        fault = self.fake._take_fault(path, method)
         if fault:
             return self._fault(fault)
         route = _ROUTES.get((method, path))
@@ -204,6 +227,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, kind: str) -> None:
         if kind == "500":
             self._send(500, {"error": "internal server error (injected)"})
+        elif kind == "429":
+            self._send(429, {"error": "rate limited (injected)"}, headers={"Retry-After": f"{self.fake.retry_after:g}"})
+        elif kind == "timeout":
+            time.sleep(self.fake.hang)
+            self._drop()
         elif kind == "malformed":
             self._send(200, b'{"model": "x", "choices": [{"message": ')
         else:

@@ -43,10 +43,10 @@ def load_hub(hub_id: str, config_name: str | None, split: str, *, fix: str):
     except ImportError:
         raise EvaluationsError("the Hugging Face 'datasets' package is not installed", where=hub_id,
                                fix="pip install datasets, or " + fix) from None
-    import os
+    from ..env import env_flag
 
     where = f"hf://{hub_id}" + (f"/{config_name}" if config_name else "")
-    if os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "", "false", "False"):
+    if not env_flag("HF_HUB_OFFLINE"):
         reason = _hub_unreachable()
         if reason:
             raise EvaluationsError(f"cannot reach the Hugging Face Hub ({reason})", where=where,

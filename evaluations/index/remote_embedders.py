@@ -2,7 +2,9 @@
 
 Importing this module registers them in ``embedders.EMBEDDERS`` under "ollama" and "openai".
 Both batch by ``embeddings.model.batch_size``, return L2-normalised float32 rows, and check the
-returned dimension against ``embeddings.model.vector_dim`` when it is set.
+returned dimension against ``embeddings.model.vector_dim`` when it is set. Embedding requests use the
+``requests`` timeout and retries (``evaluations.models.retry``) and the model-call cache (one entry per
+text, ``evaluations.models.cache.cached_embed``; off with ``--no-cache``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from ..errors import EvaluationsError
 from .embedders import EMBEDDERS, Embedder, Kind, normalize
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config import Config, Requests
+    from ..models.cache import ModelCache
 
 _CHECK_TIMEOUT = 5.0
-_EMBED_TIMEOUT = 120.0
 _EMBEDDED_HINT = "or use the built-in model: embeddings.model.provider: embedded"
 
 
@@ -32,12 +34,17 @@ class _RemoteEmbedder(Embedder):
     provider: str
     url_key: str
 
-    def __init__(self, *, name: str, base_url: str, batch_size: int, vector_dim: int | None):
+    def __init__(self, *, name: str, base_url: str, batch_size: int, vector_dim: int | None,
+                 requests: Requests | None = None, cache: ModelCache | None = None):
+        from ..config import Requests
+
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.batch_size = batch_size
         self.vector_dim = vector_dim
         self.id = f"{self.provider}:{name}"
+        self.requests = requests or Requests()
+        self.cache = cache
 
     def _unreachable(self, exc: Exception) -> EvaluationsError:
         return EvaluationsError(
@@ -69,10 +76,18 @@ class _RemoteEmbedder(Embedder):
 
     @functools.cached_property
     def _embed_client(self):
-        return self._client(_EMBED_TIMEOUT)
+        from ..models.retry import sync_transport
 
-    def _client(self, timeout: float):
+        return self._client(self.requests.timeout, transport=sync_transport(self.requests))
+
+    def _client(self, timeout: float, transport=None):
         raise NotImplementedError
+
+    def _cached_embed_batch(self, texts: list[str]) -> list[list[float]]:
+        from ..models.cache import cached_embed
+
+        identity = {"kind": "embed", "provider": self.provider, "model": self.name, "base_url": self.base_url}
+        return cached_embed(self.cache, identity, texts, self._embed_batch)
 
     def check(self) -> None:
         """Server reachable, model listed, and a probe embedding has the configured dimension."""
@@ -84,7 +99,7 @@ class _RemoteEmbedder(Embedder):
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            vectors = self._embed_batch(batch)
+            vectors = self._cached_embed_batch(batch)
             if len(vectors) != len(batch):
                 raise self._failed(ValueError(f"{len(vectors)} embeddings returned for {len(batch)} texts"))
             rows.extend(vectors)
@@ -107,10 +122,10 @@ class OllamaEmbedder(_RemoteEmbedder):
     provider = "ollama"
     url_key = "providers.ollama.base_url"
 
-    def _client(self, timeout: float):
+    def _client(self, timeout: float, transport=None):
         import ollama
 
-        return ollama.Client(host=self.base_url, timeout=timeout)
+        return ollama.Client(host=self.base_url, timeout=timeout, **({"transport": transport} if transport else {}))
 
     def _call(self, fn):
         import ollama
@@ -138,7 +153,7 @@ class OllamaEmbedder(_RemoteEmbedder):
     def from_config(cls, config: Config) -> OllamaEmbedder:
         model = config.embeddings.model
         return cls(name=model.name, base_url=config.providers.ollama.base_url, batch_size=model.batch_size,
-                   vector_dim=model.vector_dim)
+                   vector_dim=model.vector_dim, **_call_options(config))
 
 
 class OpenAIEmbedder(_RemoteEmbedder):
@@ -151,10 +166,14 @@ class OpenAIEmbedder(_RemoteEmbedder):
         self._api_key = api_key or "api-key-not-set"  # local OpenAI-compatible servers need none
         super().__init__(**kwargs)
 
-    def _client(self, timeout: float, max_retries: int = 2):
+    def _client(self, timeout: float, transport=None):
+        """The client's own retries are off: ``transport`` (the ``requests`` retries) does them, or nothing."""
+        import httpx
         import openai
 
-        return openai.OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=timeout, max_retries=max_retries)
+        http_client = httpx.Client(transport=transport, timeout=timeout) if transport else None
+        return openai.OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=timeout, max_retries=0,
+                             http_client=http_client)
 
     def _call(self, fn):
         import openai
@@ -175,7 +194,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
             raise self._failed(exc) from None
 
     def _list_models(self) -> list[str]:
-        return [m.id for m in self._call(lambda: list(self._client(_CHECK_TIMEOUT, max_retries=0).models.list()))]
+        return [m.id for m in self._call(lambda: list(self._client(_CHECK_TIMEOUT).models.list()))]
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         client = self._embed_client
@@ -193,7 +212,15 @@ class OpenAIEmbedder(_RemoteEmbedder):
             api_key=providers.openai.api_key or providers.api_keys.get("openai", ""),
             batch_size=model.batch_size,
             vector_dim=model.vector_dim,
+            **_call_options(config),
         )
+
+
+def _call_options(config: Config) -> dict:
+    """Timeout/retries (``requests``) and the model-call cache (``cache``) for an embedder built from ``config``."""
+    from ..models.cache import open_cache
+
+    return {"requests": config.requests, "cache": open_cache(config)}
 
 
 EMBEDDERS["ollama"] = OllamaEmbedder.from_config

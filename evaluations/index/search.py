@@ -10,7 +10,9 @@ The QA context is the top ``context_limit`` chunks (chunk-level RRF in hybrid mo
 
 Query embedding and vector search are batched over all queries in ``prepare`` (one encoder call,
 one LanceDB multi-vector query); each query's share of that batch time is recorded as its
-``embed``/``vector`` latency. BM25 runs per query in ``retrieve``.
+``embed``/``vector`` latency. BM25 runs per query in ``retrieve`` on the ``chunks`` table; vector
+search runs on the ``vectors`` table, which ``prepare`` first brings up to date
+(``Store.ensure_vectors``: a no-op when the index step already built them), so ``fts`` never embeds.
 """
 
 from __future__ import annotations
@@ -70,18 +72,23 @@ class Retriever:
         self.chunk_limit = max(candidates * 3, context_limit)
         self._vector: dict[str, Ranked] = {}
         self._batch_ms: dict[str, float] = {}
-        self._table = store.table
+        self._table = store.table  # chunks: text + BM25
+        self._vectors = None  # the vectors table, opened (and completed if needed) on first vector use
 
     # -- batched dense stage -------------------------------------------------------------------
     def prepare(self, queries: Sequence[str]) -> None:
         """Embed all queries and run the vector search for all of them in one batch."""
         if self.mode == "fts" or not queries:
             return
+        if self._vectors is None:
+            if not self.store.vectors_ready():
+                self.store.ensure_vectors()
+            self._vectors = self.store.vectors_table
         unique = list(dict.fromkeys(queries))
         t0 = time.perf_counter()
         vectors = self.store.query_vectors(unique)
         t1 = time.perf_counter()
-        result = (self._table.search(list(vectors), vector_column_name="vector").distance_type("cosine")
+        result = (self._vectors.search(list(vectors), vector_column_name="vector").distance_type("cosine")
                   .limit(self.chunk_limit).select(["chunk_id", "doc_id", "text", "_distance"]).to_arrow())
         t2 = time.perf_counter()
         per_query: dict[int, Ranked] = {i: Ranked() for i in range(len(unique))}

@@ -8,27 +8,26 @@ from pathlib import Path
 
 import click
 from rich import box
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..console import make_console
 from ..errors import EvaluationsError
+from ..fsutil import atomic_write_text
 from .lexical import KEYWORD_THRESHOLD
 
-_err = Console(stderr=True)
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
 
 
-def _out() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=120)  # pipes and files get the whole table
+def _out():
+    return make_console(stderr=False)  # a terminal's width, or unwrapped at a fixed width for pipes and files
 
 
 @contextmanager
 def _progress():
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=_err, transient=True,
+        console=make_console(stderr=True), transient=True,
     ) as progress:
         yield progress
 
@@ -112,14 +111,14 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters "
-    "[default: judges/offline_judge.json at the repository root]."
+    "[default: $EVALUATIONS_JUDGES_DIR, else judges/offline_judge.json in a checkout, else ./offline_judge.json]."
 )
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
 def calibrate_judge(files, out, folds, limit):
     """Fit the offline judge on labelled answers; report its question-grouped CV accuracy."""
     from .calibrate import calibrate
-    from .offline import default_params_path
+    from .offline import default_output_path, default_params_path
 
     examples = _load(files, limit)
     with _progress() as progress:
@@ -128,12 +127,8 @@ def calibrate_judge(files, out, folds, limit):
             examples, folds=folds, sources=[Path(f).name for f in files],
             progress=lambda k: progress.update(task, advance=k),
         )
-    path = Path(out) if out else default_params_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(model.to_dict(), indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise EvaluationsError(f"cannot write parameters: {exc}", where=str(path), fix="choose another --out") from None
+    path = Path(out) if out else default_output_path()
+    atomic_write_text(path, json.dumps(model.to_dict(), indent=2) + "\n", fix="choose another --out")
     cv = model.info["cross_validation"]
     table = Table(title=f"Offline judge on {len(examples)} labelled answers")
     table.add_column("judge")
@@ -145,6 +140,10 @@ def calibrate_judge(files, out, folds, limit):
     _out().print(table)
     click.echo(f"cross-validation: {cv['method']}")
     click.echo(f"wrote {path}")
+    if path.resolve() != default_params_path().resolve():
+        how = (f"EVALUATIONS_JUDGES_DIR={path.parent}" if path.name == "offline_judge.json"
+               else "name it offline_judge.json and set EVALUATIONS_JUDGES_DIR to its folder")
+        click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
 
 
 commands: list[click.Command] = [judge_agreement, calibrate_judge]

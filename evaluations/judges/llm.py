@@ -1,7 +1,7 @@
 """The LLM judge: is the generated answer equivalent to one of the gold answers?
 
 A pydantic-evals evaluator over pydantic-evals' own ``LLMJudge`` (input + output + expected output),
-with the rubric in ``judges/answer_equivalence.md``. What the judge sees:
+with the rubric in ``judges/answer_equivalence.md`` (package data, see ``judges.shipped``). What the judge sees:
 
 - Input: the question (``ctx.inputs.query``);
 - Output: the answer text (``ctx.output.answer.answer``);
@@ -26,22 +26,23 @@ from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorCont
 from pydantic_evals.evaluators.common import OutputConfig
 
 from ..errors import EvaluationsError
+from .shipped import read_judge_text
 
 if TYPE_CHECKING:
     from ..config import Config, LLMModel
 
-RUBRIC_PATH = Path(__file__).resolve().parents[2] / "judges" / "answer_equivalence.md"
+RUBRIC_FILE = "answer_equivalence.md"  # package data (``judges.shipped``), judges/ in the repository
 
 
-def load_rubric(path: Path = RUBRIC_PATH) -> str:
+def load_rubric(path: Path | None = None) -> str:
+    """The rubric: the shipped ``answer_equivalence.md``, or the file at ``path``."""
+    if path is None:
+        return read_judge_text(RUBRIC_FILE).strip()
     try:
-        return path.read_text(encoding="utf-8").strip()
+        return Path(path).read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise EvaluationsError(
-            f"cannot read the judge rubric ({exc.strerror})",
-            where=str(path),
-            fix="restore judges/answer_equivalence.md from the repository",
-        ) from None
+        raise EvaluationsError(f"cannot read the judge rubric ({exc.strerror})", where=str(path),
+                               fix="check the path of the rubric file") from None
 
 
 @dataclass(repr=False)

@@ -3,8 +3,8 @@
 p(correct | refs, answer) = σ(b + Σ_j w_j · (x_j − μ_j) / s_j),  verdict = p ≥ threshold,
 
 with x the features below, (μ, s) the standardisation and (w, b, threshold) read from a JSON
-file (default: ``judges/offline_judge.json`` at the repository root, or
-``$EVALUATIONS_JUDGES_DIR/offline_judge.json``). Nothing is fitted here; only
+file (default: ``$EVALUATIONS_JUDGES_DIR/offline_judge.json``, else the shipped package data,
+``judges/offline_judge.json`` in the repository). Nothing is fitted here; only
 ``evaluations calibrate-judge`` (``judges.calibrate``) writes that file.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from . import lexical
 from .semantic import semantic_similarity_batch
 from .text import normalize, tokens
 
-__all__ = ["FEATURES", "OfflineJudgeModel", "default_params_path", "feature_row", "feature_matrix"]
+__all__ = ["FEATURES", "EXTERNAL_FEATURES", "llm_logit", "OfflineJudgeModel", "default_params_path", "feature_row", "feature_matrix"]
 
 # "I'm sorry", "as an AI", "I don't know", "no information", "couldn't find": the answer declines.
 _HEDGE = re.compile(
@@ -59,11 +58,24 @@ _FEATURE_FNS: dict[str, FeatureFn] = {
     "hedge": _hedge,
 }
 FEATURES: tuple[str, ...] = tuple(_FEATURE_FNS)
+#: features computed elsewhere and passed in ``extras``: the embedded LLM judge's log-odds
+#: llm_logit = log(p / (1 − p)), p = P(correct) clipped to [1e-4, 1 − 1e-4] (``judges.embedded``)
+EXTERNAL_FEATURES: tuple[str, ...] = ("llm_logit",)
 
 
-def feature_row(refs: Sequence[str], answer: str, semantic: float, names: Sequence[str] = FEATURES) -> list[float]:
-    """The named features of one (gold alternatives, answer) pair, given its semantic similarity."""
-    return [_FEATURE_FNS[name](refs, answer, semantic) for name in names]
+def llm_logit(p: float | np.ndarray) -> float | np.ndarray:
+    """log(p / (1 − p)) with p clipped to [1e-4, 1 − 1e-4]."""
+    q = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.log(q / (1 - q))
+
+
+def feature_row(
+    refs: Sequence[str], answer: str, semantic: float, names: Sequence[str] = FEATURES,
+    extras: dict[str, float] | None = None,
+) -> list[float]:
+    """The named features of one (gold alternatives, answer) pair, given its semantic similarity (and extras)."""
+    extras = extras or {}
+    return [extras[name] if name in EXTERNAL_FEATURES else _FEATURE_FNS[name](refs, answer, semantic) for name in names]
 
 
 def feature_matrix(
@@ -73,20 +85,49 @@ def feature_matrix(
     names: Sequence[str] = FEATURES,
     cache_path: Path | None | bool = True,
     progress: Callable[[int], None] | None = None,
+    extras: dict[str, Sequence[float]] | None = None,
 ) -> np.ndarray:
-    """Features of many pairs, shape (n, len(names)); semantic similarity computed in one batch."""
+    """Features of many pairs, shape (n, len(names)); semantic similarity computed in one batch.
+
+    ``extras``: values of ``EXTERNAL_FEATURES`` per pair (required when ``names`` uses them).
+    """
+    missing = [n for n in names if n in EXTERNAL_FEATURES and n not in (extras or {})]
+    if missing:
+        raise EvaluationsError(f"features {missing} need values computed by another judge", where="offline judge")
     if "semantic_similarity" in names:
         sims = semantic_similarity_batch(refs_list, answers, cache_path=cache_path, progress=progress)
     else:
         sims = np.zeros(len(answers))
-    rows = [feature_row(list(r), a, float(s), names) for r, a, s in zip(refs_list, answers, sims)]
+    columns = {k: list(v) for k, v in (extras or {}).items()}
+    rows = [
+        feature_row(list(r), a, float(s), names, {k: float(v[i]) for k, v in columns.items()})
+        for i, (r, a, s) in enumerate(zip(refs_list, answers, sims))
+    ]
     return np.asarray(rows, dtype=np.float64).reshape(len(answers), len(names))
 
 
-def default_params_path() -> Path:
-    base = os.environ.get("EVALUATIONS_JUDGES_DIR")
-    folder = Path(base) if base else Path(__file__).resolve().parents[2] / "judges"
-    return folder / "offline_judge.json"
+JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
+
+
+def default_params_path(name: str = "offline_judge.json") -> Path:
+    """Where parameters are read from: ``$EVALUATIONS_JUDGES_DIR/<name>`` (the folder must exist), else the
+    shipped package data (``judges.shipped``; ``judges/<name>`` in a checkout)."""
+    from ..env import env_dir
+    from .shipped import shipped_path
+
+    folder = env_dir(JUDGES_ENV, must_exist=True)
+    return folder / name if folder is not None else shipped_path(name)
+
+
+def default_output_path(name: str = "offline_judge.json") -> Path:
+    """Where ``calibrate-judge`` writes without ``--out``: ``$EVALUATIONS_JUDGES_DIR/<name>``, else the
+    repository's ``judges/<name>`` in a checkout (the file runs read), else ``./<name>`` (an installed
+    package's own files are not rewritten; point ``$EVALUATIONS_JUDGES_DIR`` at the new file's folder)."""
+    from ..env import env_dir
+    from .shipped import checkout_judges_dir
+
+    folder = env_dir(JUDGES_ENV) or checkout_judges_dir()
+    return (folder if folder is not None else Path.cwd()) / name
 
 
 @dataclass(frozen=True)
@@ -105,7 +146,7 @@ class OfflineJudgeModel:
     def from_dict(cls, data: dict[str, Any], where: str = "offline judge params") -> OfflineJudgeModel:
         try:
             features = tuple(data["features"])
-            unknown = [f for f in features if f not in _FEATURE_FNS]
+            unknown = [f for f in features if f not in _FEATURE_FNS and f not in EXTERNAL_FEATURES]
             if unknown:
                 raise EvaluationsError(f"unknown features {unknown}", where=where, fix=f"known: {list(FEATURES)}")
             arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
@@ -155,16 +196,20 @@ class OfflineJudgeModel:
         *,
         cache_path: Path | None | bool = True,
         progress: Callable[[int], None] | None = None,
+        extras: dict[str, Sequence[float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(probabilities, verdicts) for many pairs."""
-        matrix = feature_matrix(refs_list, answers, names=self.features, cache_path=cache_path, progress=progress)
+        matrix = feature_matrix(
+            refs_list, answers, names=self.features, cache_path=cache_path, progress=progress, extras=extras
+        )
         prob = self.probability(matrix)
         return prob, prob >= self.threshold
 
-    def judge(self, refs: str | Sequence[str], answer: str) -> tuple[float, bool]:
+    def judge(self, refs: str | Sequence[str], answer: str, extras: dict[str, float] | None = None) -> tuple[float, bool]:
         """(probability correct, verdict) for one answer."""
         alternatives = [refs] if isinstance(refs, str) else list(refs)
-        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=False)
+        columns = {k: [v] for k, v in (extras or {}).items()}
+        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=False, extras=columns)
         return float(prob[0]), bool(verdict[0])
 
 

@@ -8,7 +8,6 @@ of the text, so re-running a calibration or an agreement study over ~23k pairs i
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -38,10 +37,9 @@ Progress = Callable[[int], None]  # called with the number of texts just embedde
 
 def default_cache_path() -> Path:
     """``$EVALUATIONS_CACHE_DIR`` or ``$XDG_DATA_HOME/evaluations`` (~/.local/share/evaluations), + cache file."""
-    base = os.environ.get("EVALUATIONS_CACHE_DIR")
-    if not base:
-        base = str(Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "evaluations")
-    return Path(base) / "cache" / "judge_embeddings.sqlite"
+    from ..env import data_home, env_dir
+
+    return (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache" / "judge_embeddings.sqlite"
 
 
 def _get_embedder():

@@ -1,16 +1,34 @@
 """The QA agent: answer a question from retrieved chunks only, citing their ids.
 
 ``build_qa_agent(model)`` -> a pydantic-ai ``Agent`` whose output is ``evaluations.types.Answer`` (validated; a
-malformed reply is sent back to the model up to ``OUTPUT_RETRIES`` times, then the run raises and the caller counts
-the case as failed). ``answer_question`` runs it on one question and returns the answer and the token usage.
+malformed reply is sent back to the model up to ``OUTPUT_RETRIES`` times). ``answer_question`` runs it on one
+question and returns a ``QAResult`` (answer, usage, the output mode that worked, the model's raw text, every
+attempt), or raises ``QAFailed`` carrying the error and what the model actually said.
+
+Output modes, tried in order until one yields a valid answer (``output_modes(model)`` picks the ladder):
+
+- served models (Ollama, OpenAI-compatible): ``tool`` (an output tool call) -> ``native`` (JSON schema,
+  pydantic-ai ``NativeOutput``) -> ``prompted`` (schema in the prompt, ``PromptedOutput``) -> ``text`` (plain
+  text: the answer only, no cited ids, no confidence); small models behind a server often manage only the last;
+- embedded models: ``grammar`` (the output tool's JSON, generation constrained by a grammar: always parses);
+- any other model (e.g. ``FunctionModel`` in tests): ``tool``.
+
+Each mode is one agent run with up to ``OUTPUT_RETRIES`` validation retries; usage sums over all attempts.
 """
 
 from __future__ import annotations
 
-from pydantic_ai import Agent
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_ai import Agent, NativeOutput, PromptedOutput, capture_run_messages
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from ..errors import EvaluationsError
 from ..types import Answer, RetrievedChunk
 
 OUTPUT_RETRIES = 2
@@ -60,18 +78,138 @@ def _prompt(question: str, context: str) -> str:
     return f"Context:\n{context}\n\nQuestion: {question}"
 
 
-async def answer_question(
-    agent: Agent[None, Answer], question: str, chunks: list[RetrievedChunk], max_chars: int | None = None
-) -> tuple[Answer, dict[str, int]]:
-    """Run ``agent`` on ``question`` with ``chunks`` as context.
+# -- output modes --------------------------------------------------------------------------------
+SERVED_LADDER = ("tool", "native", "prompted", "text")
 
-    Returns the validated ``Answer`` and usage ``{"input_tokens", "output_tokens", "requests"}`` summed over the
-    run (retries included). Raises when the model's output is still invalid after the retries.
-    """
-    result = await agent.run(_prompt(question, format_context(chunks, max_chars)))
-    usage = result.usage
-    return result.output, {
-        "input_tokens": usage.input_tokens or 0,
-        "output_tokens": usage.output_tokens or 0,
-        "requests": usage.requests or 0,
+_OUTPUT_TYPES: dict[str, Callable[[], Any]] = {
+    "tool": lambda: Answer,
+    "grammar": lambda: Answer,  # the embedded model turns the output tool into grammar-constrained JSON
+    "native": lambda: NativeOutput(Answer),
+    "prompted": lambda: PromptedOutput(Answer),
+    "text": lambda: str,
+}
+
+
+def output_modes(model: Model | str | None) -> tuple[str, ...]:
+    """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
+    ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise."""
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    if isinstance(model, OpenAIChatModel):
+        return SERVED_LADDER
+    if isinstance(model, FunctionModel) and model.model_name.startswith("embedded:"):
+        return ("grammar",)
+    return ("tool",)
+
+
+class ModeAttempt(BaseModel):
+    """One output mode tried on one question: ``error`` None when it produced the answer."""
+
+    mode: str
+    error: str | None = None
+    raw_text: str = ""  # the model's last reply in this mode (text, or the tool call's JSON arguments)
+    usage: dict[str, int] = {}
+
+
+@dataclass
+class QAResult:
+    """The answer to one question. ``mode``: the output mode that worked; ``raw_text``: the model's reply it was
+    read from; ``usage`` sums every attempt ({"input_tokens", "output_tokens", "requests"}).
+
+    Unpacks as ``answer, usage = result`` (the return value of ``answer_question`` before output modes)."""
+
+    answer: Answer
+    usage: dict[str, int]
+    mode: str
+    raw_text: str = ""
+    attempts: list[ModeAttempt] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.answer
+        yield self.usage
+
+
+class QAFailed(Exception):
+    """Every output mode failed. ``error``: the last mode's error; ``raw_text``: the last thing the model said (""
+    when it said nothing); ``usage``: summed over all attempts; ``attempts``: one ``ModeAttempt`` per mode tried."""
+
+    def __init__(self, error: str, raw_text: str, usage: dict[str, int], attempts: list[ModeAttempt]):
+        self.error = error
+        self.raw_text = raw_text
+        self.usage = usage
+        self.attempts = attempts
+        super().__init__(error)
+
+
+def _reply_text(response: ModelResponse) -> str:
+    """What the model said in one response: its text, and the JSON arguments of its tool calls."""
+    out = []
+    for part in response.parts:
+        if isinstance(part, TextPart):
+            out.append(part.content)
+        elif isinstance(part, ToolCallPart):
+            out.append(part.args_as_json_str())
+    return "\n".join(t for t in out if t)
+
+
+def _usage(messages: list[ModelMessage]) -> dict[str, int]:
+    responses = [m for m in messages if isinstance(m, ModelResponse)]
+    return {
+        "input_tokens": sum(r.usage.input_tokens or 0 for r in responses),
+        "output_tokens": sum(r.usage.output_tokens or 0 for r in responses),
+        "requests": len(responses),
     }
+
+
+def _last_reply(messages: list[ModelMessage]) -> str:
+    replies = [_reply_text(m) for m in messages if isinstance(m, ModelResponse)]
+    return next((r for r in reversed(replies) if r.strip()), "")
+
+
+def _sum(usages: list[dict[str, int]]) -> dict[str, int]:
+    return {k: sum(u.get(k, 0) for u in usages) for k in ("input_tokens", "output_tokens", "requests")}
+
+
+def _as_answer(output: Answer | str) -> Answer:
+    if isinstance(output, Answer):
+        return output
+    return Answer(answer=output.strip(), cited_ids=[], confidence=None)
+
+
+async def answer_question(
+    agent: Agent[None, Answer],
+    question: str,
+    chunks: list[RetrievedChunk],
+    max_chars: int | None = None,
+    *,
+    modes: tuple[str, ...] | None = None,
+) -> QAResult:
+    """Run ``agent`` on ``question`` with ``chunks`` as context, trying ``modes`` (default
+    ``output_modes(agent.model)``) in order until one gives a valid ``Answer``.
+
+    Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts) when every mode failed.
+    ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
+    """
+    prompt = _prompt(question, format_context(chunks, max_chars))
+    attempts: list[ModeAttempt] = []
+    for mode in modes or output_modes(agent.model):
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(prompt, output_type=_OUTPUT_TYPES[mode]())
+            except EvaluationsError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of a mode moves on to the next one
+                attempts.append(ModeAttempt(mode=mode, error=f"{type(exc).__name__}: {exc}",
+                                            raw_text=_last_reply(messages), usage=_usage(messages)))
+                continue
+        answer = _as_answer(result.output)
+        if not answer.answer:
+            attempts.append(ModeAttempt(mode=mode, error="empty answer", raw_text=_last_reply(messages),
+                                        usage=_usage(messages)))
+            continue
+        attempts.append(ModeAttempt(mode=mode, raw_text=_last_reply(messages), usage=_usage(messages)))
+        return QAResult(answer=answer, usage=_sum([a.usage for a in attempts]), mode=mode,
+                        raw_text=attempts[-1].raw_text, attempts=attempts)
+    raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")
+    raise QAFailed(attempts[-1].error or "no output mode tried", raw, _sum([a.usage for a in attempts]), attempts)

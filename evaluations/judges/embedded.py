@@ -1,0 +1,326 @@
+"""The embedded LLM judge: Qwen2.5-Coder-1.5B-Instruct (GGUF) in-process, P(correct) from yes/no logits.
+
+One verdict is one forward pass, no generation. The prompt, in the model's chat format, is
+
+    prefix = <|im_start|>system\\n{rubric}<|im_end|>\\n<|im_start|>user\\n
+    suffix = Question: q\\nReference answers: r1 | r2\\nCandidate answer: a\\n...yes or no<|im_end|>\\n
+             <|im_start|>assistant\\n
+
+The prefix is tokenised and evaluated once; its KV cache state is kept (``Llama.save_state``) and
+restored before each suffix (``Llama.load_state``), so a verdict costs only the suffix's tokens. With
+l the logits of the next token after the suffix, Y the single-token spellings of "yes" ("yes", "Yes",
+" yes", " Yes", "YES") and N those of "no":
+
+    P(correct) = Σ_{t∈Y} e^{l_t} / Σ_{t∈Y∪N} e^{l_t},   verdict = P(correct) ≥ threshold,
+
+with the threshold calibrated on human-labelled answers (``judges/embedded_judge.json``, written by
+``evaluations.judges.heldout``). ``yes_no_mass`` = Σ_{t∈Y∪N} softmax(l)_t tells how sure the model is
+that the reply is yes/no at all. The Llama is loaded once per file; verdicts are serialised with a lock
+and run in a worker thread. Verdicts can be cached on disk (SQLite, keyed by model, prompt and texts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
+
+from ..errors import EvaluationsError
+
+__all__ = [
+    "DEFAULT_JUDGE",
+    "EmbeddedLLMJudge",
+    "YesNoJudge",
+    "VerdictCache",
+    "load_judge",
+    "judge_params",
+    "embedded_judge_path",
+]
+
+#: the embedded judge model (``judge.model.name`` / ``--judge embedded:NAME``)
+DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
+RUBRIC_PATH = Path(__file__).resolve().parents[2] / "judges" / "answer_equivalence_yesno.md"
+N_CTX = 1024
+MAX_ANSWER_TOKENS = 320  # a longer candidate keeps its first tokens (the answer is stated early)
+YES = ("yes", "Yes", " yes", " Yes", "YES")
+NO = ("no", "No", " no", " No", "NO")
+_QUESTION = "Question: {question}\nReference answers: {refs}\nCandidate answer: {answer}\n\n"
+_ASK = "Is the candidate answer correct? Reply yes or no.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def embedded_judge_path(name: str = DEFAULT_JUDGE, data_dir: Path | None = None) -> Path:
+    """The assembled, sha256-checked GGUF file of judge model ``name`` (``evaluations.models.gguf``).
+
+    ``$EVALUATIONS_JUDGE_GGUF`` points at a file directly (experiments); ``data_dir`` None: the default config's.
+    """
+    override = os.environ.get("EVALUATIONS_JUDGE_GGUF")
+    if override:
+        return Path(override)
+    from ..models import gguf
+
+    model = gguf.resolve(name, where="judge.model.name")
+    if data_dir is None:
+        from ..config import Config
+
+        data_dir = Config().data_dir()
+    return gguf.gguf_file(model, data_dir)
+
+
+def _threads() -> int:
+    return int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or min(os.cpu_count() or 1, 4)
+
+
+def _rubric() -> str:
+    try:
+        return RUBRIC_PATH.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise EvaluationsError(
+            f"cannot read the judge rubric ({exc.strerror})", where=str(RUBRIC_PATH),
+            fix="restore judges/answer_equivalence_yesno.md from the repository",
+        ) from None
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512) -> Any:
+    """``llama_cpp.Llama`` for ``path`` without the extra (AMX/repack) weight buffers.
+
+    llama.cpp built natively on a CPU with AMX repacks Q4_K weights into AMX buffers, and evaluating a
+    batch of more than one token then crashes (SIGSEGV) where the kernel does not grant the AMX tile state.
+    ``Llama()`` has no argument for ``use_extra_bufts``, so the public ``llama_model_default_params`` is
+    wrapped while the model loads (under a lock).
+    """
+    from ..qa.embedded import require_llama_cpp
+
+    llama_cpp = require_llama_cpp()
+    api = llama_cpp.llama_cpp
+    original = api.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        api.llama_model_default_params = defaults
+        try:
+            return llama_cpp.Llama(
+                model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads, n_threads_batch=n_threads,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise EvaluationsError(f"llama-cpp-python could not load the model: {exc}", where=str(path)) from None
+        finally:
+            api.llama_model_default_params = original
+
+
+class YesNoJudge:
+    """P(correct) of (question, gold alternatives, answer) from one forward pass of a chat GGUF model."""
+
+    def __init__(self, path: Path, *, n_threads: int | None = None):
+        from ..qa.embedded import require_llama_cpp
+
+        llama_cpp = require_llama_cpp()
+        self._llama_cpp = llama_cpp
+        self.path = Path(path)
+        self.llm = load_llama(self.path, n_ctx=N_CTX, n_threads=n_threads or _threads(), n_batch=256)
+        self.rubric = _rubric()
+        self.lock = threading.Lock()
+        self.prefix = self._tokens(f"<|im_start|>system\n{self.rubric}<|im_end|>\n<|im_start|>user\n")
+        self.yes_ids = self._single_tokens(YES)
+        self.no_ids = self._single_tokens(NO)
+        self.n_vocab = self.llm.n_vocab()
+        self.id = hashlib.sha256(f"{self.path.name}\0{self.rubric}\0{_QUESTION}{_ASK}".encode()).hexdigest()[:16]
+        self._state = None
+
+    def _tokens(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _single_tokens(self, words: Sequence[str]) -> list[int]:
+        ids = [self._tokens(w) for w in words]
+        return sorted({t[0] for t in ids if len(t) == 1})
+
+    def suffix(self, question: str, refs: Sequence[str], answer: str) -> list[int]:
+        """The case's tokens: question, gold alternatives, the answer (first MAX_ANSWER_TOKENS tokens), the ask."""
+        answer_tokens = self._tokens(answer.strip())
+        if len(answer_tokens) > MAX_ANSWER_TOKENS:
+            answer = self.llm.detokenize(answer_tokens[:MAX_ANSWER_TOKENS]).decode("utf-8", "ignore") + " ..."
+        text = _QUESTION.format(question=question.strip(), refs=" | ".join(r.strip() for r in refs), answer=answer.strip())
+        return self._tokens(text.replace("<|", "< |")) + self._tokens(_ASK)
+
+    def _logits(self) -> np.ndarray:
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+
+    def _forward(self, suffix: list[int], reuse: str) -> np.ndarray:
+        """Logits after prefix + suffix. reuse: "truncate" keeps the prefix's KV cache in place and drops what
+        follows it (``Llama.n_tokens`` = prefix length; ``Llama.eval`` removes the rest of the KV cache);
+        "state" restores a ``save_state()`` snapshot taken after the prefix; "none" evaluates everything."""
+        llm, n = self.llm, len(self.prefix)
+        if reuse == "truncate" and llm.n_tokens >= n and list(llm.input_ids[:n]) == self.prefix:
+            llm.n_tokens = n
+            llm.eval(suffix)
+        elif reuse == "state" and self._state is not None:
+            llm.load_state(self._state)
+            llm.eval(suffix)
+        elif reuse == "none":
+            llm.reset()
+            llm.eval(self.prefix + suffix)
+        else:
+            llm.reset()
+            llm.eval(self.prefix)
+            if reuse == "state":
+                self._state = llm.save_state()
+            llm.eval(suffix)
+        return self._logits()
+
+    def probability(
+        self, question: str, refs: Sequence[str], answer: str, *, reuse: str = "truncate"
+    ) -> tuple[float, float]:
+        """(P(correct), yes/no probability mass): the formulas in the module docstring."""
+        suffix = self.suffix(question, refs, answer)
+        room = N_CTX - len(self.prefix) - 1
+        if len(suffix) > room:
+            suffix = suffix[: room - 8] + suffix[-8:]
+        with self.lock:
+            logits = self._forward(suffix, reuse)
+        top = logits.max()
+        log_z = top + np.log(np.exp(logits - top).sum())
+        yes = np.exp(logits[self.yes_ids] - top).sum()
+        no = np.exp(logits[self.no_ids] - top).sum()
+        mass = float(np.exp(np.log(yes + no) + top - log_z))
+        return float(yes / (yes + no)), mass
+
+
+_judges: dict[str, YesNoJudge] = {}
+_judges_lock = threading.Lock()
+
+
+def load_judge(name: str = DEFAULT_JUDGE, data_dir: Path | None = None) -> YesNoJudge:
+    """The judge for ``name``, loaded once per process."""
+    path = embedded_judge_path(name, data_dir)
+    with _judges_lock:
+        if str(path) not in _judges:
+            _judges[str(path)] = YesNoJudge(path)
+        return _judges[str(path)]
+
+
+# -- verdict cache ----------------------------------------------------------------------------------
+def default_verdict_cache() -> Path:
+    from .semantic import default_cache_path
+
+    return default_cache_path().parent / "llm_verdicts.sqlite"
+
+
+class VerdictCache:
+    """P(correct) per (judge id, question, gold, answer) in SQLite; safe to share between runs."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or default_verdict_cache()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._db.execute("CREATE TABLE IF NOT EXISTS verdict (key TEXT PRIMARY KEY, p REAL NOT NULL, info TEXT)")
+        self._db.commit()
+
+    @staticmethod
+    def key(judge_id: str, question: str, refs: Sequence[str], answer: str) -> str:
+        return hashlib.sha256(json.dumps([judge_id, question, list(refs), answer]).encode()).hexdigest()
+
+    def get(self, key: str) -> float | None:
+        with self._lock:
+            row = self._db.execute("SELECT p FROM verdict WHERE key = ?", (key,)).fetchone()
+        return None if row is None else float(row[0])
+
+    def put(self, key: str, p: float, info: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO verdict VALUES (?, ?, ?)", (key, p, json.dumps(info or {})))
+            self._db.commit()
+
+
+def judge_many(
+    judge: YesNoJudge,
+    items: Sequence[tuple[str, Sequence[str], str]],
+    *,
+    cache: VerdictCache | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """P(correct) for many (question, gold alternatives, answer) items, cached verdicts reused."""
+    out = np.empty(len(items))
+    for i, (question, refs, answer) in enumerate(items):
+        key = VerdictCache.key(judge.id, question, refs, answer) if cache is not None else ""
+        p = cache.get(key) if cache is not None else None
+        if p is None:
+            p, mass = judge.probability(question, refs, answer)
+            if cache is not None:
+                cache.put(key, p, {"yes_no_mass": mass})
+        out[i] = p
+        if progress is not None:
+            progress(1)
+    return out
+
+
+# -- calibrated threshold -----------------------------------------------------------------------------
+def params_path() -> Path:
+    base = os.environ.get("EVALUATIONS_JUDGES_DIR")
+    folder = Path(base) if base else Path(__file__).resolve().parents[2] / "judges"
+    return folder / "embedded_judge.json"
+
+
+def judge_params(path: Path | None = None) -> dict[str, Any]:
+    """The calibrated threshold (and how it was obtained); threshold 0.5 when no file is shipped."""
+    path = path or params_path()
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"threshold": 0.5, "calibrated": False}
+
+
+# -- the pydantic-evals evaluator ---------------------------------------------------------------------
+@dataclass(repr=False)
+class EmbeddedLLMJudge(Evaluator):
+    """``llm_p_correct`` = P(correct) of the embedded judge; ``llm_judge`` = P ≥ threshold, with the reason.
+
+    ``threshold`` None: the calibrated one of ``judges/embedded_judge.json``. No answer or no gold: ``{}``.
+    """
+
+    model: str = DEFAULT_JUDGE
+    threshold: float | None = None
+    evaluation_name: str = "llm_judge"
+    cache: bool = True
+    data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
+
+    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
+        import anyio.to_thread
+
+        from .evaluators import _gold_and_answer
+
+        pair = _gold_and_answer(ctx)
+        if pair is None or not pair[1].strip():
+            return {}
+        refs, answer = pair
+        question = getattr(ctx.inputs, "query", None) or (ctx.inputs.get("query") if isinstance(ctx.inputs, dict) else "")
+        threshold = self.threshold if self.threshold is not None else float(judge_params()["threshold"])
+
+        def run() -> float:
+            judge = load_judge(self.model, Path(self.data_dir) if self.data_dir else None)
+            cache = VerdictCache() if self.cache else None
+            return float(judge_many(judge, [(question or "", refs, answer)], cache=cache)[0])
+
+        p = await anyio.to_thread.run_sync(run)
+        verdict = p >= threshold
+        reason = f"P(yes) = {p:.3f} {'>=' if verdict else '<'} threshold {threshold:.3f} ({self.model}, embedded)"
+        return {"llm_p_correct": p, self.evaluation_name: EvaluationReason(verdict, reason=reason)}
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return {"model": f"embedded:{self.model}", "evaluation_name": self.evaluation_name}

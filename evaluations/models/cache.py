@@ -1,0 +1,313 @@
+"""The on-disk cache of model calls: QA agent, LLM judge (pydantic-ai models) and server embeddings.
+
+One SQLite file (``cache.path``, default ``<data_dir>/cache/model_calls.sqlite``; WAL journal, so
+threads and processes share it safely). An entry is written only after a call succeeded: failed
+calls are never cached. ``--no-cache`` (``cache.enabled: false``) bypasses it; the calls are still counted.
+
+Chat key = sha256 of the canonical JSON (sorted keys) of::
+
+    {system, model name, base URL, merged model settings, request parameters (tools, output schema,
+     output mode), messages}
+
+Messages are dumped with ``ModelMessagesTypeAdapter``; what is not sent to the model is left out
+(timestamps, run and conversation ids, provider response ids, usage), and tool-call ids are renumbered in order of first
+appearance, so the same conversation always has the same key. The value is the ``ModelResponse``,
+serialised the same way. Embedding key = sha256 of (provider, model, base URL, text): one entry per text,
+so batches that overlap reuse each other's vectors.
+
+``CALL_STATS`` counts, per kind ("chat", "embed"): ``hits`` (answered from the cache), ``misses`` (sent
+to the model), ``errors`` (failed calls); ``calls = hits + misses``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+KEY_VERSION = 1
+# message fields that are bookkeeping, not request content (they differ between identical requests)
+_NOT_SENT = frozenset({"timestamp", "run_id", "conversation_id", "provider_response_id", "provider_details", "usage",
+                       "metadata", "state", "workspace_ref", "history_digest", "failed_attempts"})
+
+
+# -- statistics ----------------------------------------------------------------------------------
+@dataclass
+class CacheStats:
+    """Model calls of one kind: ``hits`` from the cache, ``misses`` sent to the model, ``errors`` failed."""
+
+    hits: int = 0
+    misses: int = 0
+    errors: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def calls(self) -> int:
+        return self.hits + self.misses
+
+    def add(self, *, hits: int = 0, misses: int = 0, errors: int = 0) -> None:
+        with self._lock:
+            self.hits += hits
+            self.misses += misses
+            self.errors += errors
+
+    def reset(self) -> None:
+        with self._lock:
+            self.hits = self.misses = self.errors = 0
+
+    def as_dict(self) -> dict[str, int]:
+        with self._lock:
+            return {"calls": self.hits + self.misses, "cached": self.hits, "live": self.misses, "failed": self.errors}
+
+
+CALL_STATS: dict[str, CacheStats] = {"chat": CacheStats(), "embed": CacheStats()}
+
+
+def reset_call_stats() -> None:
+    for stats in CALL_STATS.values():
+        stats.reset()
+
+
+def call_stats() -> dict[str, dict[str, int]]:
+    """``{"chat": {calls, cached, live, failed}, "embed": {...}}`` since the last ``reset_call_stats``."""
+    return {kind: stats.as_dict() for kind, stats in CALL_STATS.items()}
+
+
+def call_stats_line() -> str:
+    """``model calls: N (cached M)`` for the console (embedding requests counted apart when any)."""
+    chat, embed = CALL_STATS["chat"].as_dict(), CALL_STATS["embed"].as_dict()
+    line = f"model calls: {chat['calls']} (cached {chat['cached']}"
+    line += f", failed {chat['failed']})" if chat["failed"] else ")"
+    if embed["calls"]:
+        line += f"; embedding requests: {embed['calls']} (cached {embed['cached']})"
+    return line
+
+
+# -- storage -------------------------------------------------------------------------------------
+class ModelCache:
+    """A key -> JSON text store in one SQLite file; one connection per thread (and per process)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+                         "value TEXT NOT NULL, created REAL NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._local.pid != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def get(self, key: str) -> str | None:
+        row = self._connect().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        conn = self._connect()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):  # SQLite's bound-parameter limit
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(conn.execute(f"SELECT key, value FROM calls WHERE key IN ({marks})", part).fetchall())
+        return found
+
+    def put_many(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+        now = time.time()
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT OR REPLACE INTO calls (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                             [(key, kind, value, now) for key, value in items])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def put(self, kind: str, key: str, value: str) -> None:
+        self.put_many(kind, [(key, value)])
+
+    def __len__(self) -> int:
+        return self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _open(path: str) -> ModelCache:
+    return ModelCache(Path(path))
+
+
+def open_cache(config: Config) -> ModelCache | None:
+    """The cache at ``config.cache_path()``, or None when ``cache.enabled`` is false (``--no-cache``)."""
+    if not config.cache.enabled:
+        return None
+    from ..errors import EvaluationsError
+
+    path = config.cache_path()
+    try:
+        return _open(str(path.resolve()))
+    except (OSError, sqlite3.Error) as exc:
+        raise EvaluationsError(f"cannot open the model-call cache ({exc})", where=str(path),
+                               fix="set cache.path to a writable file, or run with --no-cache") from None
+
+
+# -- keys ----------------------------------------------------------------------------------------
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_key(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def _strip(value: Any, ids: dict[str, str]) -> Any:
+    """Drop what is not sent to the model; renumber tool-call ids in order of first appearance."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in _NOT_SENT:
+                continue
+            if key == "tool_call_id" and isinstance(item, str):
+                item = ids.setdefault(item, f"call_{len(ids)}")
+            out[key] = _strip(item, ids)
+        return out
+    if isinstance(value, list):
+        return [_strip(item, ids) for item in value]
+    return value
+
+
+_PARAMS = TypeAdapter(ModelRequestParameters)
+
+
+def chat_key(model: Model, messages: list[ModelMessage], settings: ModelSettings | None,
+             parameters: ModelRequestParameters) -> str:
+    """sha256 of everything that decides the reply (see the module docstring)."""
+    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    return sha256_key({
+        "v": KEY_VERSION,
+        "system": model.system,
+        "model": model.model_name,
+        "base_url": model.base_url,
+        "settings": dict(settings or {}),
+        "parameters": _PARAMS.dump_python(parameters, mode="json"),
+        "messages": _strip(dumped, {}),
+    })
+
+
+def _dump_response(response: ModelResponse) -> str:
+    return ModelMessagesTypeAdapter.dump_json([response]).decode()
+
+
+def _load_response(text: str) -> ModelResponse:
+    (response,) = ModelMessagesTypeAdapter.validate_json(text)
+    assert isinstance(response, ModelResponse)
+    return response
+
+
+# -- the chat-model wrapper ------------------------------------------------------------------------
+class CachedModel(WrapperModel):
+    """A pydantic-ai model answering repeated requests from ``cache`` (None: counts calls only).
+
+    Streamed requests (``request_stream``) are passed through uncached.
+    """
+
+    def __init__(self, wrapped: Model, cache: ModelCache | None, stats: CacheStats | None = None) -> None:
+        super().__init__(wrapped)
+        self.cache = cache
+        self.stats = stats if stats is not None else CALL_STATS["chat"]
+
+    @property
+    def base_url(self) -> str | None:
+        return self.wrapped.base_url
+
+    def key(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
+            model_request_parameters: ModelRequestParameters) -> str:
+        settings, parameters = self.prepare_request(model_settings, model_request_parameters)
+        return chat_key(self.wrapped, messages, settings, parameters)
+
+    async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
+                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
+        key = None
+        if self.cache is not None:
+            key = self.key(messages, model_settings, model_request_parameters)
+            stored = self.cache.get(key)
+            if stored is not None:
+                self.stats.add(hits=1)
+                return _load_response(stored)
+        self.stats.add(misses=1)
+        try:
+            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        except BaseException:
+            self.stats.add(errors=1)
+            raise
+        if key is not None:
+            self.cache.put("chat", key, _dump_response(response))
+        return response
+
+
+def cached_model(model: Model, config: Config) -> CachedModel:
+    """``model`` behind the cache of ``config`` (``cache.enabled``/``cache.path``); calls counted either way."""
+    return CachedModel(model, open_cache(config))
+
+
+# -- embeddings ------------------------------------------------------------------------------------
+def cached_embed(
+    cache: ModelCache | None,
+    identity: dict[str, Any],
+    texts: list[str],
+    embed: Callable[[list[str]], list[list[float]]],
+    stats: CacheStats | None = None,
+) -> list[list[float]]:
+    """``embed(texts)`` with each text's vector cached under sha256(identity + text).
+
+    ``identity`` names the server model (provider, name, base URL). ``embed`` is called once, with the
+    texts not in the cache (in their order), and must return one vector per text; a failure propagates
+    and nothing of it is stored. ``stats`` counts one call per text.
+    """
+    stats = stats if stats is not None else CALL_STATS["embed"]
+    if cache is None:
+        stats.add(misses=len(texts))
+        try:
+            return embed(texts)
+        except BaseException:
+            stats.add(errors=len(texts))
+            raise
+    keys = [sha256_key({"v": KEY_VERSION, **identity, "text": text}) for text in texts]
+    found = {key: json.loads(value) for key, value in cache.get_many(keys).items()}
+    missing = list(dict.fromkeys(text for text, key in zip(texts, keys) if key not in found))
+    stats.add(hits=len(texts) - len(missing), misses=len(missing))
+    if missing:
+        try:
+            vectors = embed(missing)
+        except BaseException:
+            stats.add(errors=len(missing))
+            raise
+        if len(vectors) == len(missing):  # a wrong count is the caller's error to raise; store nothing
+            new = {sha256_key({"v": KEY_VERSION, **identity, "text": t}): list(v) for t, v in zip(missing, vectors)}
+            cache.put_many("embed", [(key, json.dumps(vector)) for key, vector in new.items()])
+            found.update(new)
+        else:
+            return vectors
+    return [found[key] for key in keys]

@@ -1,0 +1,260 @@
+"""Score JSONL logs of a production RAG system (schema: ``LogRecord``; JSON schema in
+``datasets/schemas/log_record.schema.json``).
+
+One line per *attempt* at answering a query. Attempts of one ``query_id`` are ordered by ``attempt`` when
+every one has it, else by file order. A query seen again is a *retry*; a retry on a tier ranked above every
+earlier attempt's tier is an *escalation*. Tier rank: ``tiers`` (e.g. ``--tiers small,large``) or, when not
+given, the order in which tiers first appear in the file. A query's outcome is its last attempt.
+
+Figures (N = queries, A = attempts):
+* retrieval: ``retrieval.metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
+  first rank kept) against the golden set's relevance, mean over queries with a relevant document;
+* correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``;
+* tokens per correct answer = (input + output tokens of all attempts) / (queries whose last attempt is correct);
+* cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
+  / 1e6`` with the price of its ``model`` (or else its ``tier``) in the config's ``prices``; cost per query =
+  total cost / N; unpriced attempts are counted;
+* context waste of an attempt (``qa.evaluators.context_waste``): the share of the context's tokens from
+  spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
+  has no text the share is of spans instead of tokens (``basis`` says which);
+* tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
+  retry rate = queries with more than one attempt / N;
+* calibration (``scoring.calibration``) of ``confidence`` against correctness over all attempts with both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._rows import iter_rows
+from ..errors import EvaluationsError
+from ..judges.lexical import keyword_correct
+from ..qa.evaluators import context_waste
+from ..retrieval.metrics import compute_all
+from .calibration import calibration
+
+
+class LoggedSpan(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(description="Span or document id, as in the golden set.")
+    text: str | None = Field(default=None, description="The span's text (for token-based context waste).")
+    score: float | None = None
+
+
+class LogUsage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
+class LogRecord(BaseModel):
+    """One attempt of a production RAG system at one query."""
+
+    model_config = ConfigDict(extra="allow", title="evaluations production log record")
+
+    query_id: str = Field(description="Id of the query; the golden set's id.")
+    query: str | None = None
+    attempt: int | None = Field(default=None, ge=0, description="Order of this attempt for the query (0-based).")
+    timestamp: str | None = None
+    tier: str | None = Field(default=None, description="Model tier used, e.g. 'small', 'large'.")
+    model: str | None = Field(default=None, description="'provider:name', priced from the config's prices.")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="The router's confidence.")
+    retrieved: list[str | LoggedSpan] = Field(default_factory=list, description="Ranked span/document ids, best first.")
+    context: list[str] | None = Field(default=None, description="Ids of the retrieved spans given to the model.")
+    answer: str | None = None
+    correct: bool | None = Field(default=None, description="Logged success (feedback); else judged on golden answers.")
+    usage: LogUsage | None = None
+    cost_usd: float | None = Field(default=None, ge=0.0)
+    latency_ms: float | None = Field(default=None, ge=0.0)
+
+    def spans(self) -> list[LoggedSpan]:
+        return [LoggedSpan(id=s) if isinstance(s, str) else s for s in self.retrieved]
+
+
+@dataclass(frozen=True, slots=True)
+class Gold:
+    relevant: dict[str, int]
+    answers: list[str]
+
+
+def read_logs(path: str | Path) -> list[tuple[str, LogRecord]]:
+    """(file:line, record) for every line; all schema problems reported together, one per line."""
+    path = Path(path)
+    records, problems = [], []
+    for line, row in iter_rows(path):
+        where = f"{path}:{line}"
+        try:
+            records.append((where, LogRecord.model_validate(row)))
+        except ValidationError as exc:
+            problems += [f"{where}: field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()]
+    if problems:
+        raise EvaluationsError(f"{len(problems)} problem(s) in the log:\n  " + "\n  ".join(problems[:30]),
+                               where=str(path), fix="see datasets/schemas/log_record.schema.json")
+    if not records:
+        raise EvaluationsError("no log lines", where=str(path), fix="one JSON object per attempt")
+    return records
+
+
+def _ordered_groups(records: list[tuple[str, LogRecord]]) -> dict[str, list[LogRecord]]:
+    groups: dict[str, list[LogRecord]] = {}
+    for _, record in records:
+        groups.setdefault(record.query_id, []).append(record)
+    for qid, attempts in groups.items():
+        if all(a.attempt is not None for a in attempts):
+            groups[qid] = sorted(attempts, key=lambda a: a.attempt)
+    return groups
+
+
+def _dedupe(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _correct(record: LogRecord, gold: Gold | None) -> bool | None:
+    if record.correct is not None:
+        return record.correct
+    if gold is not None and gold.answers and record.answer is not None:
+        return keyword_correct(gold.answers, record.answer)
+    return None
+
+
+def _waste(record: LogRecord, gold: Gold | None) -> tuple[float, str] | None:
+    relevant = {d for d, g in (gold.relevant if gold else {}).items() if g > 0}
+    spans = {s.id: s for s in record.spans()}
+    ids = record.context if record.context is not None else list(spans)
+    if not relevant or not ids:
+        return None
+    if all(spans.get(i) is not None and spans[i].text for i in ids):
+        value = context_waste([(spans[i].text, i in relevant) for i in ids])
+        return (value, "tokens") if value is not None else None
+    return sum(i not in relevant for i in ids) / len(ids), "spans"
+
+
+def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
+    if record.cost_usd is not None:
+        return record.cost_usd
+    price = prices.get(record.model or "") or prices.get(record.tier or "")
+    if price is None:
+        return None
+    usage = record.usage or LogUsage()
+    return usage.input_tokens * price.input / 1e6 + usage.output_tokens * price.output / 1e6
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
+               prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10) -> dict:
+    """The summary of one log file (module docstring)."""
+    records = read_logs(path)
+    gold, prices, ks = gold or {}, prices or {}, ks or [1, 3, 5, 10]
+    groups = _ordered_groups(records)
+    order = list(tiers or [])
+    for _, record in records:
+        if record.tier is not None and record.tier not in order:
+            if tiers:
+                raise EvaluationsError(f"tier {record.tier!r} is not in --tiers", where=str(path),
+                                       fix=f"list every tier: --tiers {','.join([*order, record.tier])}")
+            order.append(record.tier)
+    rank = {tier: i for i, tier in enumerate(order)}
+
+    per_query_metrics, escalated, retried = [], 0, 0
+    final_correct: list[bool] = []
+    confidences, outcomes, wastes, bases = [], [], [], Counter()
+    tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
+    tokens_in = tokens_out = 0
+    total_cost, unpriced = 0.0, 0
+    latencies = []
+    for qid, attempts in groups.items():
+        g = gold.get(qid)
+        escalated += is_escalated(attempts, rank)
+        for attempt in attempts:
+            usage = attempt.usage or LogUsage()
+            tokens_in, tokens_out = tokens_in + usage.input_tokens, tokens_out + usage.output_tokens
+            tier = attempt.tier or "(none)"
+            tier_attempts[tier] += 1
+            tier_tokens[tier] += usage.input_tokens + usage.output_tokens
+            cost = _price(attempt, prices)
+            if cost is None:
+                unpriced += 1
+            else:
+                total_cost += cost
+                tier_cost[tier] += cost
+            correct = _correct(attempt, g)
+            if attempt.confidence is not None and correct is not None:
+                confidences.append(attempt.confidence)
+                outcomes.append(correct)
+            waste = _waste(attempt, g)
+            if waste is not None:
+                wastes.append(waste[0])
+                bases[waste[1]] += 1
+            if attempt.latency_ms is not None:
+                latencies.append(attempt.latency_ms)
+        retried += len(attempts) > 1
+        last = attempts[-1]
+        tier_final[last.tier or "(none)"] += 1
+        outcome = _correct(last, g)
+        if outcome is not None:
+            final_correct.append(outcome)
+        if g is not None:
+            values = compute_all(_dedupe([s.id for s in last.spans()]), g.relevant, ks)
+            if values is not None:
+                per_query_metrics.append(values)
+
+    n_queries, n_attempts = len(groups), len(records)
+    n_correct = sum(final_correct)
+    retrieved_ids = {s.id for _, r in records for s in r.spans()}
+    gold_ids = {d for g in gold.values() for d in g.relevant}
+    summary: dict[str, Any] = {
+        "format": "log",
+        "file": str(path),
+        "queries": n_queries,
+        "attempts": n_attempts,
+        "retrieval": {
+            "queries": len(per_query_metrics),
+            "metrics": {k: _mean([m[k] for m in per_query_metrics]) for k in (per_query_metrics[0] if per_query_metrics else {})},
+        },
+        "answers": {"judged": len(final_correct), "correct": n_correct,
+                    "accuracy": n_correct / len(final_correct) if final_correct else None},
+        "tokens": {"input": tokens_in, "output": tokens_out,
+                   "per_query": (tokens_in + tokens_out) / n_queries,
+                   "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},
+        "cost_usd": {"total": total_cost, "per_query": total_cost / n_queries, "unpriced_attempts": unpriced},
+        "context_waste": {"mean": _mean(wastes), "n": len(wastes), "basis": dict(bases)},
+        "tiers": {
+            "order": order,
+            "attempts": {t: {"n": n, "share": n / n_attempts, "tokens": tier_tokens[t], "cost_usd": tier_cost[t]}
+                         for t, n in tier_attempts.items()},
+            "final": {t: {"n": n, "share": n / n_queries} for t, n in tier_final.items()},
+        },
+        "escalation": {"escalated_queries": escalated, "rate": escalated / n_queries,
+                       "retried_queries": retried, "retry_rate": retried / n_queries,
+                       "attempts_per_query": n_attempts / n_queries},
+        "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
+        "calibration": calibration(confidences, outcomes, bins),
+    }
+    if gold and retrieved_ids and not (retrieved_ids & gold_ids):
+        summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
+                              f"of the golden set probably differ (log: {sorted(retrieved_ids)[:3]}, "
+                              f"golden: {sorted(gold_ids)[:3]})")
+    return summary
+
+
+
+def is_escalated(attempts: list[LogRecord], rank: dict[str, int]) -> bool:
+    """True when some later attempt ran on a tier ranked above every earlier attempt's tier."""
+    best = None
+    for attempt in attempts:
+        r = rank.get(attempt.tier) if attempt.tier is not None else None
+        if r is not None and best is not None and r > best:
+            return True
+        if r is not None:
+            best = r if best is None else max(best, r)
+    return False

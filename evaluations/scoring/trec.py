@@ -1,0 +1,110 @@
+"""Score a TREC run file against TREC qrels with the project's retrieval metrics (equal to trec_eval's).
+
+Run file: ``qid Q0 docid rank score tag`` per line (whitespace separated). As trec_eval does, the rank column
+is ignored: each query's documents are ordered by ``metrics.canonical_order`` (score descending, ties by doc
+id descending). Qrels: ``qid iter docid grade`` per line (a BEIR ``query-id corpus-id score`` TSV with its
+header also works).
+
+Per query: ``retrieval.metrics.compute_all``. Means are over queries that have a relevant document in the
+qrels; a judged query missing from the run counts with an empty ranking (all 0, trec_eval ``-c``). Queries of
+the run without qrels are counted and ignored (as trec_eval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import EvaluationsError
+from ..retrieval.metrics import canonical_order, compute_all
+
+
+def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
+    import gzip
+
+    if not path.is_file():
+        raise EvaluationsError("file not found", where=str(path), fix="check the path")
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield number, line.split()
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """{qid: {docid: score}} from a TREC run file; one error per malformed line (file:line)."""
+    path = Path(path)
+    run: dict[str, dict[str, float]] = {}
+    for number, parts in _lines(path):
+        where = f"{path}:{number}"
+        if len(parts) != 6:
+            raise EvaluationsError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}", where=where,
+                                   fix="write one 'qid Q0 docid rank score tag' per line")
+        qid, _, doc_id, _, score, _ = parts
+        try:
+            value = float(score)
+        except ValueError:
+            raise EvaluationsError(f"score {score!r} is not a number", where=where, fix="column 5 is the score") from None
+        if doc_id in run.setdefault(qid, {}):
+            raise EvaluationsError(f"document {doc_id!r} appears twice for query {qid!r}", where=where,
+                                   fix="one line per (query, document)")
+        run[qid][doc_id] = value
+    if not run:
+        raise EvaluationsError("the run file has no lines", where=str(path), fix="give a TREC run file")
+    return run
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """{qid: {docid: grade}} from TREC qrels (4 columns) or a BEIR qrels TSV (3 columns, header line)."""
+    path = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    for number, parts in _lines(path):
+        where = f"{path}:{number}"
+        if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
+            continue
+        if len(parts) == 4:
+            qid, _, doc_id, grade = parts
+        elif len(parts) == 3:
+            qid, doc_id, grade = parts
+        else:
+            raise EvaluationsError(f"expected 4 columns (qid iter docid grade), got {len(parts)}", where=where,
+                                   fix="write one 'qid 0 docid grade' per line")
+        try:
+            qrels.setdefault(qid, {})[doc_id] = int(grade)
+        except ValueError:
+            raise EvaluationsError(f"grade {grade!r} is not an integer", where=where,
+                                   fix="the last column is an integer grade") from None
+    if not qrels:
+        raise EvaluationsError("the qrels file has no lines", where=str(path), fix="give TREC qrels")
+    return qrels
+
+
+def evaluate_rankings(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], ks: list[int]) -> dict:
+    """Per-query and mean metrics of ranked lists against qrels (module docstring rules)."""
+    per_query: dict[str, dict[str, float]] = {}
+    for qid, grades in qrels.items():
+        values = compute_all(rankings.get(qid, []), grades, ks)
+        if values is not None:
+            per_query[qid] = values
+    keys = next(iter(per_query.values())).keys() if per_query else []
+    means = {key: sum(v[key] for v in per_query.values()) / len(per_query) for key in keys}
+    return {
+        "metrics": means,
+        "counts": {
+            "queries": len(per_query),
+            "judged_without_relevant": sum(1 for g in qrels.values() if not any(x > 0 for x in g.values())),
+            "judged_missing_from_run": sum(1 for qid in per_query if qid not in rankings),
+            "run_without_qrels": sum(1 for qid in rankings if qid not in qrels),
+        },
+        "per_query": per_query,
+    }
+
+
+def score_trec(run_path: str | Path, qrels_path: str | Path, ks: list[int]) -> dict:
+    run = read_run(run_path)
+    qrels = read_qrels(qrels_path)
+    rankings = {qid: canonical_order(scores) for qid, scores in run.items()}
+    result = evaluate_rankings(rankings, qrels, ks)
+    if result["counts"]["queries"] and not any(d in qrels.get(q, {}) for q, r in rankings.items() for d in r):
+        result["warning"] = "no retrieved document id appears in the qrels: the ids of the run and qrels probably differ"
+    return {"format": "trec", "file": str(run_path), "qrels": str(qrels_path), "ks": ks, **result}

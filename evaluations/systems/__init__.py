@@ -1,0 +1,9 @@
+"""Systems under test: anything that, given a query, returns ranked documents and optionally an answer.
+
+One contract (``SystemRequest`` -> ``SystemResponse``) for the built-in LanceDB pipeline, a user's Python
+callable (``--system module:function``) and an HTTP endpoint (``--system https://…``).
+"""
+
+from .base import RetrievedItem, System, SystemRequest, SystemResponse, SystemUsage
+
+__all__ = ["RetrievedItem", "System", "SystemRequest", "SystemResponse", "SystemUsage"]
