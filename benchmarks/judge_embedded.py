@@ -60,34 +60,47 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=float("inf"), help="seconds of judging at most")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write-params", action="store_true")
+    parser.add_argument("--shard", default="0/1", help="i/n: judge only every n-th sampled answer from the i-th "
+                        "(several processes fill the cache in parallel); with n > 1 nothing is evaluated")
+    parser.add_argument("--no-judging", action="store_true", help="evaluate the cached verdicts only")
     args = parser.parse_args()
+    shard, shards = (int(x) for x in args.shard.split("/"))
 
     examples = heldout.load_evouna(EVOUNA)
     order = heldout.stratified_sample(examples, args.per_cell, seed=args.seed)
     judge = load_judge()
     items = [(examples[i].question, examples[i].references, examples[i].answer) for i in order]
-    timing = _timing(judge, items[: args.timing]) if args.timing else None
-    if timing:
+    timing_file = OUT.with_name("judge_embedded_timing.json")
+    if args.timing:
+        timing = {**_timing(judge, items[: args.timing]), "load_average_1min": __import__("os").getloadavg()[0]}
+        timing_file.write_text(json.dumps(timing, indent=2) + "\n")
         print(json.dumps(timing), file=sys.stderr, flush=True)
+    timing = json.loads(timing_file.read_text()) if timing_file.is_file() else None
 
     cache = VerdictCache()
     probs: dict[int, float] = {}
     start = time.perf_counter()
     fresh = 0
     for k, (i, item) in enumerate(zip(order, items)):
+        if k % shards != shard:
+            continue
         key = VerdictCache.key(judge.id, *item)
         p = cache.get(key)
         if p is None:
-            if time.perf_counter() - start > args.budget:
-                break
+            if args.no_judging or time.perf_counter() - start > args.budget:
+                p = None
+                continue
             p, mass = judge.probability(*item)
             cache.put(key, p, {"yes_no_mass": mass})
             fresh += 1
-        probs[i] = p
-        if (k + 1) % 50 == 0:
-            print(f"{k + 1}/{len(order)} judged ({fresh} new, {time.perf_counter() - start:.0f} s)",
-                  file=sys.stderr, flush=True)
+        if p is not None:
+            probs[i] = p
+        if p is not None and (k + 1) % 20 == 0:
+            print(f"{k + 1}/{len(order)} ({fresh} new, {time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     judged_seconds = time.perf_counter() - start
+    if shards > 1:
+        print(f"shard {args.shard}: {fresh} new verdicts in {judged_seconds:.0f} s", file=sys.stderr)
+        return
 
     rows = sorted(probs)
     sub = [examples[i] for i in rows]

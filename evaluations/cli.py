@@ -25,7 +25,7 @@ def cli() -> None:
 def _common_options(func):
     options = [
         click.option("--config", "config_path", type=click.Path(dir_okay=False), help="haiku.rag.yaml to use."),
-        click.option("--db", type=click.Path(file_okay=False, path_type=Path), help="LanceDB folder for the index."),
+        click.option("--db", type=str, help="LanceDB folder or URI (s3://…, gs://…, db://…) for the index."),
         click.option("--skip-db", is_flag=True, help="Use the existing index as is (no indexing)."),
         click.option("--skip-retrieval", is_flag=True, help="Do not score retrieval (still retrieves for QA)."),
         click.option("--skip-qa", is_flag=True, help="Do not answer questions or judge answers."),
@@ -51,6 +51,8 @@ def _common_options(func):
                                       "module:function or an http(s):// endpoint."),
         click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
         click.option("--no-progress", is_flag=True, help="No progress bars."),
+        click.option("--no-cache", is_flag=True, help="Call the models again instead of reusing cached replies "
+                                                      "(cache.enabled: false)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -96,6 +98,8 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
     from .run import RunOptions, run
 
     overrides: dict = {}
+    if params.get("no_cache"):
+        overrides["cache.enabled"] = False
     if params["search_mode"]:
         overrides["search.mode"] = params["search_mode"]
     for param, flag, section in (("embedder", "--embedder", "embeddings.model"), ("qa_model", "--qa-model", "qa.model"),
@@ -169,8 +173,9 @@ def _register_commands() -> None:
     from .judges.cli import commands as judge_commands
     from .experiments.cli import commands as experiment_commands  # compare, gate, history
     from .scoring.cli import commands as scoring_commands  # score, run DATASET_FILE, golden
+    from .reports.cli import commands as report_commands  # report DIR
 
-    for command in [*judge_commands, *experiment_commands, *scoring_commands]:
+    for command in [*judge_commands, *experiment_commands, *scoring_commands, *report_commands]:
         cli.add_command(command)
 
 

@@ -300,6 +300,7 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
     except ValidationError as exc:
         raise _format_errors(exc, where) from None
     config.source = where
+    config.data_dir()  # a bad $XDG_DATA_HOME is reported here, before any work
     return config
 
 

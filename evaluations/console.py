@@ -18,10 +18,11 @@ __all__ = ["TABLE_WIDTH", "make_console"]
 TABLE_WIDTH = 120  # columns for tables written to a non-terminal
 
 
-def make_console(*, stderr: bool = True) -> Console:
-    """A Console on stderr (or stdout): the terminal's own width on a terminal, else unwrapped."""
+def make_console(*, stderr: bool = True, width: int = TABLE_WIDTH) -> Console:
+    """A Console on stderr (or stdout): the terminal's own width on a terminal, else unwrapped text and
+    tables ``width`` columns wide."""
     stream = sys.stderr if stderr else sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
         return Console(stderr=stderr)
-    return Console(stderr=stderr, width=TABLE_WIDTH, soft_wrap=True)
+    return Console(stderr=stderr, width=width, soft_wrap=True)

@@ -8,6 +8,7 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``OPENAI_API_KEY``: any text;
 - ``EVALUATIONS_LLM_THREADS``: a whole number ≥ 0 (0 = one per core, at most 4);
 - ``EVALUATIONS_JUDGES_DIR``: a folder holding ``offline_judge.json``;
+- ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
 - ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files);
 - ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
 
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 from .errors import EvaluationsError
 
-__all__ = ["data_home", "env_dir", "env_flag", "env_int", "env_str", "env_url"]
+__all__ = ["data_home", "env_dir", "env_file", "env_flag", "env_int", "env_str", "env_url"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -80,6 +81,18 @@ def env_dir(name: str, *, must_exist: bool = False) -> Path | None:
         raise _bad(name, value, "is a file, not a folder", f"point {name} at a folder")
     if must_exist and not path.is_dir():
         raise _bad(name, value, "the folder does not exist", f"create it or point {name} at an existing folder")
+    return path
+
+
+def env_file(name: str) -> Path | None:
+    """``$name`` as the path of an existing file (None when unset)."""
+    value = env_str(name)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "the file does not exist"
+        raise _bad(name, value, what, f"point {name} at an existing file")
     return path
 
 

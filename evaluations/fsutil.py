@@ -77,8 +77,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fix: str | 
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644  # mkstemp's 0600 would hide outputs
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, mode)
             _write_all(fd, data)
             os.fsync(fd)
         finally:

@@ -192,14 +192,12 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
 
 
 def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
-              pending_queries: list[str]) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
+              pending_queries: list[str], system: Any | None) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
     """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
-    if options.system is not None:
-        from .systems import build_system
-
-        system = build_system(options.system)
+    if system is not None:
+        name = getattr(system, "id", options.system)
         return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit),
-                {"system": getattr(system, "id", options.system)}, {"system": getattr(system, "id", options.system)})
+                {"system": name}, {"system": name})
     from .index.embedders import build_embedder
     from .index.search import Retriever
     from .index.store import Store
@@ -227,6 +225,20 @@ def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
         qa.check()
 
 
+def _after(out_dir: Path, config: Config, console: Console) -> None:
+    """The run is safely written; now the reports for people and the history row. Either failing is a warning
+    (the run's own files are complete), never a lost run."""
+    from .experiments.history import record_run
+    from .reports.writer import write_reports
+
+    for label, step in (("report.html/report.md", lambda: write_reports(out_dir)),
+                        ("history", lambda: record_run(out_dir, config))):
+        try:
+            step()
+        except EvaluationsError as exc:
+            console.print(f"[yellow]warning: {label} not written: {exc.render()}[/]")
+
+
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
         qa: Any | None = None) -> RunResult:
     """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``."""
@@ -236,8 +248,13 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
 
-    # 1. check every configured backend before any work
+    # 1. check every configured backend (and import the user's system) before any work
     check_backends(config, options, qa)
+    system = None
+    if options.system is not None:
+        from .systems import build_system
+
+        system = build_system(options.system, config)
 
     # 2. read and validate all data; open (or resume) the run folder before indexing anything
     corpus = _select(spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split)),
@@ -250,7 +267,10 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
     try:
-        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock)
+        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system)
+    except EvaluationsError:
+        folder.discard_if_unused()  # e.g. an unreadable index: no empty run folder is left behind
+        raise
     except KeyboardInterrupt:
         folder.close()
         console.print(f"[yellow]interrupted: {len(folder.done)} finished case(s) are kept in {folder.path}; "
@@ -261,7 +281,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
 
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
-            console: Console, qa: Any | None, name: str, started: datetime, clock: float) -> RunResult:
+            console: Console, qa: Any | None, name: str, started: datetime, clock: float,
+            system: Any | None) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
     # were not all finished is run again whole, and its finished repeats dropped)
     done = {c.source_case_name or c.name for c in folder.done}
@@ -277,7 +298,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
 
     # 3. the system under test: index + retriever, or the user's system
     task, index_info, system_meta = _pipeline(corpus, options, config, spec, console,
-                                              [c.inputs.query for c in cases])
+                                              [c.inputs.query for c in cases], system)
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
     report_evaluators: list = []
@@ -323,4 +344,5 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         })
     folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                   markdown=markdown(summary), records=records)
+    _after(folder.path, config, console)
     return RunResult(out_dir=folder.path, summary=summary, report=report, records=records)

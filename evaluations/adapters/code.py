@@ -6,7 +6,8 @@
   docstring, fields, class attributes) without its methods and nested classes, which are spans of their own.
   One ``path::<module>`` span holds the module's lines outside its top-level functions and classes (module
   docstring, imports, constants). Functions nested in functions stay inside their parent's span.
-  A repeated name in one file (a redefinition) gets ``symbol@<line>``.
+  A repeated name in one file (a redefinition) gets ``symbol@<line>``. Spans are whole source lines (a trailing
+  comment on the last line included).
 * Other text files (``TEXT_SUFFIXES``): plain chunks of ``CHUNK_TOKENS`` tokens (``index.chunking.chunk_text``),
   id ``path#<n>`` (symbol ``#<n>``).
 
@@ -65,14 +66,14 @@ def _start(node: ast.AST) -> int:
 
 
 def _text(lines: list[str], start: int, end: int, holes: list[tuple[int, int]] = ()) -> str:
-    """Lines start..end (1-based, inclusive) minus the line ranges in ``holes``; runs of blank lines become one,
-    blank edges are trimmed."""
+    """Lines start..end (1-based, inclusive); with ``holes`` (class and module spans) those line ranges are left
+    out and runs of blank lines become one. Blank edges are trimmed."""
     kept: list[str] = []
     for i in range(start, end + 1):
         if any(a <= i <= b for a, b in holes):
             continue
         line = lines[i - 1]
-        if not line.strip() and (not kept or not kept[-1].strip()):
+        if holes and not line.strip() and (not kept or not kept[-1].strip()):
             continue
         kept.append(line)
     return "\n".join(kept).strip("\n")

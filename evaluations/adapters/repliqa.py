@@ -54,7 +54,8 @@ def map_rows(rows: Iterable[tuple[str, dict[str, Any]]], name: str, source: str)
         seen.add(qid)
         answerable = answer.strip().lower() != NOT_FOUND
         queries.append(Query(id=qid, text=question, relevant={doc_id: 1} if answerable else {},
-                             answers=[answer] if answer and answerable else [], answerable=answerable))
+                             answers=[answer] if answer and answerable else [], answerable=answerable,
+                             tags=[f"topic:{topic or TOPIC}", "answerable" if answerable else "unanswerable"]))
     if not queries:
         raise EvaluationsError(f"no questions found (topic filter: {TOPIC!r})", where=source,
                                fix="check the file has RepliQA rows (document_extracted, question)")

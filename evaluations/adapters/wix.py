@@ -53,7 +53,8 @@ def map_questions(rows: Iterable[tuple[str, dict[str, Any]]], articles: dict[str
                                    fix="use a corpus that contains every gold article")
         answer = field(row, "answer", where, required=False, default="")
         queries.append(Query(id=str(row.get("id") or f"wixqa-{number}"), text=question,
-                             relevant={a: 1 for a in article_ids}, answers=[answer] if answer else []))
+                             relevant={a: 1 for a in article_ids}, answers=[answer] if answer else [],
+                             tags=["articles:single" if len(article_ids) == 1 else "articles:multi"]))
     return Corpus(name="wix", documents=list(documents.values()), queries=queries, source=source)
 
 

@@ -12,14 +12,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..console import make_console
 from ..errors import EvaluationsError
 
-_err = Console(stderr=True)
+_err = make_console(stderr=True)
 
 
 def _out() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
+    return make_console(stderr=False, width=160)  # unwrapped on pipes and files
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -30,19 +30,20 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _p_text(p: dict[str, float | None]) -> str:
-    return " ".join(f"{k} {_fmt(v, 3)}" for k, v in p.items())
+P_COLUMNS = {"t": "p t", "wilcoxon": "p W", "permutation": "p perm", "mcnemar": "p McN"}
 
 
 def comparison_table(rows: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    for column in ("metric", "n", "a", "b", "b − a", "95% CI", "d_z", "p", "p_holm", "", "W/T/L", "MDE"):
-        table.add_column(column, justify="left" if column in ("metric", "p") else "right")
+    columns = ["metric", "n", "a", "b", "b − a", "95% CI", "d_z", *P_COLUMNS.values(), "p_holm", "", "W/T/L", "MDE"]
+    for column in columns:
+        table.add_column(column, justify="left" if column == "metric" else "right")
     for row in rows:
         ci = "–" if row["ci95"] is None else f"[{_fmt(row['ci95'][0])}, {_fmt(row['ci95'][1])}]"
         table.add_row(row["metric"], str(row["n"]), _fmt(row["mean_a"]), _fmt(row["mean_b"]), _fmt(row["diff"]), ci,
-                      _fmt(row["effect_size"], 3), _p_text(row["p"]), _fmt(row["p_holm"], 3),
-                      "[bold green]*[/]" if row["significant"] else "",
+                      _fmt(row["effect_size"], 3), *(_fmt(row["p"].get(k), 3) if k in row["p"] else ""
+                                                     for k in P_COLUMNS),
+                      _fmt(row["p_holm"], 3), "[bold green]*[/]" if row["significant"] else "",
                       f"{row['wins']}/{row['ties']}/{row['losses']}", _fmt(row["mde"]))
     return table
 
@@ -62,7 +63,14 @@ def _print_reports(console: Console, result: dict[str, Any]) -> None:
                                                             include_output=False)
 
 
-def show_compare(console: Console, result: dict[str, Any], *, reports: bool = True) -> None:
+REPORT_VIEW_MAX_CASES = 30
+
+
+def show_compare(console: Console, result: dict[str, Any], *, reports: bool | None = None) -> None:
+    """pydantic-evals' per-case baseline diff (where it fits: ``reports`` None = up to 30 shared cases),
+    then one statistics table per compared run and per segment, then the regressions."""
+    if reports is None:
+        reports = result["cases"]["shared"] <= REPORT_VIEW_MAX_CASES
     if reports:
         try:
             _print_reports(console, result)
@@ -93,10 +101,12 @@ def show_compare(console: Console, result: dict[str, Any], *, reports: bool = Tr
 @click.option("--baseline", help="The run the others are compared with: its name, folder or 1-based index.")
 @click.option("--metrics", help="Comma-separated metrics (default: retrieval, judges, latency, tokens, cost).")
 @click.option("--no-segments", is_flag=True, help="Skip the per-tag comparisons.")
+@click.option("--cases/--no-cases", "cases", default=None,
+              help="pydantic-evals' per-case diff (report.print(baseline=…)); default: when ≤ 30 shared cases.")
 @click.option("--json", "as_json", is_flag=True, help="Print compare.json to stdout.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Write compare.json here.")
 def compare_command(run_dirs: tuple[Path, ...], baseline: str | None, metrics: str | None, no_segments: bool,
-                    as_json: bool, out: Path | None) -> None:
+                    cases: bool | None, as_json: bool, out: Path | None) -> None:
     """Paired statistics of runs over the same cases (each run vs the baseline)."""
     from .compare import compare_runs, write_compare
 
@@ -107,7 +117,7 @@ def compare_command(run_dirs: tuple[Path, ...], baseline: str | None, metrics: s
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        show_compare(_out(), result)
+        show_compare(_out(), result, reports=cases)
 
 
 def _resolve_baseline(run, baseline: str | None, config_path: str | None, history: Path | None):
@@ -180,14 +190,14 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
             table.add_column(column)
         for row in data:
             table.add_row(str(row["id"]), row["recorded_at"], _commit(row), _fmt(row["value"]), _fmt(row["change"]),
-                          row["run_dir"])
+                          row["name"])
     else:
         headline = ["ndcg@10", "recall@10", "hit@10", "latency_p95_ms", "tokens_per_query"]
         for column in ("id", "time", "dataset", "commit", *headline, "run"):
             table.add_column(column)
         for row in data:
             table.add_row(str(row["id"]), row["recorded_at"], str(row["dataset"]), _commit(row),
-                          *(_fmt(row["metrics"].get(m)) for m in headline), row["run_dir"])
+                          *(_fmt(row["metrics"].get(m)) for m in headline), str(row["name"]))
     _out().print(table)
 
 

@@ -118,7 +118,7 @@ def compare_runs(runs: Sequence[str | Path | RunFolder], *, baseline: str | None
         check_comparable(base, other, shared or set(base.cases) & set(other.cases))
     if metrics:
         for metric in metrics:
-            measures.check_metric(metric, loaded, where="--metrics")
+            measures.check_metric(metric, loaded, where="--metrics", per_case_only=True)
         chosen = list(metrics)
     else:
         chosen = _default_metrics([base, *others])

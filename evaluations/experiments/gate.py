@@ -132,6 +132,9 @@ def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[
             if not sig["significant"]:
                 check["note"] = f"not significant (p_holm {sig['p_holm']:.3g}): ignored: " + "; ".join(relative_problems)
                 relative_problems = []
+            else:
+                relative_problems = [f"{p} (significant: {sig['metric']} p_holm {sig['p_holm']:.3g})"
+                                     for p in relative_problems]
         problems += relative_problems
     check["holds"] = not problems
     check["problems"] = problems

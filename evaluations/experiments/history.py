@@ -151,7 +151,7 @@ def trend(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
         value = row["metrics"].get(metric)
         if value is None:
             continue
-        out.append({"id": row["id"], "recorded_at": row["recorded_at"], "run_dir": row["run_dir"],
+        out.append({"id": row["id"], "recorded_at": row["recorded_at"], "run_dir": row["run_dir"], "name": row["name"],
                     "git_commit": row["git_commit"], "git_dirty": row["git_dirty"], "value": value,
                     "change": None if previous is None else value - previous})
         previous = value

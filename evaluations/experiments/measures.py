@@ -256,9 +256,13 @@ def unknown_metric(name: str, runs: list[RunFolder], where: str = "metric") -> E
     )
 
 
-def check_metric(name: str, runs: list[RunFolder], where: str = "metric") -> None:
-    """EvaluationsError naming ``name`` unless every run has values for it."""
+def check_metric(name: str, runs: list[RunFolder], where: str = "metric", *, per_case_only: bool = False) -> None:
+    """EvaluationsError naming ``name`` unless every run has values for it (``per_case_only``: no run-level
+    percentiles, which have no per-case values to pair)."""
     measure = aggregate_parts(name)[0]
+    if per_case_only and measure != name:
+        raise EvaluationsError(f"{name!r} is a run-level value with no per-case values to pair", where=where,
+                               fix=f"compare {measure!r} (per case) instead")
     for run in runs:
         if family_of(measure, run) is None or not per_case(measure, run):
             raise unknown_metric(name, runs, where)

@@ -40,10 +40,16 @@ def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def permutation(a: np.ndarray, b: np.ndarray) -> float:
-    """Paired permutation (randomisation) test of mean(d): the sign of each pair's difference is flipped at
-    random (scipy ``permutation_test``, permutation_type='samples', 9,999 resamples, exact when 2^n is
-    smaller); p = share of statistics at least as extreme as the observed, two-sided."""
-    result = stats.permutation_test((a, b), _mean_diff, permutation_type="samples", vectorized=True,
+    """Paired permutation (randomisation) test of mean(d): under H0 each pair's difference is as likely to
+    have either sign, so the signs are flipped at random (scipy ``permutation_test``,
+    permutation_type='samples', 9,999 resamples; exact when 2^m <= 9,999). Pairs with d_i = 0 are the same
+    under every flip, so the test runs on the m pairs with d_i != 0 (same p, exact more often);
+    p = two-sided share of flipped statistics at least as extreme as the observed (1 when m = 1: both signs
+    give the same |mean|)."""
+    keep = b != a
+    if int(np.sum(keep)) < 2:
+        return 1.0
+    result = stats.permutation_test((a[keep], b[keep]), _mean_diff, permutation_type="samples", vectorized=True,
                                     n_resamples=RESAMPLES, rng=np.random.default_rng(SEED))
     return float(result.pvalue)
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import _common_options, _run_dataset
+from ..console import make_console
 from ..errors import EvaluationsError
 
 DEFAULT_GOLDEN = Path("datasets") / "golden_code_queries.json"
@@ -77,19 +78,18 @@ def by_tag(records: list[dict], metrics=BY_TAG_METRICS) -> dict[str, dict]:
 
 
 def _show_findings(findings, console: Console) -> None:
-    table = Table(title="Stale golden spans")
-    for column in ("query", "span", "status", "fix"):
-        table.add_column(column, overflow="fold")
+    console.print(f"[bold]{len(findings)} stale golden span(s)[/]")
     for f in findings:
-        table.add_row(f.query[:50], f"{f.span.path}::{f.span.symbol}", f.status, f.fix())
-    console.print(table)
+        console.print(f"- {f.span.path}::{f.span.symbol} [{f.status}] (query: {f.query[:60]})", highlight=False,
+                      markup=False)
+        console.print(f"    fix: {f.fix()}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _validate(golden_file: Path, repo: Path, update: bool, as_json: bool) -> int:
     from .schema import read_golden, write_golden
     from .validate import apply_updates, validate
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     queries = read_golden(golden_file)
     findings = validate(queries, repo)
     stale = [f for f in findings if f.status != "ok"]
@@ -155,7 +155,7 @@ def golden_command(args: tuple[str, ...], repo: Path, update: bool, **params) ->
         table.add_column(metric, justify="right")
     for tag, row in segments.items():
         table.add_row(tag, str(row["cases"]), *("-" if row[m] is None else f"{row[m]:.3f}" for m in BY_TAG_METRICS))
-    Console(stderr=True).print(table)
+    make_console(stderr=True).print(table)
 
 
 def _check_fresh(golden_file: Path, repo: Path) -> None:
@@ -171,7 +171,7 @@ def _check_fresh(golden_file: Path, repo: Path) -> None:
                                fix=f"evaluations golden validate {golden_file} --repo {repo} [--update]")
     changed = sum(f.status == "changed" for f in findings)
     if changed:
-        Console(stderr=True).print(f"[yellow]warning:[/] {changed} span(s) changed since the golden file was written "
+        make_console(stderr=True).print(f"[yellow]warning:[/] {changed} span(s) changed since the golden file was written "
                                    f"(evaluations golden validate --repo {repo})")
 
 

@@ -76,11 +76,10 @@ class _RemoteEmbedder(Embedder):
 
     @functools.cached_property
     def _embed_client(self):
-        from ..models.retry import sync_transport
+        return self._client(self.requests.timeout, retries=True)
 
-        return self._client(self.requests.timeout, transport=sync_transport(self.requests))
-
-    def _client(self, timeout: float, transport=None):
+    def _client(self, timeout: float, retries: bool = False):
+        """The server's client; ``retries``: with the ``requests`` timeout and retries (its own retries off)."""
         raise NotImplementedError
 
     def _cached_embed_batch(self, texts: list[str]) -> list[list[float]]:
@@ -122,10 +121,13 @@ class OllamaEmbedder(_RemoteEmbedder):
     provider = "ollama"
     url_key = "providers.ollama.base_url"
 
-    def _client(self, timeout: float, transport=None):
+    def _client(self, timeout: float, retries: bool = False):
         import ollama
 
-        return ollama.Client(host=self.base_url, timeout=timeout, **({"transport": transport} if transport else {}))
+        from ..models.retry import legacy_sync_transport
+
+        extra = {"transport": legacy_sync_transport(self.requests)} if retries else {}
+        return ollama.Client(host=self.base_url, timeout=timeout, **extra)
 
     def _call(self, fn):
         import ollama
@@ -166,14 +168,13 @@ class OpenAIEmbedder(_RemoteEmbedder):
         self._api_key = api_key or "api-key-not-set"  # local OpenAI-compatible servers need none
         super().__init__(**kwargs)
 
-    def _client(self, timeout: float, transport=None):
-        """The client's own retries are off: ``transport`` (the ``requests`` retries) does them, or nothing."""
-        import httpx
+    def _client(self, timeout: float, retries: bool = False):
         import openai
 
-        http_client = httpx.Client(transport=transport, timeout=timeout) if transport else None
+        from ..models.retry import sync_client
+
         return openai.OpenAI(base_url=self.base_url, api_key=self._api_key, timeout=timeout, max_retries=0,
-                             http_client=http_client)
+                             http_client=sync_client(self.requests) if retries else None)
 
     def _call(self, fn):
         import openai

@@ -92,7 +92,7 @@ class IndexStats:
     vectors: int = 0  # chunks that have a vector of this embedder (0 in a BM25-only index)
     deleted_documents: int = 0
     fts_rebuilt: bool = False
-    seconds: dict[str, float] = field(default_factory=dict)  # chunk, write, fts, embed, total
+    seconds: dict[str, float] = field(default_factory=dict)  # chunk, write, fts, embed, vectors, total
 
 
 Progress = Callable[[int], None]
@@ -156,6 +156,9 @@ class Store:
     @property
     def vectors_table(self):
         """The ``vectors`` table; call ``ensure_vectors`` first."""
+        if VECTORS not in self._table_names():
+            raise EvaluationsError("the index has no vectors: no chunk was indexed", where=self.path,
+                                   fix="check the corpus has documents with text, and run without --skip-db")
         return self._open(VECTORS)
 
     def _meta(self) -> dict:
@@ -170,6 +173,10 @@ class Store:
             raise self._corrupt(META, exc) from None
 
     def _set_meta(self, **values) -> None:
+        current = self._meta()
+        values = {k: v for k, v in values.items() if k not in current or current[k] != v}
+        if not values:
+            return
         data = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
         if META in self._table_names():
             (self._open(META).merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
@@ -186,9 +193,17 @@ class Store:
             return
         from filelock import FileLock
 
-        with FileLock(str(self._folder / LOCK_FILE)):
+        lock = FileLock(str(self._folder / LOCK_FILE))
+        try:
+            lock.acquire()
+        except OSError as exc:
+            raise EvaluationsError(f"cannot lock the index for writing: {exc}", where=lock.lock_file,
+                                   fix="make the --db folder writable, or pass another --db") from None
+        try:
             self._check_format()
             yield
+        finally:
+            lock.release()
 
     def _check_format(self) -> None:
         names = self._table_names()
@@ -210,10 +225,8 @@ class Store:
     def _keys(self, name: str, column: str) -> set[str]:
         if name not in self._table_names():
             return set()
-        table = self._open(name)
-        if not table.count_rows():
-            return set()
-        return set(table.to_arrow().column(column).to_pylist())
+        rows = self._open(name).search().select([column]).limit(None).to_arrow()
+        return set(rows.column(column).to_pylist())
 
     def _append(self, name: str, data: pa.Table, key: str) -> None:
         """Add rows; on a remote URI insert only rows whose (key, chunk_id) is not there yet."""
@@ -262,16 +275,7 @@ class Store:
             self._set_meta(format=FORMAT, corpus={"fingerprint": stats.fingerprint, "documents": len(documents),
                                                   "chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
             stats.seconds["write"] = time.perf_counter() - t0
-
-            t0 = time.perf_counter()
-            stats.fts_rebuilt = self._ensure_fts()
-            stats.seconds["fts"] = time.perf_counter() - t0
-            if need_vectors:
-                self._sync_vectors(stats, progress, on_total)
-            elif on_total:
-                on_total(0)
-            stats.chunks = self.table.count_rows() if self.has_index() else 0
-            stats.vectors = self._vector_count()
+            self._finish(stats, need_vectors, progress, on_total)
         stats.seconds["total"] = time.perf_counter() - started
         return stats
 
@@ -304,17 +308,22 @@ class Store:
         stats = IndexStats(documents=len(documents), fingerprint=fingerprint)
         with self._writing():
             self.check_corpus(fingerprint, len(documents))
-            t0 = time.perf_counter()
-            stats.fts_rebuilt = self._ensure_fts()
-            stats.seconds["fts"] = time.perf_counter() - t0
-            if need_vectors:
-                self._sync_vectors(stats, progress, on_total)
-            elif on_total:
-                on_total(0)
-            stats.chunks = self.table.count_rows()
-            stats.vectors = self._vector_count()
+            self._finish(stats, need_vectors, progress, on_total)
         stats.seconds["total"] = time.perf_counter() - started
         return stats
+
+    def _finish(self, stats: IndexStats, need_vectors: bool, progress: Progress | None,
+                on_total: Callable[[int], None] | None) -> None:
+        """Under the lock: BM25 index up to date, vectors if needed (``on_total(0)`` if not), counts."""
+        t0 = time.perf_counter()
+        stats.fts_rebuilt = self._ensure_fts()
+        stats.seconds["fts"] = time.perf_counter() - t0
+        if need_vectors:
+            self._sync_vectors(stats, progress, on_total)
+        elif on_total:
+            on_total(0)
+        stats.chunks = self.table.count_rows() if self.has_index() else 0
+        stats.vectors = self._vector_count()
 
     def ensure_fts(self) -> bool:
         """(Re)build the BM25 index when ``chunks`` changed since it was built. True if rebuilt."""
@@ -346,7 +355,7 @@ class Store:
     def vectors_ready(self) -> bool:
         """True when every chunk has a vector of this embedder (and no vector is stale)."""
         wanted = {vector_key(self.embedder.id, k) for k in self._keys(CHUNKS, "doc_key")}
-        return bool(wanted) and wanted == self._keys(VECTORS, "vector_key")
+        return wanted == self._keys(VECTORS, "vector_key")
 
     def _vector_count(self) -> int:
         return self._open(VECTORS).count_rows() if VECTORS in self._table_names() else 0
@@ -355,18 +364,23 @@ class Store:
                       on_total: Callable[[int], None] | None) -> None:
         t0 = time.perf_counter()
         existing = self._keys(VECTORS, "vector_key")
+        wanted = {vector_key(self.embedder.id, k): k for k in self._keys(CHUNKS, "doc_key")}
+        missing = {k for vk, k in wanted.items() if vk not in existing}
+        stale = sorted(existing - wanted.keys())
         by_doc: dict[str, list[Chunk]] = {}  # doc_key -> its chunks, in table (= document) order
-        if self.has_index():
+        if missing:
             rows = self.table.to_arrow().select(["chunk_id", "doc_id", "chunk_index", "text", "doc_key"])
             for cid, did, idx, text, key in zip(*(rows.column(c).to_pylist() for c in rows.column_names)):
-                by_doc.setdefault(key, []).append(Chunk(chunk_id=cid, doc_id=did, index=idx, text=text))
-        wanted = {vector_key(self.embedder.id, k): k for k in by_doc}
-        todo = [(vk, sorted(by_doc[k], key=lambda c: c.index)) for vk, k in wanted.items() if vk not in existing]
-        stale = sorted(existing - wanted.keys())
+                if key in missing:
+                    by_doc.setdefault(key, []).append(Chunk(chunk_id=cid, doc_id=did, index=idx, text=text))
+        todo = [(vector_key(self.embedder.id, k), sorted(chunks, key=lambda c: c.index))
+                for k, chunks in by_doc.items()]
         stats.embedded_documents = len(todo)
         stats.embedded_chunks = sum(len(chunks) for _, chunks in todo)
         if on_total:
             on_total(stats.embedded_chunks)
+        if stale:  # first, so a switch of embedder (all vectors stale) may change the dimension
+            self._delete_keys(VECTORS, "vector_key", stale)
         embed_s = 0.0
         for batch in _batches(todo):
             t1 = time.perf_counter()
@@ -375,16 +389,17 @@ class Store:
             self._write_vectors(batch, vectors)
             if progress:
                 progress(len(batch))
-        if stale:
-            self._delete_keys(VECTORS, "vector_key", stale)
         stats.seconds["embed"] = embed_s
         stats.seconds["vectors"] = time.perf_counter() - t0
 
     def _write_vectors(self, batch: list[tuple[str, Chunk]], vectors: np.ndarray) -> None:
         dim = int(vectors.shape[1])
         if VECTORS in self._table_names():
-            existing_dim = self._open(VECTORS).schema.field("vector").type.list_size
-            if existing_dim != dim:
+            table = self._open(VECTORS)
+            existing_dim = table.schema.field("vector").type.list_size
+            if existing_dim != dim and not table.count_rows():
+                self.db.drop_table(VECTORS)
+            elif existing_dim != dim:
                 raise EvaluationsError(
                     f"the index holds {existing_dim}-d vectors but the embedder gives {dim}-d", where=self.path,
                     fix="use another --db for this embedder, or delete the folder to rebuild")

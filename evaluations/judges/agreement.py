@@ -183,8 +183,35 @@ def _keyword(threshold: float) -> BatchJudge:
     return _per_example(lambda e: lexical.keyword_correct(e.references, e.answer, threshold))
 
 
-#: judge name -> factory(keyword_threshold) -> batch judge. ``semantic`` and ``offline`` embed texts.
+def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    """The default LLM judge: the embedded one (``judges.embedded``); ``run_judges(llm=...)`` picks another."""
+    from ..config import Config, LLMModel
+    from .llm import batch_judge
+
+    return batch_judge(LLMModel(provider="embedded"), Config())(examples, progress)
+
+
+def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    """The combined judge (``judges/combined_judge.json``): offline features + the embedded judge's P(yes)."""
+    from ..config import Config
+    from .embedded import VerdictCache, combined_params_path, judge_many, load_judge
+    from .offline import llm_logit, load_model
+
+    judge = load_judge(data_dir=Config().data_dir())
+    p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples], cache=VerdictCache(),
+                   progress=progress)
+    _, verdicts = load_model(combined_params_path()).judge_batch(
+        [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)}
+    )
+    return verdicts
+
+
+#: judge name -> factory(keyword_threshold) -> batch judge. ``semantic`` and ``offline`` embed texts;
+#: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk). A batch judge returns one
+#: verdict per example (bool, or float with NaN = the judge failed: not judged).
 JUDGES: dict[str, Callable[[float], BatchJudge]] = {
+    "llm": lambda _t: _llm,
+    "combined": lambda _t: _combined,
     "keyword": _keyword,
     "f1": lambda _t: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
     "em": lambda _t: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
@@ -202,13 +229,21 @@ def run_judges(
     resamples: int = 1000,
     seed: int = 0,
     progress: Callable[[str, int], None] | None = None,
+    llm: BatchJudge | None = None,
 ) -> list[Agreement]:
-    """Run each named judge over ``examples`` and measure its agreement with the human labels."""
+    """Run each named judge over ``examples`` and measure its agreement with the human labels.
+
+    ``llm``: the batch judge behind the name ``llm`` (default: the embedded LLM judge). Examples a judge
+    failed on (NaN verdict) are left out of that judge's statistics (its ``n`` says how many were judged).
+    """
     labels = np.array([e.label for e in examples], dtype=bool)
     groups = np.array([e.group for e in examples])
     results = []
     for name in judges:
         step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
-        verdicts = JUDGES[name](keyword_threshold)(examples, step)
-        results.append(agreement(name, labels, verdicts, groups, resamples=resamples, seed=seed))
+        run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold)
+        verdicts = np.asarray(run(examples, step), dtype=float)
+        judged = ~np.isnan(verdicts)
+        results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],
+                                 resamples=resamples, seed=seed))
     return results

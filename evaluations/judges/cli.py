@@ -50,7 +50,7 @@ def _parse_judges(value: str) -> list[str]:
         raise EvaluationsError(
             f"unknown judge(s) {', '.join(unknown) or '(none given)'}",
             where="--judges",
-            fix=f"choose from {_ALL_JUDGES}",
+            fix=f"choose from {','.join(JUDGES)}",
         )
     return names
 
@@ -63,20 +63,37 @@ def _parse_judges(value: str) -> list[str]:
 @click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
 @click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed):
+@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="LLM judge requests in flight (served models; the embedded judge runs one at a time).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config file (server URLs, storage.data_dir) [default: haiku.rag.yaml resolution].")
+@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed, judge_model, concurrency,
+                    config_path, no_cache):
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files)."""
     from .agreement import run_judges
 
     names = _parse_judges(judges)
     examples = _load(files, limit)
+    llm = None
+    if "llm" in names:
+        from ..config import load_config, parse_model_ref
+        from .llm import batch_judge
+
+        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=not no_cache)
     with _progress() as progress:
-        tasks = {n: progress.add_task(f"judge {n}", total=None) for n in names}
+        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined") else None)
+                 for n in names}
 
         def step(name: str, k: int) -> None:
             progress.update(tasks[name], advance=k)
 
         results = run_judges(
-            examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step
+            examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
+            llm=llm,
         )
     if as_json:
         payload = {
@@ -95,14 +112,14 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for column in ("judge", "accuracy", "precision", "recall", "F1", "κ", "says ✓"):
+    for column in ("judge", "accuracy", "precision", "recall", "F1", "κ", "says ✓", "judged"):
         table.add_column(column, justify="left" if column == "judge" else "right", no_wrap=True)
     for r in results:
         cells = [
             f"{r.values[m]:.3f}\n[dim]{r.ci[m][0]:.2f}–{r.ci[m][1]:.2f}[/dim]" if r.values[m] == r.values[m] else "n/a"
             for m in ("accuracy", "precision", "recall", "f1", "kappa")
         ]
-        table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}")
+        table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}", str(r.n))
     _out().print(table)
     click.echo(f"human says correct: {results[0].human_positive_rate:.1%}" if results else "")
 

@@ -3,7 +3,7 @@
 One verdict is one forward pass, no generation. The prompt, in the model's chat format, is
 
     prefix = <|im_start|>system\\n{rubric}<|im_end|>\\n<|im_start|>user\\n
-    suffix = Question: q\\nReference answers: r1 | r2\\nCandidate answer: a\\n...yes or no<|im_end|>\\n
+    suffix = Question: q\\nReference answers: r1 | r2\\nCandidate answer: a\\nCorrect (yes/no)?<|im_end|>\\n
              <|im_start|>assistant\\n
 
 The prefix is tokenised and evaluated once; its KV cache state is kept (``Llama.save_state``) and
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ import numpy as np
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from ..errors import EvaluationsError
+from .shipped import shipped_path
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -48,13 +48,13 @@ __all__ = [
 
 #: the embedded judge model (``judge.model.name`` / ``--judge embedded:NAME``)
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
-RUBRIC_PATH = Path(__file__).resolve().parents[2] / "judges" / "answer_equivalence_yesno.md"
+RUBRIC_PATH = shipped_path("answer_equivalence_yesno.md")  # package data: judges/ in a checkout (judges.shipped)
 N_CTX = 1024
-MAX_ANSWER_TOKENS = 320  # a longer candidate keeps its first tokens (the answer is stated early)
+MAX_ANSWER_TOKENS = 160  # a longer candidate keeps its first tokens (the answer is stated early)
 YES = ("yes", "Yes", " yes", " Yes", "YES")
 NO = ("no", "No", " no", " No", "NO")
-_QUESTION = "Question: {question}\nReference answers: {refs}\nCandidate answer: {answer}\n\n"
-_ASK = "Is the candidate answer correct? Reply yes or no.<|im_end|>\n<|im_start|>assistant\n"
+_QUESTION = "Question: {question}\nReference answers: {refs}\nCandidate answer: {answer}\n"
+_ASK = "Correct (yes/no)?<|im_end|>\n<|im_start|>assistant\n"
 
 
 def embedded_judge_path(name: str = DEFAULT_JUDGE, data_dir: Path | None = None) -> Path:
@@ -62,9 +62,11 @@ def embedded_judge_path(name: str = DEFAULT_JUDGE, data_dir: Path | None = None)
 
     ``$EVALUATIONS_JUDGE_GGUF`` points at a file directly (experiments); ``data_dir`` None: the default config's.
     """
-    override = os.environ.get("EVALUATIONS_JUDGE_GGUF")
-    if override:
-        return Path(override)
+    from ..env import env_file
+
+    override = env_file("EVALUATIONS_JUDGE_GGUF")
+    if override is not None:
+        return override
     from ..models import gguf
 
     model = gguf.resolve(name, where="judge.model.name")
@@ -76,7 +78,9 @@ def embedded_judge_path(name: str = DEFAULT_JUDGE, data_dir: Path | None = None)
 
 
 def _threads() -> int:
-    return int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or min(os.cpu_count() or 1, 4)
+    from ..qa.embedded import n_threads  # $EVALUATIONS_LLM_THREADS, checked
+
+    return n_threads()
 
 
 def _rubric() -> str:
@@ -140,7 +144,8 @@ class YesNoJudge:
         self.yes_ids = self._single_tokens(YES)
         self.no_ids = self._single_tokens(NO)
         self.n_vocab = self.llm.n_vocab()
-        self.id = hashlib.sha256(f"{self.path.name}\0{self.rubric}\0{_QUESTION}{_ASK}".encode()).hexdigest()[:16]
+        model_id = f"{self.llm.metadata.get('general.name', '')}:{self.path.stat().st_size}"
+        self.id = hashlib.sha256(f"{model_id}\0{self.rubric}\0{_QUESTION}{_ASK}".encode()).hexdigest()[:16]
         self._state = None
 
     def _tokens(self, text: str) -> list[int]:
@@ -226,7 +231,7 @@ class VerdictCache:
     """P(correct) per (judge id, question, gold, answer) in SQLite; safe to share between runs."""
 
     def __init__(self, path: Path | None = None):
-        self.path = path or default_verdict_cache()
+        self.path = Path(path) if path else default_verdict_cache()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
@@ -238,9 +243,14 @@ class VerdictCache:
         return hashlib.sha256(json.dumps([judge_id, question, list(refs), answer]).encode()).hexdigest()
 
     def get(self, key: str) -> float | None:
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[float, dict[str, Any]] | None:
+        """(P(correct), what was stored beside it) or None."""
         with self._lock:
-            row = self._db.execute("SELECT p FROM verdict WHERE key = ?", (key,)).fetchone()
-        return None if row is None else float(row[0])
+            row = self._db.execute("SELECT p, info FROM verdict WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (float(row[0]), json.loads(row[1] or "{}"))
 
     def put(self, key: str, p: float, info: dict[str, Any] | None = None) -> None:
         with self._lock:
@@ -272,9 +282,9 @@ def judge_many(
 
 # -- calibrated threshold -----------------------------------------------------------------------------
 def params_path() -> Path:
-    base = os.environ.get("EVALUATIONS_JUDGES_DIR")
-    folder = Path(base) if base else Path(__file__).resolve().parents[2] / "judges"
-    return folder / "embedded_judge.json"
+    from .offline import default_params_path
+
+    return default_params_path("embedded_judge.json")
 
 
 def judge_params(path: Path | None = None) -> dict[str, Any]:
@@ -284,6 +294,21 @@ def judge_params(path: Path | None = None) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {"threshold": 0.5, "calibrated": False}
+
+
+def combined_params_path() -> Path:
+    return params_path().with_name("combined_judge.json")
+
+
+def combined_verdict(refs: Sequence[str], answer: str, p: float) -> dict[str, float | EvaluationReason]:
+    """``combined_p_correct`` / ``combined_correct``: the offline judge's features plus llm_logit(p)
+    (``judges/combined_judge.json``, fitted by ``judges.heldout.write_params``)."""
+    from .offline import llm_logit, load_model
+
+    model = load_model(combined_params_path())
+    pc, verdict = model.judge(refs, answer, extras={"llm_logit": float(llm_logit(p))})
+    reason = f"p(correct) = {pc:.2f}, threshold {model.threshold:g} (offline features + LLM P(yes) {p:.2f})"
+    return {"combined_p_correct": pc, "combined_correct": EvaluationReason(verdict, reason=reason)}
 
 
 # -- the pydantic-evals evaluator ---------------------------------------------------------------------
@@ -298,6 +323,7 @@ class EmbeddedLLMJudge(Evaluator):
     threshold: float | None = None
     evaluation_name: str = "llm_judge"
     cache: bool = True
+    combined: bool = True  # also the combined judge (offline features + this P) when its parameters are shipped
     data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
@@ -320,7 +346,12 @@ class EmbeddedLLMJudge(Evaluator):
         p = await anyio.to_thread.run_sync(run)
         verdict = p >= threshold
         reason = f"P(yes) = {p:.3f} {'>=' if verdict else '<'} threshold {threshold:.3f} ({self.model}, embedded)"
-        return {"llm_p_correct": p, self.evaluation_name: EvaluationReason(verdict, reason=reason)}
+        out: dict[str, float | EvaluationReason] = {
+            "llm_p_correct": p, self.evaluation_name: EvaluationReason(verdict, reason=reason)
+        }
+        if self.combined and combined_params_path().is_file():
+            out.update(await anyio.to_thread.run_sync(combined_verdict, refs, answer, p))
+        return out
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"model": f"embedded:{self.model}", "evaluation_name": self.evaluation_name}

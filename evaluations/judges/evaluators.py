@@ -34,8 +34,12 @@ __all__ = [
     "VERDICT_NAMES",
 ]
 
-#: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion)
-VERDICT_NAMES = ("keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct")
+#: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion);
+#: ``llm_judge`` is the LLM judge's verdict (served: ``judges.llm``, embedded: ``judges.embedded``)
+VERDICT_NAMES = (
+    "keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct", "llm_judge",
+    "combined_correct",
+)
 
 
 def _field(obj: Any, name: str, default: Any = None) -> Any:

@@ -181,9 +181,9 @@ def write_params(s: Signals, examples: Sequence[LabelledAnswer], folder: Path | 
     import datetime as _dt
     import json
 
-    from .offline import default_params_path
+    from .offline import default_output_path
 
-    folder = folder or default_params_path().parent
+    folder = folder or default_output_path().parent
     cells = sorted({f"{dataset_of(e)}/{e.system}" for e in examples})
     data = {"files": ["evouna/NQ.jsonl.gz", "evouna/TQ.jsonl.gz"], "examples": int(len(s.labels)),
             "correct": int(s.labels.sum()), "questions": int(len(set(s.groups.tolist()))),

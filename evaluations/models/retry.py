@@ -2,7 +2,7 @@
 
 Built on pydantic-ai's tenacity transports (``pydantic_ai.retries``); no hand-written loop. Retried:
 
-- timeouts and dropped connections (``httpx.TimeoutException``, ``NetworkError``, ``RemoteProtocolError``);
+- timeouts and dropped connections (``TimeoutException``, ``NetworkError``, ``RemoteProtocolError``);
 - HTTP 429 and 5xx; a 429's ``Retry-After`` is honoured (capped at ``requests.max_retry_after``);
 - a 200 whose JSON body does not parse (a truncated reply), so it never reaches the client as a crash.
 
@@ -13,46 +13,57 @@ Other 4xx (bad request, unknown model, bad key) are answered at once. Wait befor
 After ``requests.retries`` retries the last reply is handed to the client as it came (so a final 500 is
 the provider's usual HTTP error), or the last transport error is raised. ``RETRY_STATS`` counts retries
 by reason, for reports and benchmarks.
+
+The openai SDK (chat models, OpenAI-compatible embeddings) speaks ``httpx2``: ``async_client`` and
+``sync_client``. The ``ollama`` client speaks ``httpx``: ``legacy_sync_transport``.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
+import warnings
+from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from pydantic_ai.retries import AsyncTenacityTransport, RetryConfig, TenacityTransport, wait_retry_after
+import httpx2
+from pydantic_ai.retries import HTTPX2TenacityTransport, AsyncHTTPX2TenacityTransport, RetryConfig, wait_retry_after
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 if TYPE_CHECKING:
     from ..config import Requests
 
 
-class RetryableStatus(httpx.HTTPStatusError):
-    """HTTP 429 or 5xx: worth another attempt."""
+class RetryableStatus(httpx2.HTTPStatusError):
+    """HTTP 429 or 5xx: worth another attempt (``.response`` is the reply, ``httpx2`` or ``httpx``)."""
 
 
-class MalformedResponse(httpx.HTTPStatusError):
+class MalformedResponse(httpx2.HTTPStatusError):
     """A JSON reply whose body does not parse (cut off or garbled)."""
 
 
-_TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, RetryableStatus,
-              MalformedResponse)
+_TRANSIENT = (
+    httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError,
+    httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
+    RetryableStatus, MalformedResponse,
+)
 
 
 class RetryStats:
-    """Thread-safe counters: ``retries`` by reason (exception class name) and ``gave_up`` calls."""
+    """Thread-safe counters: ``retries`` by reason, the ``waits`` chosen (reason, seconds; the last 1,000)
+    and ``gave_up`` (calls that used every retry)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.retries: Counter[str] = Counter()
+        self.waits: deque[tuple[str, float]] = deque(maxlen=1000)
         self.gave_up = 0
 
-    def record_retry(self, reason: str) -> None:
+    def record_retry(self, reason: str, wait: float) -> None:
         with self._lock:
             self.retries[reason] += 1
+            self.waits.append((reason, wait))
 
     def record_give_up(self) -> None:
         with self._lock:
@@ -61,6 +72,7 @@ class RetryStats:
     def reset(self) -> None:
         with self._lock:
             self.retries.clear()
+            self.waits.clear()
             self.gave_up = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -73,12 +85,12 @@ RETRY_STATS = RetryStats()
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, httpx.HTTPStatusError) and not isinstance(exc, MalformedResponse):
+    if isinstance(exc, RetryableStatus):
         return f"HTTP {exc.response.status_code}"
     return type(exc).__name__
 
 
-def check_response(response: httpx.Response) -> None:
+def check_response(response: httpx2.Response | httpx.Response) -> None:
     """Raise ``RetryableStatus`` for 429/5xx, ``MalformedResponse`` for unparseable JSON (body already read)."""
     status = response.status_code
     if status == 429 or status >= 500:
@@ -92,20 +104,25 @@ def check_response(response: httpx.Response) -> None:
                                     response=response) from None
 
 
-def _read_then_check(response: httpx.Response) -> None:
-    response.read()  # a body cut off mid-way raises here, inside the retry
+def _streamed(response: httpx2.Response | httpx.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
+
+
+def _read_then_check(response: httpx2.Response | httpx.Response) -> None:
+    if not _streamed(response):
+        response.read()  # a body cut off mid-way raises here, inside the retry
     check_response(response)
 
 
-class _ReadingTransport(httpx.AsyncBaseTransport):
+class _ReadingTransport(httpx2.AsyncBaseTransport):
     """Reads non-streamed bodies inside the retry (``validate_response`` is synchronous and cannot await)."""
 
-    def __init__(self, wrapped: httpx.AsyncBaseTransport) -> None:
+    def __init__(self, wrapped: httpx2.AsyncBaseTransport) -> None:
         self.wrapped = wrapped
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.wrapped.handle_async_request(request)
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        if not _streamed(response):
             await response.aread()
         return response
 
@@ -115,14 +132,14 @@ class _ReadingTransport(httpx.AsyncBaseTransport):
 
 def _before_sleep(state: RetryCallState) -> None:
     exc = state.outcome.exception() if state.outcome else None
-    RETRY_STATS.record_retry(_reason(exc) if exc else "unknown")
+    RETRY_STATS.record_retry(_reason(exc) if exc else "unknown", state.upcoming_sleep)
 
 
-def _give_up(state: RetryCallState) -> httpx.Response:
+def _give_up(state: RetryCallState) -> Any:
     """Retries exhausted: hand the last reply to the client as it is, or raise the last transport error."""
     RETRY_STATS.record_give_up()
     exc = state.outcome.exception() if state.outcome else None
-    if isinstance(exc, httpx.HTTPStatusError):
+    if isinstance(exc, httpx2.HTTPStatusError):
         return exc.response
     if exc is not None:
         raise exc
@@ -141,21 +158,24 @@ def retry_config(requests: Requests) -> RetryConfig:
     )
 
 
-def _timeout(requests: Requests) -> httpx.Timeout:
-    return httpx.Timeout(requests.timeout)
+def async_client(requests: Requests) -> httpx2.AsyncClient:
+    """An ``httpx2.AsyncClient`` with the timeout and retries of ``requests`` (for the openai SDK / pydantic-ai)."""
+    transport = AsyncHTTPX2TenacityTransport(retry_config(requests), _ReadingTransport(httpx2.AsyncHTTPTransport()),
+                                             validate_response=check_response)
+    return httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(requests.timeout))
 
 
-def async_client(requests: Requests) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` with the timeout and retries of ``requests`` (for pydantic-ai providers)."""
-    transport = AsyncTenacityTransport(retry_config(requests), _ReadingTransport(httpx.AsyncHTTPTransport()),
-                                       validate_response=check_response)
-    return httpx.AsyncClient(transport=transport, timeout=_timeout(requests))
+def sync_client(requests: Requests) -> httpx2.Client:
+    """An ``httpx2.Client`` retrying as ``async_client`` does (for the openai SDK's embeddings)."""
+    transport = HTTPX2TenacityTransport(retry_config(requests), httpx2.HTTPTransport(),
+                                        validate_response=_read_then_check)
+    return httpx2.Client(transport=transport, timeout=httpx2.Timeout(requests.timeout))
 
 
-def sync_transport(requests: Requests) -> httpx.BaseTransport:
-    """A synchronous transport retrying as ``async_client`` does (for the embedding clients)."""
-    return TenacityTransport(retry_config(requests), httpx.HTTPTransport(), validate_response=_read_then_check)
+def legacy_sync_transport(requests: Requests) -> httpx.BaseTransport:
+    """The same retries as an ``httpx`` transport, for the ``ollama`` client (which is built on ``httpx``)."""
+    from pydantic_ai.retries import TenacityTransport
 
-
-def sync_client(requests: Requests) -> httpx.Client:
-    return httpx.Client(transport=sync_transport(requests), timeout=_timeout(requests))
+    with warnings.catch_warnings():  # deprecated for httpx2 users; the ollama client is not one
+        warnings.simplefilter("ignore")
+        return TenacityTransport(retry_config(requests), httpx.HTTPTransport(), validate_response=_read_then_check)

@@ -13,7 +13,10 @@ Output modes, tried in order until one yields a valid answer (``output_modes(mod
 - embedded models: ``grammar`` (the output tool's JSON, generation constrained by a grammar: always parses);
 - any other model (e.g. ``FunctionModel`` in tests): ``tool``.
 
-Each mode is one agent run with up to ``OUTPUT_RETRIES`` validation retries; usage sums over all attempts.
+Each mode is one agent run with up to ``OUTPUT_RETRIES`` validation retries; usage sums over all attempts. The
+ladder remembers, per model object, the mode that last worked and starts the next question there (then the modes
+after it, then the ones before): a model that cannot make tool calls pays for the failed modes once, not on every
+question. ``QAResult.attempts`` records exactly what was tried for each question.
 """
 
 from __future__ import annotations
@@ -90,12 +93,28 @@ _OUTPUT_TYPES: dict[str, Callable[[], Any]] = {
 }
 
 
+# id(model) -> (model, the mode that last worked for it); the model is kept so its id cannot be reused
+_LAST_WORKED: dict[int, tuple[Any, str]] = {}
+
+
+def _ordered(modes: tuple[str, ...], model: Any) -> tuple[str, ...]:
+    """``modes`` rotated to start at the mode that last worked for ``model`` (unchanged when none did)."""
+    entry = _LAST_WORKED.get(id(model))
+    if entry is None or entry[0] is not model or entry[1] not in modes:
+        return modes
+    start = modes.index(entry[1])
+    return modes[start:] + modes[:start]
+
+
 def output_modes(model: Model | str | None) -> tuple[str, ...]:
     """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
     ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise."""
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.wrapper import WrapperModel
 
+    while isinstance(model, WrapperModel):  # e.g. the model-call cache (evaluations.models.cache.CachedModel)
+        model = model.wrapped
     if isinstance(model, OpenAIChatModel):
         return SERVED_LADDER
     if isinstance(model, FunctionModel) and model.model_name.startswith("embedded:"):
@@ -148,8 +167,8 @@ def _reply_text(response: ModelResponse) -> str:
     for part in response.parts:
         if isinstance(part, TextPart):
             out.append(part.content)
-        elif isinstance(part, ToolCallPart):
-            out.append(part.args_as_json_str())
+        elif isinstance(part, ToolCallPart):  # the arguments as the model wrote them when they came as a string
+            out.append(part.args if isinstance(part.args, str) else part.args_as_json_str())
     return "\n".join(t for t in out if t)
 
 
@@ -188,12 +207,13 @@ async def answer_question(
     """Run ``agent`` on ``question`` with ``chunks`` as context, trying ``modes`` (default
     ``output_modes(agent.model)``) in order until one gives a valid ``Answer``.
 
+    The ladder starts at the mode that last worked for this model (module docstring).
     Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts) when every mode failed.
     ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
     """
     prompt = _prompt(question, format_context(chunks, max_chars))
     attempts: list[ModeAttempt] = []
-    for mode in modes or output_modes(agent.model):
+    for mode in _ordered(modes or output_modes(agent.model), agent.model):
         with capture_run_messages() as messages:
             try:
                 result = await agent.run(prompt, output_type=_OUTPUT_TYPES[mode]())
@@ -209,6 +229,7 @@ async def answer_question(
                                         usage=_usage(messages)))
             continue
         attempts.append(ModeAttempt(mode=mode, raw_text=_last_reply(messages), usage=_usage(messages)))
+        _LAST_WORKED[id(agent.model)] = (agent.model, mode)
         return QAResult(answer=answer, usage=_sum([a.usage for a in attempts]), mode=mode,
                         raw_text=attempts[-1].raw_text, attempts=attempts)
     raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")

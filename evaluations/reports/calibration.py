@@ -1,25 +1,24 @@
-"""Calibration of a probability against the truth: reliability bins and the expected calibration error.
+"""Which probabilities of a run are checked for calibration, against which truth.
 
-Bin rule: ``BINS`` = 10 equal-width bins over [0, 1] with edges e_b = b/10; bin b (0..9) holds the
-probabilities p with e_b < p <= e_(b+1) (bin 0 also holds p = 0) — scikit-learn's
-``calibration_curve(strategy="uniform")`` rule. For the non-empty bins:
+The statistics (reliability bins, ECE, MCE, Brier) are ``evaluations.scoring.calibration.calibration``:
+B = ``BINS`` = 10 equal-width bins over [0, 1], right-closed — [0, 0.1], (0.1, 0.2], …, (0.9, 1.0] (the rule
+of scikit-learn's ``calibration_curve(strategy="uniform")``); per non-empty bin b: n_b, mean probability
+conf_b and accuracy acc_b (mean truth); ECE = Σ_b (n_b / N)·|acc_b − conf_b|, MCE = max_b |acc_b − conf_b|.
 
-* confidence_b = mean p in bin b,  accuracy_b = mean truth (0/1) in bin b,  n_b = its size;
-* ECE = Σ_b (n_b / N) · |accuracy_b − confidence_b|   (N = all pairs);
-* MCE = max_b |accuracy_b − confidence_b|.
-
-Pairs whose probability or truth is missing are left out (and counted as ``dropped``).
+Pairs missing a probability or a truth are left out and counted as ``dropped``; probabilities are clipped
+to [0, 1].
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
+from ..scoring.calibration import calibration
 
 BINS = 10
-BIN_RULE = "10 equal-width bins over [0, 1], right-closed: (0.0, 0.1], (0.1, 0.2], … (0.9, 1.0]; 0 falls in the first"
+BIN_RULE = "10 equal-width bins over [0, 1], right-closed: [0, 0.1], (0.1, 0.2], …, (0.9, 1.0]"
 
 
 @dataclass
@@ -33,39 +32,31 @@ class Calibration:
     dropped: int
     ece: float | None
     mce: float | None
-    bins: list[dict[str, float | int]] = field(default_factory=list)  # non-empty bins: lo, hi, n, confidence, accuracy
+    brier: float | None
+    bins: list[dict] = field(default_factory=list)  # non-empty bins: range [lo, hi], n, confidence, accuracy
     bin_rule: str = BIN_RULE
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "probability": self.probability, "truth": self.truth, "n": self.n,
-                "dropped": self.dropped, "ece": self.ece, "mce": self.mce, "bin_rule": self.bin_rule,
-                "bins": self.bins}
+    def to_dict(self, with_bins: bool = True) -> dict:
+        out = {"name": self.name, "probability": self.probability, "truth": self.truth, "n": self.n,
+               "dropped": self.dropped, "ece": self.ece, "mce": self.mce, "brier": self.brier,
+               "bin_rule": self.bin_rule}
+        return {**out, "bins": self.bins} if with_bins else out
+
+
+def _probability(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return min(1.0, max(0.0, float(value)))
 
 
 def reliability(name: str, pairs: Iterable[tuple[float | None, bool | None]], *, probability: str,
-                truth: str, n_bins: int = BINS) -> Calibration:
-    """Reliability bins, ECE and MCE of (probability, truth) pairs (module docstring)."""
+                truth: str) -> Calibration:
+    """Reliability bins, ECE, MCE and Brier score of (probability, truth) pairs (module docstring)."""
     pairs = list(pairs)
-    kept = [(float(p), bool(t)) for p, t in pairs if p is not None and t is not None and np.isfinite(p)]
-    if not kept:
-        return Calibration(name, probability, truth, 0, len(pairs), None, None)
-    prob = np.clip(np.array([p for p, _ in kept]), 0.0, 1.0)
-    true = np.array([t for _, t in kept], dtype=float)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    index = np.searchsorted(edges[1:-1], prob)  # side="left": p == e_b falls in the lower bin (right-closed)
-    bins = []
-    ece, mce = 0.0, 0.0
-    for b in range(n_bins):
-        members = index == b
-        size = int(members.sum())
-        if not size:
-            continue
-        conf, acc = float(prob[members].mean()), float(true[members].mean())
-        gap = abs(acc - conf)
-        ece += size / len(prob) * gap
-        mce = max(mce, gap)
-        bins.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "n": size, "confidence": conf, "accuracy": acc})
-    return Calibration(name, probability, truth, len(prob), len(pairs) - len(prob), float(ece), float(mce), bins)
+    kept = [(p, bool(t)) for p, t in ((_probability(p), t) for p, t in pairs) if p is not None and t is not None]
+    stats = calibration([p for p, _ in kept], [t for _, t in kept], bins=BINS)
+    return Calibration(name, probability, truth, stats["n"], len(pairs) - len(kept), stats["ece"], stats["mce"],
+                       stats["brier"], stats["buckets"])
 
 
 def _label(record: dict) -> bool | None:
@@ -78,38 +69,32 @@ def _verdict(record: dict, judge: str | None) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _confidence(record: dict) -> float | None:
-    value = (record.get("answer") or {}).get("confidence")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def run_calibration(records: list[dict], primary_judge: str | None) -> list[Calibration]:
-    """The calibrations a run supports.
+    """The calibrations a run's cases support.
 
-    * ``qa_confidence``: the QA model's ``answer.confidence`` against the primary judge's verdict (or the
-      human label when the cases carry one);
+    * ``qa_confidence``: the QA model's ``answer.confidence`` against the human label when the cases carry
+      one, else against the primary judge's verdict;
     * ``<judge>_p_correct`` (``llm_p_correct``, ``offline_p_correct`` …): a judge's probability of "correct"
-      against the human label, when cases carry labels.
+      against the human label, when the cases carry labels.
     """
     out = []
-    answered = [r for r in records if _confidence(r) is not None]
     labelled = any(_label(r) is not None for r in records)
-    if answered:
+    answered = [r for r in records if _probability((r.get("answer") or {}).get("confidence")) is not None]
+    if answered and (labelled or primary_judge):
         truth_of = _label if labelled else (lambda r: _verdict(r, primary_judge))
-        truth = "human label" if labelled else f"primary judge ({primary_judge})"
-        if labelled or primary_judge:
-            out.append(reliability("qa_confidence", ((_confidence(r), truth_of(r)) for r in answered),
-                                   probability="QA model confidence", truth=truth))
+        out.append(reliability("qa_confidence", (((r.get("answer") or {}).get("confidence"), truth_of(r))
+                                                 for r in answered), probability="QA model confidence",
+                               truth="human label" if labelled else f"primary judge ({primary_judge})"))
     if labelled:
         names = sorted({k for r in records for k, v in (r.get("judges") or {}).items()
-                        if k.endswith("_p_correct") and isinstance(v, (int, float)) and not isinstance(v, bool)})
+                        if k.endswith("_p_correct") and _probability(v) is not None})
         for name in names:
-            pairs = (((r.get("judges") or {}).get(name), _label(r)) for r in records)
-            out.append(reliability(name, pairs, probability=f"{name} (judge probability)", truth="human label"))
+            out.append(reliability(name, (((r.get("judges") or {}).get(name), _label(r)) for r in records),
+                                   probability=f"{name} (judge probability)", truth="human label"))
     return out
 
 
 def calibration_summary(records: list[dict], primary_judge: str | None) -> dict[str, dict]:
-    """``{name: {ece, mce, n, bin_rule, probability, truth}}`` for summary.json (bins left out)."""
-    return {c.name: {k: v for k, v in c.to_dict().items() if k not in ("bins", "name")}
-            for c in run_calibration(records, primary_judge)}
+    """``{name: {probability, truth, n, dropped, ece, mce, brier, bin_rule}}`` for summary.json (no bins)."""
+    return {c.name: {k: v for k, v in c.to_dict(with_bins=False).items() if k != "name"}
+            for c in run_calibration(records, primary_judge) if c.n}

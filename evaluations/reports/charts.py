@@ -116,23 +116,27 @@ def hbars(labels: Sequence[str], values: Sequence[float], *, xlabel: str, title:
 
 
 @_rc
-def grouped_hbars(labels: Sequence[str], series: dict[str, Sequence[float | None]], *, xlabel: str,
-                  title: str) -> Figure:
-    """Horizontal bars grouped by label, one colour per series (e.g. segments × metrics), scale 0–1."""
-    fig = figure(1.1 + 0.22 * len(labels) * max(1, len(series)))
+def heatmap(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[float | None]], *,
+            title: str) -> Figure:
+    """A table of values in [0, 1] as a heatmap (rows × columns), every cell annotated; empty cells blank."""
+    import numpy as np
+
+    grid = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    fig = figure(0.9 + 0.3 * len(rows), width=min(WIDTH, 2.6 + 1.15 * len(columns)))
     ax = fig.subplots()
-    height = 0.8 / max(1, len(series))
-    colours = [BLUE, ORANGE, GREEN, "#7950f2", GREY]
-    for j, (name, values) in enumerate(series.items()):
-        positions = [len(labels) - 1 - i + 0.4 - height * (j + 0.5) for i in range(len(labels))]
-        ax.barh(positions, [v or 0.0 for v in values], height=height * 0.92, color=colours[j % len(colours)],
-                label=name)
-    ax.set_yticks(range(len(labels))[::-1], list(labels))
-    ax.grid(axis="y", visible=False)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(xlabel)
+    ax.imshow(np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax.grid(False)
+    for i in range(len(rows)):
+        for j in range(len(columns)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8.5, color="#212529")
+    ax.set_xticks(range(len(columns)), list(columns))
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(rows)), list(rows))
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.tick_params(length=0)
     ax.set_title(title, loc="left")
-    ax.legend(loc="lower right", ncols=len(series))
     return fig
 
 
@@ -141,15 +145,15 @@ def reliability_diagrams(calibrations: Sequence) -> Figure:
     """One reliability diagram per calibration: accuracy per confidence bin against the diagonal, with
     the bin sizes below."""
     n = len(calibrations)
-    fig = figure(3.6, width=min(WIDTH, 3.6 * n) if n > 1 else 4.2)
+    fig = figure(4.0, width=min(WIDTH, 3.6 * n) if n > 1 else 4.4)
     axes = fig.subplots(2, n, height_ratios=[3, 1], sharex="col", squeeze=False)
     for i, cal in enumerate(calibrations):
         top, bottom = axes[0][i], axes[1][i]
-        top.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfect calibration")
-        centres = [(b["lo"] + b["hi"]) / 2 for b in cal.bins]
-        top.bar(centres, [b["accuracy"] for b in cal.bins], width=0.09, color=BLUE, alpha=0.85, label="accuracy in bin")
+        top.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
+        centres = [sum(b["range"]) / 2 for b in cal.bins]
+        top.bar(centres, [b["accuracy"] for b in cal.bins], width=0.09, color=BLUE, alpha=0.85, label="accuracy")
         top.plot([b["confidence"] for b in cal.bins], [b["accuracy"] for b in cal.bins], "o", color=ORANGE,
-                 markersize=4, label="(mean confidence, accuracy)")
+                 markersize=4, label="bin mean")
         top.set_xlim(0, 1)
         top.set_ylim(0, 1.02)
         top.set_ylabel("fraction correct")
@@ -159,8 +163,8 @@ def reliability_diagrams(calibrations: Sequence) -> Figure:
         bottom.set_ylabel("cases")
         bottom.set_xlabel("predicted probability (10 bins)")
         bottom.grid(axis="x", visible=False)
-        if i == 0:
-            top.legend(loc="upper left", fontsize=7.5)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
     return fig
 
 
@@ -168,7 +172,7 @@ def reliability_diagrams(calibrations: Sequence) -> Figure:
 def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: str,
               rows: str = "human label", columns: str = "judge verdict") -> Figure:
     """A confusion matrix as a heatmap with counts and row percentages."""
-    fig = figure(2.5, width=3.4)
+    fig = figure(2.3, width=3.1)
     ax = fig.subplots()
     ax.imshow(matrix, cmap="Blues", vmin=0)
     ax.grid(False)

@@ -90,10 +90,7 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     cases: list[CaseCard] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.notes or self.tables or self.charts or self.cases)
+    absent: str = ""  # why the section has nothing to show in this report (listed once, not shown as a section)
 
 
 @dataclass

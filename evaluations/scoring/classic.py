@@ -6,7 +6,7 @@ Each row: ``query``, ``context`` (list of strings, or one string), ``generated_a
 
 * correctness (the classic rule): ``keyword_overlap(reference, generated) > threshold`` (default 0.7,
   ``judges.lexical.keyword_correct``);
-* coverage: ``qa.evaluators.coverage(generated, context)`` = share of the answer's keywords found in the context,
+* coverage: ``qa.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
   averaged over rows with a context and an answer with keywords;
 * with labels on every row: the confusion matrix of that rule against the label (positive = correct),
   accuracy / precision / recall / F1, and an ``agreement`` block that is exactly ``judge-agreement --json``
@@ -24,7 +24,7 @@ from .._rows import iter_rows
 from ..errors import EvaluationsError
 from ..judges.data import parse_label
 from ..judges.lexical import KEYWORD_THRESHOLD, keyword_overlap
-from ..qa.evaluators import coverage
+from ..qa.grounding import coverage
 
 DEFAULT_JUDGES = ("keyword", "f1", "em", "containment")
 

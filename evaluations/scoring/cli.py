@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from ..console import make_console
 from ..errors import EvaluationsError
 from ..judges.lexical import KEYWORD_THRESHOLD
 from . import FORMATS, detect_format, dumps
@@ -20,7 +20,7 @@ def _ks(text: str | None, default: list[int]) -> list[int]:
 
 
 def _show(summary: dict) -> None:
-    console = Console()
+    console = make_console(stderr=False)
     table = Table(title=f"{summary['format']}: {summary['file']}", show_header=False)
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -36,8 +36,17 @@ def _show(summary: dict) -> None:
 
     add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement")})
     console.print(table)
+    buckets = (summary.get("calibration") or {}).get("buckets") or []
+    if buckets:
+        calibration = Table(title="Confidence calibration (accuracy per confidence bucket)")
+        for column in ("confidence bucket", "n", "mean confidence", "accuracy"):
+            calibration.add_column(column, justify="right")
+        for b in buckets:
+            calibration.add_row(f"{b['range'][0]:.1f}–{b['range'][1]:.1f}", str(b["n"]), f"{b['confidence']:.3f}",
+                                f"{b['accuracy']:.3f}")
+        console.print(calibration)
     if summary.get("warning"):
-        Console(stderr=True).print(f"[bold yellow]warning:[/] {summary['warning']}")
+        make_console(stderr=True).print(f"[bold yellow]warning:[/] {summary['warning']}")
 
 
 @click.command("score")

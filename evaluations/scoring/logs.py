@@ -14,7 +14,7 @@ Figures (N = queries, A = attempts):
 * cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
   / 1e6`` with the price of its ``model`` (or else its ``tier``) in the config's ``prices``; cost per query =
   total cost / N; unpriced attempts are counted;
-* context waste of an attempt (``qa.evaluators.context_waste``): the share of the context's tokens from
+* context waste of an attempt (``qa.grounding.context_waste``): the share of the context's tokens from
   spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
   has no text the share is of spans instead of tokens (``basis`` says which);
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._rows import iter_rows
 from ..errors import EvaluationsError
 from ..judges.lexical import keyword_correct
-from ..qa.evaluators import context_waste
+from ..qa.grounding import context_waste
 from ..retrieval.metrics import compute_all
 from .calibration import calibration
 

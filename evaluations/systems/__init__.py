@@ -5,5 +5,6 @@ callable (``--system module:function``) and an HTTP endpoint (``--system https:/
 """
 
 from .base import RetrievedItem, System, SystemRequest, SystemResponse, SystemUsage
+from .factory import build_system
 
-__all__ = ["RetrievedItem", "System", "SystemRequest", "SystemResponse", "SystemUsage"]
+__all__ = ["RetrievedItem", "System", "SystemRequest", "SystemResponse", "SystemUsage", "build_system"]

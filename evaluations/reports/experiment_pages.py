@@ -1,0 +1,323 @@
+"""Report pages of a comparison (``compare.json``), a matrix (``matrix.json``) and a history (``history.json``).
+
+Shapes are those written by ``evaluations compare --out``, ``evaluations matrix`` and ``evaluations history
+--json`` (a list of recorded runs, or ``{"runs": [...]}``). Run folders named there are read when they still
+exist, for the headline numbers and the regressed cases.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvaluationsError
+from . import charts
+from .page import Cell, Page, Section, Table, fmt
+from .run_page import case_card, headline_values, metric_label, primary_judge
+from .runs import RunData, read_run
+
+FOREST_MAX = 24
+#: headline keys compared for significance through another measure (compare.json names)
+_SIGNIFICANCE_OF = {"latency_p95_ms": "latency_ms"}
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvaluationsError(f"cannot read {path.name} ({exc})", where=str(path),
+                               fix="re-run the command that wrote it") from None
+
+
+def _run_folder(base: Path, folder: str | None) -> RunData | None:
+    if not folder:
+        return None
+    path = Path(folder)
+    path = path if path.is_absolute() else base / path
+    try:
+        return read_run(path)
+    except EvaluationsError:
+        return None
+
+
+# -- comparison ----------------------------------------------------------------------------------
+
+def _change_css(row: dict | None) -> str:
+    if not row or not row.get("significant"):
+        return ""
+    better = (row.get("diff") or 0) > 0 if row.get("higher_is_better", True) else (row.get("diff") or 0) < 0
+    return "better" if better else "worse"
+
+
+def _comparison_headline(compare: dict, runs: dict[str, RunData | None]) -> Table:
+    base_label = compare["baseline"]
+    others = [r for r in compare["runs"] if r != base_label]
+    by_metric = {(c["b"], c["metric"]): c for c in compare.get("comparisons", [])}
+    base = runs.get(base_label)
+    columns = ["metric", f"{base_label} (baseline)"]
+    for other in others:
+        columns += [other, "change"]
+    rows, keys = [], []
+    base_rows = headline_values(base.summary) if base else []
+    other_rows = {o: {k: v for k, _, v, _ in headline_values(runs[o].summary)} if runs.get(o) else {} for o in others}
+    for key, label, value, digits in base_rows:
+        if value is None and all(other_rows[o].get(key) is None for o in others):
+            continue  # measured in none of the runs
+        row = [Cell(label), Cell.number(value, digits)]
+        for other in others:
+            mine = other_rows[other].get(key)
+            comparison = by_metric.get((other, _SIGNIFICANCE_OF.get(key, key)))
+            change = None if mine is None or value is None else mine - value
+            css = _change_css(comparison)
+            text = "—" if change is None else f"{change:+.{digits}f}" + (" *" if css else "")
+            row += [Cell.number(mine, digits), Cell(text, change, css,
+                                                    title=f"p (Holm) = {fmt(comparison.get('p_holm'), 4)}"
+                                                    if comparison else "not compared")]
+        rows.append(row)
+        keys.append(key)
+    return Table("headline", columns, rows, row_keys=keys, sortable=False,
+                 caption="Values from each run's summary.json; change = run − baseline, coloured (and starred) only "
+                         f"where the comparison found it significant (Holm-corrected p < {compare.get('alpha', 0.05)}); "
+                         "green = better, red = worse.")
+
+
+def _forest_rows(rows: list[dict]) -> list[dict]:
+    chosen = [r for r in rows if r["metric"].endswith("@10") or "@" not in r["metric"] or r.get("significant")]
+    return chosen[:FOREST_MAX]
+
+
+def _forest_charts(compare: dict) -> list:
+    out = []
+    base = compare["baseline"]
+    for other in [r for r in compare["runs"] if r != base]:
+        rows = [c for c in compare.get("comparisons", []) if c["b"] == other and c.get("ci95")]
+        rows = _forest_rows(rows)
+        unit = [r for r in rows if 0 <= min(r["mean_a"], r["mean_b"]) and max(r["mean_a"], r["mean_b"]) <= 1
+                and not r["metric"].startswith(("latency", "tokens", "cost"))]
+        rest = [r for r in rows if r not in unit and r["mean_a"]]
+        panels = [(unit, "difference (run − baseline), 95% bootstrap CI", 1.0, "rates"),
+                  (rest, "relative difference (run − baseline) / baseline, 95% CI", None, "other")]
+        for picked, xlabel, _, suffix in panels:
+            if not picked:
+                continue
+            scale = (lambda r: 1.0) if suffix == "rates" else (lambda r: 1.0 / abs(r["mean_a"]))
+            data = [{"label": metric_label(r["metric"]), "diff": r["diff"] * scale(r),
+                     "ci": [r["ci95"][0] * scale(r), r["ci95"][1] * scale(r)], "significant": r.get("significant"),
+                     "better": _change_css(r) == "better"} for r in picked]
+            title = f"{other} vs {base}"
+            fig = charts.forest(data, xlabel=xlabel, title=title)
+            chart_id = f"forest-{len(out) + 1}"
+            alt = f"Forest plot, {title}: " + "; ".join(
+                f"{d['label']} {d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]"
+                + (" significant" if d["significant"] else "") for d in data)
+            out.append(charts.render(fig, chart_id, f"Differences with 95% CIs: {title}", alt))
+    return out
+
+
+def _statistics_table(compare: dict) -> Table:
+    rows, keys = [], []
+    for c in compare.get("comparisons", []):
+        p = c.get("p") or {}
+        primary = c.get("primary_test") or next(iter(p), None)
+        rows.append([Cell(c["b"]), Cell(metric_label(c["metric"])), Cell(c.get("kind", "")),
+                     Cell.number(c.get("mean_a")), Cell.number(c.get("mean_b")),
+                     Cell.number(c.get("diff"), css=_change_css(c)),
+                     Cell("—" if not c.get("ci95") else f"[{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}]"),
+                     Cell.number(c.get("effect_size"), 3), Cell.number(p.get(primary) if primary else None),
+                     Cell(primary or "—"), Cell.number(c.get("p_holm")),
+                     Cell("yes" if c.get("significant") else "no", css="pass" if c.get("significant") else "muted"),
+                     Cell(f"{c.get('wins', '—')}/{c.get('ties', '—')}/{c.get('losses', '—')}"),
+                     Cell.number(c.get("mde"))])
+        keys.append(f"{c['b']}:{c['metric']}")
+    return Table("statistics", ["run", "metric", "kind", "baseline mean", "run mean", "diff", "95% CI", "effect (d_z)",
+                                "p", "test", "p (Holm)", "significant", "win/tie/loss", "MDE"], rows, row_keys=keys,
+                 caption="diff = run − baseline over the shared cases; MDE = the smallest difference these cases "
+                         "can detect (α 0.05, power 0.8).")
+
+
+def build_comparison_page(folder: Path) -> Page:
+    compare = _load(folder / "compare.json")
+    runs = {label: _run_folder(folder, path) for label, path in (compare.get("run_dirs") or {}).items()}
+    base = compare["baseline"]
+    sections = []
+    head = Section("headline", "Headline")
+    if runs.get(base):
+        head.tables.append(_comparison_headline(compare, runs))
+    else:
+        head.notes.append("The baseline run folder is not available, so the headline values cannot be shown; "
+                          "the statistics below come from compare.json.")
+    sections.append(head)
+    forest = Section("differences", "Differences with confidence intervals", charts=_forest_charts(compare))
+    forest.notes.append(f"Forest plots show the metrics at cut-off 10, every non-retrieval metric and every "
+                        f"significant one (at most {FOREST_MAX}); green/red = significantly better/worse, "
+                        "grey = not significant.")
+    sections.append(forest)
+    sections.append(Section("statistics", "All statistics", tables=[_statistics_table(compare)]))
+    regressions = compare.get("regressions") or []
+    reg = Section("regressions", "Regressed cases")
+    if regressions:
+        reg.tables.append(Table("regressions", ["case", "metric", "run", "baseline value", "run value"],
+                                [[Cell(r["case"]), Cell(metric_label(r["metric"])), Cell(r.get("b", "")),
+                                  Cell.number(r.get("value_a")), Cell.number(r.get("value_b"))] for r in regressions],
+                                caption="Cases that passed a judge or had hit@k = 1 in the baseline and fail in the run."))
+        cards = []
+        for name in dict.fromkeys(r["case"] for r in regressions):
+            other = runs.get(next(r.get("b") for r in regressions if r["case"] == name))
+            record = next((c for c in other.records if str(c.get("name")) == str(name)), None) if other else None
+            if record is not None and len(cards) < 15:
+                card = case_card(record, primary_judge(other.summary))
+                card.why = "regressed: " + ", ".join(metric_label(r["metric"]) for r in regressions
+                                                     if r["case"] == name)
+                cards.append(card)
+        reg.cases = cards
+    else:
+        reg.notes.append("No case regressed.")
+    sections.append(reg)
+    segments = compare.get("segments") or {}
+    if segments:
+        sections.append(_segments_section(segments))
+    cases = compare.get("cases") or {}
+    facts = [("runs", ", ".join(compare["runs"])), ("baseline", base),
+             ("dataset", str((compare.get("dataset") or {}).get("name", "—"))),
+             ("shared cases", fmt(cases.get("shared"))),
+             ("only in one run", ", ".join(f"{k} {v}" for k, v in (cases.get("only_in") or {}).items()) or "—")]
+    data = {"kind": "comparison", "baseline": base, "runs": compare["runs"],
+            "significant": [f"{c['b']}:{c['metric']}" for c in compare.get("comparisons", []) if c.get("significant")]}
+    return Page("comparison", f"Comparison: {' vs '.join(compare['runs'])}", facts, sections, data)
+
+
+def _segments_section(segments: dict) -> Section:
+    """compare.json ``segments``: {tag: {...}} rendered as one row per (tag, metric) with what it holds."""
+    section = Section("segments", "Segments")
+    rows = []
+    for tag, value in segments.items():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, dict):
+                rows.append([Cell(tag)] + [Cell(metric_label(str(item.get("metric", "")))),
+                                           Cell.number(item.get("mean_a")), Cell.number(item.get("mean_b")),
+                                           Cell.number(item.get("diff"), css=_change_css(item)),
+                                           Cell.number(item.get("n"))])
+    if rows:
+        section.tables.append(Table("segments", ["segment", "metric", "baseline", "run", "diff", "cases"], rows))
+    else:
+        section.notes.append(json.dumps(segments)[:2000])
+    return section
+
+
+# -- matrix --------------------------------------------------------------------------------------
+
+def _cell_value(cell: dict, key: str) -> float | None:
+    value = (cell.get("metrics") or {}).get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _latency_p95(cell: dict) -> float | None:
+    latency = cell.get("latency_ms") or {}
+    value = latency.get("p95") if isinstance(latency, dict) else None
+    return value if isinstance(value, (int, float)) else _cell_value(cell, "latency_p95_ms")
+
+
+def _quality_metric(cells: list[dict]) -> str:
+    """The matrix's quality axis: the primary judge when every cell has it, else nDCG@10."""
+    for key in ("llm_judge", "offline_correct", "ndcg@10"):
+        if all(_cell_value(c, key) is not None for c in cells):
+            return key
+    return next(iter(cells[0].get("metrics") or {"ndcg@10": None}))
+
+
+def build_matrix_page(folder: Path) -> Page:
+    matrix = _load(folder / "matrix.json")
+    cells = matrix.get("cells") or []
+    if not cells:
+        raise EvaluationsError("matrix.json has no cells", where=str(folder / "matrix.json"),
+                               fix="run the matrix first")
+    quality = _quality_metric(cells)
+    params = list(dict.fromkeys(k for c in cells for k in (c.get("params") or {})))
+    labels = [" · ".join(str((c.get("params") or {}).get(p, "—")) for p in params) for c in cells]
+    ys = [_cell_value(c, quality) for c in cells]
+    panels, fronts = [], {}
+    for axis, xlabel, getter in (("cost", "cost per query (USD)", lambda c: c.get("cost_per_query")),
+                                 ("latency", "latency p95 (ms per case)", _latency_p95)):
+        xs = [getter(c) for c in cells]
+        if any(x is None for x in xs) or any(y is None for y in ys):
+            continue
+        flags = [(c.get("pareto") or {}).get(axis) for c in cells]  # the matrix's own verdict when it gives one
+        front = ([i for i, f in enumerate(flags) if f] if all(f is not None for f in flags)
+                 else charts.pareto_front(xs, ys))
+        fronts[axis] = sorted(front, key=lambda i: xs[i])
+        panels.append({"x": xs, "y": ys, "labels": labels, "front": fronts[axis], "xlabel": xlabel,
+                       "ylabel": metric_label(quality), "title": f"{axis.capitalize()} vs quality"})
+    rows, keys = [], []
+    for i, cell in enumerate(cells):
+        marks = ", ".join(axis for axis, front in fronts.items() if i in front) or "—"
+        tokens = cell.get("tokens") if isinstance(cell.get("tokens"), dict) else {}
+        rows.append([Cell.number(i + 1)] + [Cell(str((cell.get("params") or {}).get(p, "—"))) for p in params]
+                    + [Cell.number(_cell_value(cell, quality)), Cell.number(_cell_value(cell, "ndcg@10")),
+                       Cell.number(_cell_value(cell, "recall@10")), Cell.number(_latency_p95(cell), 1),
+                       Cell.number(tokens.get("per_query"), 1), Cell.number(cell.get("cost_per_query"), 6),
+                       Cell(marks, css="frontier" if marks != "—" else "muted")])
+        keys.append(labels[i])
+    table = Table("matrix", ["#", *params, f"{metric_label(quality)} (quality)", "nDCG@10", "Recall@10",
+                             "latency p95 (ms)", "tokens/query", "cost/query (USD)", "Pareto frontier"], rows,
+                  row_keys=keys, caption="One row per cell (a normal run, its folder in matrix.json); the number "
+                                         "labels the cell's point in the charts.")
+    section = Section("matrix", "Matrix", tables=[table])
+    if panels:
+        fig = charts.pareto_scatter(panels)
+        section.charts.append(charts.render(fig, "pareto", "Cost–quality and latency–quality with the Pareto frontier",
+                                            "Scatter of the cells, numbered as in the table; frontier cells: "
+                                            + "; ".join(f"{p['title']}: " + ", ".join(str(i + 1) for i in p["front"])
+                                                        for p in panels)))
+        section.notes.append("A cell is on a Pareto frontier when no other cell is at least as good on both axes and "
+                             "better on one (lower cost or latency, higher quality).")
+    else:
+        section.notes.append("No Pareto frontier: the cells lack cost or latency values.")
+    sections = [section]
+    if matrix.get("comparisons"):
+        sections.append(Section("statistics", "Each cell against the best cell",
+                                tables=[_statistics_table({"comparisons": matrix["comparisons"]})]))
+    facts = [("cells", str(len(cells))), ("axes", ", ".join(params)), ("quality", metric_label(quality))]
+    data = {"kind": "matrix", "quality": quality, "cells": len(cells)}
+    return Page("matrix", f"Matrix: {len(cells)} cells", facts, sections, data)
+
+
+# -- history -------------------------------------------------------------------------------------
+
+HISTORY_METRICS = ("ndcg@10", "recall@10", "mrr@10", "offline_correct", "llm_judge")
+
+
+def _time(text: str | None):
+    try:
+        return datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+
+
+def build_history_page(folder: Path) -> Page:
+    data = _load(folder / "history.json")
+    rows = data.get("runs", []) if isinstance(data, dict) else data
+    if not rows:
+        raise EvaluationsError("history.json has no runs", where=str(folder / "history.json"),
+                               fix="write it with `evaluations history --json > history.json` after some runs")
+    chosen = [m for m in HISTORY_METRICS if any(m in (r.get("metrics") or {}) for r in rows)]
+    table_rows, keys = [], []
+    for r in rows:
+        table_rows.append([Cell.number(r.get("id")), Cell(str(r.get("recorded_at", ""))), Cell(str(r.get("dataset"))),
+                           Cell(str(r.get("git_commit") or "—")[:10] + (" (dirty)" if r.get("git_dirty") else ""))]
+                          + [Cell.number((r.get("metrics") or {}).get(m)) for m in chosen]
+                          + [Cell(str(r.get("run_dir", "")))])
+        keys.append(str(r.get("id")))
+    section = Section("history", "History", tables=[Table("history", ["id", "time", "dataset", "commit",
+                                                                      *map(metric_label, chosen), "run"],
+                                                          table_rows, row_keys=keys)])
+    times = [_time(r.get("recorded_at")) for r in rows]
+    if chosen and all(times):
+        fig = charts.trends(times, {metric_label(m): [(r.get("metrics") or {}).get(m) for r in rows] for m in chosen},
+                            title="Metrics over recorded runs")
+        section.charts.append(charts.render(fig, "trend", "Metrics over recorded runs",
+                                            "Trend of " + ", ".join(map(metric_label, chosen)) + " over runs"))
+    facts = [("runs", str(len(rows))), ("datasets", ", ".join(sorted({str(r.get("dataset")) for r in rows})))]
+    return Page("history", "History of runs", facts, [section], {"kind": "history", "runs": len(rows)})

@@ -1,0 +1,416 @@
+"""The report of one run, built from its folder (``summary.json`` + ``cases.jsonl``) alone.
+
+Headline numbers are read from ``summary.json`` as written (never recomputed), so the page and the summary
+agree; per-case views (segments, calibration, latency distributions, tiers, worst cases) read ``cases.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import charts
+from .calibration import BIN_RULE, run_calibration
+from .runs import RunData
+from .page import CaseCard, Cell, Page, Section, Table, fmt
+
+WORST_CASES = 15
+STAGES = ("embed", "retrieve", "rerank", "llm", "judge")
+_PREFIX_LABEL = {"ndcg": "nDCG", "mrr": "MRR", "map": "MAP", "p": "P", "recall": "Recall", "hit": "Hit"}
+_RETRIEVAL_KEY = re.compile(r"^([a-z]+)@(\d+)$")
+
+
+def metric_label(name: str) -> str:
+    """``ndcg@10`` -> ``nDCG@10``; other names unchanged."""
+    match = _RETRIEVAL_KEY.match(name)
+    if match and match.group(1) in _PREFIX_LABEL:
+        return f"{_PREFIX_LABEL[match.group(1)]}@{match.group(2)}"
+    return name
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def primary_judge(summary: dict) -> str | None:
+    return _get(summary, "answers", "primary_judge")
+
+
+def _tokens_per_query(summary: dict) -> float | None:
+    tokens = _get(summary, "answers", "tokens") or {}
+    if _number(tokens.get("per_query")) is not None:
+        return tokens["per_query"]
+    parts = [_number(_get(tokens, side, "mean")) for side in ("input", "output")]
+    return None if None in parts else sum(parts)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One row of the headline table: ``key`` is the measure's name in compare.json / history."""
+
+    key: Callable[[dict], str | None]
+    label: Callable[[dict], str]
+    value: Callable[[dict], float | None]
+    digits: int = 4
+
+
+#: the headline table, in display order; every value is read from summary.json as written
+HEADLINE: list[Headline] = [
+    Headline(lambda s: "ndcg@10", lambda s: "nDCG@10", lambda s: _get(s, "metrics", "ndcg@10")),
+    Headline(lambda s: "recall@10", lambda s: "Recall@10", lambda s: _get(s, "metrics", "recall@10")),
+    Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: _get(s, "metrics", "mrr@10")),
+    Headline(primary_judge, lambda s: f"Answer accuracy ({primary_judge(s) or 'primary judge'})",
+             lambda s: _get(s, "answers", "judges", primary_judge(s) or "", "mean")),
+    Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: _get(s, "latency_ms", "p95"),
+             digits=1),
+    Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1),
+    Headline(lambda s: "cost_per_query", lambda s: "Cost per query (USD)",
+             lambda s: _get(s, "answers", "cost_usd", "per_query"), digits=6),
+]
+
+
+def headline_values(summary: dict) -> list[tuple[str, str, float | None, int]]:
+    """(key, label, value, digits) of every headline row (value None when the run did not measure it)."""
+    rows = []
+    for row in HEADLINE:
+        key = row.key(summary)
+        rows.append((key or row.label(summary), row.label(summary), _number(row.value(summary)), row.digits))
+    return rows
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+def _headline_section(summary: dict) -> Section:
+    rows, keys, missing = [], [], []
+    for key, label, value, digits in headline_values(summary):
+        if value is None:
+            missing.append(label)
+            continue
+        rows.append([Cell(label), Cell.number(value, digits)])
+        keys.append(key)
+    table = Table("headline", ["metric", "value"], rows, row_keys=keys, sortable=False,
+                  caption="Means over the cases (retrieval: over cases with relevant documents, failed cases "
+                          "count as 0)." + (f" Not measured in this run: {', '.join(missing)}." if missing else ""))
+    return Section("headline", "Headline", tables=[table])
+
+
+def _retrieval_section(summary: dict) -> Section:
+    metrics = summary.get("metrics") or {}
+    section = Section("retrieval", "Retrieval")
+    if not metrics:
+        section.absent = "retrieval was not scored"
+        return section
+    grid: dict[str, dict[int, float]] = {}
+    for name, value in metrics.items():
+        match = _RETRIEVAL_KEY.match(name)
+        if match:
+            grid.setdefault(match.group(1), {})[int(match.group(2))] = value
+    ks = sorted({k for row in grid.values() for k in row})
+    rows = [[Cell(_PREFIX_LABEL.get(m, m))] + [Cell.number(grid[m].get(k)) for k in ks] for m in grid]
+    section.tables.append(Table("retrieval-metrics", ["metric", *[f"@{k}" for k in ks]], rows, row_keys=list(grid),
+                                caption="Mean of each metric at each cut-off k (trec_eval definitions)."))
+    if "p" in grid and "recall" in grid and len(ks) > 1:
+        fig = charts.precision_recall_at_k(ks, [grid["p"].get(k) for k in ks], [grid["recall"].get(k) for k in ks])
+        section.charts.append(charts.render(fig, "precision-recall", "Precision and recall at k",
+                                            "Precision@k falls and Recall@k rises as k grows; "
+                                            + ", ".join(f"k={k}: P {grid['p'].get(k, 0):.2f} R "
+                                                        f"{grid['recall'].get(k, 0):.2f}" for k in ks)))
+    return section
+
+
+def _segment_section(summary: dict) -> Section:
+    section = Section("segments", "Metrics by segment")
+    segments = summary.get("segments") or {}
+    if not segments:
+        section.absent = "the cases carry no tags (category, difficulty, topic …)"
+        return section
+    names = [n for n in ("ndcg@10", "recall@10", "mrr@10", primary_judge(summary))
+             if n and any(n in (seg.get("metrics") or {}) for seg in segments.values())]
+    ordered = sorted(segments, key=lambda t: (-segments[t].get("cases", 0), t))
+    rows = [[Cell(tag), Cell.number(segments[tag].get("cases"))]
+            + [Cell.number(_get(segments[tag], "metrics", n)) for n in names] for tag in ordered]
+    section.tables.append(Table("segments", ["segment (tag)", "cases", *map(metric_label, names)], rows,
+                                row_keys=ordered, caption="Mean per tag (from summary.json); a case with several "
+                                                          "tags counts in each."))
+    if names:
+        shown = ordered[:25]
+        fig = charts.heatmap([f"{t} ({segments[t].get('cases', 0)})" for t in shown], list(map(metric_label, names)),
+                             [[_number(_get(segments[t], "metrics", n)) for n in names] for t in shown],
+                             title="Metrics by segment (cases)" + (" — 25 largest" if len(ordered) > 25 else ""))
+        section.charts.append(charts.render(fig, "segments", "Metrics by segment",
+                                            f"Heatmap of {', '.join(map(metric_label, names))} per tag"))
+    return section
+
+
+def _judge_kinds(records: list[dict]) -> dict[str, str]:
+    kinds: dict[str, str] = {}
+    for record in records:
+        for name, value in (record.get("judges") or {}).items():
+            if isinstance(value, bool):
+                kinds[name] = "verdict"
+            elif _number(value) is not None:
+                kinds.setdefault(name, "score")
+    return kinds
+
+
+def _answers_section(summary: dict, records: list[dict]) -> Section:
+    section = Section("answers", "Answers and judges")
+    judges = _get(summary, "answers", "judges") or {}
+    if not judges:
+        section.absent = "no answers were judged (retrieval only, or --skip-qa)"
+        return section
+    kinds = _judge_kinds(records)
+    errors = _get(summary, "answers", "judge_errors") or {}
+    primary = primary_judge(summary)
+    rows = [[Cell(name + (" (primary)" if name == primary else "")), Cell(kinds.get(name, "score")),
+             Cell.number(judges[name].get("mean")), Cell.number(judges[name].get("n")),
+             Cell.number(errors.get(name, 0))] for name in judges]
+    section.tables.append(Table("judges", ["judge", "kind", "mean (pass rate for verdicts)", "cases judged",
+                                           "judge errors"], rows, row_keys=list(judges)))
+    verdicts = [n for n in judges if kinds.get(n) == "verdict"]
+    if verdicts:
+        fig = charts.hbars(verdicts, [judges[n]["mean"] for n in verdicts], xlabel="share of answers judged correct",
+                           title="Judges' pass rates", percent=True,
+                           notes=[f"(n={judges[n]['n']})" for n in verdicts],
+                           colours=[charts.ORANGE if n == primary else charts.BLUE for n in verdicts])
+        section.charts.append(charts.render(fig, "judge-pass-rates", "Judges' pass rates", "Pass rate per judge: "
+                                            + ", ".join(f"{n} {judges[n]['mean']:.0%}" for n in verdicts)))
+    counts = summary.get("counts") or {}
+    section.notes.append(f"Answered: {fmt(_get(summary, 'answers', 'answered'))} · QA failed: "
+                         f"{fmt(counts.get('qa_failed'))} · judge failures: {fmt(counts.get('judge_failed'))}")
+    return section
+
+
+def _analysis_table(index: int, analysis: dict) -> Table:
+    rows = [[Cell.number(v, 3) if _number(v) is not None else Cell(fmt(v)) for v in row] for row in analysis["rows"]]
+    caption = analysis.get("title", "") + (f" — {analysis['description']}" if analysis.get("description") else "")
+    return Table(f"analysis-{index}", list(analysis["columns"]), rows, caption=caption)
+
+
+def _agreement_section(summary: dict) -> Section:
+    section = Section("agreement", "Agreement with human labels")
+    analyses = summary.get("analyses") or []
+    for i, analysis in enumerate(analyses):
+        kind = analysis.get("type")
+        if kind == "table":
+            section.tables.append(_analysis_table(i, analysis))
+        elif kind == "confusion_matrix":
+            title = analysis.get("title", "confusion matrix")
+            fig = charts.confusion(analysis["matrix"], analysis["class_labels"], title=title)
+            section.charts.append(charts.render(fig, f"confusion-{i}", title, f"{title}: rows = human label, "
+                                                f"columns = judge verdict, counts {analysis['matrix']}"))
+        elif kind == "scalar":
+            section.notes.append(f"{analysis.get('title')}: {fmt(analysis.get('value'))} {analysis.get('unit') or ''}")
+    if not any(a.get("type") == "confusion_matrix" for a in analyses):
+        section.absent = "the cases carry no human correctness labels"
+    return section
+
+
+def _calibration_section(summary: dict, records: list[dict]) -> tuple[Section, dict]:
+    section = Section("calibration", "Calibration")
+    calibrations = run_calibration(records, primary_judge(summary))
+    data = {c.name: {k: v for k, v in c.to_dict().items() if k != "name"} for c in calibrations}
+    usable = [c for c in calibrations if c.n]
+    if not usable:
+        section.absent = ("the cases carry no answer confidence and no judge probability with a truth to check "
+                          "it against")
+        return section, data
+    rows = [[Cell(c.probability), Cell(c.truth), Cell.number(c.n), Cell.number(c.ece), Cell.number(c.mce),
+             Cell.number(c.brier)] for c in usable]
+    section.tables.append(Table("calibration", ["probability", "checked against", "cases", "ECE", "MCE", "Brier"],
+                                rows, row_keys=[c.name for c in usable]))
+    section.notes.append("ECE = Σ_b (n_b/N)·|accuracy_b − mean probability_b| over the non-empty bins b, "
+                         "MCE = max_b of the same gap, Brier = mean (p − truth)²; bins: " + BIN_RULE + ".")
+    fig = charts.reliability_diagrams(usable)
+    section.charts.append(charts.render(fig, "reliability", "Reliability diagrams", "Accuracy per probability bin "
+                                        "against the diagonal: " + "; ".join(f"{c.probability} ECE {c.ece:.3f}"
+                                                                             for c in usable)))
+    return section, data
+
+
+def _latency_section(summary: dict, records: list[dict]) -> Section:
+    section = Section("latency", "Latency")
+    by_stage = _get(summary, "latency_ms", "by_stage") or {}
+    rows, keys = [], []
+    for stage, dist in by_stage.items():
+        if not dist.get("max"):
+            continue  # a stage that took 0 ms in every case did not run
+        rows.append([Cell(stage)] + [Cell.number(dist.get(k), 1) if k != "n" else Cell.number(dist.get(k))
+                                     for k in ("n", "mean", "p50", "p95", "p99", "max")])
+        keys.append(stage)
+    if rows:
+        section.tables.append(Table("latency", ["stage", "cases", "mean", "p50", "p95", "p99", "max"], rows,
+                                    row_keys=keys, caption="Milliseconds per case."))
+    ok = [r for r in records if r.get("status") != "failed"]
+    stages = {}
+    for stage in (*STAGES, "total"):
+        values = [v for v in (_number((r.get("latency_ms") or {}).get(stage)) for r in ok) if v is not None]
+        if values and max(values) > 0:
+            stages[stage] = values
+    if stages:
+        section.charts.append(charts.render(charts.latency_boxes(stages), "latency", "Latency per stage",
+                                            "Box plot of milliseconds per case for " + ", ".join(stages)))
+    if not rows and not stages:
+        section.absent = "no case has a latency above 0 ms"
+        return section
+    skipped = [s for s in STAGES if s not in stages]
+    if skipped:
+        section.notes.append(f"Stages not run (0 ms in every case): {', '.join(skipped)}.")
+    return section
+
+
+def _tier_section(summary: dict, records: list[dict]) -> Section:
+    section = Section("tiers", "Model tiers")
+    counts = summary.get("tiers") or {}
+    if not counts:
+        section.absent = "the system reported no model tier per case"
+        return section
+    tiers = [r.get("tier") for r in records if r.get("tier")]
+    order = [t for t in dict.fromkeys(tiers) if t in counts] + sorted(t for t in counts if t not in tiers)
+    first = order[0]  # tiers in the order the cases first report them: the system's first tier first
+    total = sum(counts.values())
+    escalated = total - counts[first]
+    shares = [counts[t] / total for t in order]
+    section.tables.append(Table("tiers", ["tier", "cases", "share"],
+                                [[Cell(t), Cell.number(counts[t]), Cell.number(counts[t] / total, 3)]
+                                 for t in order], row_keys=order))
+    section.notes.append(f"Escalation rate: {escalated / total:.1%} ({escalated} of {total} cases went "
+                         f"beyond the first tier, {first!r}; tiers in the order the cases first report them).")
+    fig = charts.hbars(order, shares, xlabel="share of cases", title="Cases per model tier", percent=True,
+                       notes=[f"({counts[t]})" for t in order])
+    section.charts.append(charts.render(fig, "tiers", "Cases per model tier",
+                                        ", ".join(f"{t} {s:.0%}" for t, s in zip(order, shares))))
+    return section
+
+
+# -- drill-down ----------------------------------------------------------------------------------
+
+def _badness(record: dict, primary: str | None) -> tuple[int, float] | None:
+    """Sort key of a case in the drill-down (smaller = worse); None for a case with nothing to show."""
+    ndcg = _number((record.get("metrics") or {}).get("ndcg@10"))
+    if record.get("status") == "failed":
+        return (0, 0.0)
+    if (record.get("qa") or {}).get("status") == "failed":
+        return (1, ndcg or 0.0)
+    if record.get("judge_errors"):
+        return (2, ndcg or 0.0)
+    if primary and (record.get("judges") or {}).get(primary) is False:
+        return (3, ndcg if ndcg is not None else 1.0)
+    if ndcg is not None and ndcg < 1.0:
+        return (4, ndcg)
+    return None
+
+
+_WHY = {0: "the run failed for this case", 1: "the answer stage failed", 2: "a judge failed",
+        3: "the primary judge says wrong", 4: "retrieval below perfect"}
+
+
+def worst_cases(records: list[dict], primary: str | None, limit: int = WORST_CASES) -> list[dict]:
+    """The worst cases: failed runs, failed answers, failed judges, answers judged wrong, then lowest nDCG@10."""
+    keyed = [(key, i, r) for i, r in enumerate(records) if (key := _badness(r, primary)) is not None]
+    return [r for _, _, r in sorted(keyed, key=lambda x: (x[0], x[1]))[:limit]]
+
+
+def case_card(record: dict, primary: str | None) -> CaseCard:
+    key = _badness(record, primary) or (5, 1.0)
+    relevant = {d: g for d, g in (record.get("relevant") or {}).items() if g and g > 0}
+    retrieved = list(record.get("retrieved") or [])
+    ndcg = _number((record.get("metrics") or {}).get("ndcg@10"))
+    why = _WHY.get(key[0], "") + (f" · nDCG@10 = {ndcg:.3f}" if ndcg is not None else "")
+    fields: list[tuple[str, str]] = []
+    answer = record.get("answer") or {}
+    if answer:
+        fields.append(("answer", str(answer.get("answer", ""))))
+        if answer.get("confidence") is not None:
+            fields.append(("confidence", fmt(_number(answer.get("confidence")), 2)))
+    if record.get("gold_answers"):
+        fields.append(("gold answer", " | ".join(map(str, record["gold_answers"]))))
+    if record.get("label") is not None:
+        fields.append(("human label", "correct" if record["label"] else "incorrect"))
+    if record.get("tags"):
+        fields.append(("tags", ", ".join(map(str, record["tags"]))))
+    reasons = record.get("judge_reasons") or {}
+    judges = []
+    for name, value in (record.get("judges") or {}).items():
+        if isinstance(value, bool):
+            judges.append((name, "correct" if value else "wrong", "pass" if value else "fail", reasons.get(name, "")))
+        else:
+            judges.append((name, fmt(_number(value), 3), "", reasons.get(name, "")))
+    errors = [e for e in (record.get("error"), (record.get("qa") or {}).get("error")) if e]
+    errors += [f"{e.get('evaluator')}: {e.get('error')}" for e in record.get("judge_errors") or []]
+    raw = (record.get("qa") or {}).get("raw_text")
+    if raw and (record.get("qa") or {}).get("status") == "failed":
+        errors.append(f"model output: {raw}")
+    rank = {d: i + 1 for i, d in enumerate(retrieved)}
+    expected = sorted(relevant.items(), key=lambda kv: (rank.get(kv[0], 10**9), kv[0]))
+    return CaseCard(name=str(record.get("name")), why=why, query=str(record.get("query", "")), fields=fields,
+                    retrieved=[(d, d in relevant) for d in retrieved[:10]],
+                    expected=[(f"{d} (rank {rank[d]})" if d in rank else f"{d} (not retrieved)", g) for d, g in expected],
+                    judges=judges, errors=errors)
+
+
+def _worst_section(records: list[dict], summary: dict) -> Section:
+    section = Section("worst-cases", "Worst cases")
+    primary = primary_judge(summary)
+    worst = worst_cases(records, primary)
+    if not worst:
+        section.absent = "no case failed, and every case has perfect retrieval and a correct answer"
+        return section
+    section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
+                         "failed judges, answers the primary judge rejects, then the lowest nDCG@10. "
+                         "Relevant documents among the retrieved are marked ✓.")
+    section.cases = [case_card(r, primary) for r in worst]
+    return section
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+def _facts(summary: dict) -> list[tuple[str, str]]:
+    run, dataset, counts = summary.get("run") or {}, summary.get("dataset") or {}, summary.get("counts") or {}
+    facts = [
+        ("dataset", f"{dataset.get('name', '?')} ({fmt(dataset.get('queries'))} queries, "
+                    f"{fmt(dataset.get('documents'))} documents)"),
+        ("started", str(run.get("started", "—"))),
+        ("duration", f"{fmt(_number(run.get('seconds')), 1)} s"),
+        ("search", f"{run.get('search_mode', '—')} · embedder {run.get('embedder', '—')}"),
+        ("models", f"QA {run.get('qa_model') or '—'} · judge {run.get('judge_model') or '—'}"),
+        ("cases", " · ".join(f"{k} {fmt(v)}" for k, v in counts.items())),
+    ]
+    return [(k, v) for k, v in facts if v and "—" not in v and "?" not in v]
+
+
+def build_run_page(run: RunData) -> Page:
+    """The report Page of a run folder."""
+    summary, records = run.summary, run.records
+    calibration, cal_data = _calibration_section(summary, records)
+    sections = [
+        _headline_section(summary),
+        _retrieval_section(summary),
+        _segment_section(summary),
+        _answers_section(summary, records),
+        _agreement_section(summary),
+        calibration,
+        _latency_section(summary, records),
+        _tier_section(summary, records),
+        _worst_section(records, summary),
+    ]
+    absent = [f"{s.title.lower()} ({s.absent})" for s in sections if s.absent]
+    if absent:
+        sections[0].notes.append("Not in this report: " + "; ".join(absent) + ".")
+    data = {"kind": "run", "name": run.name,
+            "headline": {key: value for key, _, value, _ in headline_values(summary)},
+            "calibration": cal_data}
+    return Page("run", f"Run report: {run.name}", _facts(summary), [s for s in sections if not s.absent], data)

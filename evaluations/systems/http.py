@@ -1,0 +1,72 @@
+"""``--system http(s)://…``: an HTTP endpoint as the system under test.
+
+One JSON POST per case with the request ``{"query", "k", "case_id"}``; the reply body is the response JSON,
+validated against ``SystemResponse``. Timeouts and retries are the config's ``requests`` section
+(``models.retry.async_client``: timeouts, dropped connections, 429 (Retry-After) and 5xx are retried with
+backoff); with a cache (``cache.enabled``) a successful reply is stored under
+``sha256({"system": url, "request": request})`` and reused. A final non-2xx status, a body that is not JSON or a
+bad response is a per-case error naming the URL and the case.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import EvaluationsError
+from .base import SystemRequest, SystemResponse
+from .callable import SystemResponseError, validate_response
+
+
+class HTTPSystem:
+    """A JSON-over-HTTP endpoint implementing the system contract (module docstring)."""
+
+    def __init__(self, url: str, *, requests: Any | None = None, cache: Any | None = None):
+        from ..config import Requests
+
+        self.url = url
+        self.id = url
+        self.requests = requests or Requests()
+        self.cache = cache
+        self._client = None
+
+    def _http(self):
+        if self._client is None:
+            from ..models.retry import async_client
+
+            self._client = async_client(self.requests)
+        return self._client
+
+    async def __call__(self, request: SystemRequest) -> SystemResponse:
+        payload = request.model_dump()
+        key = None
+        if self.cache is not None:
+            from ..models.cache import sha256_key
+
+            key = sha256_key({"system": self.url, "request": payload})
+            hit = self.cache.get(key)
+            if hit is not None:
+                return validate_response(json.loads(hit), self.id, request.case_id)
+        where = f"system {self.url}, case {request.case_id}"
+        try:
+            reply = await self._http().post(self.url, json=payload)
+        except Exception as exc:  # transport errors after the retries
+            raise EvaluationsError(f"the request failed: {type(exc).__name__}: {exc}"[:400], where=where,
+                                   fix="check the server is up and answers POST requests at that URL") from None
+        if reply.status_code >= 400:
+            raise SystemResponseError(f"HTTP {reply.status_code}: {reply.text[:200]}", where=where,
+                                      fix="the endpoint must answer a POST of the request JSON with 200 and JSON")
+        try:
+            raw = reply.json()
+        except ValueError:
+            raise SystemResponseError(f"the reply is not JSON: {reply.text[:200]!r}", where=where,
+                                      fix="answer with a JSON object (Content-Type: application/json)") from None
+        response = validate_response(raw, self.id, request.case_id)
+        if key is not None:
+            self.cache.put("system", key, json.dumps(raw))
+        return response
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

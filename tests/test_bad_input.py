@@ -1,0 +1,387 @@
+"""Every bad input is one clear error through the CLI: exit code 2, the file:line / key / variable and the fix
+named, no traceback, nothing half-written. README "Bad input" lists exactly these cases.
+
+The commands run in-process (``evaluations.cli.main``, as the console script does) so environment variables
+and a full disk can be simulated with monkeypatch; the unwrapped-text check runs real subprocesses.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import DATA, REPLIQA_20, WIX_SAMPLE, write_scifact_subset
+
+from evaluations.cli import main
+from evaluations.fsutil import DurableAppender, atomic_write_text
+
+REPO = Path(__file__).resolve().parents[1]
+EVOUNA_NQ = DATA / "evouna" / "NQ.jsonl.gz"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of ``evaluations ARGS`` run in this process."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    captured = capsys.readouterr()
+    return exited.value.code, captured.out + captured.err
+
+
+def assert_one_error(code: int, output: str, *needles: str) -> None:
+    assert code == 2, output
+    assert "Traceback" not in output, output
+    assert [line.startswith("error: ") for line in output.splitlines()].count(True) == 1, output
+    assert "fix:" in output, output
+    for needle in needles:
+        assert needle in output, f"{needle!r} not in {output!r}"
+
+
+class _no_exit:
+    """The command must finish without exiting (main() only exits on errors)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, SystemExit):
+            raise AssertionError(f"the command exited with {exc.code}")
+        return False
+
+
+@pytest.fixture(scope="module")
+def beir_small(tmp_path_factory) -> Path:
+    """3 real SciFact test queries over their relevant documents + 5 others."""
+    return write_scifact_subset(tmp_path_factory.mktemp("beir_small"), 3, 5)
+
+
+@pytest.fixture
+def beir_copy(beir_small, tmp_path) -> Path:
+    return Path(shutil.copytree(beir_small, tmp_path / "beir"))
+
+
+def _beir_args(folder: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["beir", str(folder), "--search-mode", "fts", "--db", str(tmp_path / "db"), "--out", str(tmp_path / "out"),
+            "--no-progress", *extra]
+
+
+def _replace_line(path: Path, number: int, new: bytes) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[number - 1] = new
+    path.write_bytes(b"".join(lines))
+
+
+# -- files ---------------------------------------------------------------------------------------------------
+
+def test_undecodable_bytes_in_jsonl_name_file_and_line(capsys, beir_copy, tmp_path):
+    corpus = beir_copy / "corpus.jsonl"
+    line3 = json.loads(corpus.read_bytes().splitlines()[2])
+    # the same row saved as Latin-1 by some other tool: "é" becomes the lone byte 0xe9
+    _replace_line(corpus, 3, json.dumps({**line3, "title": line3["title"] + " (café)"}, ensure_ascii=False)
+                  .encode("latin-1") + b"\n")
+    code, output = run_cli(capsys, *_beir_args(beir_copy, tmp_path))
+    assert_one_error(code, output, f"{corpus}:3", "not valid UTF-8", "e9", "iconv")
+    assert not (tmp_path / "out").exists()
+
+
+def test_undecodable_bytes_in_csv_name_file_and_line(capsys, tmp_path):
+    """A labelled-answers CSV (real EVOUNA rows) saved as Latin-1: the first non-ASCII row is named."""
+    with gzip.open(EVOUNA_NQ, "rt", encoding="utf-8") as handle:
+        records = [r for r in map(json.loads, handle) if isinstance(r["judge_fid"], bool) and r["answer_fid"]][:30]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["query", "generated_answer", "reference_answer", "label"])
+    for r in records:
+        writer.writerow([r["question"], r["answer_fid"], r["golden_answer"], r["judge_fid"]])
+    text = buffer.getvalue()
+    first_non_ascii = next(i for i, line in enumerate(text.splitlines(), 1) if not line.isascii())
+    path = tmp_path / "labels.csv"
+    path.write_bytes(text.encode("latin-1"))
+    code, output = run_cli(capsys, "judge-agreement", str(path), "--judges", "em")
+    assert_one_error(code, output, f"{path}:{first_non_ascii}", "not valid UTF-8")
+    # the same file as UTF-8 is accepted (the error is about the bytes, not the rows)
+    path.write_bytes(text.encode("utf-8"))
+    with _no_exit():
+        main(["judge-agreement", str(path), "--judges", "em", "--json", "--resamples", "10"])
+    assert json.loads(capsys.readouterr().out)["examples"] == 30
+
+
+def test_undecodable_bytes_in_tsv_qrels(capsys, beir_copy, tmp_path):
+    qrels = beir_copy / "qrels" / "test.tsv"
+    row = qrels.read_bytes().splitlines()[1]
+    _replace_line(qrels, 2, row + b"\xff\n")
+    code, output = run_cli(capsys, *_beir_args(beir_copy, tmp_path))
+    assert_one_error(code, output, f"{qrels}:2", "not valid UTF-8", "ff")
+
+
+def test_truncated_gzip(capsys, beir_copy, tmp_path):
+    corpus = beir_copy / "corpus.jsonl"
+    packed = gzip.compress(corpus.read_bytes())
+    gz = beir_copy / "corpus.jsonl.gz"
+    gz.write_bytes(packed[: len(packed) * 2 // 3])  # a download or copy cut short
+    corpus.unlink()
+    code, output = run_cli(capsys, *_beir_args(beir_copy, tmp_path))
+    assert_one_error(code, output, str(gz), "truncated", "gzip -t")
+    assert not (tmp_path / "out").exists()
+
+
+def _repliqa_parquet(path: Path) -> Path:
+    with gzip.open(REPLIQA_20, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten footer"])
+def test_corrupt_parquet(capsys, tmp_path, damage):
+    path = _repliqa_parquet(tmp_path / "repliqa.parquet")
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    else:  # the footer's metadata (just before the 4-byte length and "PAR1") overwritten
+        data[-200:-8] = b"\x00" * 192
+    path.write_bytes(bytes(data))
+    code, output = run_cli(capsys, "repliqa", "--source", str(path), "--skip-qa", "--search-mode", "fts",
+                           "--db", str(tmp_path / "db"), "--out", str(tmp_path / "out"), "--no-progress")
+    assert_one_error(code, output, str(path), "not a readable parquet file")
+    assert not (tmp_path / "out").exists()
+
+
+def test_undecodable_config_file(capsys, beir_small, tmp_path):
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_bytes("search:\n  mode: fts  # schnell für BM25\n".encode("latin-1"))
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path, "--config", str(config)))
+    assert_one_error(code, output, str(config), "not valid UTF-8")
+
+
+def test_corrupt_index_state(capsys, beir_small, tmp_path):
+    """The index's state table (meta.lance) is damaged: --skip-db names it and says how to rebuild."""
+    db = tmp_path / "db"
+    with _no_exit():
+        main(["beir", str(beir_small), "--search-mode", "fts", "--db", str(db), "--out", str(tmp_path / "first"),
+              "--no-progress"])
+    capsys.readouterr()
+    meta = db / "meta.lance"
+    for manifest in (meta / "_versions").iterdir():
+        manifest.write_bytes(b"\x00garbage\xff" * 3)
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path, "--skip-db"))
+    assert_one_error(code, output, str(meta), "the index is unreadable", f"delete {db}")
+    assert not (tmp_path / "out").exists()
+
+
+# -- rows of the wrong type -----------------------------------------------------------------------------------
+
+def _jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _real_rows(path: Path, n: int) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(next(handle)) for _ in range(n)]
+
+
+def test_wrong_type_rows(capsys, beir_copy, tmp_path):
+    # BEIR: a document's text is a list (line 2), a row is an array (line 4), a qrels grade is a word
+    corpus = beir_copy / "corpus.jsonl"
+    docs = [json.loads(line) for line in corpus.read_text().splitlines()]
+    cases: list[tuple[list[str], tuple[str, ...]]] = []
+    bad = [dict(d) for d in docs]
+    bad[1]["text"] = [bad[1]["text"]]
+    _jsonl(corpus, bad)
+    cases.append((_beir_args(beir_copy, tmp_path), (f"{corpus}:2", "field 'text' must be str, got list")))
+    code, output = run_cli(capsys, *cases[-1][0])
+    assert_one_error(code, output, *cases[-1][1])
+
+    _jsonl(corpus, [*docs[:3], list(docs[3].values()), *docs[4:]])
+    code, output = run_cli(capsys, *_beir_args(beir_copy, tmp_path))
+    assert_one_error(code, output, f"{corpus}:4", "a row must be a JSON object, got an array")
+
+    _jsonl(corpus, docs)
+    qrels = beir_copy / "qrels" / "test.tsv"
+    lines = qrels.read_text().splitlines()
+    qid, did, _ = lines[2].split("\t")
+    qrels.write_text("\n".join([*lines[:2], f"{qid}\t{did}\thigh", *lines[3:]]) + "\n")
+    code, output = run_cli(capsys, *_beir_args(beir_copy, tmp_path))
+    assert_one_error(code, output, f"{qrels}:3", "field 'score' must be an integer, got 'high'")
+
+    # RepliQA: a question that is an object; WixQA: article_ids that is a string
+    rows = _real_rows(REPLIQA_20, 5)
+    rows[3]["question"] = {"text": rows[3]["question"]}
+    repliqa = _jsonl(tmp_path / "repliqa.jsonl", rows)
+    code, output = run_cli(capsys, "repliqa", "--source", str(repliqa), "--skip-qa", "--search-mode", "fts",
+                           "--db", str(tmp_path / "db"), "--out", str(tmp_path / "out"), "--no-progress")
+    assert_one_error(code, output, f"{repliqa}:4", "field 'question' must be str, got dict")
+
+    rows = _real_rows(WIX_SAMPLE, 5)
+    rows[1]["article_ids"] = rows[1]["article_ids"][0]
+    wix = _jsonl(tmp_path / "wix.jsonl", rows)
+    code, output = run_cli(capsys, "wix", "--source", str(wix), "--skip-qa", "--search-mode", "fts",
+                           "--db", str(tmp_path / "db"), "--out", str(tmp_path / "out"), "--no-progress")
+    assert_one_error(code, output, f"{wix}:2", "field 'article_ids' must be list, got str")
+    assert not (tmp_path / "out").exists()
+
+
+# -- environment variables ------------------------------------------------------------------------------------
+
+ENV_CASES = [
+    # (variable, value, command, expected text)
+    ("EVALUATIONS_LLM_THREADS", "abc", "repliqa-qa", "must be a whole number ≥ 0"),
+    ("EVALUATIONS_LLM_THREADS", "-2", "repliqa-qa", "must be a whole number ≥ 0"),
+    ("OLLAMA_BASE_URL", "not a url", "beir", "must be an http:// or https:// URL with a host"),
+    ("OPENAI_BASE_URL", "localhost:8080/v1", "beir", "must be an http:// or https:// URL with a host"),
+    ("OLLAMA_BASE_URL", "http://localhost:99999", "beir", "has an invalid port"),
+    ("HAIKU_RAG_CONFIG_PATH", "/nonexistent/haiku.rag.yaml", "beir", "config file not found"),
+    ("XDG_DATA_HOME", "relative/data", "beir-default-db", "must be an absolute path"),
+    ("EVALUATIONS_JUDGES_DIR", "/nonexistent/judges", "agreement-offline", "the folder does not exist"),
+    ("EVALUATIONS_CACHE_DIR", "__FILE__", "agreement-semantic", "is a file, not a folder"),
+    ("HF_HUB_OFFLINE", "maybe", "repliqa-hub", "must be a boolean"),
+]
+
+
+@pytest.mark.parametrize("variable, value, command, expected", ENV_CASES,
+                         ids=[f"{c[0]}={c[1]}" for c in ENV_CASES])
+def test_invalid_environment_variable(capsys, monkeypatch, beir_small, tmp_path, variable, value, command, expected):
+    if value == "__FILE__":
+        value = str(tmp_path / "a-file")
+        Path(value).write_text("not a folder")
+    monkeypatch.setenv(variable, value)
+    out = tmp_path / "out"
+    labelled = tmp_path / "labelled.jsonl"
+    _jsonl(labelled, _real_rows(EVOUNA_NQ, 5))
+    args = {
+        "repliqa-qa": ["repliqa", "--source", str(REPLIQA_20), "--limit", "1", "--search-mode", "fts",
+                       "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress"],
+        "repliqa-hub": ["repliqa", "--skip-qa", "--search-mode", "fts", "--out", str(out), "--no-progress"],
+        "beir": _beir_args(beir_small, tmp_path),
+        "beir-default-db": ["beir", str(beir_small), "--search-mode", "fts", "--out", str(out), "--no-progress"],
+        "agreement-offline": ["judge-agreement", str(labelled), "--judges", "offline", "--resamples", "10"],
+        "agreement-semantic": ["judge-agreement", str(labelled), "--judges", "semantic", "--resamples", "10"],
+    }[command]
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, variable, repr(value) if variable != "HAIKU_RAG_CONFIG_PATH" else value, expected)
+    assert not out.exists()
+
+
+# -- the output folder: unwritable or full ---------------------------------------------------------------------
+
+def test_output_folder_below_a_file(capsys, beir_small, tmp_path):
+    blocker = tmp_path / "results.txt"
+    blocker.write_text("a file where the output folder should go\n")
+    out = blocker / "run"
+    code, output = run_cli(capsys, "beir", str(beir_small), "--search-mode", "fts", "--db", str(tmp_path / "db"),
+                           "--out", str(out), "--no-progress")
+    assert_one_error(code, output, str(out), "is a file, not a folder")
+    assert blocker.read_text().startswith("a file")
+
+
+def test_output_folder_not_writable(capsys, beir_small, tmp_path):
+    """sysfs refuses new folders even to root (chmod does not stop root, this does)."""
+    out = Path("/sys/evaluations-bad-input-test/run")
+    code, output = run_cli(capsys, "beir", str(beir_small), "--search-mode", "fts", "--db", str(tmp_path / "db"),
+                           "--out", str(out), "--no-progress")
+    assert_one_error(code, output, str(out), "not permitted")
+    assert not out.parent.exists()
+
+
+def _disk_full(monkeypatch, when=lambda target: True) -> None:
+    """os.fsync raises ENOSPC (what a full disk reports when the data reaches it) for targets ``when`` selects."""
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if when(os.readlink(f"/proc/self/fd/{fd}")):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_full_disk_before_the_run(capsys, monkeypatch, beir_small, tmp_path):
+    _disk_full(monkeypatch)
+    out = tmp_path / "out"
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path))
+    assert_one_error(code, output, str(out), "no space left on the device")
+    assert not out.exists()
+
+
+def test_full_disk_at_the_summary_keeps_finished_cases(capsys, monkeypatch, beir_small, tmp_path):
+    """The disk fills while the final files are written: no half summary, no temporary files; the finished
+    cases are intact, and once there is space again --resume finishes the run without re-running them."""
+    _disk_full(monkeypatch, when=lambda target: ".summary.json." in target)
+    out = tmp_path / "out"
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path))
+    assert_one_error(code, output, str(out / "summary.json"), "no space left on the device")
+    assert not (out / "summary.json").exists()
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(r["status"] == "ok" for r in records)
+
+    monkeypatch.undo()  # space again
+    with _no_exit():
+        main(["beir", str(beir_small), "--search-mode", "fts", "--db", str(tmp_path / "db"), "--resume", str(out),
+              "--no-progress"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["cases"] == 3
+
+
+def test_fsutil_writes_are_all_or_nothing(monkeypatch, tmp_path):
+    target = tmp_path / "summary.json"
+    target.write_text('{"old": true}\n')
+    real_write = os.write
+
+    def write_half_then_fail(fd, data):  # the disk fills in the middle of the file
+        if len(data) > 10:
+            real_write(fd, bytes(data[:10]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_half_then_fail)
+    with pytest.raises(Exception) as info:
+        atomic_write_text(target, json.dumps({"new": list(range(100))}))
+    assert "no space left" in str(info.value) and str(target) in str(info.value)
+    assert target.read_text() == '{"old": true}\n' and [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+    log = tmp_path / "cases.jsonl"
+    monkeypatch.undo()
+    with DurableAppender(log) as appender:
+        appender.append('{"case": 1}')
+        monkeypatch.setattr(os, "write", write_half_then_fail)
+        with pytest.raises(Exception, match="no space left"):
+            appender.append(json.dumps({"case": 2, "text": "x" * 50}))
+    assert log.read_text() == '{"case": 1}\n'  # the cut line was taken back: the file ends with a whole line
+
+
+# -- text for people on a non-terminal is never wrapped ---------------------------------------------------------
+
+def test_text_on_a_pipe_is_never_wrapped(tmp_path):
+    """Whatever $COLUMNS says: an error with a long path stays on one line, a table is 120 columns wide."""
+    missing = tmp_path / ("a-folder-name-long-enough-to-be-wrapped-at-forty-or-eighty-columns-" * 2) / "beir"
+    labelled = _jsonl(tmp_path / "labelled.jsonl", _real_rows(EVOUNA_NQ, 10))
+    errors, tables = [], []
+    for columns in ("40", "300"):
+        env = {**os.environ, "COLUMNS": columns}
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(missing), "--no-progress"],
+                              capture_output=True, cwd=tmp_path, timeout=120, env=env)
+        assert proc.returncode == 2
+        errors.append(proc.stderr)
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(labelled), "--judges",
+                               "em,keyword", "--resamples", "10"], capture_output=True, cwd=tmp_path, timeout=120,
+                              env=env)
+        assert proc.returncode == 0, proc.stderr
+        tables.append(proc.stdout)
+    assert errors[0] == errors[1] and tables[0] == tables[1]
+    lines = errors[0].decode().splitlines()
+    assert lines[0] == f"error: {missing}: not a folder" and lines[1].startswith("  fix: ")
+    table = tables[0].decode().splitlines()
+    assert any("Judge agreement with human labels" in line for line in table)  # the title is not cut
+    assert max(map(len, table)) <= 120 and any(line.split()[:1] == ["em"] for line in table)

@@ -1,0 +1,119 @@
+"""Generic dataset files: the published JSON schemas, one error per problem, and CoSQA (real code search data)
+through `evaluations run DATASET_FILE --corpus` with metrics checked against pytrec_eval."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import pytrec_eval
+
+from conftest import DATA
+from evaluations.adapters.generic import load_dataset_file, read_documents, read_records
+from evaluations.errors import EvaluationsError
+from evaluations.scoring.schemas import SCHEMAS, schema_text
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_DIR = REPO / "datasets" / "schemas"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=600)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_published_schema_is_current(name):
+    path = SCHEMA_DIR / f"{name}.schema.json"
+    assert path.read_text(encoding="utf-8") == schema_text(name), \
+        f"{path} is stale: run python -m evaluations.scoring.schemas"
+
+
+def test_schema_and_loader_agree_on_real_records(tmp_path):
+    """A real file validates against the published schema (jsonschema) and loads; a bad record fails both."""
+    schema = json.loads((SCHEMA_DIR / "dataset_record.schema.json").read_text())
+    good = {"id": "q1", "query": "python check if a string is a number", "relevant_doc_ids": ["d1"],
+            "graded_relevance": {"d2": 2}, "answers": ["use str.isdigit"], "tags": ["web"], "category": "how-to",
+            "difficulty": "easy"}
+    bad = {"id": "q2", "query": "", "graded_relevance": {"d1": "high"}, "colour": "blue"}
+    jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    path = tmp_path / "set.jsonl"
+    path.write_text(json.dumps(good) + "\n")
+    [record] = read_records(path)
+    query = record.to_query()
+    assert query.relevant == {"d1": 1, "d2": 2}
+    assert query.tags == ["web", "category:how-to", "difficulty:easy"]
+
+
+def test_every_problem_is_reported_with_line_and_field(tmp_path):
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_text("\n".join([
+        json.dumps({"id": "q1", "query": "fine", "relevant_doc_ids": ["a"]}),
+        json.dumps({"id": "q2", "query": "no gold at all"}),
+        json.dumps({"id": "q3", "query": "bad grade", "graded_relevance": {"a": "high"}}),
+        json.dumps({"id": "q1", "query": "duplicate id", "relevant_doc_ids": ["a"]}),
+        json.dumps({"id": "q5", "query": "typo", "relevant_docs": ["a"], "answers": ["x"]}),
+    ]) + "\n")
+    with pytest.raises(EvaluationsError) as info:
+        read_records(jsonl)
+    text = str(info.value)
+    assert "4 problem(s)" in text
+    assert "bad.jsonl:2: field '(record)': Value error, needs relevant_doc_ids" in text
+    assert "bad.jsonl:3: field 'graded_relevance.a'" in text
+    assert "bad.jsonl:4: field 'id': duplicate id 'q1' (first at line 1)" in text
+    assert "bad.jsonl:5: field 'relevant_docs': Extra inputs are not permitted" in text
+
+    array = tmp_path / "bad.json"  # line numbers of records inside a JSON array
+    array.write_text('[\n  {"id": "a", "query": "ok", "answers": ["x"]},\n\n  {"id": "b",\n   "query": 3,'
+                     ' "answers": ["y"]}\n]\n')
+    with pytest.raises(EvaluationsError, match=r"bad.json:4: field 'query'"):
+        read_records(array)
+    yaml_file = tmp_path / "bad.yaml"
+    yaml_file.write_text("- id: a\n  query: ok\n  answers: [x]\n- id: b\n  query: fine\n  difficulty: [hard]\n"
+                         "  answers: [y]\n")
+    with pytest.raises(EvaluationsError, match=r"bad.yaml:4: field 'difficulty'"):
+        read_records(yaml_file)
+
+
+def test_documents_from_a_markdown_folder_and_missing_ids(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "install.md").write_text("# Install\npip install evaluations\n")
+    (docs / "faq.txt").write_text("Why is recall low? Check the ids.\n")
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    assert [d.id for d in read_documents(docs)] == ["faq.txt", "guide/install.md"]
+    dataset = tmp_path / "set.yaml"
+    dataset.write_text("- id: q1\n  query: how do I install it\n  relevant_doc_ids: [guide/install.md]\n"
+                       "- id: q2\n  query: low recall\n  relevant_doc_ids: [faq.md, nope.md]\n")
+    with pytest.raises(EvaluationsError, match=r"2 relevant document id\(s\) are not in the corpus \(q2->faq.md, q2->nope.md"):
+        load_dataset_file(dataset, docs)
+
+
+def test_cosqa_through_the_generic_path_equals_pytrec_eval(tmp_path):
+    sys.path.insert(0, str(REPO / "scripts"))
+    from cosqa_to_dataset import convert
+
+    queries, corpus = convert(DATA / "cosqa_dev" / "cosqa-dev.jsonl.gz", tmp_path / "cosqa")
+    out = tmp_path / "run"
+    proc = cli("run", str(queries), "--corpus", str(corpus), "--search-mode", "fts", "--skip-qa", "--limit", "120",
+               "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress", "--json", "--k", "1,10,100")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert summary["counts"]["cases"] == len(records) == 120
+    assert summary["dataset"]["documents"] == 604 and all(r["tags"] == ["cosqa"] for r in records)
+    qrels = {r["name"]: {d: int(g) for d, g in r["relevant"].items()} for r in records}
+    run = {r["name"]: dict(zip(r["retrieved"], r["scores"])) for r in records}
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recall_100", "success_1"}).evaluate(run)
+    for r in records:
+        assert r["metrics"]["ndcg@10"] == pytest.approx(oracle[r["name"]]["ndcg_cut_10"], abs=1e-9)
+        assert r["metrics"]["recall@100"] == pytest.approx(oracle[r["name"]]["recall_100"], abs=1e-9)
+    assert summary["metrics"]["ndcg@10"] == pytest.approx(sum(v["ndcg_cut_10"] for v in oracle.values()) / 120)
+    assert 0.3 < summary["metrics"]["ndcg@10"] < 1.0

@@ -1,0 +1,66 @@
+"""The run history (SQLite): rows recorded from real run folders, `evaluations history`, `gate --baseline last`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from evaluations.config import load_config
+from evaluations.experiments.history import config_hash, history_path, list_runs, record_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_record_and_read_back(scifact_runs, tmp_path):
+    store = tmp_path / "history.sqlite"
+    config = load_config(None, {"storage.data_dir": str(tmp_path)})
+    assert history_path(config) == tmp_path / "history.sqlite"  # default: <data_dir>/history.sqlite
+    first = record_run(scifact_runs["fts"], config, path=store, cwd=REPO)
+    second = record_run(scifact_runs["hybrid"], None, path=store, cwd=tmp_path)  # not a git repository
+    assert second > first
+    rows = list_runs(store)
+    assert [r["id"] for r in rows] == [first, second]
+    summary = json.loads((scifact_runs["fts"] / "summary.json").read_text())
+    row = rows[0]
+    assert row["run_dir"] == str(scifact_runs["fts"].resolve()) and row["name"] == "scifact-fts"
+    assert (row["dataset"], row["fingerprint"]) == (summary["dataset"]["name"], summary["dataset"]["fingerprint"])
+    assert row["config_hash"] == config_hash(config) and len(row["config_hash"]) == 64
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert row["git_commit"] == head and isinstance(row["git_dirty"], bool)
+    assert rows[1]["git_commit"] is None and rows[1]["git_dirty"] is None
+    for metric, value in summary["metrics"].items():  # the pipeline's own means
+        assert row["metrics"][metric] == pytest.approx(value)
+    assert row["metrics"]["latency_p95_ms"] == pytest.approx(summary["latency_ms"]["p95"])
+    with sqlite3.connect(store) as db:  # the long table holds the same values
+        long = dict(db.execute("SELECT metric, value FROM metrics WHERE run_id = ?", (first,)).fetchall())
+    assert long == pytest.approx(row["metrics"])
+
+
+def test_history_command_and_gate_baseline_last(scifact_runs, tmp_path, cli):
+    store = tmp_path / "h.sqlite"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: mrr@10, max_drop: 0.0}\n")
+    code, _, err = cli(["gate", str(scifact_runs["worse"]), "--baseline", "last", "--history", str(store),
+                         "--rules", str(rules)])
+    assert code == 2 and "no earlier run" in err  # empty history
+    for name in ("fts", "worse"):
+        record_run(scifact_runs[name], path=store)
+    code, out, _ = cli(["history", "--history", str(store), "--metric", "mrr@10", "--json"])
+    trend = json.loads(out)
+    means = [json.loads((scifact_runs[n] / "summary.json").read_text())["metrics"]["mrr@10"] for n in ("fts", "worse")]
+    assert code == 0 and [t["value"] for t in trend] == pytest.approx(means)
+    assert trend[0]["change"] is None and trend[1]["change"] == pytest.approx(means[1] - means[0])
+    code, out, _ = cli(["history", "--history", str(store), "--dataset", "beir"])
+    assert code == 0 and "scifact" in out and "ndcg@10" in out
+    code, _, err = cli(["history", "--history", str(store), "--metric", "bleu"])
+    assert code == 2 and "'bleu'" in err
+    # gate --baseline last: the newest comparable run other than the one gated (worse itself is newest)
+    code, out, _ = cli(["gate", str(scifact_runs["worse"]), "--baseline", "last", "--history", str(store),
+                         "--rules", str(rules), "--json"])
+    result = json.loads(out)
+    assert result["baseline"] == str(scifact_runs["fts"].resolve())
+    assert code == (0 if means[1] >= means[0] else 1)

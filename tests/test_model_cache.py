@@ -1,0 +1,200 @@
+"""The on-disk model-call cache (evaluations/models/cache.py) with real pydantic-ai agents and a real HTTP server.
+
+Calls are counted where they land: at tests/fake_llm_server.py. The end-to-end test runs the CLI three times
+against one cache file (separate processes): cold, warm (0 model calls) and ``--no-cache``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from conftest import REPLIQA_20, SCIFACT
+from fake_llm_server import FakeLLMServer, bow_vector, tool_call
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from test_cli_retrieval import run_cli
+
+from evaluations.config import load_config
+from evaluations.index.embedders import build_embedder
+from evaluations.models.cache import CALL_STATS, CachedModel, ModelCache, call_stats_line, reset_call_stats
+from evaluations.qa.agent import INSTRUCTIONS, build_qa_agent
+from evaluations.qa.models import build_model, model_settings
+
+CHAT = "/v1/chat/completions"
+PROMPT = "Context:\n[c1] The capital of France is Paris.\n\nQuestion: What is the capital of France?"
+
+
+def _answer(request):
+    tool = request["tools"][0]["function"]
+    return tool_call(tool["name"], {"answer": f"Paris ({request['model']})", "cited_ids": ["c1"], "confidence": 0.9})
+
+
+def _agent(base_url: str, cache_path, name="qa-llm", enabled=True, **sampling):
+    config = load_config(None, {
+        "qa.model": {"provider": "openai", "name": name, "base_url": base_url, **sampling},
+        "cache": {"enabled": enabled, "path": str(cache_path)}, "requests": {"retries": 0},
+    })
+    return build_qa_agent(build_model(config.qa.model, config), model_settings(config.qa.model))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stats():
+    reset_call_stats()
+
+
+def test_repeated_request_is_answered_from_the_cache_and_every_key_part_misses(tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    with FakeLLMServer(models=("qa-llm", "other-llm"), responder=_answer) as server, \
+            FakeLLMServer(models=("qa-llm",), responder=_answer) as second:
+        first = _agent(server.openai_url, cache).run_sync(PROMPT).output
+        assert len(server.calls(CHAT)) == 1
+        again = _agent(server.openai_url, cache).run_sync(PROMPT)  # a new agent and model: same request
+        assert len(server.calls(CHAT)) == 1 and again.output == first
+        assert again.usage.input_tokens > 0  # the cached reply keeps its usage
+        # each part of the key: sampling, model, message, base URL -> a new call each
+        _agent(server.openai_url, cache, temperature=0.7).run_sync(PROMPT)
+        _agent(server.openai_url, cache, name="other-llm").run_sync(PROMPT)
+        _agent(server.openai_url, cache).run_sync(PROMPT + " ")
+        _agent(server.openai_url, cache, max_tokens=17).run_sync(PROMPT)
+        assert len(server.calls(CHAT)) == 5
+        _agent(second.openai_url, cache).run_sync(PROMPT)
+        assert len(second.calls(CHAT)) == 1
+        # and each of them is now cached too
+        _agent(server.openai_url, cache, temperature=0.7).run_sync(PROMPT)
+        _agent(second.openai_url, cache).run_sync(PROMPT)
+        assert len(server.calls(CHAT)) == 5 and len(second.calls(CHAT)) == 1
+    assert CALL_STATS["chat"].as_dict() == {"calls": 9, "cached": 3, "live": 6, "failed": 0}
+    assert call_stats_line() == "model calls: 9 (cached 3)"
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM calls WHERE kind = 'chat'").fetchone()[0] == 6
+
+
+def test_output_schema_is_part_of_the_key(tmp_path):
+    class Other(BaseModel):  # another output schema, same instructions and messages
+        answer: str
+        source: str
+
+    with FakeLLMServer(models=("qa-llm",), responder=lambda r: tool_call(
+            r["tools"][0]["function"]["name"], {"answer": "Paris", "source": "c1", "cited_ids": []})) as server:
+        qa = _agent(server.openai_url, tmp_path / "c.sqlite")
+        qa.run_sync(PROMPT)
+        other = Agent(qa.model, output_type=Other, instructions=INSTRUCTIONS).run_sync(PROMPT)
+        assert len(server.calls(CHAT)) == 2 and other.output.source == "c1"
+
+
+def test_failed_calls_are_never_cached(tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    with FakeLLMServer(models=("qa-llm",), responder=_answer) as server:
+        server.inject("500", times=1, path=CHAT)
+        with pytest.raises(Exception, match="500"):
+            _agent(server.openai_url, cache).run_sync(PROMPT)
+        assert len(ModelCache(cache)) == 0
+        answer = _agent(server.openai_url, cache).run_sync(PROMPT).output  # reaches the server again
+        assert len(server.calls(CHAT)) == 2 and answer.answer == "Paris (qa-llm)"
+    assert CALL_STATS["chat"].as_dict() == {"calls": 2, "cached": 0, "live": 2, "failed": 1}
+
+
+def test_disabled_cache_calls_the_model_every_time_and_still_counts(tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    with FakeLLMServer(models=("qa-llm",), responder=_answer) as server:
+        agent = _agent(server.openai_url, cache, enabled=False)
+        assert isinstance(agent.model, CachedModel) and agent.model.cache is None
+        agent.run_sync(PROMPT)
+        agent.run_sync(PROMPT)
+        assert len(server.calls(CHAT)) == 2
+    assert not cache.exists()
+    assert CALL_STATS["chat"].as_dict() == {"calls": 2, "cached": 0, "live": 2, "failed": 0}
+
+
+def test_cache_file_is_shared_by_threads(tmp_path):
+    cache = ModelCache(tmp_path / "calls.sqlite")
+
+    def write(worker: int) -> None:
+        for i in range(40):
+            cache.put("chat", f"{worker}-{i}", json.dumps([worker, i]))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(8)))
+    assert len(cache) == 320
+    assert json.loads(ModelCache(tmp_path / "calls.sqlite").get("7-39")) == [7, 39]
+
+
+def test_server_embeddings_are_cached_per_text(tmp_path):
+    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
+        texts = [f"{r['title']} {r['text']}" for r in map(json.loads, itertools.islice(f, 6))]
+    with FakeLLMServer(models=("embed-model",)) as server:
+        config = load_config(None, {
+            "embeddings.model": {"provider": "openai", "name": "embed-model", "vector_dim": 64, "batch_size": 4,
+                                 "base_url": server.openai_url},
+            "cache.path": str(tmp_path / "calls.sqlite"),
+        })
+        first = build_embedder(config).embed(texts[:4])
+        assert [len(c.body["input"]) for c in server.calls("/v1/embeddings")] == [4]
+        both = build_embedder(config).embed(texts)  # 4 cached, 2 new: one request with the 2 new texts
+        assert [c.body["input"] for c in server.calls("/v1/embeddings")][1] == texts[4:]
+    expected = np.asarray([bow_vector(t, 64) for t in texts], dtype=np.float32)
+    np.testing.assert_allclose(both, expected, atol=1e-6)
+    np.testing.assert_array_equal(first, both[:4])
+    assert CALL_STATS["embed"].as_dict() == {"calls": 10, "cached": 4, "live": 6, "failed": 0}
+
+
+def _qa_and_judge(gold: dict[str, str]):
+    def responder(request):
+        tool = request["tools"][0]["function"]
+        if "answer" in tool["parameters"]["properties"]:
+            question = request["messages"][-1]["content"].rsplit("Question: ", 1)[1].strip()
+            return tool_call(tool["name"], {"answer": gold[question], "cited_ids": [], "confidence": 0.8})
+        return tool_call(tool["name"], {"reason": "same", "pass": True, "score": 1.0})
+
+    return responder
+
+
+def test_cli_rerun_in_a_new_process_makes_no_model_calls(tmp_path):
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        gold = {row["question"]: row["answer"] for row in map(json.loads, handle)}
+    cache = tmp_path / "cache.sqlite"
+    with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=_qa_and_judge(gold)) as server:
+        def run(out: str) -> dict:
+            db = ["--db", str(tmp_path / "db")] + (["--skip-db"] if (tmp_path / "db").exists() else [])
+            proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "3", "--qa-model", "openai:qa-llm",
+                           "--judge", "openai:judge-llm", *db, "--out", str(tmp_path / out), "--no-progress",
+                           "--json", env={"EVALUATIONS_CACHE_PATH": str(cache), "OPENAI_BASE_URL": server.openai_url})
+            assert proc.returncode == 0, proc.stderr
+            return json.loads(proc.stdout[proc.stdout.index("{"):])
+
+        cold = run("cold")
+        n_cold = len(server.calls(CHAT))
+        warm = run("warm")
+        n_warm = len(server.calls(CHAT)) - n_cold
+    assert server.errors == []
+    assert n_cold == 6 and n_warm == 0  # 3 answers + 3 verdicts, then none
+    assert len(ModelCache(cache)) == 6
+    assert warm["answers"]["judges"]["llm_judge"] == cold["answers"]["judges"]["llm_judge"]
+    assert cold["answers"]["judges"]["llm_judge"]["mean"] == 1.0
+
+
+def test_no_cache_flag_turns_the_cache_off(tmp_path, monkeypatch):
+    """``--no-cache`` reaches the run's config as ``cache.enabled: false`` (the run itself is stubbed)."""
+    from click.testing import CliRunner
+
+    import evaluations.run
+    from evaluations.cli import cli
+
+    seen = []
+
+    def fake_run(spec, options, config, **kwargs):
+        seen.append(config.cache.enabled)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(evaluations.run, "run", fake_run)
+    for flags in ([], ["--no-cache"]):
+        result = CliRunner().invoke(cli, ["repliqa", "--source", str(REPLIQA_20), "--skip-qa", "--db",
+                                          str(tmp_path / "db"), "--out", str(tmp_path / f"out{len(flags)}"), *flags])
+        assert result.exit_code == 0, result.output
+    assert seen == [True, False]

@@ -1,0 +1,230 @@
+"""Runs that survive: a failed answer never changes retrieval, every case is streamed to disk as it finishes,
+and a run killed with SIGKILL resumes to exactly the straight run's result.
+
+The QA model is the protocol-level test server (tests/fake_llm_server.py) driven by the real pydantic-ai
+client inside the ``evaluations`` process: it is used here for what it is for, scripted failures and timing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPLIQA_20
+from fake_llm_server import FakeLLMServer, tool_call
+from test_cli_retrieval import REPO, run_cli
+
+from evaluations.errors import EvaluationsError
+from evaluations.runs import RunFolder
+from evaluations.runs.folder import PARTIAL_FILE
+
+ANSWERABLE = 18  # RepliQA sample20: 20 rows, 2 unanswerable are skipped
+
+
+def _gold() -> dict[str, str]:
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        return {row["question"]: row["answer"] for row in map(json.loads, handle)}
+
+
+def _question(request: dict) -> str:
+    text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
+    return text.rsplit("Question: ", 1)[1].strip()
+
+
+def _responder(gold: dict[str, str], broken: set[str]):
+    """Tool-mode requests get a tool call (broken JSON for the ``broken`` questions); every other output mode
+    gets nothing usable for the broken ones, so their answer stage fails with the model's text on record."""
+
+    def respond(request: dict):
+        question = _question(request)
+        tools = request.get("tools") or []
+        if question in broken:
+            return tool_call(tools[0]["function"]["name"], '{"answer": "Paris", oops') if tools else ""
+        if tools:
+            return tool_call(tools[0]["function"]["name"], {"answer": gold[question], "cited_ids": [],
+                                                              "confidence": 0.9})
+        return gold[question]
+
+    return respond
+
+
+def _read(out: Path) -> tuple[dict, dict[str, dict]]:
+    summary = json.loads((out / "summary.json").read_text())
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    return summary, {r["name"]: r for r in records}
+
+
+def _cli(db: Path, *extra: str) -> list[str]:
+    return ["repliqa", "--source", str(REPLIQA_20), "--search-mode", "fts", "--qa-model", "ollama:qa-llm",
+            "--db", str(db), "--no-progress", *extra]
+
+
+def _env(server: FakeLLMServer, data: Path) -> dict[str, str]:
+    return {"OLLAMA_BASE_URL": server.url, "XDG_DATA_HOME": str(data)}
+
+
+@pytest.fixture(scope="module")
+def qa_runs(tmp_path_factory):
+    """The same 18 cases with answers (every third answer stage broken) and with --skip-qa."""
+    work = tmp_path_factory.mktemp("isolation")
+    gold = _gold()
+    broken = {q for i, q in enumerate(gold) if i % 3 == 0}
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, broken)) as server:
+        env = _env(server, work / "data")
+        with_qa = run_cli(*_cli(work / "db", "--out", str(work / "qa")), env=env)
+        tolerated = run_cli(*_cli(work / "db", "--out", str(work / "qa-tolerated"), "--max-failures", "50%"), env=env)
+        skip = run_cli(*_cli(work / "db", "--out", str(work / "skip"), "--skip-qa"), env=env)
+    return work, broken, with_qa, tolerated, skip
+
+
+def test_answer_failures_never_touch_retrieval(qa_runs):
+    work, broken, with_qa, _, skip = qa_runs
+    assert skip.returncode == 0, skip.stderr
+    summary, records = _read(work / "qa")
+    skip_summary, skip_records = _read(work / "skip")
+    failed = {name for name, r in records.items() if r["qa"]["status"] == "failed"}
+    assert {records[n]["query"] for n in failed} == {r["query"] for r in records.values() if r["query"] in broken}
+    assert 0 < len(failed) < ANSWERABLE
+    # the retrieval of every case, failed answer or not, is the --skip-qa run's, and so are the means
+    for name, record in records.items():
+        assert record["status"] == "ok" and record["retrieved"] == skip_records[name]["retrieved"]
+        assert record["metrics"] == skip_records[name]["metrics"] and record["metrics"]["ndcg@10"] >= 0
+    assert summary["metrics"] == skip_summary["metrics"] and summary["metrics"]["ndcg@10"] > 0
+    # the failure is recorded by stage, with what the model said
+    for name in failed:
+        qa = records[name]["qa"]
+        assert records[name]["answer"] is None and "oops" in qa["raw_text"] and qa["error"]
+        assert records[name]["usage"]["requests"] >= 2
+    assert summary["counts"]["qa_failed"] == len(failed) and summary["counts"]["failed"] == 0
+    assert summary["counts"]["incomplete"] == len(failed)
+    assert summary["answers"]["attempted"] == ANSWERABLE and summary["answers"]["answered"] == ANSWERABLE - len(failed)
+    # judges judge only real answers: no verdict for a failed answer stage, never a silent 0
+    assert summary["answers"]["judges"]["exact_match"]["n"] == ANSWERABLE - len(failed)
+    assert summary["answers"]["judges"]["exact_match"]["mean"] == 1.0
+
+
+def test_exit_code_says_cases_failed_and_max_failures_tolerates(qa_runs):
+    work, _, with_qa, tolerated, _ = qa_runs
+    assert with_qa.returncode == 3, with_qa.stderr
+    assert "did not complete" in with_qa.stderr and "answer failed" in with_qa.stderr
+    assert "Traceback" not in with_qa.stderr
+    assert tolerated.returncode == 0, tolerated.stderr
+    assert (work / "qa" / "summary.json").is_file()  # a run with failures still writes everything
+
+
+def test_kill_and_resume_equals_a_straight_run(tmp_path):
+    gold = _gold()
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.4) as server:
+        straight = run_cli(*_cli(tmp_path / "db", "--concurrency", "1", "--no-cache", "--out", str(tmp_path / "straight")),
+                           env=_env(server, tmp_path / "data-a"))
+        assert straight.returncode == 0, straight.stderr
+
+        out = tmp_path / "killed"
+        env = {**os.environ, **_env(server, tmp_path / "data-b")}
+        args = [sys.executable, "-m", "evaluations", *_cli(tmp_path / "db", "--concurrency", "1", "--no-cache", "--out", str(out))]
+        proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        cases = out / "cases.jsonl"
+        while time.monotonic() < deadline and proc.poll() is None:
+            if cases.is_file() and len(cases.read_text().splitlines()) >= 5:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kept = len(cases.read_text().splitlines())
+        assert 5 <= kept < ANSWERABLE and not (out / "summary.json").exists()
+        assert (out / PARTIAL_FILE).is_file()
+
+        requests_before = len(server.calls("/v1/chat/completions"))
+        resumed = run_cli(*_cli(tmp_path / "db", "--concurrency", "1", "--no-cache", "--resume", str(out)),
+                          env=_env(server, tmp_path / "data-b"))
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"{kept} finished, {ANSWERABLE - kept} to run" in resumed.stderr
+        # only the unfinished cases were asked again (at most the one in flight at the kill is repeated)
+        asked = len(server.calls("/v1/chat/completions")) - requests_before
+        assert ANSWERABLE - kept <= asked <= ANSWERABLE - kept + 1
+
+    a_summary, a_records = _read(tmp_path / "straight")
+    b_summary, b_records = _read(out)
+    assert list(a_records) == list(b_records)  # same cases, same (dataset) order, none duplicated
+    for name, record in a_records.items():
+        other = b_records[name]
+        for key in ("retrieved", "scores", "metrics", "answer", "judges", "qa", "context", "context_text"):
+            assert record[key] == other[key], (name, key)
+    assert a_summary["metrics"] == b_summary["metrics"]
+    assert a_summary["counts"] == b_summary["counts"]
+    assert a_summary["answers"]["judges"] == b_summary["answers"]["judges"]
+    assert a_summary["analyses"] == b_summary["analyses"]
+    assert b_summary["run"]["resumed"] is True and not (out / PARTIAL_FILE).exists()
+
+
+def test_a_line_cut_by_a_crash_is_dropped_on_resume(tmp_path, scifact_small):
+    out = tmp_path / "run"
+    proc = run_cli("beir", str(scifact_small), "--search-mode", "fts", "--db", str(tmp_path / "db"),
+                   "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    from evaluations.reporting.outputs import load_report
+
+    report = load_report(out / "report.json")
+    # rebuild the in-flight state of a run that crashed after 3 cases, in the middle of writing the 4th
+    for name in ("summary.json", "report.json", "summary.md", "cases.jsonl"):
+        (out / name).unlink()
+    identity = json.loads((out / "run.json").read_text())
+    folder = RunFolder(out, identity, [])
+    for case in report.cases[:3]:
+        folder.add(case)
+    folder.close()
+    with (out / PARTIAL_FILE).open("a") as handle:
+        handle.write('{"kind": "case", "name": "cut-in-ha')
+    with (out / "cases.jsonl").open("a") as handle:
+        handle.write('{"name": "cut')
+    resumed = RunFolder.open(out=None, resume=out, overwrite=False, name="x", identity=identity)
+    assert sorted(c.name for c in resumed.done) == sorted(c.name for c in report.cases[:3])
+    lines = (out / "cases.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["status"] == "ok" for line in lines)
+    resumed.close()
+
+
+def test_out_folder_rules(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    identity = {"dataset": "beir"}
+    first = RunFolder.open(out=None, resume=None, overwrite=False, name="same", identity=identity)
+    second = RunFolder.open(out=None, resume=None, overwrite=False, name="same", identity=identity)
+    assert first.path != second.path and first.path.parent == second.path.parent == Path("runs")
+    first.close(), second.close()
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(EvaluationsError, match="not empty"):
+        RunFolder.open(out=busy, resume=None, overwrite=False, name="x", identity=identity)
+    with pytest.raises(EvaluationsError, match="other files"):  # --overwrite never deletes a user's files
+        RunFolder.open(out=busy, resume=None, overwrite=True, name="x", identity=identity)
+    assert (busy / "notes.txt").read_text() == "mine"
+    with pytest.raises(EvaluationsError, match="no run.json"):
+        RunFolder.open(out=None, resume=busy, overwrite=False, name="x", identity=identity)
+
+
+def test_repeat_and_tags_segments(tmp_path):
+    out = tmp_path / "rep"
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--search-mode", "fts", "--skip-qa", "--repeat", "2",
+                   "--tags", "answerable", "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    summary, records = _read(out)
+    cases = {r["case"] for r in records.values()}
+    assert len(records) == 2 * len(cases) == 2 * ANSWERABLE  # the 2 unanswerable rows are not selected
+    assert sorted(r["repeat"] for r in records.values()) == [0] * ANSWERABLE + [1] * ANSWERABLE
+    assert all("answerable" in r["tags"] for r in records.values())
+    # BM25 is deterministic: the run-to-run spread is reported as none, not pretended
+    spread = summary["repeats"]["metrics"]["ndcg@10"]
+    assert summary["repeats"]["n"] == 2 and spread["identical"] and spread["sd"] == 0.0
+    segment = summary["segments"]["answerable"]
+    assert segment["cases"] == 2 * ANSWERABLE
+    assert segment["metrics"]["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])

@@ -1,0 +1,264 @@
+"""`evaluations score`: classic labelled answers (EVOUNA, TechQA), a TREC run from a real BM25 search over SciFact,
+and a production log generated from that same real search; every figure checked against an independent oracle."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+from scipy.stats import pointbiserialr, spearmanr
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score, recall_score
+
+from conftest import DATA, write_scifact_subset
+from evaluations.judges.lexical import keyword_overlap
+from evaluations.judges.text import keywords
+from scifact_bm25 import BM25, tokenize
+
+REPO = Path(__file__).resolve().parents[1]
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, env={**os.environ, "NO_COLOR": "1"}, timeout=300)
+
+
+def score_json(*args: str) -> dict:
+    proc = cli("score", *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+# -- classic ------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def evouna_classic(tmp_path_factory) -> Path:
+    """150 real EVOUNA NQ answers of gpt-3.5 with their human labels, in the classic format."""
+    rows = []
+    with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            record = json.loads(line)
+            if record["improper"] or record["judge_gpt35"] is None:
+                continue
+            rows.append({"id": f"nq-{number}", "query": record["question"], "context": [],
+                         "generated_answer": record["answer_gpt35"] or "",
+                         "reference_answer": [a.strip() for a in record["golden_answer"].split("/") if a.strip()],
+                         "label": record["judge_gpt35"]})
+            if len(rows) == 150:
+                break
+    path = tmp_path_factory.mktemp("classic") / "evouna_gpt35.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_classic_labelled_matches_judge_agreement_and_sklearn(evouna_classic):
+    summary = score_json(str(evouna_classic))
+    assert summary["format"] == "classic" and summary["labelled"] is True and summary["rows"] == 150
+    agreement = cli("judge-agreement", str(evouna_classic), "--judges", "keyword,f1,em,containment", "--json")
+    assert agreement.returncode == 0, agreement.stderr
+    assert summary["agreement"] == json.loads(agreement.stdout)  # the same numbers as judge-agreement
+
+    rows = [json.loads(line) for line in evouna_classic.read_text().splitlines()]
+    labels = [r["label"] for r in rows]
+    verdicts = [keyword_overlap(r["reference_answer"], r["generated_answer"]) > 0.7 for r in rows]
+    tn, fp, fn, tp = confusion_matrix(labels, verdicts, labels=[False, True]).ravel()
+    assert summary["confusion"] == {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    assert summary["accuracy"] == pytest.approx(accuracy_score(labels, verdicts))
+    assert summary["precision"] == pytest.approx(precision_score(labels, verdicts, zero_division=0))
+    assert summary["recall"] == pytest.approx(recall_score(labels, verdicts, zero_division=0))
+    assert summary["f1"] == pytest.approx(f1_score(labels, verdicts, zero_division=0))
+    assert summary["correctness"]["correct"] == sum(verdicts)
+    assert summary["coverage"]["n"] == 0  # no context given: coverage is undefined, not 0
+
+
+def test_classic_unlabelled_techqa_coverage_and_latency(tmp_path):
+    """TechQA questions with their gold technote as context and an extractive answer (its first two sentences)."""
+    rows = []
+    with gzip.open(DATA / "techqa_rag_eval_sample" / "techqa_rag_eval_sample480.jsonl.gz", "rt") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["is_impossible"]:
+                continue
+            t0 = time.perf_counter()
+            context = [c["text"] for c in record["contexts"]]
+            answer = " ".join(re.split(r"(?<=[.!?])\s+", context[0])[:2])
+            rows.append({"query": record["question"], "context": context, "generated_answer": answer,
+                         "reference_answer": record["answer"], "latency_ms": (time.perf_counter() - t0) * 1000})
+            if len(rows) == 40:
+                break
+    path = tmp_path / "techqa.json"
+    path.write_text(json.dumps(rows))
+    summary = score_json(str(path), "--format", "classic")
+    assert summary["labelled"] is False and "agreement" not in summary and "confusion" not in summary
+    expected = []
+    for r in rows:
+        answer_kw = keywords(r["generated_answer"])
+        if answer_kw:
+            context_kw = set().union(*(keywords(c) for c in r["context"]))
+            expected.append(len(answer_kw & context_kw) / len(answer_kw))
+    assert summary["coverage"]["n"] == len(expected)
+    assert summary["coverage"]["mean"] == pytest.approx(statistics.mean(expected))
+    assert summary["coverage"]["mean"] > 0.9  # the answer is cut from the context itself
+    assert summary["latency_ms"]["mean"] == pytest.approx(statistics.mean(r["latency_ms"] for r in rows))
+    correct = sum(keyword_overlap(r["reference_answer"], r["generated_answer"]) > 0.7 for r in rows)
+    assert summary["correctness"]["correct"] == correct
+
+
+# -- TREC -----------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def scifact(tmp_path_factory):
+    folder = write_scifact_subset(tmp_path_factory.mktemp("scifact60"), 60, 150)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc_id, grade = line.split("\t")
+        qrels.setdefault(qid, {})[doc_id] = int(grade)
+    return folder, BM25(folder), qrels
+
+
+def test_trec_run_equals_pytrec_eval(scifact, tmp_path):
+    folder, bm25, qrels = scifact
+    run = {qid: {h["id"]: h["score"] for h in bm25.search(text, 100)} for qid, text in bm25.queries.items()}
+    lines = [f"{qid} Q0 {doc} {rank} {score:.6f} bm25" for qid, docs in run.items()
+             for rank, (doc, score) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), 1)]
+    (tmp_path / "bm25.run").write_text("\n".join(lines) + "\n")
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    summary = score_json(str(tmp_path / "bm25.run"), "--qrels", str(tmp_path / "qrels.txt"), "--k", "1,5,10,100",
+                         "--per-query")
+    assert summary["format"] == "trec" and summary["counts"]["queries"] == len(qrels)
+    rounded = {q: {d: float(f"{s:.6f}") for d, s in docs.items()} for q, docs in run.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "P_5", "recall_100", "map_cut_10", "recip_rank",
+                                                     "success_1"}).evaluate(rounded)
+    pairs = {"ndcg@10": "ndcg_cut_10", "p@5": "P_5", "recall@100": "recall_100", "map@10": "map_cut_10",
+             "mrr@100": "recip_rank", "hit@1": "success_1"}
+    for qid, values in oracle.items():
+        for ours, theirs in pairs.items():
+            assert summary["per_query"][qid][ours] == pytest.approx(values[theirs], abs=1e-9), (qid, ours)
+    assert summary["metrics"]["ndcg@10"] == pytest.approx(np.mean([v["ndcg_cut_10"] for v in oracle.values()]))
+    assert 0.3 < summary["metrics"]["ndcg@10"] < 1.0  # BM25 on SciFact is decent, not perfect
+
+
+# -- production logs ---------------------------------------------------------------------------------------------
+
+SMALL, LARGE = "openai:gpt-4o-mini", "openai:gpt-4o"
+PRICES = {SMALL: (0.15, 0.60), LARGE: (2.50, 10.00)}
+
+
+def make_log(bm25: BM25, qrels: dict) -> list[dict]:
+    """A router log from the real BM25 ranking: the small tier answers from the top 2 documents with the router's
+    confidence = score margin (s1 - s2) / s1; below 0.2 the query is escalated to the large tier (top 5 as context).
+    Success = a relevant document is in the context the tier read."""
+    log = []
+    for qid, query in bm25.queries.items():
+        hits = bm25.search(query, 10)
+        s1, s2 = hits[0]["score"], hits[1]["score"] if len(hits) > 1 else 0.0
+        confidence = (s1 - s2) / s1
+        relevant = {d for d, g in qrels[qid].items() if g > 0}
+        for attempt, (tier, model, n_context) in enumerate([("small", SMALL, 2), ("large", LARGE, 5)]):
+            context = hits[:n_context]
+            answer = re.split(r"(?<=[.!?])\s+", context[0]["text"].split("\n", 1)[-1])[0]
+            log.append({
+                "query_id": qid, "query": query, "attempt": attempt, "tier": tier, "model": model,
+                "confidence": round(confidence, 6) if attempt == 0 else None,
+                "retrieved": [{"id": h["id"], "text": h["text"], "score": h["score"]} for h in hits],
+                "context": [h["id"] for h in context], "answer": answer,
+                "correct": any(h["id"] in relevant for h in context),
+                "usage": {"input_tokens": len(tokenize(query)) + sum(len(tokenize(h["text"])) for h in context),
+                          "output_tokens": len(tokenize(answer))},
+            })
+            if confidence >= 0.2:
+                break
+    return log
+
+
+def test_scored_log_against_oracles(scifact, tmp_path):
+    folder, bm25, qrels = scifact
+    log = make_log(bm25, qrels)
+    path = tmp_path / "router.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
+    config = tmp_path / "prices.yaml"
+    config.write_text("prices:\n" + "".join(f"  {m}: {{input: {i}, output: {o}}}\n" for m, (i, o) in PRICES.items()))
+    summary = score_json(str(path), "--golden", str(folder / "qrels" / "test.tsv"), "--config", str(config),
+                         "--tiers", "small,large")
+    n = len(bm25.queries)
+    assert summary["format"] == "log" and summary["queries"] == n and summary["attempts"] == len(log)
+
+    # tier usage and escalation, counted here from the log
+    escalated = {r["query_id"] for r in log if r["tier"] == "large"}
+    assert summary["escalation"]["escalated_queries"] == len(escalated)
+    assert summary["escalation"]["rate"] == pytest.approx(len(escalated) / n)
+    assert 0 < len(escalated) < n
+    assert summary["tiers"]["attempts"]["small"]["n"] == n
+    assert summary["tiers"]["attempts"]["large"]["n"] == len(escalated)
+    assert summary["tiers"]["final"]["large"]["share"] == pytest.approx(len(escalated) / n)
+
+    # retrieval of the last attempt vs pytrec_eval
+    final = {r["query_id"]: r for r in log}
+    run = {q: {s["id"]: s["score"] for s in r["retrieved"]} for q, r in final.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "P_5"}).evaluate(run)
+    assert summary["retrieval"]["metrics"]["ndcg@10"] == pytest.approx(np.mean([v["ndcg_cut_10"] for v in oracle.values()]))
+    assert summary["retrieval"]["metrics"]["p@5"] == pytest.approx(np.mean([v["P_5"] for v in oracle.values()]))
+
+    # answers, tokens, cost
+    correct = sum(r["correct"] for r in final.values())
+    tokens = sum(r["usage"]["input_tokens"] + r["usage"]["output_tokens"] for r in log)
+    cost = sum(r["usage"]["input_tokens"] * PRICES[r["model"]][0] / 1e6 + r["usage"]["output_tokens"] *
+               PRICES[r["model"]][1] / 1e6 for r in log)
+    assert summary["answers"]["correct"] == correct
+    assert summary["tokens"]["per_correct_answer"] == pytest.approx(tokens / correct)
+    assert summary["cost_usd"]["per_query"] == pytest.approx(cost / n) and summary["cost_usd"]["unpriced_attempts"] == 0
+
+    # context waste: share of context tokens from non-relevant documents
+    wastes = []
+    for r in log:
+        texts = {s["id"]: s["text"] for s in r["retrieved"]}
+        sizes = [(len(_TOKEN.findall(texts[i])), qrels[r["query_id"]].get(i, 0) > 0) for i in r["context"]]
+        wastes.append(sum(k for k, rel in sizes if not rel) / sum(k for k, _ in sizes))
+    assert summary["context_waste"]["mean"] == pytest.approx(statistics.mean(wastes))
+    assert summary["context_waste"]["basis"] == {"tokens": len(log)}
+
+    # calibration: bucket accuracies vs sklearn, ECE recomputed by hand, correlations vs scipy
+    pairs = [(r["confidence"], r["correct"]) for r in log if r["confidence"] is not None]
+    conf = np.array([c for c, _ in pairs])
+    ok = np.array([y for _, y in pairs], dtype=float)
+    calibration = summary["calibration"]
+    prob_true, prob_pred = calibration_curve(ok, conf, n_bins=10, strategy="uniform")
+    assert [b["accuracy"] for b in calibration["buckets"]] == pytest.approx(list(prob_true))
+    assert [b["confidence"] for b in calibration["buckets"]] == pytest.approx(list(prob_pred))
+    ece = 0.0
+    for j in range(10):
+        lo, hi = j / 10, (j + 1) / 10
+        members = [(c, y) for c, y in zip(conf, ok) if (lo < c <= hi) or (j == 0 and c == 0)]
+        if members:
+            ece += len(members) / len(conf) * abs(np.mean([y for _, y in members]) - np.mean([c for c, _ in members]))
+    assert calibration["ece"] == pytest.approx(ece)
+    assert calibration["pointbiserial_r"] == pytest.approx(pointbiserialr(ok, conf)[0])
+    assert calibration["spearman_rho"] == pytest.approx(spearmanr(conf, ok)[0])
+    assert calibration["brier"] == pytest.approx(np.mean((conf - ok) ** 2))
+    assert not math.isnan(calibration["ece"])
+
+
+def test_log_errors_name_line_and_field(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"query_id": "q1", "retrieved": ["a"], "confidence": 0.5}) + "\n"
+                    + json.dumps({"query_id": "q2", "retrieved": ["b"], "confidence": 1.7}) + "\n"
+                    + json.dumps({"query_id": "q3", "tier": "small", "usage": {"input_tokens": -3}}) + "\n")
+    proc = cli("score", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "bad.jsonl:2: field 'confidence'" in proc.stderr and "bad.jsonl:3: field 'usage.input_tokens'" in proc.stderr
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d1 1 2.0 x\n")
+    proc = cli("score", str(run))
+    assert proc.returncode == 2 and "--qrels" in proc.stderr
