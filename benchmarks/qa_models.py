@@ -141,7 +141,10 @@ async def _answer_all(model_name: str, items: list[dict]) -> list[dict]:
     cfg = LLMModel(provider="embedded", name=model_name, temperature=0.0, seed=0, max_tokens=256)
     agent = build_qa_agent(embedded_model(cfg, config.data_dir()))
     # load the weights outside the timing
-    await answer_question(agent, "warm-up?", items[0]["chunks"][:1], max_chars=200)
+    from evaluations.models.gguf import resolve
+    from evaluations.qa.embedded import _load, gguf_path
+
+    _load(gguf_path(resolve(model_name).name, config.data_dir()), 0, resolve(model_name).n_ctx)
     rows = []
     for i, item in enumerate(items):
         start = time.perf_counter()

@@ -168,22 +168,35 @@ def beir_command(path: str, **params) -> None:
     _run_dataset("beir", path, params)
 
 
-def _register_commands() -> None:
-    # Each package contributes its commands; imported here, not at module import of subpackages.
-    from .judges.cli import commands as judge_commands
-    from .experiments.cli import commands as experiment_commands  # compare, gate, history
-    from .scoring.cli import commands as scoring_commands  # score, run DATASET_FILE, golden
-    from .reports.cli import commands as report_commands  # report DIR
+#: command name -> the module whose ``commands`` list holds it; imported only when that command runs (or for
+#: --help), so ``evaluations beir …`` does not pay for statsmodels, matplotlib or the golden-set code
+LAZY_COMMANDS: dict[str, str] = {
+    "judge-agreement": "evaluations.judges.cli", "calibrate-judge": "evaluations.judges.cli",
+    "compare": "evaluations.experiments.cli", "gate": "evaluations.experiments.cli",
+    "history": "evaluations.experiments.cli", "matrix": "evaluations.experiments.matrix",
+    "score": "evaluations.scoring.cli", "run": "evaluations.golden.cli", "golden": "evaluations.golden.cli",
+    "report": "evaluations.reports.cli",
+}
 
-    for command in [*judge_commands, *experiment_commands, *scoring_commands, *report_commands]:
-        cli.add_command(command)
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in LAZY_COMMANDS:
+            import importlib
+
+            module = importlib.import_module(LAZY_COMMANDS[name])
+            command = next((c for c in module.commands if c.name == name), None)
+        return command
+
+
+cli.__class__ = _LazyGroup
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
-        _register_commands()
-    except ImportError:  # pragma: no cover - during development a package may be missing
-        pass
     try:
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:

@@ -229,14 +229,18 @@ def _after(out_dir: Path, config: Config, console: Console) -> None:
     """The run is safely written; now the reports for people and the history row. Either failing is a warning
     (the run's own files are complete), never a lost run."""
     from .experiments.history import record_run
+    from .experiments.otel import export_run_if_configured
     from .reports.writer import write_reports
 
     for label, step in (("report.html/report.md", lambda: write_reports(out_dir)),
-                        ("history", lambda: record_run(out_dir, config))):
+                        ("history", lambda: record_run(out_dir, config)),
+                        ("OpenTelemetry export", lambda: export_run_if_configured(out_dir))):
         try:
             step()
         except EvaluationsError as exc:
             console.print(f"[yellow]warning: {label} not written: {exc.render()}[/]")
+        except Exception as exc:  # noqa: BLE001 - an extra after the run must never lose the written run
+            console.print(f"[yellow]warning: {label} not written ({type(exc).__name__}: {exc})[/]")
 
 
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,

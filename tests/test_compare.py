@@ -75,7 +75,8 @@ def test_compare_json_shape_and_cases(comparison, scifact_runs):
 def test_every_statistic_matches_independent_oracles(comparison, scifact_runs):
     zero_diff_seen = ties_seen = discordant_seen = False
     for row in comparison["comparisons"]:
-        a_vals, b_vals = _case_values(scifact_runs["fts"], row["metric"]), _case_values(scifact_runs["hybrid"], row["metric"])
+        a_vals = _case_values(scifact_runs["fts"], row["metric"])
+        b_vals = _case_values(scifact_runs["hybrid"], row["metric"])
         names = sorted(a_vals)
         a, b = np.array([a_vals[n] for n in names]), np.array([b_vals[n] for n in names])
         d = b - a
@@ -189,7 +190,8 @@ def test_segments_per_tag(scifact_runs, tmp_path, cli):
     code, out, _ = cli(["compare", str(a), str(b), "--json", "--metrics", "ndcg@10,mrr@10,hit@10"])
     result = json.loads(out)
     records = [json.loads(line) for line in (a / "cases.jsonl").read_text().splitlines()]
-    groups = {tag: sorted(r["name"] for r in records if tag in r["tags"]) for tag in ("relevant:one", "relevant:several")}
+    groups = {tag: sorted(r["name"] for r in records if tag in r["tags"])
+              for tag in ("relevant:one", "relevant:several")}
     assert code == 0 and all(len(g) >= 2 for g in groups.values())
     assert set(result["segments"]) == set(groups)
     per_tag = segment_metrics(records)
@@ -204,3 +206,14 @@ def test_segments_per_tag(scifact_runs, tmp_path, cli):
         if np.any(x != y):
             assert row["p"]["t"] == pytest.approx(stats.ttest_rel(y, x).pvalue)
         assert len(segment["comparisons"]) == 3
+
+
+@pytest.mark.parametrize("copies", [1, 4, 10])  # n = 30, 120 (statsmodels returns an array there), 300
+def test_mde_has_power_point_eight_at_any_n(scifact_runs, copies):
+    from evaluations.experiments.stats import mde
+
+    a, b = _case_values(scifact_runs["fts"], "ndcg@10"), _case_values(scifact_runs["worse"], "ndcg@10")
+    d = np.tile([b[n] - a[n] for n in sorted(a)], copies)
+    n, sd = len(d), d.std(ddof=1)
+    crit, nc = stats.t.ppf(0.975, n - 1), mde(d) / sd * np.sqrt(n)
+    assert 1 - stats.nct.cdf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc) == pytest.approx(0.8, abs=1e-4)

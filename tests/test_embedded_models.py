@@ -120,7 +120,7 @@ def cases() -> list[tuple[str, list[RetrievedChunk], str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, n_cases", [("SmolLM2-135M-Instruct", 4), (QWEN, 2)])
+@pytest.mark.parametrize("name, n_cases", [("SmolLM2-135M-Instruct", 4), (QWEN, 1)])
 def test_answers_real_questions_deterministically(name, n_cases, cases):
     agent = build_qa_agent(embedded.embedded_model(LLMModel(name=name, temperature=0.0, seed=0, max_tokens=128)))
     results = []
@@ -138,7 +138,7 @@ def test_answers_real_questions_deterministically(name, n_cases, cases):
         assert usage["input_tokens"] > 50 and usage["output_tokens"] > 0 and usage["requests"] >= 1
 
     recalls = [r for _, r in results]
-    # observed (seed 0): SmolLM2 1.00, 0.91, 0.86, 0.67; Qwen 0.5B 1.00, 1.00
+    # observed (seed 0): SmolLM2 1.00, 0.91, 0.86, 0.67; Qwen 0.5B 0.83
     assert sum(r >= 0.6 for r in recalls) >= n_cases - 1
     assert sum(recalls) / len(recalls) >= 0.7
 

@@ -71,13 +71,14 @@ def judge():
 
 
 def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases):
-    from evaluations.judges.embedded import judge_params
+    from evaluations.judges.embedded import VerdictCache, judge_many, judge_params
 
     threshold = judge_params()["threshold"]
-    for e in clear_cases:
-        p, mass = judge.probability(e.question, e.references, e.answer)
-        assert 0.0 <= p <= 1.0 and 0.0 <= mass <= 1.0
-        assert mass > 0.5, "the model's next token should be a yes/no word"
+    cache = VerdictCache()  # filled here, reused by the evaluator and CLI tests below
+    probabilities = judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases], cache=cache)
+    for e, p in zip(clear_cases, probabilities):
+        _, info = cache.entry(VerdictCache.key(judge.id, e.question, e.references, e.answer))
+        assert 0.0 <= p <= 1.0 and 0.5 < info["yes_no_mass"] <= 1.0, "the next token should be a yes/no word"
         assert (p >= threshold) == e.label, (e.question, e.references, e.answer, p)
 
 

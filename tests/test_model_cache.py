@@ -1,7 +1,7 @@
 """The on-disk model-call cache (evaluations/models/cache.py) with real pydantic-ai agents and a real HTTP server.
 
-Calls are counted where they land: at tests/fake_llm_server.py. The end-to-end test runs the CLI three times
-against one cache file (separate processes): cold, warm (0 model calls) and ``--no-cache``.
+Calls are counted where they land: at tests/fake_llm_server.py. Two processes share one cache file; the CLI's
+``--no-cache`` reaches the config. (A whole CLI run, cold then warm: benchmarks/cache_rerun.py.)
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import gzip
 import itertools
 import json
 import sqlite3
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -18,7 +20,6 @@ from conftest import REPLIQA_20, SCIFACT
 from fake_llm_server import FakeLLMServer, bow_vector, tool_call
 from pydantic import BaseModel
 from pydantic_ai import Agent
-from test_cli_retrieval import run_cli
 
 from evaluations.config import load_config
 from evaluations.index.embedders import build_embedder
@@ -144,39 +145,32 @@ def test_server_embeddings_are_cached_per_text(tmp_path):
     assert CALL_STATS["embed"].as_dict() == {"calls": 10, "cached": 4, "live": 6, "failed": 0}
 
 
-def _qa_and_judge(gold: dict[str, str]):
-    def responder(request):
-        tool = request["tools"][0]["function"]
-        if "answer" in tool["parameters"]["properties"]:
-            question = request["messages"][-1]["content"].rsplit("Question: ", 1)[1].strip()
-            return tool_call(tool["name"], {"answer": gold[question], "cited_ids": [], "confidence": 0.8})
-        return tool_call(tool["name"], {"reason": "same", "pass": True, "score": 1.0})
+_PROCESS = """
+import sys
+from evaluations.config import load_config
+from evaluations.models.cache import call_stats
+from evaluations.qa.agent import build_qa_agent
+from evaluations.qa.models import build_model, model_settings
 
-    return responder
+config = load_config(None, {"qa.model": {"provider": "openai", "name": "qa-llm", "base_url": sys.argv[1]}})
+agent = build_qa_agent(build_model(config.qa.model, config), model_settings(config.qa.model))
+print(agent.run_sync(sys.argv[2]).output.answer)
+print(call_stats()["chat"]["cached"])
+"""
 
 
-def test_cli_rerun_in_a_new_process_makes_no_model_calls(tmp_path):
-    with gzip.open(REPLIQA_20, "rt") as handle:
-        gold = {row["question"]: row["answer"] for row in map(json.loads, handle)}
-    cache = tmp_path / "cache.sqlite"
-    with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=_qa_and_judge(gold)) as server:
-        def run(out: str) -> dict:
-            db = ["--db", str(tmp_path / "db")] + (["--skip-db"] if (tmp_path / "db").exists() else [])
-            proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "3", "--qa-model", "openai:qa-llm",
-                           "--judge", "openai:judge-llm", *db, "--out", str(tmp_path / out), "--no-progress",
-                           "--json", env={"EVALUATIONS_CACHE_PATH": str(cache), "OPENAI_BASE_URL": server.openai_url})
+def test_cache_persists_across_processes(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", str(tmp_path / "shared.sqlite"))  # config default, both processes
+    with FakeLLMServer(models=("qa-llm",), responder=_answer) as server:
+        outputs = []
+        for _ in range(2):
+            proc = subprocess.run([sys.executable, "-c", _PROCESS, server.openai_url, PROMPT], capture_output=True,
+                                  text=True, timeout=300)
             assert proc.returncode == 0, proc.stderr
-            return json.loads(proc.stdout[proc.stdout.index("{"):])
-
-        cold = run("cold")
-        n_cold = len(server.calls(CHAT))
-        warm = run("warm")
-        n_warm = len(server.calls(CHAT)) - n_cold
-    assert server.errors == []
-    assert n_cold == 6 and n_warm == 0  # 3 answers + 3 verdicts, then none
-    assert len(ModelCache(cache)) == 6
-    assert warm["answers"]["judges"]["llm_judge"] == cold["answers"]["judges"]["llm_judge"]
-    assert cold["answers"]["judges"]["llm_judge"]["mean"] == 1.0
+            outputs.append(proc.stdout.split())
+        assert len(server.calls(CHAT)) == 1  # the second process asked nobody
+    assert outputs[0][-1] == "0" and outputs[1][-1] == "1"  # cached calls in each process
+    assert outputs[0][:-1] == outputs[1][:-1] == ["Paris", "(qa-llm)"]
 
 
 def test_no_cache_flag_turns_the_cache_off(tmp_path, monkeypatch):

@@ -71,6 +71,9 @@ def check_page(browser, html: Path, screenshot: Path) -> object:
     pngs = list(html.parent.glob("report-*.png"))
     assert len(sizes) == len(pngs) > 0
     assert all(w > 50 and h > 50 for w, h in sizes), sizes
+    duplicate_ids = page.evaluate("() => { const ids = [...document.querySelectorAll('[id]')].map(e => e.id);"
+                                  " return ids.filter((id, i) => ids.indexOf(id) !== i); }")
+    assert duplicate_ids == []  # inline SVGs included: each chart's ids are its own
     page.screenshot(path=str(screenshot), full_page=True)
     return page
 
@@ -112,7 +115,7 @@ def test_readable_without_javascript(browser, scifact_runs, answers_run):
     page, errors, requests = open_report(browser, answers_run / "report.html", javascript=False)
     assert errors == [] and requests == []
     assert len(chart_sizes(page)) == len(list(answers_run.glob("report-*.png")))
-    assert page.locator("#headline").is_visible()
+    assert page.locator("table#headline").is_visible()
     assert page.locator("input.filter").count() == 0  # the filter box is JavaScript's only addition
     page.locator("details.case summary").first.click()  # the drill-down opens without JavaScript
     assert page.locator("details.case").first.locator(".case-body").is_visible()

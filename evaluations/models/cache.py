@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -41,6 +42,8 @@ from pydantic_ai.settings import ModelSettings
 
 if TYPE_CHECKING:
     from ..config import Config
+
+logger = logging.getLogger(__name__)
 
 KEY_VERSION = 1
 # message fields that are bookkeeping, not request content (they differ between identical requests)
@@ -136,6 +139,14 @@ class ModelCache:
         return found
 
     def put_many(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+        """Store ``items``; a cache that cannot be written (disk full, locked too long) only logs a warning:
+        the call it would have saved has already succeeded."""
+        try:
+            self._put_many(kind, items)
+        except sqlite3.Error as exc:
+            logger.warning("model-call cache %s not written: %s", self.path, exc)
+
+    def _put_many(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
         now = time.time()
         conn = self._connect()
         conn.execute("BEGIN IMMEDIATE")

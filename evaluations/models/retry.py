@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import httpx2
-from pydantic_ai.retries import HTTPX2TenacityTransport, AsyncHTTPX2TenacityTransport, RetryConfig, wait_retry_after
+from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, HTTPX2TenacityTransport, RetryConfig, wait_retry_after
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 if TYPE_CHECKING:

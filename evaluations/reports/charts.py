@@ -243,7 +243,7 @@ def pareto_scatter(panels: list[dict]) -> Figure:
         ax.set_ylabel(panel["ylabel"])
         ax.set_title(panel["title"], loc="left")
         ax.margins(0.15)
-        ax.legend(loc="lower right")
+        ax.legend(loc="best")
     return fig
 
 

@@ -250,24 +250,26 @@ def build_matrix_page(folder: Path) -> Page:
         fronts[axis] = sorted(front, key=lambda i: xs[i])
         panels.append({"x": xs, "y": ys, "labels": labels, "front": fronts[axis], "xlabel": xlabel,
                        "ylabel": metric_label(quality), "title": f"{axis.capitalize()} vs quality"})
+    extra = list(dict.fromkeys([quality, "ndcg@10", "recall@10"]))
     rows, keys = [], []
     for i, cell in enumerate(cells):
         marks = ", ".join(axis for axis, front in fronts.items() if i in front) or "—"
         tokens = cell.get("tokens") if isinstance(cell.get("tokens"), dict) else {}
         rows.append([Cell.number(i + 1)] + [Cell(str((cell.get("params") or {}).get(p, "—"))) for p in params]
-                    + [Cell.number(_cell_value(cell, quality)), Cell.number(_cell_value(cell, "ndcg@10")),
-                       Cell.number(_cell_value(cell, "recall@10")), Cell.number(_latency_p95(cell), 1),
+                    + [Cell.number(_cell_value(cell, m)) for m in extra]
+                    + [Cell.number(_latency_p95(cell), 1),
                        Cell.number(tokens.get("per_query"), 1), Cell.number(cell.get("cost_per_query"), 6),
                        Cell(marks, css="frontier" if marks != "—" else "muted")])
         keys.append(labels[i])
-    table = Table("matrix", ["#", *params, f"{metric_label(quality)} (quality)", "nDCG@10", "Recall@10",
+    table = Table("matrix", ["#", *params, f"{metric_label(quality)} (quality)", *map(metric_label, extra[1:]),
                              "latency p95 (ms)", "tokens/query", "cost/query (USD)", "Pareto frontier"], rows,
                   row_keys=keys, caption="One row per cell (a normal run, its folder in matrix.json); the number "
                                          "labels the cell's point in the charts.")
     section = Section("matrix", "Matrix", tables=[table])
     if panels:
         fig = charts.pareto_scatter(panels)
-        section.charts.append(charts.render(fig, "pareto", "Cost–quality and latency–quality with the Pareto frontier",
+        section.charts.append(charts.render(fig, "pareto", " and ".join(p["title"] for p in panels)
+                                            + " with the Pareto frontier",
                                             "Scatter of the cells, numbered as in the table; frontier cells: "
                                             + "; ".join(f"{p['title']}: " + ", ".join(str(i + 1) for i in p["front"])
                                                         for p in panels)))

@@ -1,0 +1,270 @@
+"""``evaluations matrix GRID.yaml``: every combination of embedders, search modes, QA models and judges, each a
+normal run in its own run folder, then one table and ``matrix.json``.
+
+Grid file (paths are relative to the grid file's folder)::
+
+    dataset: repliqa                 # a dataset command: repliqa, wix, beir, run, …
+    source: ../../shared/data/repliqa_samples/repliqa_sample20.jsonl.gz
+    limit: 20                        # optional: any run option (limit, k, split, skip_qa, skip_retrieval, concurrency)
+    config: ../haiku.rag.yaml        # optional
+    out: ../runs/matrix-repliqa      # optional (default runs/matrix-<grid file stem>)
+    quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge, else ndcg@10)
+    axes:
+      embedder: [embedded:all-MiniLM-L6-v2, embedded:multilingual-e5-small]
+      search_mode: [hybrid]
+      qa_model: [embedded:smollm2-135m, embedded:qwen2.5-coder-0.5b]
+      judge: [none]                  # "none": no LLM judge
+
+Cells share each embedder's index (the default LanceDB folder is per dataset and embedder, so the first cell
+builds it and the others find it up to date). A cell whose folder holds a finished run is skipped; one that was
+interrupted is resumed — the matrix resumes.
+
+Pareto fronts: a cell is on the cost–quality front when no other cell has quality ≥ and cost ≤ with one of them
+strict (likewise latency p95 for the latency–quality front). Each cell is compared with the best cell (highest
+quality) by ``compare`` (paired tests, Holm-corrected).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import EvaluationsError
+
+AXES = {  # axis -> config keys it sets (provider:name references are split)
+    "embedder": "embeddings.model",
+    "search_mode": "search.mode",
+    "qa_model": "qa.model",
+    "judge": "judge.model",
+}
+
+
+class Axes(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    embedder: list[str] = Field(default_factory=list)
+    search_mode: list[str] = Field(default_factory=list)
+    qa_model: list[str] = Field(default_factory=list)
+    judge: list[str] = Field(default_factory=list)
+
+
+class Grid(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    source: str | None = None
+    config: str | None = None
+    out: str | None = None
+    quality: str | None = None
+    limit: int | None = Field(default=None, ge=0)
+    k: list[int] | None = None
+    split: str | None = None
+    skip_qa: bool = False
+    skip_retrieval: bool = False
+    concurrency: int | None = Field(default=None, gt=0)
+    axes: Axes
+
+
+def load_grid(path: Path) -> Grid:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EvaluationsError(f"cannot read the grid file ({exc.strerror})", where=str(path),
+                               fix="check the path") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise EvaluationsError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where,
+                               fix="fix the YAML at that line") from None
+    try:
+        return Grid.model_validate(data or {})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        raise EvaluationsError(f"invalid grid: {problems}", where=str(path),
+                               fix="keys: dataset, source, config, out, quality, limit, k, split, skip_qa, "
+                                   "skip_retrieval, concurrency, axes {embedder, search_mode, qa_model, judge}") from None
+
+
+def cells(grid: Grid) -> list[dict[str, str]]:
+    """Every combination of the non-empty axes, in file order."""
+    axes = [(name, values) for name, values in grid.axes.model_dump().items() if values]
+    if not axes:
+        raise EvaluationsError("the grid has no axis values", where="axes", fix="list at least one axis value")
+    return [dict(zip([a for a, _ in axes], combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+
+def _overrides(params: dict[str, str]) -> dict[str, Any]:
+    from ..config import parse_model_ref
+
+    overrides: dict[str, Any] = {}
+    for axis, value in params.items():
+        key = AXES[axis]
+        if axis == "search_mode":
+            overrides[key] = value
+        elif axis == "judge" and value.lower() in ("none", ""):
+            overrides[key] = None
+        else:
+            ref = parse_model_ref(value, flag=f"axes.{axis}")
+            overrides[f"{key}.provider"] = ref["provider"]
+            if "name" in ref:
+                overrides[f"{key}.name"] = ref["name"]
+            if axis == "embedder":
+                overrides[f"{key}.vector_dim"] = None
+    return overrides
+
+
+def _slug(params: dict[str, str]) -> str:
+    from ..runs import slug
+
+    return slug("__".join(v.replace(":", "-") for v in params.values()))
+
+
+def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress: bool) -> tuple[Path, str]:
+    """Run (or skip, or resume) one cell; returns its folder and what happened."""
+    from ..adapters import get_spec
+    from ..config import load_config
+    from ..run import RunOptions, run
+
+    if (out / "summary.json").is_file():
+        return out, "skipped (finished)"
+    resume = out if (out / "run.json").is_file() else None
+    config = load_config(str(base / grid.config) if grid.config else None, _overrides(params))
+    spec = get_spec(grid.dataset)
+    options = RunOptions(
+        source=(base / grid.source) if grid.source else None, limit=grid.limit, split=grid.split,
+        name=_slug(params), ks=sorted(set(grid.k or config.evaluation.k)), skip_qa=grid.skip_qa or not spec.answers,
+        skip_retrieval=grid.skip_retrieval, out=None if resume else out, resume=resume,
+        concurrency=grid.concurrency or config.evaluation.concurrency, progress=progress)
+    qa = None
+    if not options.skip_qa:
+        from ..qa.plan import build_qa_plan
+
+        qa = build_qa_plan(config)
+    run(spec, options, config, qa=qa)
+    return out, "resumed" if resume else "ran"
+
+
+def _quality_name(grid: Grid, summaries: list[dict[str, Any]]) -> str:
+    if grid.quality:
+        return grid.quality
+    primary = next((s.get("answers", {}).get("primary_judge") for s in summaries
+                    if s.get("answers", {}).get("primary_judge")), None)
+    return primary or "ndcg@10"
+
+
+def quality_of(summary: dict[str, Any], name: str) -> float | None:
+    if name in summary.get("metrics", {}):
+        return summary["metrics"][name]
+    judge = summary.get("answers", {}).get("judges", {}).get(name)
+    return judge["mean"] if judge else None
+
+
+def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
+    """(quality: higher better, cost: lower better) -> on the front? Cells missing either value are not."""
+    front = []
+    for i, (q, c) in enumerate(points):
+        if q is None or c is None:
+            front.append(False)
+            continue
+        dominated = any(q2 is not None and c2 is not None and q2 >= q and c2 <= c and (q2 > q or c2 < c)
+                        for j, (q2, c2) in enumerate(points) if j != i)
+        front.append(not dominated)
+    return front
+
+
+def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dict[str, Any]:
+    import json
+
+    from .compare import compare_runs
+
+    summaries = [json.loads((d / "summary.json").read_text()) for _, d in done]
+    quality = _quality_name(grid, summaries)
+    rows = []
+    for (params, folder), summary in zip(done, summaries):
+        answers = summary.get("answers", {})
+        rows.append({
+            "params": params,
+            "metrics": {**summary.get("metrics", {}), **{k: v["mean"] for k, v in answers.get("judges", {}).items()}},
+            "quality": quality_of(summary, quality),
+            "latency_ms": {k: summary["latency_ms"].get(k) for k in ("p50", "p95", "p99", "mean")},
+            "tokens": {"per_query": answers.get("tokens", {}).get("per_query"),
+                       "per_correct_answer": answers.get("tokens", {}).get("per_correct_answer")},
+            "cost_per_query": answers.get("cost_usd", {}).get("per_query", 0.0),
+            "counts": summary.get("counts", {}),
+            "run_dir": str(folder),
+        })
+    points_cost = [(r["quality"], r["cost_per_query"]) for r in rows]
+    points_latency = [(r["quality"], r["latency_ms"]["p95"]) for r in rows]
+    for row, on_cost, on_latency in zip(rows, pareto(points_cost), pareto(points_latency)):
+        row["pareto"] = {"cost": on_cost, "latency": on_latency}
+    scored = [r for r in rows if r["quality"] is not None]
+    best = max(scored, key=lambda r: r["quality"]) if scored else None
+    comparisons: list[dict[str, Any]] = []
+    if best is not None and len(rows) > 1:
+        others = [r["run_dir"] for r in rows if r is not best]
+        result = compare_runs([best["run_dir"], *others], segments=False)
+        comparisons = result["comparisons"]
+    return {"grid": grid.model_dump(), "quality": quality, "best": best["params"] if best else None,
+            "cells": rows, "comparisons": comparisons}
+
+
+def _table(result: dict[str, Any]):
+    from rich.table import Table
+
+    cells_ = result["cells"]
+    axes = list(cells_[0]["params"]) if cells_ else []
+    table = Table(title=f"Matrix ({len(cells_)} cells; quality = {result['quality']})", title_justify="left")
+    for axis in axes:
+        table.add_column(axis)
+    for column in ("quality", "ndcg@10", "p95 ms", "tokens/q", "cost/q", "pareto"):
+        table.add_column(column, justify="right")
+    for cell in cells_:
+        marks = ",".join(k for k, v in cell["pareto"].items() if v) or "-"
+        quality, ndcg = cell["quality"], cell["metrics"].get("ndcg@10")
+        tokens = cell["tokens"]["per_query"]
+        table.add_row(*(cell["params"][a] for a in axes),
+                      "–" if quality is None else f"{quality:.3f}", "–" if ndcg is None else f"{ndcg:.3f}",
+                      "–" if cell["latency_ms"]["p95"] is None else f"{cell['latency_ms']['p95']:.0f}",
+                      "–" if tokens is None else f"{tokens:.0f}", f"{cell['cost_per_query']:.5f}", marks)
+    return table
+
+
+@click.command("matrix")
+@click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Matrix folder (default: the grid's).")
+@click.option("--json", "as_json", is_flag=True, help="Print matrix.json to stdout.")
+@click.option("--no-progress", is_flag=True, help="No progress bars.")
+def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool) -> None:
+    """Run every embedder × search mode × QA model × judge cell of GRID_FILE and compare them."""
+    import json
+
+    from ..console import make_console
+    from ..fsutil import atomic_write_json
+
+    console = make_console(stderr=True)
+    grid = load_grid(grid_file)
+    base = grid_file.resolve().parent
+    folder = out or (base / grid.out if grid.out else Path("runs") / f"matrix-{grid_file.stem}")
+    combos = cells(grid)
+    started = time.perf_counter()
+    done = []
+    for i, params in enumerate(combos, 1):
+        label = ", ".join(f"{k}={v}" for k, v in params.items())
+        console.print(f"[bold]cell {i}/{len(combos)}[/] {label}")
+        cell_dir, what = run_cell(grid, base, params, folder / _slug(params), progress=not no_progress)
+        console.print(f"  {what}: {cell_dir}")
+        done.append((params, cell_dir))
+    result = summarize_matrix(grid, done)
+    result["seconds"] = time.perf_counter() - started
+    atomic_write_json(folder / "matrix.json", result)
+    console.print(_table(result))
+    console.print(f"[green]wrote[/] {folder / 'matrix.json'}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+commands = [matrix_command]

@@ -1,0 +1,67 @@
+"""``evaluations matrix``: a real 2 × 2 grid on the RepliQA sample with offline models, end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+from conftest import REPLIQA_20
+from test_cli_retrieval import run_cli
+
+from evaluations.experiments.matrix import pareto
+
+
+def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
+    grid = {
+        "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 3, "k": [1, 5, 10],
+        "axes": {"search_mode": ["fts", "hybrid"], "qa_model": ["embedded:smollm2-135m", "embedded:qwen2.5-coder-0.5b"]},
+    }
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump(grid))
+    out = tmp_path / "matrix"
+    proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress", env={"EVALUATIONS_LLM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "matrix.json").read_text())
+    cells = result["cells"]
+    assert [c["params"] for c in cells] == [
+        {"search_mode": m, "qa_model": q} for m in ("fts", "hybrid")
+        for q in ("embedded:smollm2-135m", "embedded:qwen2.5-coder-0.5b")]
+    assert result["quality"] == "offline_correct"  # the primary judge when answers are judged
+    for cell in cells:
+        summary = json.loads((Path(cell["run_dir"]) / "summary.json").read_text())
+        assert summary["counts"]["cases"] == 3
+        assert cell["metrics"]["ndcg@10"] == summary["metrics"]["ndcg@10"]
+        assert cell["quality"] == summary["answers"]["judges"]["offline_correct"]["mean"]
+        assert summary["run"]["qa_model"]["name"] in cell["params"]["qa_model"]
+        assert set(cell["pareto"]) == {"cost", "latency"}
+    # the two search modes give different retrieval; the QA model does not change retrieval
+    assert cells[0]["metrics"]["ndcg@10"] == cells[1]["metrics"]["ndcg@10"]
+    # the latency front by its definition: no other cell at least as good on both with one strict
+    points = [(c["quality"], c["latency_ms"]["p95"]) for c in cells]
+    for cell, (q, lat) in zip(cells, points):
+        dominated = any(q2 >= q and l2 <= lat and (q2 > q or l2 < lat) for q2, l2 in points if (q2, l2) != (q, lat))
+        assert cell["pareto"]["latency"] == (not dominated)
+    assert result["comparisons"] and all(c["a"] != c["b"] for c in result["comparisons"])
+    # a second run skips every finished cell
+    again = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("skipped (finished)") == 4
+
+
+def test_pareto_front_on_ties_and_missing_values():
+    points = [(0.5, 1.0), (0.5, 1.0), (0.6, 2.0), (0.4, 0.5), (0.4, 3.0), (None, 0.1)]
+    assert pareto(points) == [True, True, True, True, False, False]
+
+
+def test_multilingual_e5_embedder_offline():
+    from evaluations.config import load_config
+    from evaluations.index.embedders import build_embedder
+
+    embedder = build_embedder(load_config(None, {"embeddings.model.name": "multilingual-e5-small"}))
+    docs = embedder.embed(["The cat sat on the mat.", "Quarterly revenue grew by ten percent."])
+    query = embedder.embed(["where did the cat sit"], kind="query")
+    assert docs.shape == (2, 384) and np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    scores = docs @ query[0]
+    assert scores[0] > scores[1]
