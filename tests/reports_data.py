@@ -45,7 +45,8 @@ def answers_run(tmp_path_factory) -> Path:
     from conftest import DATA
 
     from evaluations.judges.data import load_labelled
-    from evaluations.judges.evaluators import Containment, ExactMatch, JudgeAgreement, KeywordOverlap, OfflineJudge, TokenF1
+    from evaluations.judges.evaluators import (Containment, ExactMatch, JudgeAgreement, KeywordOverlap, OfflineJudge,
+                                               TokenF1)
     from evaluations.runs.records import record_from_case
     from evaluations.runs.summary import summarize
     from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs

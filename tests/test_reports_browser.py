@@ -24,7 +24,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 @pytest.fixture(scope="module")
 def browser():
-    assert Path(CHROMIUM).is_file(), "Debian's chromium is not installed: run scripts/setup.sh (apt-get install chromium)"
+    assert Path(CHROMIUM).is_file(), "Debian's chromium is missing: run scripts/setup.sh (apt-get install chromium)"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield browser
@@ -55,7 +55,8 @@ def open_report(browser, html: Path, *, javascript: bool = True):
 
 def chart_sizes(page) -> list[tuple[float, float]]:
     return page.eval_on_selector_all(
-        "figure.chart > svg", "svgs => svgs.map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+        "figure.chart > svg",
+        "svgs => svgs.map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
 
 
 def shown_headline(page) -> dict[str, list[str]]:
@@ -84,7 +85,8 @@ def test_run_reports_in_chromium(browser, scifact_runs, answers_run, tmp_path):
         summary = json.loads((folder / "summary.json").read_text())
         page = check_page(browser, folder / "report.html", tmp_path / f"{folder.name}.png")
         shown = shown_headline(page)
-        expected = {key: f"{value:,.{digits}f}" for key, _, value, digits in headline_values(summary) if value is not None}
+        expected = {key: f"{value:,.{digits}f}"
+                    for key, _, value, digits in headline_values(summary) if value is not None}
         assert {k: v[0] for k, v in shown.items()} == expected  # the numbers a reader sees = summary.json
         # optional sorting works where JavaScript runs: sort the judges / latency table by its second column
         table = page.locator("table.sortable").first
@@ -119,4 +121,13 @@ def test_readable_without_javascript(browser, scifact_runs, answers_run):
     assert page.locator("input.filter").count() == 0  # the filter box is JavaScript's only addition
     page.locator("details.case summary").first.click()  # the drill-down opens without JavaScript
     assert page.locator("details.case").first.locator(".case-body").is_visible()
+    page.context.close()
+
+
+def test_the_network_check_sees_requests(browser, tmp_path):
+    """The interception the checks above rely on does catch a page that fetches something (and its error)."""
+    page_file = tmp_path / "fetching.html"
+    page_file.write_text('<!doctype html><title>t</title><img src="https://example.invalid/chart.png" alt="x">')
+    page, errors, requests = open_report(browser, page_file)
+    assert "https://example.invalid/chart.png" in requests and errors
     page.context.close()

@@ -67,7 +67,7 @@ def _cli(db: Path, *extra: str) -> list[str]:
 
 
 def _env(server: FakeLLMServer, data: Path) -> dict[str, str]:
-    return {"OLLAMA_BASE_URL": server.url, "XDG_DATA_HOME": str(data)}
+    return {"OLLAMA_BASE_URL": server.url}
 
 
 @pytest.fixture(scope="module")
@@ -228,3 +228,23 @@ def test_repeat_and_tags_segments(tmp_path):
     segment = summary["segments"]["answerable"]
     assert segment["cases"] == 2 * ANSWERABLE
     assert segment["metrics"]["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])
+
+
+def test_ids_that_never_match_are_said_loudly(tmp_path, scifact_small):
+    """A user's system whose document ids differ from the dataset's (here: prefixed) scores 0 everywhere; the
+    run says why instead of printing zeros silently."""
+    (tmp_path / "prefixed_system.py").write_text(
+        "import json\n"
+        "from pathlib import Path\n"
+        f"DOCS = [json.loads(l)['_id'] for l in Path({str(scifact_small / 'corpus.jsonl')!r}).read_text().splitlines()]\n"
+        "def search(request):\n"
+        "    return {'retrieved': [{'id': 'doc-' + d, 'score': 1.0 / (i + 1)} for i, d in enumerate(DOCS[:10])]}\n")
+    out = tmp_path / "run"
+    proc = run_cli("beir", str(scifact_small), "--system", "prefixed_system:search", "--out", str(out),
+                   "--no-progress", env={"PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    (warning,) = summary["warnings"]
+    assert "ids" in warning["message"] and all(d.startswith("doc-") for d in warning["retrieved_examples"])
+    assert "warning: no retrieved id" in proc.stderr and "'doc-" in proc.stderr
+    assert summary["metrics"]["ndcg@10"] == 0.0 and summary["run"]["system"]

@@ -89,6 +89,10 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
 
 def failure_line(console: Console, summary: dict[str, Any]) -> None:
     """One clear closing line when any case did not complete, by stage."""
+    for warning in summary.get("warnings", []):
+        console.print(f"[bold yellow]warning: {warning['message']}. Retrieved ids, e.g. "
+                      f"{', '.join(map(repr, warning['retrieved_examples']))}; relevant ids, e.g. "
+                      f"{', '.join(map(repr, warning['relevant_examples']))}[/]")
     counts = summary["counts"]
     if not counts.get("incomplete"):
         return

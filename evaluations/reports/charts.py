@@ -1,8 +1,8 @@
 """Charts drawn with matplotlib: inline SVG for the HTML page, PNG for Markdown.
 
 Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global state). SVG text stays text
-(``svg.fonttype = none``: small, selectable, no embedded font to fetch), and each chart's SVG ids are salted
-with the chart id (``svg.hashsalt``) so several inline SVGs never share an id.
+(``svg.fonttype = none``: small, selectable, no embedded font to fetch), and each chart's SVG ids are prefixed
+with the chart id so several inline SVGs never share an id.
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ def figure(height: float, width: float = WIDTH) -> Figure:
 def render(fig: Figure, chart_id: str, title: str, alt: str) -> Chart:
     """The figure as a Chart: SVG (without the XML prologue, ids salted with ``chart_id``) and PNG bytes."""
     svg_buffer, png_buffer = io.StringIO(), io.BytesIO()
-    with matplotlib.rc_context({**_RC, "svg.hashsalt": chart_id}):
+    with matplotlib.rc_context({**_RC, "svg.hashsalt": chart_id}):  # stable ids: the same report twice is identical
         fig.savefig(svg_buffer, format="svg", metadata={"Date": None})
         fig.savefig(png_buffer, format="png", dpi=PNG_DPI, metadata={"Software": None})
     svg = svg_buffer.getvalue()
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    # matplotlib names groups "figure_1", "axes_1" … in every SVG: prefix every id (and each reference to it)
+    # with the chart id, so the page's inline SVGs never share an id
+    svg = re.sub(r'(\sid="|url\(#|href="#)([^")]+)', lambda m: f"{m.group(1)}{chart_id}-{m.group(2)}", svg)
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{_attr(alt)}" ', 1)
     return Chart(id=chart_id, title=title, alt=alt, svg=svg, png=png_buffer.getvalue())
 

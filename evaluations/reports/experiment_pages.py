@@ -79,7 +79,8 @@ def _comparison_headline(compare: dict, runs: dict[str, RunData | None]) -> Tabl
         keys.append(key)
     return Table("headline", columns, rows, row_keys=keys, sortable=False,
                  caption="Values from each run's summary.json; change = run − baseline, coloured (and starred) only "
-                         f"where the comparison found it significant (Holm-corrected p < {compare.get('alpha', 0.05)}); "
+                         "where the comparison found it significant (Holm-corrected p < "
+                         f"{compare.get('alpha', 0.05)}); "
                          "green = better, red = worse.")
 
 
@@ -161,7 +162,8 @@ def build_comparison_page(folder: Path) -> Page:
         reg.tables.append(Table("regressions", ["case", "metric", "run", "baseline value", "run value"],
                                 [[Cell(r["case"]), Cell(metric_label(r["metric"])), Cell(r.get("b", "")),
                                   Cell.number(r.get("value_a")), Cell.number(r.get("value_b"))] for r in regressions],
-                                caption="Cases that passed a judge or had hit@k = 1 in the baseline and fail in the run."))
+                                caption="Cases that passed a judge or had hit@k = 1 in the baseline and fail in "
+                                        "the run."))
         cards = []
         for name in dict.fromkeys(r["case"] for r in regressions):
             other = runs.get(next(r.get("b") for r in regressions if r["case"] == name))

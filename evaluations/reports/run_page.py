@@ -358,7 +358,8 @@ def case_card(record: dict, primary: str | None) -> CaseCard:
     expected = sorted(relevant.items(), key=lambda kv: (rank.get(kv[0], 10**9), kv[0]))
     return CaseCard(name=str(record.get("name")), why=why, query=str(record.get("query", "")), fields=fields,
                     retrieved=[(d, d in relevant) for d in retrieved[:10]],
-                    expected=[(f"{d} (rank {rank[d]})" if d in rank else f"{d} (not retrieved)", g) for d, g in expected],
+                    expected=[(f"{d} (rank {rank[d]})" if d in rank else f"{d} (not retrieved)", g)
+                              for d, g in expected],
                     judges=judges, errors=errors)
 
 
