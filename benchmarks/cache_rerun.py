@@ -59,20 +59,24 @@ def write_cases(path: Path, n: int) -> dict[str, str]:
 
 
 def responder(gold: dict[str, str]):
-    """QA: the gold answer, citing the first context id; judge: pass when the answer is a gold answer."""
+    """QA: the gold answer, citing the first context id; judge: pass when the answer is a gold answer.
+
+    Replies with a call of the request's output tool, or with the JSON text when the request offers no tools
+    (the structured-output modes without tools)."""
     answers = set(gold.values())
 
     def reply(request: dict) -> object:
-        tool = request["tools"][0]["function"]
         text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
-        if "answer" in tool["parameters"]["properties"]:
+        output = re.search(r"<Output>\s*(.*?)\s*</Output>", text, flags=re.S)
+        if output:  # the LLM judge
+            verdict = output.group(1) in answers
+            payload = {"reason": "compared with the gold answers", "pass": verdict, "score": float(verdict)}
+        else:
             question = text.rsplit("Question: ", 1)[1].strip()
             ids = re.findall(r"^\[([^\]]+)\]", text, flags=re.M)
-            return tool_call(tool["name"], {"answer": gold[question], "cited_ids": ids[:1], "confidence": 0.8})
-        output = re.search(r"<Output>\s*(.*?)\s*</Output>", text, flags=re.S)
-        verdict = bool(output) and output.group(1) in answers
-        return tool_call(tool["name"], {"reason": "compared with the gold answers", "pass": verdict,
-                                        "score": float(verdict)})
+            payload = {"answer": gold[question], "cited_ids": ids[:1], "confidence": 0.8}
+        tools = request.get("tools") or []
+        return tool_call(tools[0]["function"]["name"], payload) if tools else json.dumps(payload)
 
     return reply
 

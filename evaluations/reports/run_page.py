@@ -382,8 +382,8 @@ def _worst_section(records: list[dict], summary: dict) -> Section:
 def _facts(summary: dict) -> list[tuple[str, str]]:
     run, dataset, counts = summary.get("run") or {}, summary.get("dataset") or {}, summary.get("counts") or {}
     facts = [
-        ("dataset", f"{dataset.get('name', '?')} ({fmt(dataset.get('queries'))} queries, "
-                    f"{fmt(dataset.get('documents'))} documents)"),
+        ("dataset", f"{dataset.get('name', '?')} (" + ", ".join(
+            f"{fmt(dataset[k])} {k}" for k in ("queries", "documents") if dataset.get(k) is not None) + ")"),
         ("started", str(run.get("started", "—"))),
         ("duration", f"{fmt(_number(run.get('seconds')), 1)} s"),
         ("search", f"{run.get('search_mode', '—')} · embedder {run.get('embedder', '—')}"),
