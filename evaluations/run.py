@@ -319,7 +319,15 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     metadata["concurrency"] = concurrency
     metadata["repeat"] = options.repeat
 
-    # 4. the cases: each streamed to the folder as it finishes
+    # 4. the cases: each streamed to the folder as it finishes. Evaluator models are loaded first, so no case's
+    # latency (nor the event loop) pays for them.
+    from .models.cache import call_stats, reset_call_stats
+    from .models.retry import RETRY_STATS
+
+    reset_call_stats()
+    RETRY_STATS.reset()
+    if qa is not None and cases:
+        qa.warm()
     if cases:
         recorder = type("Recorder", (_Recorder,), {"folder": folder})
         dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
@@ -345,7 +353,14 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
                     "resumed": options.resume is not None, **metadata},
             "config": config.public_dict(),
             "config_source": config.source,
+            # this session's model calls (a resumed run counts only its own): cached replies keep their original
+            # token usage, so tokens and cost are the run's, while these counts say what was actually spent
+            "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
         })
+    if qa is not None:
+        from .reports.calibration import calibration_summary
+
+        summary["calibration"] = calibration_summary([r.model_dump(mode="json") for r in records], qa.primary_judge)
     folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                   markdown=markdown(summary), records=records)
     _after(folder.path, config, console)

@@ -109,13 +109,16 @@ def _dataset(examples, evaluator) -> tuple[Dataset, object]:
 def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
     from evaluations.judges.embedded import EmbeddedLLMJudge, VerdictCache
 
-    dataset, task = _dataset(clear_cases, EmbeddedLLMJudge(combined=False))
+    dataset, task = _dataset(clear_cases, EmbeddedLLMJudge())
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=3)
     assert not report.failures and all(not c.evaluator_failures for c in report.cases)
     labels = [bool(c.metadata.label) for c in report.cases]
     verdicts = [bool(c.assertions["llm_judge"].value) for c in report.cases]
     assert all(0 <= c.scores["llm_p_correct"].value <= 1 for c in report.cases)
     assert all("P(yes)" in c.assertions["llm_judge"].reason for c in report.cases)
+    # the shipped combined judge (judges/combined_judge.json): offline features + the LLM's P(yes)
+    assert all(0 <= c.scores["combined_p_correct"].value <= 1 for c in report.cases)
+    assert [bool(c.assertions["combined_correct"].value) for c in report.cases] == labels
     table = next(a for a in report.analyses if getattr(a, "title", "").startswith("Judge agreement"))
     row = next(r for r in table.rows if r[0] == "llm_judge")
     assert row[1] == len(clear_cases)

@@ -44,6 +44,7 @@ def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
         dominated = any(q2 >= q and l2 <= lat and (q2 > q or l2 < lat) for q2, l2 in points if (q2, l2) != (q, lat))
         assert cell["pareto"]["latency"] == (not dominated)
     assert result["comparisons"] and all(c["a"] != c["b"] for c in result["comparisons"])
+    assert (out / "report.html").stat().st_size > 0 and (out / "report.md").is_file()
     # a second run skips every finished cell
     again = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
     assert again.returncode == 0, again.stderr

@@ -114,6 +114,10 @@ def compare_command(run_dirs: tuple[Path, ...], baseline: str | None, metrics: s
     result = compare_runs(list(run_dirs), baseline=baseline, metrics=chosen, segments=not no_segments)
     if out:
         _err.print(f"[green]wrote[/] {write_compare(result, out)}")
+        from ..reports.writer import write_reports
+
+        written = write_reports(out)
+        _err.print(f"[green]wrote[/] {written.html} and {written.markdown}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

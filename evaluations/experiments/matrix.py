@@ -263,8 +263,11 @@ def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress
     result = summarize_matrix(grid, done)
     result["seconds"] = time.perf_counter() - started
     atomic_write_json(folder / "matrix.json", result)
+    from ..reports.writer import write_reports
+
+    write_reports(folder)
     console.print(_table(result))
-    console.print(f"[green]wrote[/] {folder / 'matrix.json'}")
+    console.print(f"[green]wrote[/] {folder / 'matrix.json'}, report.html, report.md")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
 commands = [matrix_command]

@@ -41,6 +41,13 @@ class QAPlan:
         for check in self.checks:
             check()
 
+    def warm(self) -> None:
+        """Load the in-process evaluator models (MiniLM for semantic similarity) before the first case."""
+        if any(isinstance(e, SemanticSimilarity) for e in self.evaluators):
+            from ..judges.semantic import semantic_similarity
+
+            semantic_similarity(["warm up"], "warm up")
+
 
 def build_qa_plan(config: Config) -> QAPlan:
     qa_model = config.qa.model

@@ -84,6 +84,11 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
     if lat["p50"] is not None:
         console.print(f"latency p50 {lat['p50']:.1f} ms · p95 {lat['p95']:.1f} ms · p99 {lat['p99']:.1f} ms")
     console.print("counts: " + " · ".join(f"{k} {v}" for k, v in counts.items()))
+    calls = summary.get("model_calls", {})
+    if calls.get("chat", {}).get("calls") or calls.get("embed", {}).get("calls"):
+        chat, retries = calls.get("chat", {}), calls.get("retries", {})
+        console.print(f"model calls: {chat.get('calls', 0)} (cached {chat.get('cached', 0)}, failed "
+                      f"{chat.get('failed', 0)}), retries {retries.get('retries', 0)}")
     failure_line(console, summary)
 
 
