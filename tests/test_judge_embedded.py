@@ -54,11 +54,11 @@ def mp_threads() -> str:
 @pytest.fixture(scope="module")
 def clear_cases() -> list[LabelledAnswer]:
     """Real TQ answers that are clear-cut: 3 whose normalised answer equals a gold alternative (labelled
-    correct) and 3 short ones sharing no token with any gold alternative (labelled incorrect)."""
+    correct) and 3 short ones sharing no token with any gold alternative (labelled incorrect), 6 questions."""
     rows = load_labelled(TQ, limit=600)
     right = [e for e in rows if e.label and lexical.exact_match(e.references, e.answer)][:3]
     wrong = [e for e in rows if not e.label and e.answer.strip() and len(e.answer.split()) <= 4
-             and lexical.token_f1(e.references, e.answer) == 0][:3]
+             and lexical.token_f1(e.references, e.answer) == 0 and e.question not in {r.question for r in right}][:3]
     assert len(right) == 3 and len(wrong) == 3
     return right + wrong
 
@@ -118,7 +118,8 @@ def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
     assert all("P(yes)" in c.assertions["llm_judge"].reason for c in report.cases)
     # the shipped combined judge (judges/combined_judge.json): offline features + the LLM's P(yes)
     assert all(0 <= c.scores["combined_p_correct"].value <= 1 for c in report.cases)
-    assert [bool(c.assertions["combined_correct"].value) for c in report.cases] == labels
+    combined = [bool(c.assertions["combined_correct"].value) for c in report.cases]
+    assert combined == labels, [(c.inputs.query, c.assertions["combined_correct"].reason) for c in report.cases]
     table = next(a for a in report.analyses if getattr(a, "title", "").startswith("Judge agreement"))
     row = next(r for r in table.rows if r[0] == "llm_judge")
     assert row[1] == len(clear_cases)
