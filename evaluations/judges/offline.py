@@ -25,7 +25,9 @@ from . import lexical
 from .semantic import semantic_similarity_batch
 from .text import normalize, tokens
 
-__all__ = ["FEATURES", "EXTERNAL_FEATURES", "llm_logit", "OfflineJudgeModel", "default_params_path", "feature_row", "feature_matrix"]
+__all__ = [
+    "FEATURES", "EXTERNAL_FEATURES", "llm_logit", "OfflineJudgeModel", "default_params_path", "feature_row", "feature_matrix",
+]
 
 # "I'm sorry", "as an AI", "I don't know", "no information", "couldn't find": the answer declines.
 _HEDGE = re.compile(
