@@ -15,7 +15,7 @@ from evaluations.experiments.matrix import pareto
 
 def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
     grid = {
-        "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 3, "k": [1, 5, 10],
+        "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 2, "k": [1, 5, 10],
         "axes": {"search_mode": ["fts", "hybrid"], "qa_model": ["embedded:smollm2-135m", "embedded:qwen2.5-coder-0.5b"]},
     }
     grid_file = tmp_path / "grid.yaml"
@@ -31,7 +31,7 @@ def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
     assert result["quality"] == "offline_correct"  # the primary judge when answers are judged
     for cell in cells:
         summary = json.loads((Path(cell["run_dir"]) / "summary.json").read_text())
-        assert summary["counts"]["cases"] == 3
+        assert summary["counts"]["cases"] == 2
         assert cell["metrics"]["ndcg@10"] == summary["metrics"]["ndcg@10"]
         assert cell["quality"] == summary["answers"]["judges"]["offline_correct"]["mean"]
         assert summary["run"]["qa_model"]["name"] in cell["params"]["qa_model"]
