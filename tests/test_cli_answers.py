@@ -106,16 +106,16 @@ def test_missing_judge_model_stops_before_any_work(tmp_path):
 @pytest.mark.slow
 def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     out = tmp_path / "out"
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "8", "--db", str(tmp_path / "db"),
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "4", "--db", str(tmp_path / "db"),
                    "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
     assert summary["run"]["qa_model"]["provider"] == "embedded"
-    assert summary["counts"]["cases"] == 8 == len(records)
+    assert summary["counts"]["cases"] == 4 == len(records)
     ok = [r for r in records if r["status"] == "ok"]
     failed = [r for r in records if r["status"] == "failed"]
     assert summary["counts"]["failed"] == len(failed) and all(r["error"] for r in failed)
-    assert len(ok) >= 5  # a 135M model: a few malformed outputs may still fail after retries, never silently
+    assert len(ok) >= 3  # a 135M model: a few malformed outputs may still fail after retries, never silently
     assert all(r["answer"]["answer"].strip() for r in ok)
     judges = summary["answers"]["judges"]
     for name in ("keyword_correct", "token_f1", "exact_match", "contains_gold", "semantic_similarity",
@@ -130,7 +130,7 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
 @pytest.mark.slow
 def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
     out = tmp_path / "out"
-    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "4", "--db", str(tmp_path / "db"),
+    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "4", "--search-mode", "fts", "--db", str(tmp_path / "db"),
                    "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)

@@ -54,8 +54,8 @@ def test_shipped_params_file_describes_itself():
 
 @pytest.mark.slow
 def test_shipped_params_reach_085_on_labelled_evouna(everything):
-    """Every 4th question of NQ + TQ (~5,900 answers; all 23.5k take minutes to embed on a cold cache)."""
-    questions = set(sorted({e.group for e in everything})[1::4])
+    """Every 8th question of NQ + TQ (~2,900 answers; all 23.5k take minutes to embed on a cold cache)."""
+    questions = set(sorted({e.group for e in everything})[1::8])
     rows = [e for e in everything if e.group in questions]
     model = OfflineJudgeModel.load()
     labels = np.array([e.label for e in rows])
@@ -63,7 +63,7 @@ def test_shipped_params_reach_085_on_labelled_evouna(everything):
     accuracy = float(np.mean(verdicts == labels))
     keyword = float(np.mean([lexical.keyword_correct(e.references, e.answer) for e in rows] == labels))
     assert accuracy >= 0.85 and accuracy > keyword
-    # a 9-parameter model: its accuracy on a quarter of the data is close to its cross-validated accuracy
+    # a 9-parameter model: its accuracy on an eighth of the data is close to its cross-validated accuracy
     assert accuracy == pytest.approx(model.info["cross_validation"]["accuracy"], abs=0.02)
 
 

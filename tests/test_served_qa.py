@@ -147,7 +147,7 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
     out = tmp_path / "out"
     config = tmp_path / "haiku.rag.yaml"  # short answers keep the test fast; the base URL comes from the env
     config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 96}\n  max_context_chars: 2000\n")
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "10", "--config", str(config),
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "5", "--config", str(config),
                    "--qa-model", f"openai:{llama_server.model_id}", "--db", str(tmp_path / "db"), "--out", str(out),
                    "--no-progress", "--concurrency", "1",
                    env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
@@ -156,7 +156,7 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert summary["run"]["qa_model"]["provider"] == "openai"
     assert summary["run"]["qa_model"]["base_url"] == llama_server.base_url
-    assert len(records) == summary["counts"]["cases"] == 10
+    assert len(records) == summary["counts"]["cases"] == 5
     answered = [r for r in records if r["answer"] and r["answer"]["answer"].strip()]
     modes = {}
     for r in records:

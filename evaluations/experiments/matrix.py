@@ -197,6 +197,7 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
                        "per_correct_answer": answers.get("tokens", {}).get("per_correct_answer")},
             "cost_per_query": answers.get("cost_usd", {}).get("per_query", 0.0),
             "counts": summary.get("counts", {}),
+            "seconds": summary.get("run", {}).get("seconds"),  # the cell's own run time
             "run_dir": str(folder),
         })
     points_cost = [(r["quality"], r["cost_per_query"]) for r in rows]
@@ -261,7 +262,8 @@ def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress
         console.print(f"  {what}: {cell_dir}")
         done.append((params, cell_dir))
     result = summarize_matrix(grid, done)
-    result["seconds"] = time.perf_counter() - started
+    result["seconds"] = time.perf_counter() - started  # this invocation (finished cells are skipped)
+    result["cells_seconds"] = sum(c["seconds"] or 0.0 for c in result["cells"])
     atomic_write_json(folder / "matrix.json", result)
     from ..reports.writer import write_reports
 
