@@ -121,8 +121,14 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     for name in ("keyword_correct", "token_f1", "exact_match", "contains_gold", "semantic_similarity",
                  "offline_correct", "coverage"):
         assert judges[name]["n"] == len(ok)
-    # SmolLM2 restates context: its answers share words with the gold answers well above chance
-    assert judges["token_f1"]["mean"] > 0.15 and judges["coverage"]["mean"] > 0.5
+    # SmolLM2 restates context: its answers share more words with their own gold answer than with the other
+    # questions' gold answers (the chance level), and are grounded in the context
+    from evaluations.judges.lexical import token_f1
+
+    own = [token_f1(r["gold_answers"], r["answer"]["answer"]) for r in ok]
+    others = [token_f1(o["gold_answers"], r["answer"]["answer"]) for r in ok for o in records if o is not r]
+    assert judges["token_f1"]["mean"] == pytest.approx(sum(own) / len(own))
+    assert sum(own) / len(own) > 1.5 * sum(others) / len(others) and judges["coverage"]["mean"] > 0.5
     assert summary["latency_ms"]["by_stage"]["llm"]["p50"] > 0
     assert summary["answers"]["tokens"]["total_output"] > 0
 
