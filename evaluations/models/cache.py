@@ -93,9 +93,12 @@ def call_stats() -> dict[str, dict[str, int]]:
     return {kind: stats.as_dict() for kind, stats in CALL_STATS.items()}
 
 
-def call_stats_line() -> str:
-    """``model calls: N (cached M)`` for the console (embedding requests counted apart when any)."""
-    chat, embed = CALL_STATS["chat"].as_dict(), CALL_STATS["embed"].as_dict()
+def call_stats_line(stats: dict[str, dict[str, int]] | None = None) -> str:
+    """``model calls: N (cached M)`` for the console (embedding requests counted apart when any), from
+    ``stats`` as ``call_stats()`` gives them (e.g. a run's ``summary.json`` ``model_calls``), default the live ones."""
+    stats = stats or call_stats()
+    empty = {"calls": 0, "cached": 0, "failed": 0}
+    chat, embed = stats.get("chat", empty), stats.get("embed", empty)
     line = f"model calls: {chat['calls']} (cached {chat['cached']}"
     line += f", failed {chat['failed']})" if chat["failed"] else ")"
     if embed["calls"]:

@@ -86,9 +86,9 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
     console.print("counts: " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     calls = summary.get("model_calls", {})
     if calls.get("chat", {}).get("calls") or calls.get("embed", {}).get("calls"):
-        chat, retries = calls.get("chat", {}), calls.get("retries", {})
-        console.print(f"model calls: {chat.get('calls', 0)} (cached {chat.get('cached', 0)}, failed "
-                      f"{chat.get('failed', 0)}), retries {retries.get('retries', 0)}")
+        from ..models.cache import call_stats_line
+
+        console.print(f"{call_stats_line(calls)}, retries {calls.get('retries', {}).get('retries', 0)}")
     failure_line(console, summary)
 
 
