@@ -175,7 +175,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "compare": "evaluations.experiments.cli", "gate": "evaluations.experiments.cli",
     "history": "evaluations.experiments.cli", "matrix": "evaluations.experiments.matrix",
     "score": "evaluations.scoring.cli", "run": "evaluations.golden.cli", "golden": "evaluations.golden.cli",
-    "report": "evaluations.reports.cli",
+    "report": "evaluations.reports.cli", "synth": "evaluations.synth.cli",
 }
 
 

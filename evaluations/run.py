@@ -319,15 +319,13 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     metadata["concurrency"] = concurrency
     metadata["repeat"] = options.repeat
 
-    # 4. the cases: each streamed to the folder as it finishes. Evaluator models are loaded first, so no case's
-    # latency (nor the event loop) pays for them.
+    # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)
+    # load on their first cache miss, in a worker thread: a re-run of the same answers never loads them.
     from .models.cache import call_stats, reset_call_stats
     from .models.retry import RETRY_STATS
 
     reset_call_stats()
     RETRY_STATS.reset()
-    if qa is not None and cases:
-        qa.warm()
     if cases:
         recorder = type("Recorder", (_Recorder,), {"folder": folder})
         dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](

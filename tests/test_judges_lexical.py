@@ -175,3 +175,53 @@ def test_judge_agreement_reports_pass_rates_without_labels(nq_rows):
     rates = {r[0]: r for r in table.rows}
     expected = sum(lexical.containment(e.references, e.answer) for e in rows) / len(rows)
     assert rates["contains_gold"][1:] == [len(rows), 1, round(expected, 4)]  # the no-gold case is "not judged"
+
+
+def test_semantic_and_offline_evaluators_reuse_cached_embeddings(tq_rows, tmp_path, monkeypatch):
+    """In a pydantic-evals run the semantic and offline judges give what the functions give; a second run of
+    the same answers takes every embedding from the on-disk cache (the model is never asked); cache=False
+    always asks it."""
+    import evaluations.judges.semantic as semantic
+    from evaluations.judges.evaluators import OfflineJudge, SemanticSimilarity
+    from evaluations.judges.offline import load_model
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    rows = [e for (line, system), e in tq_rows.items() if system == "gpt35"][:6]
+    answers = {e.question: e.answer for e in rows}
+    cases = [Case(name=e.source, inputs=RetrievalInputs(query=e.question),
+                  metadata=CaseMetadata(query_id=e.group, answers=list(e.references))) for e in rows]
+
+    async def task(inputs: RetrievalInputs) -> CaseOutput:
+        return CaseOutput(answer=Answer(answer=answers[inputs.query]))
+
+    embedded: list[int] = []
+    real = semantic._get_embedder()
+
+    class Counting:
+        def embed(self, texts, **kw):
+            embedded.append(len(texts))
+            return real.embed(texts, **kw)
+
+    monkeypatch.setattr(semantic, "_get_embedder", lambda: Counting())
+
+    def run(cache: bool):
+        judges = [SemanticSimilarity(cache=cache), OfflineJudge(cache=cache)]
+        dataset = Dataset(name="tq", cases=cases, evaluators=judges)
+        return {c.name: c for c in dataset.evaluate_sync(task, progress=False).cases}
+
+    first = run(cache=True)
+    assert sum(embedded) > 0 and semantic.default_cache_path().is_file()
+    embedded.clear()
+    second = run(cache=True)
+    assert embedded == []  # every vector came from the cache
+    third = run(cache=False)
+    assert sum(embedded) > 0
+    judge = load_model()
+    for e in rows:
+        expected = semantic.semantic_similarity(e.references, e.answer)
+        probability, verdict = judge.judge(e.references, e.answer)
+        for report in (first, second, third):
+            case = report[e.source]
+            assert case.scores["semantic_similarity"].value == pytest.approx(expected, abs=1e-6)
+            assert case.scores["offline_p_correct"].value == pytest.approx(probability, abs=1e-9)
+            assert case.assertions["offline_correct"].value is verdict

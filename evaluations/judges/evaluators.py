@@ -11,10 +11,12 @@ Result names are chosen so pass rates read well: ``keyword_correct``, ``exact_ma
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import numpy as np
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext, ReportEvaluator
 from pydantic_evals.evaluators import ReportEvaluatorContext
@@ -107,14 +109,19 @@ class SemanticSimilarity(Evaluator):
     """max cosine(all-MiniLM-L6-v2(gold), all-MiniLM-L6-v2(answer)); with a threshold, also a verdict."""
 
     threshold: float | None = None
+    #: embeddings from/to the on-disk judge-embedding cache (``semantic.default_cache_path``), so a re-run of
+    #: the same answers never loads the model; False recomputes them (``--no-cache``)
+    cache: bool = True
 
-    def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
+    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
         from .semantic import semantic_similarity
 
         pair = _gold_and_answer(ctx)
         if pair is None:
             return {}
-        similarity = semantic_similarity(*pair)
+        # the model (loaded on the first cache miss) runs in a worker thread, not on the event loop of the cases
+        similarity = await anyio.to_thread.run_sync(
+            functools.partial(semantic_similarity, *pair, cache_path=self.cache))
         result: dict[str, float | bool] = {"semantic_similarity": similarity}
         if self.threshold is not None:
             result["semantic_correct"] = similarity >= self.threshold
@@ -126,15 +133,17 @@ class OfflineJudge(Evaluator):
     """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file)."""
 
     params: str | None = None
+    cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
 
-    def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
+    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
         from .offline import load_model
 
         pair = _gold_and_answer(ctx)
         if pair is None:
             return {}
         model = load_model(self.params)
-        probability, verdict = model.judge(*pair)
+        probability, verdict = await anyio.to_thread.run_sync(
+            functools.partial(model.judge, *pair, cache_path=self.cache))
         reason = f"p(correct) = {probability:.2f}, threshold {model.threshold:g}"
         return {"offline_p_correct": probability, "offline_correct": EvaluationReason(verdict, reason=reason)}
 

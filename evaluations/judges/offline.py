@@ -207,11 +207,12 @@ class OfflineJudgeModel:
         prob = self.probability(matrix)
         return prob, prob >= self.threshold
 
-    def judge(self, refs: str | Sequence[str], answer: str, extras: dict[str, float] | None = None) -> tuple[float, bool]:
-        """(probability correct, verdict) for one answer."""
+    def judge(self, refs: str | Sequence[str], answer: str, extras: dict[str, float] | None = None, *,
+              cache_path: Path | None | bool = False) -> tuple[float, bool]:
+        """(probability correct, verdict) for one answer (``cache_path`` as ``judge_batch``'s; default no cache)."""
         alternatives = [refs] if isinstance(refs, str) else list(refs)
         columns = {k: [v] for k, v in (extras or {}).items()}
-        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=False, extras=columns)
+        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=cache_path, extras=columns)
         return float(prob[0]), bool(verdict[0])
 
 

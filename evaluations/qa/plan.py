@@ -41,20 +41,14 @@ class QAPlan:
         for check in self.checks:
             check()
 
-    def warm(self) -> None:
-        """Load the in-process evaluator models (MiniLM for semantic similarity) before the first case."""
-        if any(isinstance(e, SemanticSimilarity) for e in self.evaluators):
-            from ..judges.semantic import semantic_similarity
-
-            semantic_similarity(["warm up"], "warm up")
-
 
 def build_qa_plan(config: Config) -> QAPlan:
     qa_model = config.qa.model
     agent = build_qa_agent(build_model(qa_model, config), model_settings(qa_model))
     evaluators: list = [
         KeywordOverlap(threshold=config.judge.keyword_threshold), TokenF1(), ExactMatch(), Containment(),
-        SemanticSimilarity(), OfflineJudge(), Coverage(), ContextWaste(),
+        SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
+        Coverage(), ContextWaste(),
     ]
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}
