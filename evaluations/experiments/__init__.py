@@ -1,12 +1,28 @@
 """Experiments over run folders: compare (paired statistics), gate (quality rules), history (SQLite trend).
 
 Everything here reads run folders (``cases.jsonl`` + ``summary.json``), never live objects.
+
+The names below are loaded on first use (PEP 562): recording a run in the history after every run must not pay
+for scipy/statsmodels, which only ``compare`` and ``gate`` need.
 """
 
-from .compare import compare_runs, write_compare
-from .gate import Rules, load_rules, parse_rules, render, run_gate
-from .history import history_path, last_comparable, list_runs, record_run
-from .runfolder import RunFolder, load_run
+from __future__ import annotations
 
-__all__ = ["compare_runs", "write_compare", "Rules", "load_rules", "parse_rules", "render", "run_gate",
-           "history_path", "last_comparable", "list_runs", "record_run", "RunFolder", "load_run"]
+import importlib
+from typing import Any
+
+_HOME = {
+    "compare_runs": "compare", "write_compare": "compare",
+    "Rules": "gate", "load_rules": "gate", "parse_rules": "gate", "render": "gate", "run_gate": "gate",
+    "history_path": "history", "last_comparable": "history", "list_runs": "history", "record_run": "history",
+    "RunFolder": "runfolder", "load_run": "runfolder",
+}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
