@@ -93,6 +93,10 @@ def scripted(behaviour_of: dict[str, tuple[Document, str]], calls: dict[str, int
             pair = {"question": f"Is it true that {pair['answer']}?", "answer": pair["answer"]}
         elif behaviour == "vague":
             pair["question"] = "What is this about?"
+        elif behaviour == "not_a_question":
+            pair["question"] = f"The passage discusses {doc.title.rstrip('.')}."
+        elif behaviour == "not_standalone":
+            pair["question"] = f"What does the passage say about {doc.title.rstrip('.')}?"
         return ModelResponse(parts=[ToolCallPart(tool_name=info.output_tools[0].name, args=pair)])
 
     return FunctionModel(reply)
@@ -119,6 +123,18 @@ def test_each_filter_on_a_real_passage(scifact_rows):
     assert check_pair(good["question"], "Green cheese from the far side of the moon", shown) == "unsupported"
     assert check_pair(f"Does {good['answer']}?", good["answer"], shown) == "answer_in_question"
     assert check_pair("What is this about?", good["answer"], shown) == "vague"
+    # statements are not questions; imperatives and questions without "?" are
+    title = doc.title.rstrip(".")
+    assert check_pair(f"The passage discusses {title}.", good["answer"], shown) == "not_a_question"
+    assert check_pair(title, good["answer"], shown) == "not_a_question"
+    assert check_pair(f"Describe {title}", good["answer"], shown) is None
+    assert check_pair(f"what is known about {title}", good["answer"], shown) is None
+    # a question that points at its source cannot be asked of a corpus
+    for question in (f"What does the passage say about {title}?", f"According to the text, what is {title}?",
+                     f"What did this study find about {title}?", f"What do the authors conclude on {title}?"):
+        assert check_pair(question, good["answer"], shown) == "not_standalone", question
+    assert check_pair(f"What did the 2010 study of {title} find?", good["answer"], shown) is None  # a named study
+    assert check_pair(f"What is the text encoding of {title}?", good["answer"], shown) is None
     # half of the answer's keywords from the passage is not enough (SUPPORT_MIN 0.6); 2 of 3 is
     words = sorted(keywords(good["answer"]))[:2]
     assert check_pair(good["question"], f"{words[0]} zorblax", shown) == "unsupported"
@@ -151,12 +167,13 @@ def test_sampling_and_passages_are_seeded_and_bounded(scifact_rows):
 
 
 # -- the loop with scripted models ----------------------------------------------------------------------
-BAD = ["malformed", "unsupported", "refusal", "model_error", "answer_in_question", "empty", "vague"]
+BAD = ["malformed", "unsupported", "refusal", "model_error", "answer_in_question", "empty", "vague",
+       "not_a_question", "not_standalone"]
 
 
 def test_scripted_model_every_drop_reason_counted(scifact_rows):
     """30 real documents plus a copy of one (a corpus with a duplicated document): the model writes the same
-    question for both, the later one is the near-duplicate. The 10 other documents tried: 7 bad behaviours, 3 good."""
+    question for both, the later one is the near-duplicate. The 10 other documents tried: 9 bad behaviours, 1 good."""
     base = read_documents_from(scifact_rows[:30])
     slot = Document(id="slot", text=base[0].text)
     at = next(i for i in range(31) if [d.id for d in sample_order([*base[:i], slot, *base[i:]], SEED, 200)]
@@ -175,7 +192,7 @@ def test_scripted_model_every_drop_reason_counted(scifact_rows):
     assert result.tried == 12 and result.stopped == "max docs reached" and result.eligible == 31
     assert dict(result.dropped) == {**{b: 1 for b in BAD}, "duplicate": 1}
     assert result.generated == 12 - 2  # malformed and model_error produced no pair
-    assert len(result.records) == 4 == 12 - sum(result.dropped.values())
+    assert len(result.records) == 2 == 12 - sum(result.dropped.values())
     assert calls[behaviours_key(behaviours, "malformed")] == 1 + OUTPUT_RETRIES  # retried, then given up
     assert calls[behaviours_key(behaviours, "model_error")] == 1
     first, later = sorted((original.id, copy.id), key=tried.index)

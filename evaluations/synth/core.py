@@ -33,7 +33,8 @@ from .generate import QuestionWriter, WriteFailed
 __all__ = ["REASONS", "SynthOptions", "SynthResult", "passage", "record_id", "sample_order", "synthesize"]
 
 #: why a document gave no question, in the order the checks run
-REASONS = ("model_error", "malformed", "empty", "refusal", "unsupported", "answer_in_question", "vague", "duplicate")
+REASONS = ("model_error", "malformed", "empty", "not_a_question", "not_standalone", "refusal", "unsupported",
+           "answer_in_question", "vague", "duplicate")
 MAX_EXAMPLES = 3  # dropped pairs shown per reason in the summary
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s+")
 

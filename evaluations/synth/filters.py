@@ -3,6 +3,11 @@
 A pair is dropped with the first reason that applies (``check_pair``, then ``NearDuplicates``):
 
 - ``empty``: the question or the answer is blank;
+- ``not_a_question``: the "question" is a statement: it neither ends with "?" nor starts with a question word
+  (what, how, which, …, is/are/does/can …, or an imperative such as "name"/"list"/"describe");
+- ``not_standalone``: the question points at the text it came from ("the passage", "this study", "the
+  article", "according to the text", …): nobody searching a corpus asks that, and it cannot be answered
+  without being shown the passage, so it measures nothing about retrieval;
 - ``refusal``: the answer says the passage does not answer the question ("not mentioned", "cannot be
   determined", "no information", "I don't know", or just "unknown"/"none");
 - ``unsupported``: fewer than ``SUPPORT_MIN`` (60%) of the answer's keywords occur in the passage the model was
@@ -36,6 +41,15 @@ _REFUSAL = re.compile(
     r"|no (?:information|mention|answer|data)|does not (?:say|mention|specify|state)|doesnt (?:say|mention|specify)"
     r"|i do not know|i dont know|unanswerable)\b"
 )
+# on normalize()d text (no punctuation, no articles: "the passage" -> "passage")
+_QUESTION_START = re.compile(
+    r"^(?:what|whats|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would"
+    r"|will|has|have|had|may|might|must|shall|name|list|describe|explain|give|identify|state|define|compare)\b")
+# on the lower-cased question with its punctuation turned into spaces (articles kept: "the passage", not "passage")
+_POINTS_AT_SOURCE = re.compile(
+    r"\b(?:the|this|that|above|given|following|provided) (?:passage|excerpt|article|study|paper|authors?)\b"
+    r"|\b(?:this|the above|the given|the following|the provided) text\b"
+    r"|\b(?:in|from|according to|based on) the text\b")
 _BARE_REFUSAL = frozenset({"unknown", "none", "not applicable", "nothing", "no answer", "unclear"})
 
 
@@ -43,6 +57,10 @@ def check_pair(question: str, answer: str, passage: str) -> str | None:
     """The reason to drop the pair (module docstring, in that order), or None to keep it."""
     if not question.strip() or not answer.strip():
         return "empty"
+    if not question.rstrip().endswith("?") and not _QUESTION_START.search(normalize(question)):
+        return "not_a_question"
+    if _POINTS_AT_SOURCE.search(" ".join(re.sub(r"[^\w\s]", " ", question.lower()).split())):
+        return "not_standalone"
     said = normalize(answer)
     if said in _BARE_REFUSAL or _REFUSAL.search(said):
         return "refusal"
