@@ -10,7 +10,8 @@ Loopback only (127.0.0.1, port 0), one background thread, stopped when the ``wit
 - ``latency`` seconds are added to every request; ``inject(kind, times, path)`` queues faults:
   ``"500"``, ``"429"`` (with ``Retry-After: retry_after``), ``"timeout"`` (no reply for ``hang``
   seconds, then the connection is closed), ``"malformed"`` (a 200 with broken JSON), ``"drop"``
-  (connection closed, no reply), ``"400"`` (a bad request, not worth retrying).
+  (connection closed, no reply), ``"400"`` (a bad request, not worth retrying), ``"500-rejected"`` (a 500
+  whose body says the request was refused, as llama-cpp-python's server answers an unknown response_format).
 - ``fault_rate`` (0-1) makes that share of POST requests fail with a kind drawn from ``fault_kinds``
   (seeded by ``fault_seed``, so a run repeats); ``faults`` records every fault served as (kind, path).
 - a model not in ``models`` gets a 404 like Ollama's ``model "x" not found, try pulling it first``.
@@ -34,7 +35,7 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("500", "429", "timeout", "malformed", "drop", "400")
+FAULTS = ("500", "429", "timeout", "malformed", "drop", "400", "500-rejected")
 TRANSIENT_FAULTS = FAULTS[:5]  # what a client should retry
 
 
@@ -233,6 +234,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"error": "internal server error (injected)"})
         elif kind == "429":
             self._send(429, {"error": "rate limited (injected)"}, headers={"Retry-After": f"{self.fake.retry_after:g}"})
+        elif kind == "500-rejected":  # llama-cpp-python's server refusing a response_format it does not know
+            self._send(500, {"error": {"message": "1 validation error: {'type': 'literal_error', 'loc': ('body', "
+                                                  "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                                  "'json_object'\"}", "type": "internal_server_error"}})
         elif kind == "400":
             self._send(400, {"error": {"message": "bad request (injected)", "type": "invalid_request_error"}})
         elif kind == "timeout":

@@ -17,14 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from conftest import REPLIQA_20, SCIFACT
-from fake_llm_server import FakeLLMServer, bow_vector, tool_call
+from fake_llm_server import FakeLLMServer, Fault, bow_vector, tool_call
 from pydantic import BaseModel
 from pydantic_ai import Agent
 
 from evaluations.config import load_config
 from evaluations.index.embedders import build_embedder
 from evaluations.models.cache import CALL_STATS, CachedModel, ModelCache, call_stats_line, reset_call_stats
-from evaluations.qa.agent import INSTRUCTIONS, build_qa_agent
+from evaluations.types import RetrievedChunk
+from evaluations.qa.agent import INSTRUCTIONS, SERVED_LADDER, answer_question, build_qa_agent
 from evaluations.qa.models import build_model, model_settings
 
 CHAT = "/v1/chat/completions"
@@ -192,3 +193,43 @@ def test_no_cache_flag_turns_the_cache_off(tmp_path, monkeypatch):
                                           str(tmp_path / "db"), "--out", str(tmp_path / f"out{len(flags)}"), *flags])
         assert result.exit_code == 0, result.output
     assert seen == [True, False]
+
+
+def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
+    """A server like llama.cpp's: the output tool is ignored (the model chats), a JSON-schema response_format is
+    refused with HTTP 500, the schema in the prompt works. The first run walks the ladder (tool x3, native,
+    prompted); the same question again is replayed from the cache: the refused call is not made again, the
+    answer, mode and usage are the first run's, and every request counts as cached."""
+    import asyncio
+
+    def reply(request):
+        if request.get("response_format", {}).get("type") == "json_schema":
+            return Fault("500-rejected")
+        if request.get("tools"):
+            return "The capital is Paris, I think."
+        return json.dumps({"answer": "Paris", "cited_ids": ["c1"], "confidence": 0.8})
+
+    chunks = [RetrievedChunk(chunk_id="c1", doc_id="d1", text="The capital of France is Paris.", score=1.0)]
+    cache = tmp_path / "calls.sqlite"
+    with FakeLLMServer(models=("qa-llm",), responder=reply) as server:
+        def ask():
+            agent = _agent(server.openai_url, cache)  # a new agent each time: nothing remembered in-process
+            return asyncio.run(answer_question(agent, "What is the capital of France?", chunks, modes=SERVED_LADDER))
+
+        first = ask()
+        live = len(server.calls(CHAT))
+        assert first.mode == "prompted" and first.answer.answer == "Paris"
+        assert [a.mode for a in first.attempts] == ["tool", "native", "prompted"] and live == 3 + 1 + 1
+        assert "500" in first.attempts[1].error and CALL_STATS["chat"].as_dict()["failed"] == 1
+        reset_call_stats()
+        again = ask()
+        assert len(server.calls(CHAT)) == live  # not one request: the refused one is not asked again
+        assert (again.answer, again.mode, again.raw_text, again.usage) == (first.answer, first.mode, first.raw_text,
+                                                                          first.usage)
+        assert "not in the model-call cache" in again.attempts[1].error
+        assert CALL_STATS["chat"].as_dict() == {"calls": 4, "cached": 4, "live": 0, "failed": 0}
+        # without the cache the ladder runs live, refused call included
+        reset_call_stats()
+        agent = _agent(server.openai_url, cache, enabled=False)
+        third = asyncio.run(answer_question(agent, "What is the capital of France?", chunks, modes=SERVED_LADDER))
+        assert third.answer == first.answer and len(server.calls(CHAT)) == 2 * live

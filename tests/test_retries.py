@@ -88,15 +88,17 @@ def test_retry_after_is_honoured_and_capped():
     assert list(RETRY_STATS.waits) == [("HTTP 429", 1.0), ("HTTP 429", 0.2)]  # not the 0.01 s backoff
 
 
-@pytest.mark.parametrize("kind", ["400", "missing-model"])
+@pytest.mark.parametrize("kind", ["400", "missing-model", "500-rejected"])
 def test_other_4xx_are_not_retried(kind):
+    """Nor a 500 whose body says the request was refused (llama-cpp-python's answer to an unknown
+    response_format): the same request gets the same refusal, so waiting for it only costs the backoff."""
     with FakeLLMServer(models=("qa-llm",) if kind == "400" else ("another",), responder=_answer) as server:
-        if kind == "400":
-            server.inject("400", times=1, path=CHAT)
+        if kind != "missing-model":
+            server.inject(kind, times=1, path=CHAT)
         with pytest.raises(ModelHTTPError) as err:
             _ask(_agent(server))
         assert len(server.calls(CHAT)) == 1
-    assert err.value.status_code == (400 if kind == "400" else 404)
+    assert err.value.status_code == {"400": 400, "missing-model": 404, "500-rejected": 500}[kind]
     assert RETRY_STATS.as_dict()["retries"] == 0
     assert CALL_STATS["chat"].as_dict()["failed"] == 1
 

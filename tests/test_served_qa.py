@@ -169,3 +169,21 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
         assert r["qa"]["raw_text"]
     # retrieval stayed on: every case has a ranking and metrics
     assert all(r["retrieved"] and "ndcg@10" in r["metrics"] for r in records)
+    # the server refuses response_format json_schema with HTTP 500 and a validation error: not retried
+    calls = summary["model_calls"]
+    assert calls["retries"]["retries"] == 0 and calls["chat"]["live"] == calls["chat"]["calls"] > len(records)
+
+    # the same command again: every reply from the cache, none of the refused calls repeated, the same answers
+    again = tmp_path / "again"
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "5", "--config", str(config),
+                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(tmp_path / "db"), "--out", str(again),
+                   "--no-progress", "--concurrency", "1", "--skip-db",
+                   env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm = json.loads((again / "summary.json").read_text())
+    assert warm["model_calls"]["chat"]["live"] == 0 and warm["model_calls"]["chat"]["cached"] > 0
+    warm_records = [json.loads(line) for line in (again / "cases.jsonl").read_text().splitlines()]
+    for cold, hot in zip(records, warm_records, strict=True):
+        assert (hot["answer"], hot["qa"]["mode"], hot["qa"]["raw_text"], hot["usage"]) == \
+            (cold["answer"], cold["qa"]["mode"], cold["qa"]["raw_text"], cold["usage"])
+    assert warm["answers"]["judges"] == summary["answers"]["judges"]

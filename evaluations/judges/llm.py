@@ -101,17 +101,11 @@ def p_yes_from_logprobs(logprobs: list[dict[str, Any]] | None) -> float | None:
     return yes / (yes + no) if yes + no > 0 else None
 
 
-_REJECTION = ("validation", "unsupported", "not supported", "input should be", "invalid")
-
-
 def _rejects_request(exc: Exception) -> bool:
-    """The server refused this request's form (tools, response_format): HTTP 400/422, or a 5xx whose body says
-    so (llama-cpp-python's server answers 500 to a response_format it does not know). Not: auth, missing
-    model, overload, dropped connections."""
-    status = getattr(exc, "status_code", 0)
-    if status in (400, 422):
-        return True
-    return status >= 500 and any(word in str(getattr(exc, "body", "") or "").lower() for word in _REJECTION)
+    """The server refused this request's form (``models.retry.rejects_request`` on the HTTP error)."""
+    from ..models.retry import rejects_request
+
+    return rejects_request(getattr(exc, "status_code", 0), str(getattr(exc, "body", "") or ""))
 
 
 def parse_yes_no(text: str) -> bool | None:
@@ -170,10 +164,18 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
         return Grade(p >= 0.5, p, f"replied {result.output.strip()[:40]!r}; {source} = {p:.3f}", mode)
 
     async def grade(self, question: str, answer: str, gold: list[str]) -> Grade:
-        """The verdict of the first output mode that works (the remembered one first)."""
-        from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+        """The verdict of the first output mode that works (the remembered one first), replayed from the model-call
+        cache alone first (``models.cache.replay_first``: a re-run repeats none of the calls that failed)."""
+        from ..models.cache import replay_first
 
         prompt = judge_prompt(question, answer, gold, self.rubric)
+        return await replay_first(self.model, lambda: self._ladder(prompt))
+
+    async def _ladder(self, prompt: str) -> Grade:
+        from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+
+        from ..models.cache import CacheMiss
+
         order = list(self.modes)
         if self._working and self._working[0] in order:
             order.remove(self._working[0])
@@ -182,7 +184,7 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
         for mode in order:
             try:
                 grade = await self._run(mode, prompt)
-            except UnexpectedModelBehavior as exc:
+            except (UnexpectedModelBehavior, CacheMiss) as exc:
                 errors.append(f"{mode}: {exc}")
                 continue
             except ModelHTTPError as exc:

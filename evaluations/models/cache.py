@@ -17,6 +17,12 @@ so batches that overlap reuse each other's vectors.
 
 ``CALL_STATS`` counts, per kind ("chat", "embed"): ``hits`` (answered from the cache), ``misses`` (sent
 to the model), ``errors`` (failed calls); ``calls = hits + misses``.
+
+A stage that tries several requests until one works (the QA agent's and the LLM judge's output-mode ladders)
+runs through ``replay_first``: first answering every request from the cache only (a request that is not there,
+e.g. one that failed when the cache was filled, fails its step with ``CacheMiss`` instead of going to the
+model), then, only when the cached replies alone could not finish the stage, live. So a re-run of the same
+stage repeats none of the first run's failed calls, and returns what the first run returned.
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
@@ -240,6 +247,43 @@ def _load_response(text: str) -> ModelResponse:
     return response
 
 
+# -- replaying a stage from the cache -------------------------------------------------------------------
+class CacheMiss(Exception):
+    """A request that is not in the cache, met while a stage replays from the cache only (no call was made)."""
+
+
+@dataclass
+class _Replay:
+    hits: int = 0
+
+
+_REPLAY: ContextVar[_Replay | None] = ContextVar("evaluations_cache_replay", default=None)
+T = TypeVar("T")
+
+
+async def replay_first(model: Any, stage: Callable[[], Awaitable[T]]) -> T:
+    """``await stage()`` answered from the cache alone when it can be, else live (module docstring).
+
+    The replay's cache hits are counted only when it finished the stage; a stage that raised or met a
+    ``CacheMiss`` it could not get past is run again live (its cached requests are then counted there).
+    Without a cache (``--no-cache``, or a model not behind ``CachedModel``) the stage runs live at once."""
+    if not isinstance(model, CachedModel) or model.cache is None:
+        return await stage()
+    replay = _Replay()
+    token = _REPLAY.set(replay)
+    try:
+        result = await stage()
+        replayed = True
+    except Exception:  # noqa: BLE001 - whatever stopped the replay, the live run decides
+        replayed = False
+    finally:
+        _REPLAY.reset(token)
+    if not replayed:
+        return await stage()
+    model.stats.add(hits=replay.hits)
+    return result
+
+
 # -- the chat-model wrapper ------------------------------------------------------------------------
 class CachedModel(WrapperModel):
     """A pydantic-ai model answering repeated requests from ``cache`` (None: counts calls only).
@@ -264,12 +308,18 @@ class CachedModel(WrapperModel):
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         key = None
+        replay = _REPLAY.get()
         if self.cache is not None:
             key = self.key(messages, model_settings, model_request_parameters)
             stored = self.cache.get(key)
             if stored is not None:
-                self.stats.add(hits=1)
+                if replay is not None:
+                    replay.hits += 1
+                else:
+                    self.stats.add(hits=1)
                 return _load_response(stored)
+        if replay is not None:
+            raise CacheMiss("not in the model-call cache (the run that filled it did not get this reply)")
         self.stats.add(misses=1)
         try:
             response = await self.wrapped.request(messages, model_settings, model_request_parameters)

@@ -3,7 +3,9 @@
 Built on pydantic-ai's tenacity transports (``pydantic_ai.retries``); no hand-written loop. Retried:
 
 - timeouts and dropped connections (``TimeoutException``, ``NetworkError``, ``RemoteProtocolError``);
-- HTTP 429 and 5xx; a 429's ``Retry-After`` is honoured (capped at ``requests.max_retry_after``);
+- HTTP 429 and 5xx; a 429's ``Retry-After`` is honoured (capped at ``requests.max_retry_after``); but not a 5xx
+  whose body says the request itself was refused (``rejects_request``: llama-cpp-python's server answers an
+  unsupported ``response_format`` with HTTP 500 and a validation error), which no retry can change;
 - a 200 whose JSON body does not parse (a truncated reply), so it never reaches the client as a crash.
 
 Other 4xx (bad request, unknown model, bad key) are answered at once. Wait before retry n (1-based)::
@@ -90,9 +92,31 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+#: words in an error body that say the server refused the request's form (tools, response_format, a parameter)
+REJECTION_WORDS = ("validation", "unsupported", "not supported", "input should be", "invalid")
+
+
+def rejects_request(status: int, body: str) -> bool:
+    """The server refused this request's form: HTTP 400/422, or a 5xx whose body says so (llama-cpp-python's
+    server answers 500 to a ``response_format`` it does not know). Not: auth, a missing model, overload, a crash."""
+    if status in (400, 422):
+        return True
+    return status >= 500 and any(word in body.lower() for word in REJECTION_WORDS)
+
+
+def _body(response: httpx2.Response | httpx.Response) -> str:
+    try:
+        return response.content.decode("utf-8", "replace")
+    except (httpx2.ResponseNotRead, httpx.ResponseNotRead):  # a streamed reply: its body is the client's to read
+        return ""
+
+
 def check_response(response: httpx2.Response | httpx.Response) -> None:
-    """Raise ``RetryableStatus`` for 429/5xx, ``MalformedResponse`` for unparseable JSON (body already read)."""
+    """Raise ``RetryableStatus`` for 429/5xx (not for a refused request, ``rejects_request``), ``MalformedResponse``
+    for unparseable JSON (body already read)."""
     status = response.status_code
+    if status >= 500 and rejects_request(status, _body(response)):
+        return
     if status == 429 or status >= 500:
         raise RetryableStatus(f"HTTP {status} from {response.request.url}", request=response.request,
                               response=response)

@@ -207,11 +207,18 @@ async def answer_question(
     """Run ``agent`` on ``question`` with ``chunks`` as context, trying ``modes`` (default
     ``output_modes(agent.model)``) in order until one gives a valid ``Answer``.
 
-    The ladder starts at the mode that last worked for this model (module docstring).
+    The ladder starts at the mode that last worked for this model (module docstring). It is first replayed from
+    the model-call cache alone (``models.cache.replay_first``): a re-run repeats none of the calls that failed.
     Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts) when every mode failed.
     ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
     """
+    from ..models.cache import replay_first
+
     prompt = _prompt(question, format_context(chunks, max_chars))
+    return await replay_first(agent.model, lambda: _ladder(agent, prompt, modes))
+
+
+async def _ladder(agent: Agent[None, Answer], prompt: str, modes: tuple[str, ...] | None) -> QAResult:
     attempts: list[ModeAttempt] = []
     for mode in _ordered(modes or output_modes(agent.model), agent.model):
         with capture_run_messages() as messages:

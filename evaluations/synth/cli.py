@@ -202,7 +202,8 @@ def synth_command(corpus: Path, n: int, out: Path | None, overwrite: bool, model
     if not result.records:
         raise EvaluationsError(f"no question survived the filters ({result.tried} documents tried, "
                                f"{result.generated} pairs generated); nothing written", where=str(corpus),
-                               fix="see the dropped reasons above; try a larger model (--model) or another --seed")
+                               fix="see the dropped reasons above; try a larger model (e.g. --model "
+                                   "embedded:qwen2.5-coder-0.5b, or a served one) or another --seed")
     write_dataset(out, result.records)
     if summary["shortfall"]:
         more = "raise --max-docs" if result.stopped == "max docs reached" else "use a larger corpus"

@@ -91,6 +91,12 @@ class QuestionWriter:
         return getattr(self.agent.model, "model_name", str(self.agent.model))
 
     async def write(self, passage: str) -> Written:
+        """The first mode's pair, replayed from the model-call cache alone first (``models.cache.replay_first``)."""
+        from ..models.cache import replay_first
+
+        return await replay_first(self.agent.model, lambda: self._ladder(passage))
+
+    async def _ladder(self, passage: str) -> Written:
         failures: list[tuple[str, str, str]] = []  # (mode, reason, error)
         for mode in list(self.modes):
             try:
