@@ -13,6 +13,7 @@ import gzip
 import json
 import random
 import re
+import statistics
 from pathlib import Path
 
 import jsonschema
@@ -380,8 +381,16 @@ def test_embedded_model_writes_a_valid_set_from_real_documents(corpus_file, tmp_
     assert summary["dropped"]["model_error"] == 0 and summary["kept"] >= 1
     docs = {d.id: d for d in read_documents(corpus_file)}
     tried = [d.id for d in sample_order(list(docs.values()), SEED, 200)][:summary["tried"]]
+    overlaps = []
     for record in read_records(out):
         [source] = record.relevant_doc_ids
         assert source in tried  # the document the question was written from
         shown = passage(docs[source], 1200, SEED)
         assert check_pair(record.query, record.answers[0], shown) is None
+        asked = keywords(record.query)
+        overlaps.append(len(asked & keywords(shown)) / len(asked))
+    overlap = summary["question_overlap"]
+    assert overlap["mean"] == pytest.approx(statistics.fmean(overlaps), abs=1e-4)
+    assert overlap["median"] == pytest.approx(statistics.median(overlaps), abs=1e-4)
+    assert overlap["easy"] == (overlap["mean"] >= 0.85) and ("BM25 finds such questions easily" in proc.stderr) == \
+        overlap["easy"]

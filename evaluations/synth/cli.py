@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from rich.table import Table
 
 from ..console import make_console
 from ..errors import EvaluationsError
-from .core import REASONS, SynthOptions, SynthResult
+from .core import EASY_OVERLAP, REASONS, SynthOptions, SynthResult
 
 OUT_SUFFIXES = (".jsonl", ".json")
 _CORPUS_SUFFIXES = (".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
@@ -100,9 +101,19 @@ def summary_dict(result: SynthResult, options: SynthOptions, **context: Any) -> 
         "stopped": result.stopped, "eligible_documents": result.eligible, **context,
         "seed": options.seed, "max_doc_chars": options.max_doc_chars, "min_doc_chars": options.min_doc_chars,
         "max_docs": options.doc_budget(), "concurrency": options.concurrency,
+        "question_overlap": _overlap(result.overlaps),
         "output_modes": dict(result.modes), "tokens": result.tokens, "seconds": round(result.seconds, 2),
         "examples": result.examples,
     }
+
+
+def _overlap(values: list[float]) -> dict[str, Any] | None:
+    """Mean and median share of a kept question's keywords found in its passage (``core`` docstring)."""
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    return {"mean": round(mean, 4), "median": round(statistics.median(values), 4), "easy_above": EASY_OVERLAP,
+            "easy": mean >= EASY_OVERLAP}
 
 
 def show_summary(console: Console, summary: dict[str, Any]) -> None:
@@ -114,6 +125,8 @@ def show_summary(console: Console, summary: dict[str, Any]) -> None:
             table.add_row(f"dropped: {reason}", str(count))
     model = summary["model"]
     table.add_row("model", f"{model['provider']}:{model['name']}")
+    if summary["question_overlap"]:
+        table.add_row("question/passage overlap", f"{summary['question_overlap']['mean']:.2f} (mean)")
     table.add_row("seconds", f"{summary['seconds']:.1f}")
     console.print(table)
     for reason, shown in summary["examples"].items():
@@ -209,6 +222,12 @@ def synth_command(corpus: Path, n: int, out: Path | None, overwrite: bool, model
         more = "raise --max-docs" if result.stopped == "max docs reached" else "use a larger corpus"
         console.print(f"[bold yellow]warning:[/] only {len(result.records)} of {n} questions kept "
                       f"({result.stopped}); {more} for more", highlight=False)
+    overlap = summary["question_overlap"]
+    if overlap and overlap["easy"]:
+        console.print(f"[bold yellow]warning:[/] the kept questions reuse {overlap['mean']:.0%} of their keywords "
+                      f"from their passage (>= {EASY_OVERLAP:.0%}): BM25 finds such questions easily, so this set "
+                      "measures near-verbatim lookups more than real search; real queries share less (SciFact's "
+                      "48%, RepliQA's 78%)", highlight=False)
     console.print(f"[green]wrote[/] {escape(str(out))} ({len(result.records)} questions); evaluate it with: "
                   f"evaluations run {escape(str(out))} --corpus {escape(str(corpus))}", highlight=False)
 
