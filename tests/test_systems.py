@@ -177,3 +177,28 @@ def test_bad_system_specs_fail_before_any_work(world):
     with pytest.raises(EvaluationsError, match="not 'module:function'"):
         build_system("just-a-name")
     assert build_system("json:dumps").id == "json:dumps"
+
+
+def test_http_system_replies_are_cached_like_model_calls(world, server, tmp_path):
+    """With the cache on, a second identical run asks the endpoint nothing and scores the same rankings."""
+    url, seen = server
+    work, scifact, env, _ = world
+    config = tmp_path / "cached.yaml"
+    config.write_text(f"cache: {{enabled: true, path: {tmp_path / 'calls.sqlite'}}}\n")
+    env = {**env, "EVALUATIONS_CACHE_PATH": str(tmp_path / "calls.sqlite")}
+
+    def run(out: str) -> tuple[int, list[dict]]:
+        before = sum(seen.values())
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", f"{url}/cached",
+                               "--skip-qa", "--config", str(config), "--out", str(tmp_path / out), "--no-progress"],
+                              capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        records = [json.loads(line) for line in (tmp_path / out / "cases.jsonl").read_text().splitlines()]
+        return sum(seen.values()) - before, records
+
+    asked, cold = run("cold")
+    assert asked == len(cold) == 20
+    asked, warm = run("warm")
+    assert asked == 0
+    assert [(r["name"], r["retrieved"], r["metrics"]) for r in warm] == [(r["name"], r["retrieved"], r["metrics"])
+                                                                          for r in cold]
