@@ -6,6 +6,7 @@ Calls are counted where they land: at tests/fake_llm_server.py. Two processes sh
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import itertools
 import json
@@ -24,9 +25,9 @@ from pydantic_ai import Agent
 from evaluations.config import load_config
 from evaluations.index.embedders import build_embedder
 from evaluations.models.cache import CALL_STATS, CachedModel, ModelCache, call_stats_line, reset_call_stats
-from evaluations.types import RetrievedChunk
 from evaluations.qa.agent import INSTRUCTIONS, SERVED_LADDER, answer_question, build_qa_agent
 from evaluations.qa.models import build_model, model_settings
+from evaluations.types import RetrievedChunk
 
 CHAT = "/v1/chat/completions"
 PROMPT = "Context:\n[c1] The capital of France is Paris.\n\nQuestion: What is the capital of France?"
@@ -200,8 +201,6 @@ def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
     refused with HTTP 500, the schema in the prompt works. The first run walks the ladder (tool x3, native,
     prompted); the same question again is replayed from the cache: the refused call is not made again, the
     answer, mode and usage are the first run's, and every request counts as cached."""
-    import asyncio
-
     def reply(request):
         if request.get("response_format", {}).get("type") == "json_schema":
             return Fault("500-rejected")
@@ -212,8 +211,8 @@ def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
     chunks = [RetrievedChunk(chunk_id="c1", doc_id="d1", text="The capital of France is Paris.", score=1.0)]
     cache = tmp_path / "calls.sqlite"
     with FakeLLMServer(models=("qa-llm",), responder=reply) as server:
-        def ask():
-            agent = _agent(server.openai_url, cache)  # a new agent each time: nothing remembered in-process
+        def ask(enabled: bool = True):
+            agent = _agent(server.openai_url, cache, enabled=enabled)  # a new agent: nothing remembered in-process
             return asyncio.run(answer_question(agent, "What is the capital of France?", chunks, modes=SERVED_LADDER))
 
         first = ask()
@@ -230,6 +229,5 @@ def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
         assert CALL_STATS["chat"].as_dict() == {"calls": 4, "cached": 4, "live": 0, "failed": 0}
         # without the cache the ladder runs live, refused call included
         reset_call_stats()
-        agent = _agent(server.openai_url, cache, enabled=False)
-        third = asyncio.run(answer_question(agent, "What is the capital of France?", chunks, modes=SERVED_LADDER))
+        third = ask(enabled=False)
         assert third.answer == first.answer and len(server.calls(CHAT)) == 2 * live
