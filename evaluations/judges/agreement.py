@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import lexical
 from .data import LabelledAnswer
 
-__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges"]
+__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
+           "offline_batch"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
 #: verdict rule of the token-F1 judge: correct iff F1 >= F1_THRESHOLD
@@ -170,13 +172,23 @@ def _semantic(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return sims >= SEMANTIC_THRESHOLD
 
 
+def offline_batch(model: Any) -> BatchJudge:
+    """A batch judge running the ``OfflineJudgeModel`` ``model`` (non-answer screen first, as in a run)."""
+
+    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+        _, verdicts = model.judge_batch(
+            [e.references for e in examples], [e.answer for e in examples], progress=progress,
+            questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
+        )
+        return verdicts
+
+    return run
+
+
 def _offline(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
     from .offline import load_model
 
-    _, verdicts = load_model().judge_batch(
-        [e.references for e in examples], [e.answer for e in examples], progress=progress
-    )
-    return verdicts
+    return offline_batch(load_model())(examples, progress)
 
 
 def _keyword(threshold: float) -> BatchJudge:
@@ -199,9 +211,10 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
 
     judge = load_judge(data_dir=Config().data_dir())
     p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples], cache=VerdictCache(),
-                   progress=progress)
+                   progress=progress, answerable=[e.answerable for e in examples])
     _, verdicts = load_model(combined_params_path()).judge_batch(
-        [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)}
+        [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)},
+        questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
     )
     return verdicts
 

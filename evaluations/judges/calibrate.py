@@ -1,6 +1,8 @@
 """Fit the offline judge on human-labelled answers; cross-validate grouped by question.
 
-Model: standardise features, then L2 logistic regression (C = 1), verdict p ≥ 0.5.
+Model: standardise features, then L2 logistic regression (C = 1), verdict p ≥ 0.5, fitted on the rows the
+non-answer screen passes (``judges.nonanswer``; it decides the others), the strong and weak populations
+(``heldout.population_of``) weighted equally.
 CV: GroupKFold(k) with the question as group, so no question's answers are in both the training
 and the test fold; the reported accuracy is the pooled out-of-fold accuracy
 Σ_folds #correct / N, beside the classic rules (keyword > 0.7, exact match, containment)
@@ -19,20 +21,11 @@ import numpy as np
 from ..errors import EvaluationsError
 from . import lexical
 from .data import LabelledAnswer
+from .heldout import fit_logistic, population_of, population_weights
+from .nonanswer import screen
 from .offline import FEATURES, OfflineJudgeModel, feature_matrix
 
 __all__ = ["calibrate", "baseline_accuracies"]
-
-
-def _fit(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    from sklearn.linear_model import LogisticRegression
-
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=2000)
-    model.fit((x - mean) / scale, y)
-    return mean, scale, model.coef_[0].copy(), float(model.intercept_[0])
 
 
 def baseline_accuracies(examples: Sequence[LabelledAnswer], keyword_threshold: float = 0.7) -> dict[str, float]:
@@ -69,18 +62,24 @@ def calibrate(
     n_groups = len(set(groups.tolist()))
     if n_groups < folds:
         raise EvaluationsError(f"only {n_groups} questions for {folds}-fold CV", where=", ".join(sources))
+    screened = np.array([
+        np.nan if (d := screen(e.question, e.references, e.answer, answerable=e.answerable).decided) is None
+        else float(d) for e in examples])
+    passed = np.isnan(screened)
     x = feature_matrix(
         [e.references for e in examples], [e.answer for e in examples], names=features, cache_path=cache_path,
-        progress=progress,
+        progress=progress, questions=[e.question for e in examples],
     )
+    w = population_weights(np.array([population_of(e) for e in examples]))
     fold_acc, correct = [], 0
     for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
-        mean, scale, coef, intercept = _fit(x[train], y[train], c)
-        model = OfflineJudgeModel(tuple(features), mean, scale, coef, intercept)
-        hits = (model.probability(x[test]) >= 0.5) == y[test].astype(bool)
+        train = train[passed[train]]
+        model = fit_logistic(x[train], y[train], features, c, w[train])
+        verdicts = np.where(passed[test], model.probability(x[test]) >= 0.5, screened[test] == 1.0)
+        hits = verdicts == y[test].astype(bool)
         fold_acc.append(float(hits.mean()))
         correct += int(hits.sum())
-    mean, scale, coef, intercept = _fit(x, y, c)
+    final = fit_logistic(x[passed], y[passed], features, c, w[passed])
     info: dict[str, Any] = {
         "model": "logistic regression on standardised features, L2, C=%g; verdict p >= threshold" % c,
         "training_data": {
@@ -90,9 +89,12 @@ def calibrate(
             "incorrect": int(len(y) - y.sum()),
             "questions": n_groups,
             "selection": "one example per (question, system) answer with a human label; EVOUNA: improper == false",
+            "fitted_on": f"{int(passed.sum())} rows the non-answer screen passes (it decides the other "
+                         f"{int((~passed).sum())}); strong/weak populations weighted equally",
         },
         "cross_validation": {
-            "method": f"GroupKFold(n_splits={folds}) grouped by question; pooled out-of-fold accuracy",
+            "method": f"GroupKFold(n_splits={folds}) grouped by question; pooled out-of-fold accuracy of the "
+                      "screen + model",
             "accuracy": correct / len(y),
             "fold_accuracies": fold_acc,
             "baselines_same_rows": baseline_accuracies(examples),
@@ -100,4 +102,4 @@ def calibrate(
         },
         "fitted": {"date": _dt.date.today().isoformat(), "scikit_learn": sklearn_version},
     }
-    return OfflineJudgeModel(tuple(features), mean, scale, coef, intercept, 0.5, info)
+    return OfflineJudgeModel(tuple(features), final.mean, final.scale, final.coef, final.intercept, 0.5, info)

@@ -45,6 +45,7 @@ class LabelledAnswer:
     source: str = ""  # "file:line" for messages
     system: str = ""  # which system produced the answer, when known
     context: str = field(default="", repr=False)
+    answerable: bool = True  # False: the question has no answer in its source; a refusal is the correct reply
 
 
 def parse_label(value: Any, where: str) -> bool:

@@ -49,7 +49,7 @@ __all__ = [
 #: the embedded judge model (``judge.model.name`` / ``--judge embedded:NAME``)
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
 RUBRIC_PATH = shipped_path("answer_equivalence_yesno.md")  # package data: judges/ in a checkout (judges.shipped)
-N_CTX = 1024
+N_CTX = 2048  # the rubric with its worked examples (~600 tokens) + the case
 MAX_ANSWER_TOKENS = 160  # a longer candidate keeps its first tokens (the answer is stated early)
 YES = ("yes", "Yes", " yes", " Yes", "YES")
 NO = ("no", "No", " no", " No", "NO")
@@ -264,10 +264,23 @@ def judge_many(
     *,
     cache: VerdictCache | None = None,
     progress: Callable[[int], None] | None = None,
+    answerable: Sequence[bool] | None = None,
+    screen_answers: bool = True,
 ) -> np.ndarray:
-    """P(correct) for many (question, gold alternatives, answer) items, cached verdicts reused."""
+    """P(correct) for many (question, gold alternatives, answer) items, cached verdicts reused. With
+    ``screen_answers`` the non-answer screen decides first (``judges.nonanswer``: P = 0 for a non-answer, 1 for
+    a refusal to an unanswerable question) and the model is not run for those items."""
+    from .nonanswer import screen
+
     out = np.empty(len(items))
     for i, (question, refs, answer) in enumerate(items):
+        if screen_answers:
+            result = screen(question, list(refs), answer, answerable=answerable[i] if answerable is not None else True)
+            if result.decided is not None:
+                out[i] = float(result.decided)
+                if progress is not None:
+                    progress(1)
+                continue
         key = VerdictCache.key(judge.id, question, refs, answer) if cache is not None else ""
         p = cache.get(key) if cache is not None else None
         if p is None:
@@ -300,13 +313,14 @@ def combined_params_path() -> Path:
     return params_path().with_name("combined_judge.json")
 
 
-def combined_verdict(refs: Sequence[str], answer: str, p: float) -> dict[str, float | EvaluationReason]:
+def combined_verdict(refs: Sequence[str], answer: str, p: float, question: str = "",
+                     ) -> dict[str, float | EvaluationReason]:
     """``combined_p_correct`` / ``combined_correct``: the offline judge's features plus llm_logit(p)
     (``judges/combined_judge.json``, fitted by ``judges.heldout.write_params``)."""
     from .offline import llm_logit, load_model
 
     model = load_model(combined_params_path())
-    pc, verdict = model.judge(refs, answer, extras={"llm_logit": float(llm_logit(p))})
+    pc, verdict = model.judge(refs, answer, extras={"llm_logit": float(llm_logit(p))}, question=question)
     reason = f"p(correct) = {pc:.2f}, threshold {model.threshold:g} (offline features + LLM P(yes) {p:.2f})"
     return {"combined_p_correct": pc, "combined_correct": EvaluationReason(verdict, reason=reason)}
 
@@ -315,6 +329,9 @@ def combined_verdict(refs: Sequence[str], answer: str, p: float) -> dict[str, fl
 @dataclass(repr=False)
 class EmbeddedLLMJudge(Evaluator):
     """``llm_p_correct`` = P(correct) of the embedded judge; ``llm_judge`` = P ≥ threshold, with the reason.
+
+    The non-answer screen (``judges.nonanswer``) runs first: a non-answer is incorrect without a forward pass
+    (``answer_kind`` names its kind), and so is ``combined_correct``.
 
     ``threshold`` None: the calibrated one of ``judges/embedded_judge.json``. No answer or no gold: ``{}``.
     """
@@ -326,16 +343,20 @@ class EmbeddedLLMJudge(Evaluator):
     combined: bool = True  # also the combined judge (offline features + this P) when its parameters are shipped
     data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
+    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
         import anyio.to_thread
 
-        from .evaluators import _gold_and_answer
+        from .evaluators import judged_case, screened
 
-        pair = _gold_and_answer(ctx)
-        if pair is None or not pair[1].strip():
+        case = judged_case(ctx)
+        if case is None:
             return {}
-        refs, answer = pair
-        question = getattr(ctx.inputs, "query", None) or (ctx.inputs.get("query") if isinstance(ctx.inputs, dict) else "")
+        decided = screened(case, self.evaluation_name, "llm_p_correct")
+        if decided is not None:  # a non-answer (or an unanswerable question): no forward pass
+            if self.combined and combined_params_path().is_file():
+                decided.update(screened(case, "combined_correct", "combined_p_correct") or {})
+            return decided
+        refs, answer, question = case.refs, case.answer, case.question
         threshold = self.threshold if self.threshold is not None else float(judge_params()["threshold"])
 
         def run() -> float:
@@ -350,7 +371,7 @@ class EmbeddedLLMJudge(Evaluator):
             "llm_p_correct": p, self.evaluation_name: EvaluationReason(verdict, reason=reason)
         }
         if self.combined and combined_params_path().is_file():
-            out.update(await anyio.to_thread.run_sync(combined_verdict, refs, answer, p))
+            out.update(await anyio.to_thread.run_sync(combined_verdict, refs, answer, p, question))
         return out
 
     def build_serialization_arguments(self) -> dict[str, Any]:

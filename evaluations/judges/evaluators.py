@@ -34,6 +34,9 @@ __all__ = [
     "OfflineJudge",
     "JudgeAgreement",
     "VERDICT_NAMES",
+    "JudgedCase",
+    "judged_case",
+    "screened",
 ]
 
 #: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion);
@@ -59,6 +62,46 @@ def _gold_and_answer(ctx: EvaluatorContext) -> tuple[list[str], str] | None:
     if not refs or answer is None:
         return None
     return refs, answer
+
+
+@dataclass(frozen=True)
+class JudgedCase:
+    """What a correctness judge needs of a case: question, gold alternatives (empty when unanswerable), answer."""
+
+    question: str
+    refs: list[str]
+    answer: str
+    answerable: bool
+
+
+def judged_case(ctx: EvaluatorContext) -> JudgedCase | None:
+    """The case as a correctness judge sees it, or None when there is nothing to judge: no answer (QA skipped
+    or failed: counted by the summary, not judged here), or an answerable question without gold answers."""
+    answer = _field(_field(ctx.output, "answer"), "answer")
+    if answer is None:
+        return None
+    refs = [r for r in (_field(ctx.metadata, "answers") or []) if isinstance(r, str) and r.strip()]
+    answerable = bool(_field(ctx.metadata, "answerable", True))
+    if answerable and not refs:
+        return None
+    question = _field(ctx.inputs, "query", "") or ""
+    return JudgedCase(str(question), refs, str(answer), answerable)
+
+
+def screened(case: JudgedCase, name: str, p_name: str | None = None) -> dict[str, Any] | None:
+    """The non-answer screen's verdict (``judges.nonanswer``) as evaluator results, or None to let the judge
+    decide: ``{name: EvaluationReason(verdict, reason), p_name: 0.0 / 1.0, "answer_kind": kind}``."""
+    from .nonanswer import screen
+
+    result = screen(case.question, case.refs, case.answer, answerable=case.answerable)
+    if result.decided is None:
+        return None
+    out: dict[str, Any] = {name: EvaluationReason(result.decided, reason=f"screen: {result.reason}")}
+    if p_name:
+        out[p_name] = float(result.decided)
+    if result.kind:
+        out["answer_kind"] = result.kind
+    return out
 
 
 @dataclass(repr=False)
@@ -130,20 +173,24 @@ class SemanticSimilarity(Evaluator):
 
 @dataclass(repr=False)
 class OfflineJudge(Evaluator):
-    """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file)."""
+    """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file), after
+    the non-answer screen (``judges.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
 
     params: str | None = None
     cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | EvaluationReason]:
+    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
         from .offline import load_model
 
-        pair = _gold_and_answer(ctx)
-        if pair is None:
+        case = judged_case(ctx)
+        if case is None:
             return {}
+        decided = screened(case, "offline_correct", "offline_p_correct")
+        if decided is not None:
+            return decided
         model = load_model(self.params)
         probability, verdict = await anyio.to_thread.run_sync(
-            functools.partial(model.judge, *pair, cache_path=self.cache))
+            functools.partial(model.judge, case.refs, case.answer, question=case.question, cache_path=self.cache))
         reason = f"p(correct) = {probability:.2f}, threshold {model.threshold:g}"
         return {"offline_p_correct": probability, "offline_correct": EvaluationReason(verdict, reason=reason)}
 

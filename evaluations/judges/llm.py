@@ -16,7 +16,8 @@ form (HTTP 400/422, or a 5xx whose body names a validation error, as llama-cpp-p
 ``json_schema`` response format); transport errors, auth and overload are not degraded. The first mode that worked is remembered and
 tried first for later cases. Per case: ``llm_judge`` (verdict with reason), ``llm_p_correct``
 (P(correct): the text mode's probability, else ``score``), ``llm_judge_mode`` (label: the mode used).
-No answer or no gold: ``{}``. When every mode fails the evaluator raises and pydantic-evals records an
+No answer or no gold: ``{}``. The non-answer screen (``judges.nonanswer``) runs first: a non-answer is
+incorrect without asking the model (``answer_kind`` names its kind). When every mode fails the evaluator raises and pydantic-evals records an
 evaluator failure for the case (shown and counted, never dropped).
 
 Provider ``embedded``: ``judges.embedded.EmbeddedLLMJudge`` (yes/no logits of an in-process model).
@@ -198,11 +199,15 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
         raise UnexpectedModelBehavior("no judge output mode worked (retries exhausted): " + "; ".join(errors))
 
     async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> dict[str, Any]:
-        answer = ctx.output.answer.answer.strip() if ctx.output is not None and ctx.output.answer else ""
-        gold = list(ctx.metadata.answers) if ctx.metadata is not None else []
-        if not answer or not gold:
+        from .evaluators import judged_case, screened
+
+        case = judged_case(ctx)
+        if case is None:
             return {}
-        grade = await self.grade(ctx.inputs.query, answer, gold)
+        decided = screened(case, self.evaluation_name, "llm_p_correct")
+        if decided is not None:  # a non-answer (or an unanswerable question): the model is not asked
+            return decided
+        grade = await self.grade(case.question, case.answer.strip(), case.refs)
         return {
             self.evaluation_name: EvaluationReason(grade.verdict, reason=grade.reason),
             "llm_p_correct": grade.p_correct,
@@ -281,7 +286,7 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
         def run_embedded(examples: Any, progress: Any = None) -> np.ndarray:
             judge = load_judge(name, config.data_dir())
             items = [(e.question, e.references, e.answer) for e in examples]
-            p = judge_many(judge, items, cache=store, progress=progress)
+            p = judge_many(judge, items, cache=store, progress=progress, answerable=[e.answerable for e in examples])
             return (p >= float(judge_params()["threshold"])).astype(float)
 
         return run_embedded
@@ -289,12 +294,19 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
     import asyncio
     import hashlib
 
+    from .nonanswer import screen
+
     judge: AnswerEquivalenceJudge = llm_judge(model_cfg, config)  # type: ignore[assignment]
     judge_id = hashlib.sha256(f"{model_cfg.provider}:{model_cfg.name}:{model_cfg.base_url}\0{judge.rubric}".encode())
     judge_id_hex = judge_id.hexdigest()[:16]
 
     def run_served(examples: Any, progress: Any = None) -> np.ndarray:
         async def one(e: Any, gate: asyncio.Semaphore) -> float:
+            decided = screen(e.question, list(e.references), e.answer, answerable=e.answerable).decided
+            if decided is not None:  # the non-answer screen, as in a run
+                if progress is not None:
+                    progress(1)
+                return float(decided)
             key = VerdictCache.key(judge_id_hex, e.question, e.references, e.answer)
             entry = store.entry(key) if store is not None else None
             if entry is None:

@@ -2,6 +2,9 @@
 
 p(correct | refs, answer) = σ(b + Σ_j w_j · (x_j − μ_j) / s_j),  verdict = p ≥ threshold,
 
+after the non-answer screen (``judges.nonanswer.screen``): an answer it classifies as a non-answer gets p = 0
+(a refusal to an unanswerable question p = 1) and never reaches the model,
+
 with x the features below, (μ, s) the standardisation and (w, b, threshold) read from a JSON
 file (default: ``$EVALUATIONS_JUDGES_DIR/offline_judge.json``, else the shipped package data,
 ``judges/offline_judge.json`` in the repository). Nothing is fitted here; only
@@ -23,6 +26,7 @@ import numpy as np
 from ..errors import EvaluationsError
 from . import lexical
 from .semantic import semantic_similarity_batch
+from .nonanswer import informative_recall, novelty, screen
 from .text import normalize, tokens
 
 __all__ = [
@@ -36,10 +40,10 @@ _HEDGE = re.compile(
     r"definitive) (?:answer|information)|unclear|not (?:been )?(?:announced|specified|available))\b"
 )
 
-FeatureFn = Callable[[Sequence[str], str, float], float]
+FeatureFn = Callable[[str, Sequence[str], str, float], float]  # (question, gold alternatives, answer, similarity)
 
 
-def _hedge(refs: Sequence[str], answer: str, sim: float) -> float:
+def _hedge(q: str, refs: Sequence[str], answer: str, sim: float) -> float:
     return float(bool(_HEDGE.search(normalize(answer))))
 
 
@@ -47,17 +51,21 @@ def _log_len(text_tokens: int) -> float:
     return math.log1p(text_tokens)
 
 
-#: feature name -> f(gold alternatives, answer, semantic similarity). Order is the model's order.
+#: feature name -> f(question, gold alternatives, answer, semantic similarity). Order is the model's order.
+#: ``informative_recall`` and ``novelty`` are the non-answer screen's signals (``judges.nonanswer``): recall of
+#: the gold's keywords that are not the question's, and the share of the answer's keywords the question lacks.
 _FEATURE_FNS: dict[str, FeatureFn] = {
-    "containment": lambda r, a, s: float(lexical.containment(r, a)),
-    "exact_match": lambda r, a, s: float(lexical.exact_match(r, a)),
-    "token_f1": lambda r, a, s: lexical.token_f1(r, a),
-    "token_recall": lambda r, a, s: lexical.token_recall(r, a),
-    "keyword_overlap": lambda r, a, s: lexical.keyword_overlap(r, a),
-    "semantic_similarity": lambda r, a, s: s,
-    "log_answer_tokens": lambda r, a, s: _log_len(len(tokens(a))),
-    "log_gold_tokens": lambda r, a, s: _log_len(min((len(tokens(x)) for x in r), default=0)),
+    "containment": lambda q, r, a, s: float(lexical.containment(r, a)),
+    "exact_match": lambda q, r, a, s: float(lexical.exact_match(r, a)),
+    "token_f1": lambda q, r, a, s: lexical.token_f1(r, a),
+    "token_recall": lambda q, r, a, s: lexical.token_recall(r, a),
+    "keyword_overlap": lambda q, r, a, s: lexical.keyword_overlap(r, a),
+    "semantic_similarity": lambda q, r, a, s: s,
+    "log_answer_tokens": lambda q, r, a, s: _log_len(len(tokens(a))),
+    "log_gold_tokens": lambda q, r, a, s: _log_len(min((len(tokens(x)) for x in r), default=0)),
     "hedge": _hedge,
+    "informative_recall": lambda q, r, a, s: informative_recall(q, r, a),
+    "novelty": lambda q, r, a, s: novelty(q, a),
 }
 FEATURES: tuple[str, ...] = tuple(_FEATURE_FNS)
 #: features computed elsewhere and passed in ``extras``: the embedded LLM judge's log-odds
@@ -73,11 +81,12 @@ def llm_logit(p: float | np.ndarray) -> float | np.ndarray:
 
 def feature_row(
     refs: Sequence[str], answer: str, semantic: float, names: Sequence[str] = FEATURES,
-    extras: dict[str, float] | None = None,
+    extras: dict[str, float] | None = None, question: str = "",
 ) -> list[float]:
     """The named features of one (gold alternatives, answer) pair, given its semantic similarity (and extras)."""
     extras = extras or {}
-    return [extras[name] if name in EXTERNAL_FEATURES else _FEATURE_FNS[name](refs, answer, semantic) for name in names]
+    return [extras[name] if name in EXTERNAL_FEATURES else _FEATURE_FNS[name](question, refs, answer, semantic)
+            for name in names]
 
 
 def feature_matrix(
@@ -88,10 +97,12 @@ def feature_matrix(
     cache_path: Path | None | bool = True,
     progress: Callable[[int], None] | None = None,
     extras: dict[str, Sequence[float]] | None = None,
+    questions: Sequence[str] | None = None,
 ) -> np.ndarray:
     """Features of many pairs, shape (n, len(names)); semantic similarity computed in one batch.
 
-    ``extras``: values of ``EXTERNAL_FEATURES`` per pair (required when ``names`` uses them).
+    ``extras``: values of ``EXTERNAL_FEATURES`` per pair (required when ``names`` uses them); ``questions``: the
+    question of each pair (the question-aware features see "" without them).
     """
     missing = [n for n in names if n in EXTERNAL_FEATURES and n not in (extras or {})]
     if missing:
@@ -101,8 +112,9 @@ def feature_matrix(
     else:
         sims = np.zeros(len(answers))
     columns = {k: list(v) for k, v in (extras or {}).items()}
+    qs = list(questions) if questions is not None else [""] * len(answers)
     rows = [
-        feature_row(list(r), a, float(s), names, {k: float(v[i]) for k, v in columns.items()})
+        feature_row(list(r), a, float(s), names, {k: float(v[i]) for k, v in columns.items()}, qs[i])
         for i, (r, a, s) in enumerate(zip(refs_list, answers, sims))
     ]
     return np.asarray(rows, dtype=np.float64).reshape(len(answers), len(names))
@@ -199,29 +211,57 @@ class OfflineJudgeModel:
         cache_path: Path | None | bool = True,
         progress: Callable[[int], None] | None = None,
         extras: dict[str, Sequence[float]] | None = None,
+        questions: Sequence[str] | None = None,
+        answerable: Sequence[bool] | None = None,
+        screen_answers: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(probabilities, verdicts) for many pairs."""
-        matrix = feature_matrix(
-            refs_list, answers, names=self.features, cache_path=cache_path, progress=progress, extras=extras
-        )
-        prob = self.probability(matrix)
+        """(probabilities, verdicts) for many pairs. With ``screen_answers`` the non-answer screen decides first
+        (``judges.nonanswer.screen``: p = 0 for a non-answer, p = 1 for a refusal to an unanswerable question);
+        the model scores the rest. ``questions`` None: the screen and the features see an empty question."""
+        n = len(answers)
+        qs = list(questions) if questions is not None else [""] * n
+        ok = list(answerable) if answerable is not None else [True] * n
+        decided = np.full(n, np.nan)
+        if screen_answers:
+            for i in range(n):
+                result = screen(qs[i], list(refs_list[i]), answers[i], answerable=ok[i])
+                if result.decided is not None:
+                    decided[i] = float(result.decided)
+        rest = np.flatnonzero(np.isnan(decided))
+        prob = decided.copy()
+        if len(rest):
+            matrix = feature_matrix(
+                [refs_list[i] for i in rest], [answers[i] for i in rest], names=self.features, cache_path=cache_path,
+                progress=progress, questions=[qs[i] for i in rest],
+                extras={k: [v[i] for i in rest] for k, v in (extras or {}).items()},
+            )
+            prob[rest] = self.probability(matrix)
+        if progress is not None and len(rest) < n:
+            progress(n - len(rest))
         return prob, prob >= self.threshold
 
     def judge(self, refs: str | Sequence[str], answer: str, extras: dict[str, float] | None = None, *,
-              cache_path: Path | None | bool = False) -> tuple[float, bool]:
+              question: str = "", answerable: bool = True, cache_path: Path | None | bool = False,
+              ) -> tuple[float, bool]:
         """(probability correct, verdict) for one answer (``cache_path`` as ``judge_batch``'s; default no cache)."""
         alternatives = [refs] if isinstance(refs, str) else list(refs)
         columns = {k: [v] for k, v in (extras or {}).items()}
-        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=cache_path, extras=columns)
+        prob, verdict = self.judge_batch([alternatives], [answer], cache_path=cache_path, extras=columns,
+                                         questions=[question], answerable=[answerable])
         return float(prob[0]), bool(verdict[0])
 
 
-_loaded: dict[Path, OfflineJudgeModel] = {}
+_loaded: dict[tuple[Path, int], OfflineJudgeModel] = {}
 
 
 def load_model(path: str | Path | None = None) -> OfflineJudgeModel:
-    """``OfflineJudgeModel.load`` cached per path (the evaluators call this once per case)."""
-    key = Path(path) if path else default_params_path()
+    """``OfflineJudgeModel.load`` cached per path and modification time (the evaluators call this once per case;
+    a file rewritten by ``calibrate-judge`` is read again)."""
+    path = Path(path) if path else default_params_path()
+    try:
+        key = (path, path.stat().st_mtime_ns)
+    except OSError:
+        return OfflineJudgeModel.load(path)  # the load names the missing file
     if key not in _loaded:
-        _loaded[key] = OfflineJudgeModel.load(key)
+        _loaded[key] = OfflineJudgeModel.load(path)
     return _loaded[key]

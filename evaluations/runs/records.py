@@ -60,6 +60,7 @@ class CaseRecord(BaseModel):
     label: bool | None = None
     judges: dict[str, bool | float] = Field(default_factory=dict)
     judge_reasons: dict[str, str] = Field(default_factory=dict)
+    judge_labels: dict[str, str] = Field(default_factory=dict)  # e.g. answer_kind: the non-answer screen's kind
     judge_errors: list[JudgeError] = Field(default_factory=list)
     context: list[str] = Field(default_factory=list)
     context_text: str | None = None
@@ -129,6 +130,7 @@ def record_from_case(case: ReportCase | ReportCaseFailure) -> CaseRecord:
         qa=QARecord(status=out.qa_status, error=out.qa_error, raw_text=out.raw_text, mode=out.qa_mode),
         answer=out.answer.model_dump() if out.answer else None,
         judges=judges, judge_reasons=reasons,
+        judge_labels={k: str(v.value) for k, v in case.labels.items()},
         judge_errors=[JudgeError(evaluator=f.name, error=f.error_message) for f in case.evaluator_failures],
         context=[c.chunk_id for c in out.chunks], context_text=out.context_text,
         latency_ms=out.latency_ms, usage=out.usage, tier=out.tier, model=out.model, **common,

@@ -1,0 +1,131 @@
+"""The non-answer screen (``judges.nonanswer``) and every correctness judge behind it.
+
+Expected kinds are written by hand from reading each answer; the EVOUNA bound is the requirement (a screen
+that rejects correct answers of strong systems is worse than none), measured on the human labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic_ai import models
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_evals import Case, Dataset
+
+from evaluations.judges.heldout import load_evouna
+from evaluations.judges.llm import AnswerEquivalenceJudge
+from evaluations.judges.nonanswer import KINDS, screen
+from evaluations.judges.evaluators import OfflineJudge
+from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+
+models.ALLOW_MODEL_REQUESTS = False
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# (question, gold alternatives, answer, expected kind or None for "left to the judge")
+CASES = [
+    # the README main job's failure modes (answers as SmolLM2 wrote them; golds paraphrased)
+    ("What initiative did InnovateGreen Co. launch to promote eco-friendly commuting among its employees?",
+     ["A bike-to-work programme with free bicycle repairs."],
+     "InnovateGreen Co. launched a new initiative to promote eco-friendly commuting among its employees.",
+     "restatement"),
+    ("What did Clara Johnson proclaim concerning the role of AI in startups?",
+     ["That AI levels the playing field for small firms."], "The Advent of AI in Startups", "heading"),
+    ("On which date did the Silent Majority lead a day of commemoration?", ["October 10, 2023"], "2023",
+     "fragment"),
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"],
+     "who got the first nobel prize in physics?", "echo"),
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"], "I don't know.", "refusal"),
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"], "   ", "empty"),
+    ("Is the capital of Australia Sydney or Canberra?", ["Canberra"], "Sydney or Canberra", "options"),
+    ("how many moons does mars have", ["2", "two"], "Mars has moons orbiting the planet.", "fragment"),
+    ("how many moons does mars have", ["2", "two"], "Mars has moons.", "restatement"),
+    # answers the screen must leave to the judge
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"], "Wilhelm Röntgen", None),
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"],
+     "The first Nobel Prize in Physics was awarded to Wilhelm Röntgen in 1901.", None),
+    ("who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"], "Albert Einstein", None),
+    ("Is the capital of Australia Sydney or Canberra?", ["Canberra"], "Canberra", None),
+    ("how many moons does mars have", ["2", "two"], "two", None),
+    ("what is the name of the fab four band", ["The Beatles"], "The Beatles", None),
+    ("which organelle is the site of atp production", ["mitochondrion"],
+     "The mitochondria is the organelle that is the site of ATP production.", None),
+    ("when did the first pokemon game come out", ["1996", "February 27, 1996"], "It came out in 1996.", None),
+]
+
+
+@pytest.mark.parametrize(("question", "gold", "answer", "kind"), CASES)
+def test_screen_kinds(question, gold, answer, kind):
+    result = screen(question, gold, answer)
+    assert result.kind == kind, result
+    assert result.decided is (None if kind is None else False)
+    if kind:
+        assert result.reason.startswith(KINDS[kind])
+
+
+def test_unanswerable_questions_reverse_the_refusal_rule():
+    assert screen("What colour was the car?", [], "The document does not say.", answerable=False).decided is True
+    assert screen("What colour was the car?", [], "I don't know", answerable=False).decided is True
+    assert screen("What colour was the car?", [], "It was red.", answerable=False).decided is False
+    assert screen("What colour was the car?", [], "", answerable=False).decided is False
+
+
+def test_screen_keeps_strong_systems_correct_answers():
+    """On EVOUNA's human labels: the screen rejects < 1% of the answers people marked correct and catches
+    more than 5% of the ones they marked incorrect (it is a screen for non-answers, not a judge)."""
+    rows = load_evouna(SHARED / "evouna")
+    correct = [e for e in rows if e.label]
+    wrong = [e for e in rows if not e.label]
+    false_rejections = sum(screen(e.question, e.references, e.answer).decided is False for e in correct)
+    caught = sum(screen(e.question, e.references, e.answer).decided is False for e in wrong)
+    assert false_rejections / len(correct) < 0.01, false_rejections
+    assert caught / len(wrong) > 0.05, caught
+
+
+def _run(evaluator, question: str, gold: list[str], answer: str, answerable: bool = True):
+    case = Case(name="c", inputs=RetrievalInputs(query=question),
+                metadata=CaseMetadata(query_id="c", answers=gold, answerable=answerable))
+    output = CaseOutput(answer=Answer(answer=answer))
+
+    async def task(_inputs):
+        return output
+
+    report = Dataset(name="screen", cases=[case], evaluators=[evaluator]).evaluate_sync(task, progress=False)
+    return report.cases[0]
+
+
+def _always_yes() -> tuple[FunctionModel, list[int]]:
+    calls = [0]
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls[0] += 1
+        if info.output_tools:
+            tool = info.output_tools[0]
+            return ModelResponse(parts=[ToolCallPart(tool.name, {"reason": "same", "pass": True, "score": 1.0})])
+        return ModelResponse(parts=[TextPart("yes")])
+
+    return FunctionModel(reply), calls
+
+
+def test_served_judge_rejects_a_restatement_without_asking_the_model():
+    model, calls = _always_yes()
+    judge = AnswerEquivalenceJudge(model=model, rubric="rubric")
+    case = _run(judge, "What initiative did InnovateGreen Co. launch to promote eco-friendly commuting?",
+                ["A bike-to-work programme."], "InnovateGreen Co. launched an initiative to promote eco-friendly commuting.")
+    assert case.assertions["llm_judge"].value is False
+    assert case.assertions["llm_judge"].reason.startswith("screen:")
+    assert case.labels["answer_kind"].value == "restatement"
+    assert calls[0] == 0
+    case = _run(judge, "who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"], "Wilhelm Röntgen")
+    assert case.assertions["llm_judge"].value is True and calls[0] == 1
+
+
+def test_offline_judge_rejects_non_answers_and_judges_unanswerable_questions():
+    case = _run(OfflineJudge(cache=False), "who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"],
+                "The first Nobel Prize in Physics")
+    assert case.assertions["offline_correct"].value is False
+    assert case.scores["offline_p_correct"].value == 0.0
+    assert case.labels["answer_kind"].value == "restatement"
+    case = _run(OfflineJudge(cache=False), "What colour was the car?", [], "The text does not say.", answerable=False)
+    assert case.assertions["offline_correct"].value is True
