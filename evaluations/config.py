@@ -66,10 +66,18 @@ class QA(_Strict):
         return 2000 if self.model.provider == "embedded" else None
 
 
+#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``qa.plan`` checks the run computes it)
+PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyword_correct", "exact_match",
+                       "contains_gold"]
+
+
 class Judge(_Strict):
     model: LLMModel | None = None  # the LLM judge runs only when a model is set (or --judge)
     keyword_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     retries: int = Field(default=2, ge=0)
+    # the verdict behind "answer accuracy"; None: the judge that validates best on weak and strong answers
+    # (judges/validation.json), else llm_judge when an LLM judge runs, else offline_correct
+    primary: PrimaryJudge | None = None
 
 
 class Processing(_Strict):

@@ -342,6 +342,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     summary = summarize(
         records, name=name, ks=options.ks, scored=not options.skip_retrieval,
         primary_judge=qa.primary_judge if qa else None, price=qa.price if qa else (0.0, 0.0),
+        primary_validation=qa.primary_validation if qa else None,
+        primary_chosen_by=qa.primary_chosen_by if qa else None,
         analyses=[a.model_dump(mode="json") for a in report.analyses],
         extra={
             "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),

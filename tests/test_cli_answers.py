@@ -12,9 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPLIQA_20, WIX_SAMPLE
 from fake_llm_server import FakeLLMServer, closed_port_url, tool_call
-from test_cli_retrieval import run_cli
+from test_cli_retrieval import REPO, run_cli
 
 from evaluations.reporting.outputs import load_report
 
@@ -50,11 +51,17 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
         judged.append((output, verdict))
         return tool_call(tool["name"], {"reason": "compared", "pass": verdict, "score": float(verdict)})
 
+    # the repository's config with judge.primary set: a served judge shares the verdict name llm_judge with the
+    # validated embedded judge, not its validation, so without the key the best validated judge would be primary
+    config = yaml.safe_load((REPO / "haiku.rag.yaml").read_text())
+    config["judge"]["primary"] = "llm_judge"
+    (tmp_path / "haiku.rag.yaml").write_text(yaml.safe_dump(config))
     with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=responder) as server:
         out = tmp_path / "out"
         proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qa-llm",
                        "--judge", "ollama:judge-llm", "--db", str(tmp_path / "db"), "--out", str(out),
-                       "--no-progress", "--concurrency", "4", env={"OLLAMA_BASE_URL": server.url})
+                       "--no-progress", "--concurrency", "4", "--config", str(tmp_path / "haiku.rag.yaml"),
+                       env={"OLLAMA_BASE_URL": server.url})
         assert proc.returncode == 0, proc.stderr
         assert server.errors == []
         chats = server.calls("/v1/chat/completions")
@@ -65,6 +72,12 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
     answers = summary["answers"]
     assert answers["judges"]["llm_judge"]["mean"] == pytest.approx((n - n_wrong) / n)
     assert answers["primary_judge"] == "llm_judge" and answers["correct"] == n - n_wrong
+    assert answers["primary_chosen_by"] == "judge.primary" and answers["primary_validation"] is None
+    # every case was answered and judged: accuracy over all cases = the mean over the judged ones
+    assert answers["judges"]["llm_judge"]["accuracy"] == pytest.approx((n - n_wrong) / n)
+    assert answers["answered_rate"] == 1.0
+    headline = f"answer accuracy {(n - n_wrong) / n:.2f} (primary judge: llm_judge — not validated) · answered {n}/{n}"
+    assert headline in proc.stderr.splitlines()
     assert answers["judges"]["exact_match"]["mean"] == pytest.approx((n - n_wrong) / n)
     assert answers["judges"]["offline_correct"]["mean"] >= (n - n_wrong) / n - 0.12
     assert answers["tokens"]["total_input"] > 0 and answers["tokens"]["per_correct_answer"] > 0
@@ -77,7 +90,9 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
     # sampling pinned and recorded; every chat request carried it
     assert summary["run"]["judge_model"]["temperature"] == 0.0 and summary["run"]["judge_model"]["seed"] == 0
     assert all(c.body["temperature"] == 0.0 and c.body["seed"] == 0 for c in chats)
-    assert len(chats) == 2 * n
+    # one QA call per question; one judge call per answer except the "I don't know" ones, which the non-answer
+    # screen rejects without asking the judge model
+    assert len(chats) == n + (n - n_wrong)
     assert {"coverage", "context_waste"} <= set(answers["judges"])
     report = load_report(out / "report.json")
     assert any(a.title == "Judge pass rates" for a in report.analyses)

@@ -429,8 +429,14 @@ def test_judge_gives_no_verdict_without_answer_or_gold():
                 "q3": CaseOutput(answer=Answer(answer="  "))}[inputs.query]
 
     report = dataset.evaluate_sync(task, progress=False)
-    assert script.prompts == []
-    assert all(c.assertions == {} and not c.evaluator_failures for c in report.cases)
+    assert script.prompts == []  # the model is asked nothing
+    by_name = {c.name: c for c in report.cases}
+    # no gold: nothing to judge; no answer (QA skipped or failed): counted by the summary, not judged here
+    assert by_name["no-gold"].assertions == {} and by_name["no-answer"].assertions == {}
+    # a blank answer is a non-answer: incorrect, decided by the screen (judges.nonanswer) without the model
+    blank = by_name["blank"]
+    assert blank.assertions["llm_judge"].value is False and blank.labels["answer_kind"].value == "empty"
+    assert not any(c.evaluator_failures for c in report.cases)
 
 
 @pytest.mark.parametrize("retries", [0, 3])

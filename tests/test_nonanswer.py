@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic_ai import models
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case, Dataset
@@ -20,7 +19,6 @@ from evaluations.judges.nonanswer import KINDS, screen
 from evaluations.judges.evaluators import OfflineJudge
 from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
-models.ALLOW_MODEL_REQUESTS = False
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # (question, gold alternatives, answer, expected kind or None for "left to the judge")

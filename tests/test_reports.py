@@ -122,11 +122,21 @@ def test_answers_report_with_labels_calibration_and_tiers(answers_run):
     html = written.html.read_text()
     for analysis in confusions:
         assert f"{analysis['title']}: rows = human label" in html
-    assert page.headline["offline_correct"] == [pytest.approx(summary["answers"]["judges"]["offline_correct"]["mean"])]
+    # the headline value is the primary judge's accuracy over every case to answer (all EVOUNA answers have gold)
+    records = [json.loads(line) for line in (answers_run / "cases.jsonl").read_text().splitlines()]
+    correct = sum(1 for r in records if r["judges"].get("offline_correct") is True)
+    assert page.headline["offline_correct"] == [pytest.approx(correct / len(records))]
+    assert summary["answers"]["judges"]["offline_correct"]["accuracy"] == pytest.approx(correct / len(records))
+    assert f"answer accuracy {correct / len(records):.2f} (primary judge: offline_correct — not validated)" in html
+    # judges disagree: keyword_correct and offline_correct (the run's two correctness judges) differ
+    split = [r["name"] for r in records if r["judges"]["keyword_correct"] != r["judges"]["offline_correct"]]
+    assert 0 < len(split) < len(records)
+    assert f"judges disagree on {len(split)} of {len(records)} answers" in html
+    table = html[html.index('<table id="disagreements"'):]
+    assert re.findall(r'<tr data-key="([^"]+)">', table[:table.index("</table>")]) == split
     assert "Escalation rate" in html and 'id="tiers"' in html and 'id="segments"' in html
     check_markdown(answers_run, len(written.pngs))
     # ECE of the offline judge's probability against the human labels, checked against scikit-learn's bins
-    records = [json.loads(line) for line in (answers_run / "cases.jsonl").read_text().splitlines()]
     (cal,) = [c for c in run_calibration(records, "offline_correct") if c.name == "offline_p_correct"]
     p = np.array([r["judges"]["offline_p_correct"] for r in records])
     y = np.array([r["label"] for r in records], dtype=int)

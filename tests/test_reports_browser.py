@@ -112,6 +112,30 @@ def test_comparison_and_matrix_reports_in_chromium(browser, report_runs, matrix_
     check_page(browser, matrix_dir / "report.html", tmp_path / "matrix.png").context.close()
 
 
+def test_cases_where_judges_disagree_are_marked_and_filterable(browser, tmp_path):
+    from test_answer_accuracy import hand_counted_run
+
+    folder = hand_counted_run(tmp_path)
+    write_reports(folder)
+    split = set(json.loads((folder / "summary.json").read_text())["answers"]["disagreements"]["cases"])
+    page, errors, _ = open_report(browser, folder / "report.html")
+    worst = page.locator("#section-worst-cases")
+    names = worst.locator("details.case .case-name").all_inner_texts()
+    marked = [n for n in names if n in split]
+    assert marked and len(marked) < len(names)  # some of the worst cases are disagreements, not all
+    worst.get_by_label("only: judges disagree").check()
+    visible = worst.locator("details.case:visible .case-name").all_inner_texts()
+    assert visible == marked
+    assert worst.locator("details.case:visible .flag").count() == len(marked)
+    worst.get_by_label("only: judges disagree").uncheck()
+    assert worst.locator("details.case:visible").count() == len(names)
+    # every disagreement is listed in its own section's table
+    keys = page.eval_on_selector_all("#disagreements tbody tr", "rows => rows.map(r => r.dataset.key)")
+    assert set(keys) == split
+    assert errors == []
+    page.context.close()
+
+
 def test_readable_without_javascript(browser, scifact_runs, answers_run):
     write_reports(answers_run)
     page, errors, requests = open_report(browser, answers_run / "report.html", javascript=False)

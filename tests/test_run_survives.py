@@ -114,6 +114,12 @@ def test_answer_failures_never_touch_retrieval(qa_runs):
     # judges judge only real answers: no verdict for a failed answer stage, never a silent 0
     assert summary["answers"]["judges"]["exact_match"]["n"] == ANSWERABLE - len(failed)
     assert summary["answers"]["judges"]["exact_match"]["mean"] == 1.0
+    # ... but accuracy counts every case to answer: a failed answer stage is an incorrect answer
+    exact = summary["answers"]["judges"]["exact_match"]
+    assert (exact["correct"], exact["n_cases"]) == (ANSWERABLE - len(failed), ANSWERABLE)
+    assert exact["accuracy"] == pytest.approx((ANSWERABLE - len(failed)) / ANSWERABLE)
+    assert summary["answers"]["answered_rate"] == pytest.approx((ANSWERABLE - len(failed)) / ANSWERABLE)
+    assert f"answered {ANSWERABLE - len(failed)}/{ANSWERABLE}" in with_qa.stderr
 
 
 def test_exit_code_says_cases_failed_and_max_failures_tolerates(qa_runs):

@@ -158,11 +158,17 @@ def _quality_name(grid: Grid, summaries: list[dict[str, Any]]) -> str:
     return primary or "ndcg@10"
 
 
+def judge_value(judge: dict[str, Any]) -> float | None:
+    """A judge's run value: a verdict's accuracy over all cases to answer when the summary has it (failed and
+    empty answers count as incorrect), else its mean over the judged answers (scores; older run folders)."""
+    return judge["accuracy"] if "accuracy" in judge else judge["mean"]
+
+
 def quality_of(summary: dict[str, Any], name: str) -> float | None:
     if name in summary.get("metrics", {}):
         return summary["metrics"][name]
     judge = summary.get("answers", {}).get("judges", {}).get(name)
-    return judge["mean"] if judge else None
+    return judge_value(judge) if judge else None
 
 
 def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
@@ -190,7 +196,8 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
         answers = summary.get("answers", {})
         rows.append({
             "params": params,
-            "metrics": {**summary.get("metrics", {}), **{k: v["mean"] for k, v in answers.get("judges", {}).items()}},
+            "metrics": {**summary.get("metrics", {}),
+                        **{k: judge_value(v) for k, v in answers.get("judges", {}).items()}},
             "quality": quality_of(summary, quality),
             "latency_ms": {k: summary["latency_ms"].get(k) for k in ("p50", "p95", "p99", "mean")},
             "tokens": {"per_query": answers.get("tokens", {}).get("per_query"),

@@ -41,6 +41,7 @@ __all__ = [
     "EmbeddedLLMJudge",
     "YesNoJudge",
     "VerdictCache",
+    "shared_verdict_cache",
     "load_judge",
     "judge_params",
     "embedded_judge_path",
@@ -258,6 +259,19 @@ class VerdictCache:
             self._db.commit()
 
 
+_shared_caches: dict[Path, VerdictCache] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_verdict_cache(path: Path | None = None) -> VerdictCache:
+    """One ``VerdictCache`` per file and process (evaluators ask per case; one SQLite connection serves all)."""
+    path = Path(path) if path else default_verdict_cache()
+    with _shared_lock:
+        if path not in _shared_caches:
+            _shared_caches[path] = VerdictCache(path)
+        return _shared_caches[path]
+
+
 def judge_many(
     judge: YesNoJudge,
     items: Sequence[tuple[str, Sequence[str], str]],
@@ -361,7 +375,7 @@ class EmbeddedLLMJudge(Evaluator):
 
         def run() -> float:
             judge = load_judge(self.model, Path(self.data_dir) if self.data_dir else None)
-            cache = VerdictCache() if self.cache else None
+            cache = shared_verdict_cache() if self.cache else None
             return float(judge_many(judge, [(question or "", refs, answer)], cache=cache)[0])
 
         p = await anyio.to_thread.run_sync(run)

@@ -252,9 +252,9 @@ def _scores(test: Signals, verdicts: dict[str, np.ndarray], train_n: int, resamp
 
 def write_params(s: Signals, examples: Sequence[LabelledAnswer], folder: Path | None = None,
                  files: Sequence[str] = ()) -> dict[str, str]:
-    """Refit on every given row and write ``embedded_judge.json`` (the LLM judge's threshold),
-    ``combined_judge.json`` (offline features + llm_logit) and ``offline_judge.json`` into ``folder``
-    (default: the judges folder)."""
+    """Refit on every given row and write ``embedded_judge.json`` (the LLM judge's threshold) and
+    ``combined_judge.json`` (offline features + llm_logit) into ``folder`` (default: the judges folder).
+    ``offline_judge.json`` needs no LLM verdicts: ``evaluations calibrate-judge`` fits it on every labelled row."""
     import datetime as _dt
     import json
 
@@ -276,10 +276,7 @@ def write_params(s: Signals, examples: Sequence[LabelledAnswer], folder: Path | 
     combined = {**fitted.combined.to_dict(), "model": "logistic regression on standardised features, L2, C=1, "
                 "populations weighted equally; llm_logit = log(p/(1-p)) of the embedded LLM judge",
                 "training_data": data}
-    offline = {**fitted.offline.to_dict(), "model": "logistic regression on standardised features, L2, C=1, "
-               "populations weighted equally; verdict p >= threshold", "training_data": data}
-    paths = {"embedded": folder / "embedded_judge.json", "combined": folder / "combined_judge.json",
-             "offline": folder / "offline_judge.json"}
-    for key, payload in (("embedded", embedded), ("combined", combined), ("offline", offline)):
+    paths = {"embedded": folder / "embedded_judge.json", "combined": folder / "combined_judge.json"}
+    for key, payload in (("embedded", embedded), ("combined", combined)):
         paths[key].write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return {k: str(v) for k, v in paths.items()}

@@ -231,7 +231,8 @@ def llm_judge(model_cfg: LLMModel, config: Config) -> Evaluator:
     if model_cfg.provider == "embedded":
         from .embedded import EmbeddedLLMJudge
 
-        return EmbeddedLLMJudge(model=embedded_judge_name(model_cfg), data_dir=str(config.data_dir()))
+        return EmbeddedLLMJudge(model=embedded_judge_name(model_cfg), data_dir=str(config.data_dir()),
+                                cache=config.cache.enabled)
     from ..qa.models import build_model, model_settings
 
     return AnswerEquivalenceJudge(

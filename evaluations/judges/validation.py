@@ -62,15 +62,17 @@ class Validation(BaseModel):
 
 
 def load_validation() -> Validation:
-    """The shipped validation file (empty when none is shipped)."""
-    from .shipped import judge_file, read_judge_text
+    """The validation file: ``$EVALUATIONS_JUDGES_DIR/validation.json``, else the shipped one (as every judge
+    parameter file, ``offline.default_params_path``); empty when there is none."""
+    from .offline import default_params_path
 
-    if not judge_file(VALIDATION_FILE).is_file():
+    path = default_params_path(VALIDATION_FILE)
+    if not path.is_file():
         return Validation()
     try:
-        return Validation.model_validate(json.loads(read_judge_text(VALIDATION_FILE)))
-    except (ValueError, TypeError) as exc:
-        raise EvaluationsError(f"invalid judge validation file: {exc}", where=f"judges/{VALIDATION_FILE}",
+        return Validation.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise EvaluationsError(f"invalid judge validation file: {exc}", where=str(path),
                                fix="re-run benchmarks/judge_validation.py") from None
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..runs.records import is_retrieval_metric as _is_retrieval
+from .headline import answer_headline, disagreement_line
 
 MAX_CASE_ROWS = 20
 _METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
@@ -44,15 +45,28 @@ def latency_table(latency: dict[str, Any]) -> Table:
 
 
 def answers_table(answers: dict[str, Any]) -> Table:
-    table = Table(title="Answers", title_justify="left")
+    """One row per judge: accuracy over all cases to answer (verdicts), and the mean over the judged cases."""
+    table = Table(title="Answers", title_justify="left",
+                  caption="accuracy: failed, empty and unjudged answers count as incorrect; mean: over judged answers",
+                  caption_justify="left")
     table.add_column("judge / metric")
-    table.add_column("mean", justify="right")
-    table.add_column("n", justify="right")
+    for column in ("accuracy", "correct / cases", "mean (judged)", "n judged"):
+        table.add_column(column, justify="right")
+    primary = answers.get("primary_judge")
     for name, value in answers["judges"].items():
-        table.add_row(name, f"{value['mean']:.4f}", str(value["n"]))
+        accuracy = value.get("accuracy")
+        table.add_row(f"[bold]{name}[/] (primary)" if name == primary else name,
+                      "" if accuracy is None else f"{accuracy:.4f}",
+                      f"{value['correct']} / {value['n_cases']}" if "n_cases" in value else "",
+                      f"{value['mean']:.4f}", str(value["n"]))
     for name, count in answers.get("judge_errors", {}).items():
-        table.add_row(f"[red]{name} errors[/]", "", str(count))
+        table.add_row(f"[red]{name} errors[/]", "", "", "", str(count))
     return table
+
+
+def answer_lines(answers: dict[str, Any]) -> list[str]:
+    """The answer headline and the judges' disagreement, as printed under the answers table."""
+    return [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
 
 
 def averages_table(report: Any) -> Table:
@@ -79,6 +93,8 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
         console.print(table)
     if summary.get("answers"):
         console.print(answers_table(summary["answers"]))
+        for line in answer_lines(summary["answers"]):
+            console.print(line, markup=False, highlight=False)
     console.print(latency_table(summary["latency_ms"]))
     lat, counts = summary["latency_ms"], summary["counts"]
     if lat["p50"] is not None:

@@ -27,7 +27,8 @@ def _table(table: Table) -> list[str]:
 
 
 def _case(case: CaseCard) -> list[str]:
-    lines = ["<details>", f"<summary><b>{_html(case.name)}</b>: {_html(case.why)}</summary>", "",
+    flags = "".join(f" [{_html(flag)}]" for flag in case.flags)
+    lines = ["<details>", f"<summary><b>{_html(case.name)}</b>{flags}: {_html(case.why)}</summary>", "",
              f"**query**: {_cell(case.query)}", ""]
     lines += [f"- **{label}**: {_cell(text)}" for label, text in case.fields]
     expected = ", ".join(f"{d} (grade {g})" for d, g in case.expected) or "none"
@@ -55,6 +56,7 @@ def render_markdown(page: Page) -> str:
     lines.append("")
     for section in page.sections:
         lines += [f"## {section.title}", ""]
+        lines += [f"**{_cell(line)}**\n" for line in section.lead]
         for table in section.tables:
             lines += _table(table)
         lines += [f"{note}\n" for note in section.notes]

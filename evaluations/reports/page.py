@@ -80,6 +80,7 @@ class CaseCard:
     expected: list[tuple[str, int]]  # (doc id, grade)
     judges: list[tuple[str, str, str, str]]  # (judge, verdict text, css, reason)
     errors: list[str]
+    flags: list[str] = field(default_factory=list)  # marks shown beside the name and filterable: "judges disagree"
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Section:
     title: str
     notes: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
+    lead: list[str] = field(default_factory=list)  # the section's key sentences, shown first (bold)
     charts: list[Chart] = field(default_factory=list)
     cases: list[CaseCard] = field(default_factory=list)
     absent: str = ""  # why the section has nothing to show in this report (listed once, not shown as a section)

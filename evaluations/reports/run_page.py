@@ -12,12 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..reporting.headline import answer_headline, disagreement_line, judge_description
 from . import charts
 from .calibration import BIN_RULE, run_calibration
 from .runs import RunData
 from .page import CaseCard, Cell, Page, Section, Table, fmt
 
 WORST_CASES = 15
+DISAGREEMENT_CARDS = 30  # cases where the judges disagree shown in full (verdicts and reasons); the table lists all
+DISAGREE = "judges disagree"  # the drill-down mark of such a case
 STAGES = ("embed", "retrieve", "rerank", "llm", "judge")
 _PREFIX_LABEL = {"ndcg": "nDCG", "mrr": "MRR", "map": "MAP", "p": "P", "recall": "Recall", "hit": "Hit"}
 _RETRIEVAL_KEY = re.compile(r"^([a-z]+)@(\d+)$")
@@ -49,6 +52,17 @@ def primary_judge(summary: dict) -> str | None:
     return _get(summary, "answers", "primary_judge")
 
 
+def primary_answer_value(summary: dict) -> float | None:
+    """The primary judge's headline value: its accuracy over all cases to answer; a run folder written before
+    accuracy existed gives its mean over the judged answers."""
+    entry = _get(summary, "answers", "judges", primary_judge(summary) or "") or {}
+    return entry.get("accuracy", entry.get("mean"))
+
+
+def disagreeing_cases(summary: dict) -> list[str]:
+    return [str(c) for c in _get(summary, "answers", "disagreements", "cases") or []]
+
+
 def _tokens_per_query(summary: dict) -> float | None:
     tokens = _get(summary, "answers", "tokens") or {}
     if _number(tokens.get("per_query")) is not None:
@@ -73,7 +87,7 @@ HEADLINE: list[Headline] = [
     Headline(lambda s: "recall@10", lambda s: "Recall@10", lambda s: _get(s, "metrics", "recall@10")),
     Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: _get(s, "metrics", "mrr@10")),
     Headline(primary_judge, lambda s: f"Answer accuracy ({primary_judge(s) or 'primary judge'})",
-             lambda s: _get(s, "answers", "judges", primary_judge(s) or "", "mean")),
+             primary_answer_value),
     Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: _get(s, "latency_ms", "p95"),
              digits=1),
     Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1),
@@ -103,8 +117,12 @@ def _headline_section(summary: dict) -> Section:
         keys.append(key)
     table = Table("headline", ["metric", "value"], rows, row_keys=keys, sortable=False,
                   caption="Means over the cases (retrieval: over cases with relevant documents, failed cases "
-                          "count as 0)." + (f" Not measured in this run: {', '.join(missing)}." if missing else ""))
-    return Section("headline", "Headline", tables=[table])
+                          "count as 0; answer accuracy: over every case to answer, failed and empty answers "
+                          "count as incorrect)." + (f" Not measured in this run: {', '.join(missing)}."
+                                                   if missing else ""))
+    answers = summary.get("answers") or {}
+    lead = [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
+    return Section("headline", "Headline", lead=lead, tables=[table])
 
 
 def _retrieval_section(summary: dict) -> Section:
@@ -143,8 +161,9 @@ def _segment_section(summary: dict) -> Section:
     rows = [[Cell(tag), Cell.number(segments[tag].get("cases"))]
             + [Cell.number(_get(segments[tag], "metrics", n)) for n in names] for tag in ordered]
     section.tables.append(Table("segments", ["segment (tag)", "cases", *map(metric_label, names)], rows,
-                                row_keys=ordered, caption="Mean per tag (from summary.json); a case with several "
-                                                          "tags counts in each."))
+                                row_keys=ordered, caption="Mean per tag (from summary.json; a verdict's mean is "
+                                                          "its accuracy there: failed or unjudged answers count as "
+                                                          "wrong); a case with several tags counts in each."))
     if names:
         shown = ordered[:25]
         fig = charts.heatmap([f"{t} ({segments[t].get('cases', 0)})" for t in shown], list(map(metric_label, names)),
@@ -168,29 +187,91 @@ def _judge_kinds(records: list[dict]) -> dict[str, str]:
 
 def _answers_section(summary: dict, records: list[dict]) -> Section:
     section = Section("answers", "Answers and judges")
-    judges = _get(summary, "answers", "judges") or {}
+    answers = summary.get("answers") or {}
+    judges = answers.get("judges") or {}
     if not judges:
         section.absent = "no answers were judged (retrieval only, or --skip-qa)"
         return section
     kinds = _judge_kinds(records)
-    errors = _get(summary, "answers", "judge_errors") or {}
+    errors = answers.get("judge_errors") or {}
     primary = primary_judge(summary)
     rows = [[Cell(name + (" (primary)" if name == primary else "")), Cell(kinds.get(name, "score")),
+             Cell.number(judges[name].get("accuracy")),
+             Cell(f"{judges[name]['correct']} / {judges[name]['n_cases']}" if "n_cases" in judges[name] else "—"),
              Cell.number(judges[name].get("mean")), Cell.number(judges[name].get("n")),
              Cell.number(errors.get(name, 0))] for name in judges]
-    section.tables.append(Table("judges", ["judge", "kind", "mean (pass rate for verdicts)", "cases judged",
-                                           "judge errors"], rows, row_keys=list(judges)))
+    section.tables.append(Table("judges", ["judge", "kind", "accuracy (all cases to answer)", "correct / cases",
+                                           "mean over judged (pass rate for verdicts)", "cases judged",
+                                           "judge errors"], rows, row_keys=list(judges),
+                                caption="Accuracy counts a failed or empty answer, a judge failure and a missing "
+                                        "verdict as incorrect; the mean is over the answers the judge gave a value "
+                                        "for."))
     verdicts = [n for n in judges if kinds.get(n) == "verdict"]
-    if verdicts:
-        fig = charts.hbars(verdicts, [judges[n]["mean"] for n in verdicts], xlabel="share of answers judged correct",
-                           title="Judges' pass rates", percent=True,
-                           notes=[f"(n={judges[n]['n']})" for n in verdicts],
-                           colours=[charts.ORANGE if n == primary else charts.BLUE for n in verdicts])
-        section.charts.append(charts.render(fig, "judge-pass-rates", "Judges' pass rates", "Pass rate per judge: "
-                                            + ", ".join(f"{n} {judges[n]['mean']:.0%}" for n in verdicts)))
+    charted = [n for n in verdicts if _number(judges[n].get("accuracy", judges[n]["mean"])) is not None]
+    if charted:
+        values = [judges[n].get("accuracy", judges[n]["mean"]) for n in charted]
+        counted = [judges[n].get("n_cases", judges[n]["n"]) for n in charted]
+        fig = charts.hbars(charted, values, xlabel="share of cases to answer judged correct", title="Judges' accuracy",
+                           percent=True, notes=[f"(n={n})" for n in counted],
+                           colours=[charts.ORANGE if n == primary else charts.BLUE for n in charted])
+        section.charts.append(charts.render(fig, "judge-pass-rates", "Judges' accuracy", "Accuracy per judge: "
+                                            + ", ".join(f"{n} {v:.0%}" for n, v in zip(charted, values))))
     counts = summary.get("counts") or {}
-    section.notes.append(f"Answered: {fmt(_get(summary, 'answers', 'answered'))} · QA failed: "
-                         f"{fmt(counts.get('qa_failed'))} · judge failures: {fmt(counts.get('judge_failed'))}")
+    answered = (f"{fmt(answers.get('answered_non_empty'))} of {fmt(answers.get('to_answer'))} cases to answer"
+                if "to_answer" in answers else fmt(answers.get("answered")))
+    section.notes.append(f"Answered (non-empty): {answered} · QA failed: {fmt(counts.get('qa_failed'))} · judge "
+                         f"failures: {fmt(counts.get('judge_failed'))}")
+    if primary:
+        how = answers.get("primary_chosen_by")
+        section.notes.append(f"Primary judge: {judge_description(primary, answers.get('primary_validation'))}"
+                             + (f" (chosen: {how})" if how else "") + ".")
+    due = answers.get("cases_to_answer") or {}
+    if due.get("unanswerable") or due.get("no_gold"):
+        left = {n: judges[n].get("unanswerable_left_out", 0) for n in verdicts}
+        section.notes.append(
+            f"Cases to answer: {fmt(due.get('gold'))} with gold answers (always counted), "
+            f"{fmt(due.get('unanswerable'))} unanswerable (counted for a judge only where it gave a verdict; left "
+            "out: " + (", ".join(f"{n} {v}" for n, v in left.items()) or "—") + "), "
+            f"{fmt(due.get('no_gold'))} without gold answers (never counted).")
+    return section
+
+
+def _verdict_cell(value: Any) -> Cell:
+    if not isinstance(value, bool):
+        return Cell("—", css="muted")
+    return Cell("correct" if value else "wrong", css="pass" if value else "fail")
+
+
+def _disagreement_section(summary: dict, records: list[dict]) -> Section:
+    """The cases on which the compared judges disagree: every one in a table, the first ones in full."""
+    section = Section("disagreements", "Judges disagree")
+    block = _get(summary, "answers", "disagreements") or {}
+    names = disagreeing_cases(summary)
+    if not names:
+        section.absent = ("no answer had two of the compared judges" if not block.get("of")
+                          else f"the judges agree on all {block['of']} answers")
+        return section
+    by_name = {str(r.get("name")): r for r in records}
+    shown = [by_name[n] for n in names if n in by_name]
+    judges = [j for j in block.get("judges") or [] if any(isinstance((r.get("judges") or {}).get(j), bool)
+                                                          for r in shown)]
+    rows = [[Cell(str(r.get("name"))), *(_verdict_cell((r.get("judges") or {}).get(j)) for j in judges),
+             Cell(str((r.get("answer") or {}).get("answer", ""))[:120])] for r in shown]
+    section.tables.append(Table("disagreements", ["case", *judges, "answer"], rows,
+                                row_keys=[str(r.get("name")) for r in shown],
+                                caption="Every case where the judges present disagree (— = that judge gave no "
+                                        "verdict); each judge's reason is in the case below."))
+    section.notes.append(disagreement_line(summary.get("answers") or {}).capitalize()
+                         + f" (judges compared where present: {', '.join(block.get('judges') or [])}). "
+                         + (f"The first {DISAGREEMENT_CARDS} are shown in full." if len(shown) > DISAGREEMENT_CARDS
+                            else "Each is shown in full below, with every judge's verdict and reason."))
+    primary = primary_judge(summary)
+    for record in shown[:DISAGREEMENT_CARDS]:
+        card = case_card(record, primary)
+        verdicts = record.get("judges") or {}
+        card.why = "judges disagree: " + ", ".join(
+            f"{j} {'correct' if verdicts[j] else 'wrong'}" for j in judges if isinstance(verdicts.get(j), bool))
+        section.cases.append(card)
     return section
 
 
@@ -373,7 +454,11 @@ def _worst_section(records: list[dict], summary: dict) -> Section:
     section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
                          "failed judges, answers the primary judge rejects, then the lowest nDCG@10. "
                          "Relevant documents among the retrieved are marked ✓.")
+    split = set(disagreeing_cases(summary))
     section.cases = [case_card(r, primary) for r in worst]
+    for card in section.cases:
+        if card.name in split:
+            card.flags.append(DISAGREE)
     return section
 
 
@@ -402,6 +487,7 @@ def build_run_page(run: RunData) -> Page:
         _retrieval_section(summary),
         _segment_section(summary),
         _answers_section(summary, records),
+        _disagreement_section(summary, records),
         _agreement_section(summary),
         calibration,
         _latency_section(summary, records),

@@ -1,5 +1,6 @@
 // Optional conveniences only: the page is complete without JavaScript.
-// Click a column header of a sortable table to sort it; type in the box above the worst cases to filter them.
+// Click a column header of a sortable table to sort it; type in the box above a list of cases to filter it, or
+// tick a mark ("judges disagree") to show only the cases that carry it.
 (function () {
   "use strict";
   function cellKey(row, index) {
@@ -28,17 +29,44 @@
     });
   });
   Array.prototype.forEach.call(document.querySelectorAll("div.cases"), function (list) {
+    var items = list.querySelectorAll("details.case");
     var box = document.createElement("input");
     box.type = "search";
     box.className = "filter";
     box.placeholder = "filter cases (id, query, answer, document …)";
     box.setAttribute("aria-label", "filter cases");
-    box.addEventListener("input", function () {
-      var needle = box.value.trim().toLowerCase();
-      Array.prototype.forEach.call(list.querySelectorAll("details.case"), function (item) {
-        item.hidden = needle !== "" && item.textContent.toLowerCase().indexOf(needle) < 0;
+    // one checkbox per mark the cases carry (e.g. "judges disagree"): show only the cases with that mark
+    var flags = [];
+    Array.prototype.forEach.call(items, function (item) {
+      (item.getAttribute("data-flags") || "").split("|").forEach(function (flag) {
+        if (flag && flags.indexOf(flag) < 0) flags.push(flag);
       });
     });
+    var checks = flags.map(function (flag) {
+      var label = document.createElement("label");
+      label.className = "flag-filter";
+      var check = document.createElement("input");
+      check.type = "checkbox";
+      check.value = flag;
+      label.appendChild(check);
+      label.appendChild(document.createTextNode(" only: " + flag));
+      return label;
+    });
+    function apply() {
+      var needle = box.value.trim().toLowerCase();
+      var wanted = checks.map(function (l) { return l.firstChild; }).filter(function (c) { return c.checked; })
+        .map(function (c) { return c.value; });
+      Array.prototype.forEach.call(items, function (item) {
+        var marks = (item.getAttribute("data-flags") || "").split("|");
+        var flagged = wanted.every(function (f) { return marks.indexOf(f) >= 0; });
+        item.hidden = !flagged || (needle !== "" && item.textContent.toLowerCase().indexOf(needle) < 0);
+      });
+    }
+    box.addEventListener("input", apply);
     list.parentNode.insertBefore(box, list);
+    checks.forEach(function (label) {
+      label.firstChild.addEventListener("change", apply);
+      list.parentNode.insertBefore(label, list);
+    });
   });
 })();
