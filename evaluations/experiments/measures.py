@@ -62,6 +62,15 @@ def _retrieval_value(name: str, record: Record, run: RunFolder) -> float | None:
 
 
 def _judge_value(name: str, record: Record, run: RunFolder) -> float | None:
+    """A verdict judge's value is the case's contribution to its accuracy (``runs.summary.verdict_outcome``:
+    a failed or empty answer, or a missing verdict on a case to answer, is 0), so compare, gate, matrix and
+    history agree with the summary's accuracy; a score judge's value is its score on the cases it scored."""
+    from ..runs.records import CaseRecord
+    from ..runs.summary import is_verdict_name, verdict_outcome
+
+    if is_verdict_name(name) and (record.get("qa") or {}).get("status") is not None:
+        outcome = verdict_outcome(CaseRecord.model_validate(record), name)
+        return None if outcome is None else float(outcome)
     return _number((record.get("judges") or {}).get(name))
 
 

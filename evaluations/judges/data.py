@@ -4,6 +4,7 @@
   (a string, or a list of alternatives), human ``label`` (bool, 0/1, "correct"/"incorrect",
   "true"/"false", "yes"/"no") and optional ``context`` / ``id``. JSONL (``.jsonl``, ``.jsonl.gz``),
   a JSON array (``.json``) or CSV (``.csv``; ``reference_answer`` may then be a JSON list).
+* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judges.weak_labels``.
 * EVOUNA (auto-detected by its ``golden_answer`` key): one record per question with
   ``golden_answer`` (alternatives separated by "/") and ``answer_<system>`` / ``judge_<system>``
   pairs. One example per (question, system) whose ``judge_<system>`` is not null, on questions
@@ -164,7 +165,12 @@ def load_labelled(path: str | Path, *, limit: int | None = None) -> list[Labelle
     ``limit`` stops after that many examples (deterministic: file order).
     """
     path = Path(path)
-    examples: list[LabelledAnswer] = []
+    from .weak_labels import is_weak_labels_file, load_weak_labels
+
+    if path.is_file() and is_weak_labels_file(path):  # datasets/labels/*.jsonl: references into ../shared/data
+        examples = load_weak_labels(path)
+        return examples[:limit] if limit is not None else examples
+    examples = []
     parse = None
     for line, record in _records(path):
         if not isinstance(record, dict):
