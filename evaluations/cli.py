@@ -172,6 +172,7 @@ def beir_command(path: str, **params) -> None:
 #: --help), so ``evaluations beir …`` does not pay for statsmodels, matplotlib or the golden-set code
 LAZY_COMMANDS: dict[str, str] = {
     "judge-agreement": "evaluations.judges.cli", "calibrate-judge": "evaluations.judges.cli",
+    "judge-check": "evaluations.judges.cli",
     "compare": "evaluations.experiments.cli", "gate": "evaluations.experiments.cli",
     "history": "evaluations.experiments.cli", "matrix": "evaluations.experiments.matrix",
     "score": "evaluations.scoring.cli", "run": "evaluations.golden.cli", "golden": "evaluations.golden.cli",

@@ -132,9 +132,16 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 )
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
-def calibrate_judge(files, out, folds, limit):
-    """Fit the offline judge on labelled answers; report its question-grouped CV accuracy."""
+@click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="Controls (judge-check) the fitted judge must pass before its parameters are written.")
+@click.option("--force", is_flag=True, help="Write the parameters even when they fail the controls (said loudly).")
+def calibrate_judge(files, out, folds, limit, min_rate, force):
+    """Fit the offline judge on labelled answers; report its question-grouped CV accuracy; refuse to write
+    parameters that fail the controls (``judge-check``) unless --force."""
+    from .agreement import offline_batch
     from .calibrate import calibrate
+    from .controls import build_controls, run_controls
+    from .questions import QAItem
     from .offline import default_output_path, default_params_path
 
     examples = _load(files, limit)
@@ -144,6 +151,20 @@ def calibrate_judge(files, out, folds, limit):
             examples, folds=folds, sources=[Path(f).name for f in files],
             progress=lambda k: progress.update(task, advance=k),
         )
+    items = list({e.group: QAItem(e.question, tuple(e.references), e.context, e.answerable, e.group, e.source)
+                  for e in examples}.values())
+    report = run_controls(build_controls(items), {"offline": offline_batch(model)}, min_rate=min_rate)
+    model.info["controls"] = report.to_dict()["judges"]["offline"]
+    failures = [c for _, c in report.failures()]
+    if failures:
+        _out().print(_control_table(report, "Controls of the fitted offline judge"))
+        if not force:
+            click.echo(f"error: the fitted parameters fail the controls ({', '.join(failures)}); nothing written",
+                       err=True)
+            click.echo("fix: add labelled non-answers to the training files, or pass --force to write them anyway",
+                       err=True)
+            raise SystemExit(1)
+        click.echo(f"WARNING: writing parameters that FAIL the controls: {', '.join(failures)} (--force)", err=True)
     path = Path(out) if out else default_output_path()
     atomic_write_text(path, json.dumps(model.to_dict(), indent=2) + "\n", fix="choose another --out")
     cv = model.info["cross_validation"]
@@ -163,4 +184,82 @@ def calibrate_judge(files, out, folds, limit):
         click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
 
 
-commands: list[click.Command] = [judge_agreement, calibrate_judge]
+def _control_table(report, title: str) -> Table:
+    from .controls import CATEGORIES
+
+    table = Table(title=title, caption=f"rate = rejected (negative) or accepted (positive); 95% Wilson CI; "
+                  f"✗ below {report.min_rate:g}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("category", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    for judge in report.judges:
+        table.add_column(judge, justify="right", no_wrap=True)
+    rows = {judge: {r.category: r for r in results} for judge, results in report.judges.items()}
+    for category, (kind, _, _) in CATEGORIES.items():
+        cells = []
+        for judge in report.judges:
+            r = rows[judge][category]
+            cells.append("n/a" if not r.n else
+                         f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}")
+        table.add_row(category, kind, *cells)
+    return table
+
+
+def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
+    """Controls built from the answerable questions of ``files`` (``judges.questions``, ``judges.controls``)."""
+    from .controls import build_controls
+    from .questions import load_questions
+
+    items = [item for file in files for item in load_questions(file, limit=limit)]
+    controls = build_controls(items, seed=seed)
+    if not controls:
+        raise EvaluationsError("no answerable question with a gold answer to build controls from",
+                               where=", ".join(files), fix="give files whose questions have gold answers")
+    return items, controls
+
+
+@click.command("judge-check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--judges", default="offline,llm,combined", show_default=True,
+              help="Comma-separated judges to check (those of judge-agreement).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N answerable questions per file.")
+@click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="A category passes when the judge rejects (negative) or accepts (positive) this share.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config file (server URLs, storage.data_dir).")
+@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, config_path, no_cache):
+    """Controls: does each judge reject non-answers and accept gold answers? Exit 1 when a category fails."""
+    from .agreement import JUDGES
+    from .controls import run_controls
+
+    names = _parse_judges(judges)
+    items, controls = controls_for(files, limit, seed)
+    batch = {name: JUDGES[name](KEYWORD_THRESHOLD) for name in names}
+    if "llm" in names and judge_model != "embedded":
+        from ..config import load_config, parse_model_ref
+        from .llm import batch_judge
+
+        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        batch["llm"] = batch_judge(config.judge.model, config, cache=not no_cache)
+    with _progress() as progress:
+        tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
+        report = run_controls(controls, batch, min_rate=min_rate,
+                              progress=lambda name, k: progress.update(tasks[name], advance=k))
+    failures = report.failures()
+    if as_json:
+        click.echo(json.dumps({"files": list(files), "controls": len(controls), **report.to_dict()}, indent=2))
+    else:
+        skipped = sum(1 for i in items if not (i.answerable and i.references))
+        _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} answers; "
+                                             f"{skipped} unanswerable questions skipped)"))
+        click.echo("every judge passes every category" if not failures else
+                   "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+    if failures:
+        raise SystemExit(1)
+
+
+commands: list[click.Command] = [judge_agreement, calibrate_judge, judge_check]

@@ -10,7 +10,7 @@ The screen uses signals, not per-dataset patterns. With kw(x) the keyword stems 
 suffix stemming, ``_stem``) and Q, A, G the question, the answer and one gold alternative:
 
 * novel(A)  = kw(A) − kw(Q) − FILLER: what the answer adds beyond the question's words;
-* inf(G)    = kw(G) − kw(Q): the gold's *informative* keywords (RepliQA-style golds restate the question,
+* inf(G)    = kw(G) − kw(Q), less words similar to a question word (below): the gold's *informative* keywords (RepliQA-style golds restate the question,
   so overlap with the whole gold rewards a restatement; only these words carry the answer);
 * recall    = max over alternatives with inf(G) ≠ ∅ of |inf(G) ∩ kw(A)| / |inf(G)| (None when no alternative has one);
 * has_gold  = some alternative occurs in A (``lexical.containment``), or all of its keywords do, or recall > 0;
@@ -189,7 +189,7 @@ def signals(question: str, refs: Sequence[str], answer: str) -> Signals:
     contains = bool(refs) and lexical.containment(list(refs), answer)
     for ref in refs:
         gold = _kw(ref)
-        informative = gold - q
+        informative = frozenset(w for w in gold - q if not _similar(w, q))  # "canadian" is not news after "canada"
         if informative:
             recalls.append(sum(_similar(w, a) for w in informative) / len(informative))
         elif gold and gold <= a:
