@@ -39,6 +39,7 @@ REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that 
             "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
 _WH = re.compile(r"^\s*(what|which|who|whom|whose|when|where|why|how)\b(\s+(many|much|long|old|often|far))?\s*",
                  re.I)
+_WH_NOUN = re.compile(r"^(what|which)\s+([a-z]+(?:\s[a-z]+)?)\s+(did|does|do|is|are|was|were|has|have)\s+(.+)$", re.I)
 _AUX = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\s+", re.I)
 _MONTHS = ("January February March April May June July August September October November December").split()
 _DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b")
@@ -55,6 +56,9 @@ def restate(question: str) -> str:
     """The question as a statement without its answer: the wh-word and a following auxiliary dropped
     ("what did X launch" -> "X launch"), "who got X" -> "The person who got X", the question mark made a period."""
     text = question.strip().rstrip("?").strip()
+    noun = _WH_NOUN.match(text)  # "What initiative did X launch" -> "The initiative that X launch"
+    if noun:
+        return f"The {noun.group(2)} that {noun.group(4)}."
     wh = _WH.match(text)
     rest = text[wh.end():] if wh else text
     aux = _AUX.match(rest)
@@ -116,9 +120,11 @@ def _other(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> QA
 def _options(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
     """The question's own options ("A or B?") when it offers them, else this short gold or another question's
     short gold; None (no control) when the golds are sentences or themselves say "or"."""
-    offered = re.search(r"([\w'-]+(?: [\w'-]+)?)\s+or\s+([\w' -]{1,40})\?", item.question)
-    if offered:
-        return f"{offered.group(1)} or {offered.group(2).strip()}"
+    offered = re.search(r"([\w' -]+?)\s+or\s+([\w' -]{1,40})\?", item.question)
+    if offered:  # as many words before "or" as the option after it has
+        right = offered.group(2).split()
+        left = offered.group(1).split()[-len(right):]
+        return f"{' '.join(left)} or {' '.join(right)}"
     short = [p for p in pool if len(p.references[0].split()) <= 4 and " or " not in f" {p.references[0].lower()} "]
     if item not in short:
         return None

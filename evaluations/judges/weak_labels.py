@@ -4,25 +4,24 @@ A row holds our model's answer and a reference to its question, never the third-
 ``{"id", "ref": {"dataset", "file", "key"}, "answerable", "model", "context", "answer", "qa_status", "label",
 "label_note"}``. ``file`` is relative to the shared data folder; ``key`` is the row's id (``sample_id`` for the
 RepliQA sample, ``id`` for CLAPNQ / SQuAD 2.0 / TechQA) or ``line:N`` (1-based) for rows without one (EVOUNA).
-Gold answers: RepliQA ``answer``; CLAPNQ every non-empty ``output[i].answer``; SQuAD the de-duplicated
-``answers.text``; TechQA ``answer``; EVOUNA ``golden_answer`` split on "/". Unanswerable rows have no gold.
+Gold answers as ``judges.questions`` reads them (RepliQA, CLAPNQ, SQuAD 2.0, TechQA); EVOUNA ``golden_answer``
+split on "/", keyed by line. Unanswerable rows have no gold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 from .._rows import iter_rows
 from ..errors import EvaluationsError
 from .data import LabelledAnswer, parse_label
+from .questions import read_row
 from .text import split_alternatives
 
 __all__ = ["Question", "read_questions", "load_weak_labels", "is_weak_labels_file", "default_shared_dir"]
-
-_NOT_FOUND = "the answer is not found in the document."
 
 
 @dataclass(frozen=True)
@@ -39,36 +38,14 @@ class Question:
         return {"dataset": self.dataset, "file": self.file, "key": self.key}
 
 
-def _repliqa(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    answer = str(row.get("answer") or "")
-    answerable = answer.strip().lower() != _NOT_FOUND
-    return (str(row.get("sample_id", f"line:{line}")), row["question"], (answer,) if answerable else (),
-            answerable, row.get("document_extracted") or "")
-
-
-def _clapnq(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    golds = tuple(o["answer"] for o in row.get("output") or [] if (o.get("answer") or "").strip())
-    passages = row.get("passages") or [{}]
-    return str(row["id"]), row["input"], golds, bool(golds), passages[0].get("text", "")
-
-
-def _squad(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    golds = tuple(dict.fromkeys(t for t in row["answers"]["text"] if t.strip()))
-    return str(row["id"]), row["question"], golds, not row.get("is_impossible") and bool(golds), row["context"]
-
-
-def _techqa(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    answerable = not row.get("is_impossible") and bool((row.get("answer") or "").strip())
-    contexts = row.get("contexts") or []
-    return (str(row["id"]), row["question"], (row["answer"],) if answerable else (), answerable,
-            contexts[0]["text"] if contexts else "")
-
-
 def _evouna(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
     return f"line:{line}", row["question"], tuple(split_alternatives(row["golden_answer"])), True, ""
 
 
-_READERS = {"repliqa": _repliqa, "clapnq": _clapnq, "squad2": _squad, "techqa": _techqa, "evouna": _evouna}
+_READERS = {
+    "repliqa": partial(read_row, "repliqa"), "clapnq": partial(read_row, "clapnq"),
+    "squad2": partial(read_row, "squad2"), "techqa": partial(read_row, "techqa/wixqa"), "evouna": _evouna,
+}
 
 
 def _reader(dataset: str):
