@@ -46,8 +46,7 @@ def _from_system(response: SystemResponse) -> tuple[list[str], list[float], list
     n = len(response.retrieved)
     for rank, item in enumerate(response.retrieved):
         score = item.score if item.score is not None else float(n - rank)
-        if item.id not in best:
-            best[item.id] = score
+        best[item.id] = max(score, best.get(item.id, score))  # a document returned twice keeps its best score
         chunks.append(RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text, score=score))
     order = canonical_order(best)
     return order, [best[d] for d in order], chunks

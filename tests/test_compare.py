@@ -217,3 +217,28 @@ def test_mde_has_power_point_eight_at_any_n(scifact_runs, copies):
     n, sd = len(d), d.std(ddof=1)
     crit, nc = stats.t.ppf(0.975, n - 1), mde(d) / sd * np.sqrt(n)
     assert 1 - stats.nct.cdf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc) == pytest.approx(0.8, abs=1e-4)
+
+
+def _with_waste(run: Path, out: Path, waste: dict[str, float]) -> Path:
+    shutil.copytree(run, out)
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    for record in records:
+        record.setdefault("judges", {})["context_waste"] = waste[record["name"]]
+    (out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return out
+
+
+def test_context_waste_is_lower_is_better(scifact_runs, tmp_path, cli):
+    """A run that wastes less context wins on context_waste (its wins are the cases where it is lower)."""
+    names = sorted(_case_values(scifact_runs["fts"], "ndcg@10"))
+    rng = np.random.default_rng(3)
+    a = {n: float(rng.uniform(0.3, 0.9)) for n in names}
+    b = {n: a[n] - 0.2 if i % 4 else a[n] + 0.1 for i, n in enumerate(names)}
+    run_a = _with_waste(scifact_runs["fts"], tmp_path / "a", a)
+    run_b = _with_waste(scifact_runs["hybrid"], tmp_path / "b", b)
+    code, out, _ = cli(["compare", str(run_a), str(run_b), "--json", "--metrics", "context_waste"])
+    row = next(r for r in json.loads(out)["comparisons"] if r["metric"] == "context_waste")
+    lower = sum(b[n] < a[n] for n in names)
+    assert code == 0 and row["higher_is_better"] is False
+    assert (row["wins"], row["ties"], row["losses"]) == (lower, 0, len(names) - lower)
+    assert row["diff"] == pytest.approx(np.mean([b[n] - a[n] for n in names]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +99,25 @@ def test_pytest_helper(scifact_runs):
         assert_gate(scifact_runs["worse"], EXAMPLE, baseline=scifact_runs["fts"])
     with pytest.raises(EvaluationsError, match="unknown metric"):
         assert_gate(scifact_runs["fts"], {"rules": [{"metric": "bleu", "min": 0.1}]})
+
+
+def test_significance_rule_without_paired_values_breaks_readably(scifact_runs, tmp_path, cli):
+    """A judge scored on disjoint cases in the two runs: no paired test is possible, so the drop counts as it is
+    (no KeyError traceback, exit 1, the reason in the check)."""
+    def scored(run: Path, out: Path, parity: int, value: float) -> Path:
+        shutil.copytree(run, out)
+        records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+        for i, record in enumerate(records):
+            if i % 2 == parity:
+                record.setdefault("judges", {})["token_f1"] = value
+        (out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return out
+
+    base = scored(scifact_runs["fts"], tmp_path / "base", 0, 0.9)
+    run = scored(scifact_runs["worse"], tmp_path / "run", 1, 0.1)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: token_f1, max_drop: 0.1, only_if_significant: true}\n")
+    code, out, err = cli(["gate", str(run), "--baseline", str(base), "--rules", str(rules), "--json"])
+    (check,) = json.loads(out)["checks"]
+    assert code == 1 and "Traceback" not in err
+    assert not check["holds"] and "no paired" in check["note"] and check["change"] == pytest.approx(0.1 / 0.9 - 1)

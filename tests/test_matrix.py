@@ -69,3 +69,45 @@ def test_multilingual_e5_embedder_offline():
     assert docs.shape == (2, 384) and np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
     scores = docs @ query[0]
     assert scores[0] > scores[1]
+
+
+def test_a_cell_whose_answers_fail_exits_3_is_never_best_and_runs_again(tmp_path):
+    """Two QA models behind a real HTTP server: one answers, one fails every request. The matrix exits 3 naming the
+    failing cell, picks the working cell as best, and a re-run runs the failing cell again instead of skipping it."""
+    import gzip
+    import re
+
+    from fake_llm_server import FakeLLMServer, tool_call
+
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        gold = {row["question"]: row["answer"] for row in map(json.loads, handle)}
+
+    def responder(request):
+        if request["model"].startswith("broken"):
+            raise RuntimeError("this model always fails")
+        tool = request["tools"][0]["function"]
+        text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
+        question = text.rsplit("Question: ", 1)[1].strip()
+        ids = re.findall(r"^\[([^\]]+)\]", text, flags=re.M)
+        return tool_call(tool["name"], {"answer": gold[question], "cited_ids": ids[:1], "confidence": 0.9})
+
+    (tmp_path / "quiet.yaml").write_text("cache: {enabled: false}\n"
+                                         "requests: {retries: 0, backoff: 0.0, max_backoff: 0.0}\n")
+    grid = {"dataset": "repliqa", "source": str(REPLIQA_20), "limit": 3, "k": [1, 10], "config": "quiet.yaml",
+            "axes": {"search_mode": ["fts"], "qa_model": ["ollama:good", "ollama:broken"]}}
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump(grid))
+    out = tmp_path / "matrix"
+    with FakeLLMServer(models=("good", "broken"), responder=responder) as server:
+        env = {"OLLAMA_BASE_URL": server.url}
+        proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress", env=env)
+        assert proc.returncode == 3, proc.stderr
+        result = json.loads((out / "matrix.json").read_text())
+        good, broken = result["cells"]
+        assert broken["counts"]["incomplete"] == broken["counts"]["cases"] > 0 and not broken["within_max_failures"]
+        assert good["counts"]["incomplete"] == 0 and good["within_max_failures"]
+        assert result["best"] == good["params"] and broken["quality"] == 0.0
+        assert "fts__ollama-broken" in proc.stderr and "Traceback" not in proc.stderr
+        again = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress", env=env)
+        assert again.returncode == 3
+        assert again.stderr.count("skipped (finished)") == 1 and "ran again" in again.stderr

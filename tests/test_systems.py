@@ -44,6 +44,15 @@ async def search_async(request):
     return search(request)
 
 
+def dupes(request):
+    """Chunk-level results: the 10th document comes back a second time, last, with the best score of all."""
+    response = search(request)
+    hits = response["retrieved"]
+    if len(hits) >= 10:
+        hits.append({**hits[9], "score": hits[0]["score"] + 1.0})
+    return response
+
+
 def broken(request):
     """Answers every third query with an item that has no id (a bug in the user's system)."""
     response = search(request)
@@ -202,3 +211,26 @@ def test_http_system_replies_are_cached_like_model_calls(world, server, tmp_path
     assert asked == 0
     assert [(r["name"], r["retrieved"], r["metrics"]) for r in warm] == [(r["name"], r["retrieved"], r["metrics"])
                                                                           for r in cold]
+
+
+def test_a_document_returned_twice_keeps_its_best_score(world):
+    work, scifact, _, bm25 = world
+    proc, records = run_beir(world, "my_rag:dupes", "dupes")
+    assert proc.returncode == 0, proc.stderr
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc_id, grade = line.split("\t")
+        qrels.setdefault(qid, {})[doc_id] = int(grade)
+    run = {}
+    for qid in qrels:
+        hits = bm25.search(bm25.queries[qid], 100)
+        scores = {h["id"]: h["score"] for h in hits}
+        if len(hits) >= 10:
+            scores[hits[9]["id"]] = hits[0]["score"] + 1.0  # the oracle's rule: the best score of a document
+        run[qid] = scores
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recip_rank"}).evaluate(run)
+    for r in records:
+        assert r["metrics"]["ndcg@10"] == pytest.approx(expected[r["name"]]["ndcg_cut_10"], abs=1e-9)
+        assert len(r["retrieved"]) == len(set(r["retrieved"]))
+        top = max(run[r["name"]], key=lambda d: (run[r["name"]][d], d))
+        assert r["retrieved"][0] == top

@@ -119,6 +119,12 @@ def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[
                              "value": value}
     if rule.relative:
         now, then = measures.run_value(rule.metric, run, shared), measures.run_value(rule.metric, base, shared)
+        if now is None or then is None:
+            missing = "this run" if now is None else "the baseline"
+            check["problems"] = problems + [f"no value in {missing} on the {len(shared or ())} shared cases: "
+                                            "the change cannot be measured"]
+            check["holds"] = False
+            return check
         change = (now - then) / abs(then) if then else (0.0 if now == then else float("inf") * (now - then))
         check.update(value_shared=now, baseline=then, change=change)
         relative_problems = []
@@ -127,13 +133,17 @@ def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[
         if rule.max_rise is not None and now > then * (1 + rule.max_rise) + 1e-12:
             relative_problems.append(f"{now:.4g} vs baseline {then:.4g}: {change:+.1%}, more than +{rule.max_rise:.0%}")
         if relative_problems and rule.only_if_significant:
-            sig = significance[measures.aggregate_parts(rule.metric)[0]]
-            check["p_holm"] = sig["p_holm"]
-            if not sig["significant"]:
+            sig = significance.get(measures.aggregate_parts(rule.metric)[0])
+            if sig is None:  # no case has a value in both runs: nothing to test, the rule applies as written
+                check["note"] = "no paired per-case values to test significance: the change counts as it is"
+                relative_problems = [f"{p} (significance not testable: no paired values)" for p in relative_problems]
+            elif not sig["significant"]:
+                check["p_holm"] = sig["p_holm"]
                 check["note"] = (f"not significant (p_holm {sig['p_holm']:.3g}): ignored: "
                                  + "; ".join(relative_problems))
                 relative_problems = []
             else:
+                check["p_holm"] = sig["p_holm"]
                 relative_problems = [f"{p} (significant: {sig['metric']} p_holm {sig['p_holm']:.3g})"
                                      for p in relative_problems]
         problems += relative_problems

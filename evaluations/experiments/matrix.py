@@ -6,6 +6,7 @@ Grid file (paths are relative to the grid file's folder)::
     dataset: repliqa                 # a dataset command: repliqa, wix, beir, run, …
     source: ../../shared/data/repliqa_samples/repliqa_sample20.jsonl.gz
     limit: 20                        # optional: any run option (limit, k, split, skip_qa, skip_retrieval, concurrency)
+    max_failures: "0"                # optional, per cell, as the run's --max-failures (N or P%)
     config: ../haiku.rag.yaml        # optional
     out: ../runs/matrix-repliqa      # optional (default runs/matrix-<grid file stem>)
     quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge, else ndcg@10)
@@ -17,7 +18,9 @@ Grid file (paths are relative to the grid file's folder)::
 
 Cells share each embedder's index (the default LanceDB folder is per dataset and embedder, so the first cell
 builds it and the others find it up to date). A cell whose folder holds a finished run is skipped; one that was
-interrupted is resumed — the matrix resumes.
+interrupted is resumed — the matrix resumes. A finished cell with more cases that did not complete than
+``max_failures`` allows is not skipped: a re-run runs it again; the matrix exits 3 while any cell is over the
+limit, and such a cell is never the best.
 
 Pareto fronts: a cell is on the cost–quality front when no other cell has quality ≥ and cost ≤ with one of them
 strict (likewise latency p95 for the latency–quality front). Each cell is compared with the best cell (highest
@@ -27,6 +30,8 @@ quality) by ``compare`` (paired tests, Holm-corrected).
 from __future__ import annotations
 
 import itertools
+import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,7 @@ class Grid(BaseModel):
     skip_qa: bool = False
     skip_retrieval: bool = False
     concurrency: int | None = Field(default=None, gt=0)
+    max_failures: str = "0"  # per cell, as the run's --max-failures: N cases or P%
     axes: Axes
 
 
@@ -88,7 +94,7 @@ def load_grid(path: Path) -> Grid:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
         raise EvaluationsError(f"invalid grid: {problems}", where=str(path),
                                fix="keys: dataset, source, config, out, quality, limit, k, split, skip_qa, "
-                                   "skip_retrieval, concurrency, axes {embedder, search_mode, qa_model, judge}") from None
+                                   "skip_retrieval, concurrency, max_failures, axes {embedder, search_mode, qa_model, judge}") from None
 
 
 def cells(grid: Grid) -> list[dict[str, str]]:
@@ -131,15 +137,19 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     from ..config import load_config
     from ..run import RunOptions, run
 
+    overwrite = False
     if (out / "summary.json").is_file():
-        return out, "skipped (finished)"
-    resume = out if (out / "run.json").is_file() else None
+        incomplete, allowed = cell_failures(grid, json.loads((out / "summary.json").read_text()))
+        if incomplete <= allowed:
+            return out, "skipped (finished)"
+        overwrite = True  # a finished cell with too many failed cases is run again, not skipped forever
+    resume = out if (out / "run.json").is_file() and not overwrite else None
     config = load_config(str(base / grid.config) if grid.config else None, _overrides(params))
     spec = get_spec(grid.dataset)
     options = RunOptions(
         source=(base / grid.source) if grid.source else None, limit=grid.limit, split=grid.split,
         name=_slug(params), ks=sorted(set(grid.k or config.evaluation.k)), skip_qa=grid.skip_qa or not spec.answers,
-        skip_retrieval=grid.skip_retrieval, out=None if resume else out, resume=resume,
+        skip_retrieval=grid.skip_retrieval, out=None if resume else out, resume=resume, overwrite=overwrite,
         concurrency=grid.concurrency or config.evaluation.concurrency, progress=progress)
     qa = None
     if not options.skip_qa:
@@ -147,7 +157,17 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
 
         qa = build_qa_plan(config)
     run(spec, options, config, qa=qa)
+    if overwrite:
+        return out, "ran again (its last run had more failed cases than max_failures allows)"
     return out, "resumed" if resume else "ran"
+
+
+def cell_failures(grid: Grid, summary: dict[str, Any]) -> tuple[int, int]:
+    """(cases that did not complete, the most ``grid.max_failures`` allows) for one cell's summary."""
+    from ..cli import parse_max_failures
+
+    counts = summary.get("counts", {})
+    return int(counts.get("incomplete", 0)), parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
 
 
 def _quality_name(grid: Grid, summaries: list[dict[str, Any]]) -> str:
@@ -167,8 +187,15 @@ def judge_value(judge: dict[str, Any]) -> float | None:
 def quality_of(summary: dict[str, Any], name: str) -> float | None:
     if name in summary.get("metrics", {}):
         return summary["metrics"][name]
-    judge = summary.get("answers", {}).get("judges", {}).get(name)
-    return judge_value(judge) if judge else None
+    from ..runs.summary import is_verdict_name
+
+    answers = summary.get("answers", {})
+    judge = answers.get("judges", {}).get(name)
+    if judge:
+        return judge_value(judge)
+    if is_verdict_name(name) and answers.get("to_answer"):
+        return 0.0  # cases to answer, none with this verdict (every answer failed): accuracy counts them wrong
+    return None
 
 
 def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
@@ -185,8 +212,6 @@ def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
 
 
 def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dict[str, Any]:
-    import json
-
     from .compare import compare_runs
 
     summaries = [json.loads((d / "summary.json").read_text()) for _, d in done]
@@ -204,6 +229,7 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
                        "per_correct_answer": answers.get("tokens", {}).get("per_correct_answer")},
             "cost_per_query": answers.get("cost_usd", {}).get("per_query", 0.0),
             "counts": summary.get("counts", {}),
+            "within_max_failures": (lambda f: f[0] <= f[1])(cell_failures(grid, summary)),
             "seconds": summary.get("run", {}).get("seconds"),  # the cell's own run time
             "run_dir": str(folder),
         })
@@ -211,7 +237,8 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
     points_latency = [(r["quality"], r["latency_ms"]["p95"]) for r in rows]
     for row, on_cost, on_latency in zip(rows, pareto(points_cost), pareto(points_latency)):
         row["pareto"] = {"cost": on_cost, "latency": on_latency}
-    scored = [r for r in rows if r["quality"] is not None]
+    # the best cell is chosen among cells whose cases completed (within max_failures)
+    scored = [r for r in rows if r["quality"] is not None and r["within_max_failures"]]
     best = max(scored, key=lambda r: r["quality"]) if scored else None
     comparisons: list[dict[str, Any]] = []
     if best is not None and len(rows) > 1:
@@ -250,8 +277,6 @@ def _table(result: dict[str, Any]):
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool) -> None:
     """Run every embedder × search mode × QA model × judge cell of GRID_FILE and compare them."""
-    import json
-
     from ..console import make_console
     from ..fsutil import atomic_write_json
 
@@ -279,4 +304,16 @@ def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress
     console.print(f"[green]wrote[/] {folder / 'matrix.json'}, report.html, report.md")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
+    over = [c for c in result["cells"] if not c["within_max_failures"]]
+    if over:
+        from ..cli import EXIT_CASES_FAILED
+
+        for cell in over:
+            console.print(f"[red]cell {_slug(cell['params'])}: {cell['counts'].get('incomplete')} of "
+                          f"{cell['counts'].get('cases')} case(s) did not complete[/] (max_failures "
+                          f"{grid.max_failures!r}); a re-run runs it again")
+        console.print(f"exit {EXIT_CASES_FAILED}: {len(over)} of {len(result['cells'])} cell(s) over max_failures")
+        sys.exit(EXIT_CASES_FAILED)
+
+
 commands = [matrix_command]

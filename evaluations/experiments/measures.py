@@ -6,7 +6,8 @@ A *measure* has one value per case (the mean over the case's repeats), read from
   ``evaluations.retrieval.metrics.METRICS`` at every cut-off the run has; a failed case scores 0 (the
   summary's averaging rule); ``hit@k`` is a binary verdict.
 - judges: every name in the cases' ``judges`` (``keyword_correct``, ``token_f1``, ``offline_correct`` …);
-  boolean verdicts are binary.
+  boolean verdicts are binary; ``context_waste`` (share of context tokens from non-relevant documents) is the
+  one score where lower is better.
 - ``latency_ms`` (the case's total), ``latency_<stage>_ms`` (embed, retrieve, rerank, llm, judge);
   ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query``;
   ``cost_per_query`` = (input × price_in + output × price_out) / 1e6, prices from the summary;
@@ -140,8 +141,20 @@ def _retrieval_names(run: RunFolder) -> list[str]:
     return sorted(names, key=key)
 
 
+#: per-case scores (in a case's ``judges``) where less is better
+LOWER_IS_BETTER = frozenset({"context_waste"})
+
+
+def _scores(run: RunFolder) -> set[str]:
+    return {k for r in _records(run) for k, v in (r.get("judges") or {}).items() if _number(v) is not None}
+
+
 def _judge_names(run: RunFolder) -> list[str]:
-    return sorted({k for r in _records(run) for k, v in (r.get("judges") or {}).items() if _number(v) is not None})
+    return sorted(_scores(run) - LOWER_IS_BETTER)
+
+
+def _waste_names(run: RunFolder) -> list[str]:
+    return sorted(_scores(run) & LOWER_IS_BETTER)
 
 
 def _stage_names(run: RunFolder) -> list[str]:
@@ -174,6 +187,7 @@ FAMILIES: list[Family] = [
     Family("retrieval", True, _retrieval_names, lambda n, r: bool(_RETRIEVAL.match(n)), _retrieval_value,
            lambda n, r: n.startswith(_HIT_PREFIX + "@")),
     Family("judge", True, _judge_names, lambda n, r: n in _judge_names(r), _judge_value, _judge_is_binary),
+    Family("context waste", False, _waste_names, lambda n, r: n in LOWER_IS_BETTER, _judge_value, lambda n, r: False),
     Family("latency", False, lambda r: ["latency_ms"], lambda n, r: n == "latency_ms", _latency_value,
            lambda n, r: False),
     Family("stage latency", False, _stage_names, lambda n, r: bool(_STAGE.match(n)) and not _PERCENTILE.match(n)

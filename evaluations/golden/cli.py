@@ -61,20 +61,11 @@ def golden_spec(golden_file: Path, repo: Path):
     return DatasetSpec(name="golden", description="golden code-span queries over a repository", load=load, answers=True)
 
 
-def by_tag(records: list[dict], metrics=BY_TAG_METRICS) -> dict[str, dict]:
-    """{tag: {"cases": n, metric: mean}} over the cases carrying the tag (cases without a metric skipped)."""
-    groups: dict[str, list[dict]] = {}
-    for record in records:
-        for tag in record.get("tags") or []:
-            groups.setdefault(tag, []).append(record.get("metrics") or {})
-    out = {}
-    for tag in sorted(groups):
-        rows = groups[tag]
-        out[tag] = {"cases": len(rows)}
-        for metric in metrics:
-            values = [r[metric] for r in rows if r.get(metric) is not None]
-            out[tag][metric] = sum(values) / len(values) if values else None
-    return out
+def by_tag(summary: dict, metrics=BY_TAG_METRICS) -> dict[str, dict]:
+    """{tag: {"cases": n, metric: mean}} from the run summary's segments (``runs.summary``: the one per-tag
+    computation, where a case whose retrieval failed counts as 0)."""
+    return {tag: {"cases": seg["cases"], **{m: seg["metrics"].get(m) for m in metrics}}
+            for tag, seg in (summary.get("segments") or {}).items()}
 
 
 def _show_findings(findings, console: Console) -> None:
@@ -143,11 +134,18 @@ def golden_command(args: tuple[str, ...], repo: Path, update: bool, **params) ->
     name = params["name"] or f"golden-{params['search_mode'] or 'default'}"
     params["name"] = name
     params["out"] = params["out"] or params.get("resume") or Path("runs") / f"{name}-{stamp}"
-    _run_dataset("golden", str(golden_file), params)
-    cases = Path(params["out"]) / "cases.jsonl"
-    records = [json.loads(line) for line in cases.read_text().splitlines() if line.strip()]
-    segments = by_tag(records)
-    (Path(params["out"]) / "by_tag.json").write_text(json.dumps(segments, indent=2) + "\n")
+    try:
+        _run_dataset("golden", str(golden_file), params)
+    finally:  # also when the run exits 3 (too many failed cases): the finished run's segments are written
+        summary_file = Path(params["out"]) / "summary.json"
+        if summary_file.is_file():
+            _write_by_tag(Path(params["out"]), by_tag(json.loads(summary_file.read_text())))
+
+
+def _write_by_tag(out: Path, segments: dict[str, dict]) -> None:
+    from ..fsutil import atomic_write_json
+
+    atomic_write_json(out / "by_tag.json", segments)
     table = Table(title="Golden queries by tag")
     table.add_column("tag")
     table.add_column("cases", justify="right")
