@@ -107,7 +107,7 @@ def controls(per_file: int, seed: int) -> dict:
 
 def _accuracy(split: dict, judge: str, what: str) -> dict:
     value = split[judge]["accuracy"]
-    return {"accuracy": value["value"], "ci": value["ci"], "n": split["n"], "what": what}
+    return {"accuracy": value["value"], "ci": value["ci95"], "n": split["n"], "what": what}
 
 
 def validation_file(results: dict, main: dict, control: dict) -> dict:

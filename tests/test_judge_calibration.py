@@ -50,22 +50,28 @@ def test_shipped_params_file_describes_itself():
     cv = data["cross_validation"]
     assert "GroupKFold" in cv["method"] and cv["accuracy"] >= 0.85
     assert cv["accuracy"] > cv["baselines_same_rows"]["keyword>0.7"] > cv["baselines_same_rows"]["exact_match"]
-    assert data["training_data"]["examples"] == 13809 + 9690
+    weak = sum(1 for line in (SHIPPED.parents[1] / "datasets" / "labels" / "weak_answers.jsonl").open() if line.strip())
+    assert data["training_data"]["examples"] == 13809 + 9690 + weak  # EVOUNA NQ + TQ (their README), weak labels
+    controls = {c["category"]: c for c in data["controls"]["categories"]}
+    assert set(controls) >= {"echo", "restatement", "heading", "refusal", "other_gold", "empty", "gold_bare",
+                             "gold_sentence", "gold_detail", "paraphrase"}
+    assert all(c["pass"] and c["rate"] >= 0.95 for c in controls.values())
 
 
 @pytest.mark.slow
-def test_shipped_params_reach_085_on_labelled_evouna(everything):
-    """Every 8th question of NQ + TQ (~2,900 answers; all 23.5k take minutes to embed on a cold cache)."""
-    questions = set(sorted({e.group for e in everything})[1::8])
-    rows = [e for e in everything if e.group in questions]
-    model = OfflineJudgeModel.load()
-    labels = np.array([e.label for e in rows])
-    _, verdicts = model.judge_batch([e.references for e in rows], [e.answer for e in rows])
+def test_offline_judge_reaches_085_on_evouna_questions_it_never_saw(everything):
+    """Fitted (as calibrate-judge fits) on 7/8 of the questions, scored with the screen on the other eighth."""
+    questions = sorted({e.group for e in everything})
+    held = set(questions[1::8])
+    train = [e for e in everything if e.group not in held]
+    test = [e for e in everything if e.group in held]
+    model = calibrate(train, sources=["NQ", "TQ"])
+    labels = np.array([e.label for e in test])
+    _, verdicts = model.judge_batch([e.references for e in test], [e.answer for e in test],
+                                    questions=[e.question for e in test])
     accuracy = float(np.mean(verdicts == labels))
-    keyword = float(np.mean([lexical.keyword_correct(e.references, e.answer) for e in rows] == labels))
+    keyword = float(np.mean([lexical.keyword_correct(e.references, e.answer) for e in test] == labels))
     assert accuracy >= 0.85 and accuracy > keyword
-    # a 9-parameter model: its accuracy on an eighth of the data is close to its cross-validated accuracy
-    assert accuracy == pytest.approx(model.info["cross_validation"]["accuracy"], abs=0.02)
 
 
 def test_calibrate_cross_validates_by_question_like_scikit_learn(sample):
@@ -157,7 +163,7 @@ def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
     report = dataset.evaluate_sync(task, progress=False)
     model = OfflineJudgeModel.load()
     for case, e in zip(sorted(report.cases, key=lambda c: c.name), sorted(rows, key=lambda e: e.group)):
-        probability, verdict = model.judge(e.references, e.answer)
+        probability, verdict = model.judge(e.references, e.answer, question=e.question)
         assert case.scores["offline_p_correct"].value == pytest.approx(probability, abs=1e-5)
         assert case.assertions["offline_correct"].value is verdict
         similarity = semantic_similarity(e.references, e.answer)
@@ -166,5 +172,5 @@ def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
     table = next(a for a in report.analyses if a.type == "table")
     assert [r[0] for r in table.rows] == ["semantic_correct", "offline_correct"]
     offline_accuracy = float(table.rows[1][3].split()[0])
-    expected = np.mean([model.judge(e.references, e.answer)[1] == e.label for e in rows])
+    expected = np.mean([model.judge(e.references, e.answer, question=e.question)[1] == e.label for e in rows])
     assert offline_accuracy == pytest.approx(expected, abs=5e-4)

@@ -135,7 +135,9 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 @click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="Controls (judge-check) the fitted judge must pass before its parameters are written.")
 @click.option("--force", is_flag=True, help="Write the parameters even when they fail the controls (said loudly).")
-def calibrate_judge(files, out, folds, limit, min_rate, force):
+@click.option("--control-questions", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Controls are built from this many questions of the files (a seeded sample).")
+def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions):
     """Fit the offline judge on labelled answers; report its question-grouped CV accuracy; refuse to write
     parameters that fail the controls (``judge-check``) unless --force."""
     from .agreement import offline_batch
@@ -153,6 +155,11 @@ def calibrate_judge(files, out, folds, limit, min_rate, force):
         )
     items = list({e.group: QAItem(e.question, tuple(e.references), e.context, e.answerable, e.group, e.source)
                   for e in examples}.values())
+    if len(items) > control_questions:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        items = [items[i] for i in sorted(rng.choice(len(items), control_questions, replace=False))]
     report = run_controls(build_controls(items), {"offline": offline_batch(model)}, min_rate=min_rate)
     model.info["controls"] = report.to_dict()["judges"]["offline"]
     failures = [c for _, c in report.failures()]

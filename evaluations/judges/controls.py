@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -110,10 +111,30 @@ def _gold_detail(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem])
     return f"{gold}. That is the answer to: {item.question.strip()}"
 
 
-def _other(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> QAItem:
-    mine = set().union(*(keywords(r) for r in item.references))
-    candidates = [p for p in pool if p.group != item.group
-                  and not mine & set().union(*(keywords(r) for r in p.references))]
+@lru_cache(maxsize=None)
+def _gold_words(references: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(keywords(r) for r in references))
+
+
+def _short(item: QAItem) -> bool:
+    gold = item.references[0]
+    return len(gold.split()) <= 4 and " or " not in f" {gold.lower()} "
+
+
+def _other(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem],
+           accept: Callable[[QAItem], bool] = lambda p: True) -> QAItem:
+    """Another question of ``pool`` (``accept``-ed) whose gold shares no keyword with this one's; ``item`` itself
+    when there is none. Random draws first (large pools), then a full scan (small ones)."""
+    mine = _gold_words(tuple(item.references))
+
+    def fits(p: QAItem) -> bool:
+        return p.group != item.group and accept(p) and not mine & _gold_words(tuple(p.references))
+
+    for _ in range(64):
+        p = pool[int(rng.integers(len(pool)))]
+        if fits(p):
+            return p
+    candidates = [p for p in pool if fits(p)]
     return candidates[int(rng.integers(len(candidates)))] if candidates else item
 
 
@@ -125,10 +146,9 @@ def _options(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> 
         right = offered.group(2).split()
         left = offered.group(1).split()[-len(right):]
         return f"{' '.join(left)} or {' '.join(right)}"
-    short = [p for p in pool if len(p.references[0].split()) <= 4 and " or " not in f" {p.references[0].lower()} "]
-    if item not in short:
+    if not _short(item):
         return None
-    other = _other(item, rng, short)
+    other = _other(item, rng, pool, accept=_short)
     return None if other is item else f"{item.references[0].rstrip('.')} or {other.references[0].rstrip('.')}"
 
 

@@ -50,7 +50,7 @@ __all__ = [
 #: the embedded judge model (``judge.model.name`` / ``--judge embedded:NAME``)
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
 RUBRIC_PATH = shipped_path("answer_equivalence_yesno.md")  # package data: judges/ in a checkout (judges.shipped)
-N_CTX = 2048  # the rubric with its worked examples (~600 tokens) + the case
+N_CTX = 1024  # the rubric (~230 tokens) + the case (question, gold alternatives, answer up to MAX_ANSWER_TOKENS)
 MAX_ANSWER_TOKENS = 160  # a longer candidate keeps its first tokens (the answer is stated early)
 YES = ("yes", "Yes", " yes", " Yes", "YES")
 NO = ("no", "No", " no", " No", "NO")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..reporting.headline import answer_headline, disagreement_line, judge_description
+from ..task import STAGES
 from . import charts
 from .calibration import BIN_RULE, run_calibration
 from .runs import RunData
@@ -21,7 +22,6 @@ from .page import CaseCard, Cell, Page, Section, Table, fmt
 WORST_CASES = 15
 DISAGREEMENT_CARDS = 30  # cases where the judges disagree shown in full (verdicts and reasons); the table lists all
 DISAGREE = "judges disagree"  # the drill-down mark of such a case
-STAGES = ("embed", "retrieve", "rerank", "llm", "judge")
 _PREFIX_LABEL = {"ndcg": "nDCG", "mrr": "MRR", "map": "MAP", "p": "P", "recall": "Recall", "hit": "Hit"}
 _RETRIEVAL_KEY = re.compile(r"^([a-z]+)@(\d+)$")
 
@@ -337,7 +337,7 @@ def _latency_section(summary: dict, records: list[dict]) -> Section:
                                     row_keys=keys, caption="Milliseconds per case."))
     ok = [r for r in records if r.get("status") != "failed"]
     stages = {}
-    for stage in (*STAGES, "total"):
+    for stage in STAGES:  # the pipeline's stages, ending in total (task.STAGES)
         values = [v for v in (_number((r.get("latency_ms") or {}).get(stage)) for r in ok) if v is not None]
         if values and max(values) > 0:
             stages[stage] = values
@@ -347,7 +347,7 @@ def _latency_section(summary: dict, records: list[dict]) -> Section:
     if not rows and not stages:
         section.absent = "no case has a latency above 0 ms"
         return section
-    skipped = [s for s in STAGES if s not in stages]
+    skipped = [s for s in STAGES if s not in stages and s != "total"]
     if skipped:
         section.notes.append(f"Stages not run (0 ms in every case): {', '.join(skipped)}.")
     return section
