@@ -219,7 +219,7 @@ def test_semantic_and_offline_evaluators_reuse_cached_embeddings(tq_rows, tmp_pa
     judge = load_model()
     for e in rows:
         expected = semantic.semantic_similarity(e.references, e.answer)
-        probability, verdict = judge.judge(e.references, e.answer)
+        probability, verdict = judge.judge(e.references, e.answer, question=e.question)
         for report in (first, second, third):
             case = report[e.source]
             assert case.scores["semantic_similarity"].value == pytest.approx(expected, abs=1e-6)
