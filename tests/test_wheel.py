@@ -109,7 +109,8 @@ def test_judge_agreement_from_the_wheel(wheel_venv, tmp_path):
     cache = Path(env["XDG_DATA_HOME"]) / "evaluations" / "cache" / "judge_embeddings.sqlite"
     assert cache.is_file()
     _, verdicts = OfflineJudgeModel.load(REPO / "judges" / "offline_judge.json").judge_batch(
-        [e.references for e in examples], [e.answer for e in examples], cache_path=cache)
+        [e.references for e in examples], [e.answer for e in examples], cache_path=cache,
+        questions=[e.question for e in examples], answerable=[e.answerable for e in examples])
     assert result["offline"]["n"] == len(examples) > 100
     assert result["offline"]["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts), abs=1e-6)
     assert result["offline"]["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
