@@ -139,8 +139,7 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
 
     overwrite = False
     if (out / "summary.json").is_file():
-        incomplete, allowed = cell_failures(grid, json.loads((out / "summary.json").read_text()))
-        if incomplete <= allowed:
+        if within_max_failures(grid, json.loads((out / "summary.json").read_text())):
             return out, "skipped (finished)"
         overwrite = True  # a finished cell with too many failed cases is run again, not skipped forever
     resume = out if (out / "run.json").is_file() and not overwrite else None
@@ -162,12 +161,12 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     return out, "resumed" if resume else "ran"
 
 
-def cell_failures(grid: Grid, summary: dict[str, Any]) -> tuple[int, int]:
-    """(cases that did not complete, the most ``grid.max_failures`` allows) for one cell's summary."""
+def within_max_failures(grid: Grid, summary: dict[str, Any]) -> bool:
+    """At most ``grid.max_failures`` of the cell's cases did not complete (the run's --max-failures rule)."""
     from ..cli import parse_max_failures
 
     counts = summary.get("counts", {})
-    return int(counts.get("incomplete", 0)), parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
+    return int(counts.get("incomplete", 0)) <= parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
 
 
 def _quality_name(grid: Grid, summaries: list[dict[str, Any]]) -> str:
@@ -229,7 +228,7 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
                        "per_correct_answer": answers.get("tokens", {}).get("per_correct_answer")},
             "cost_per_query": answers.get("cost_usd", {}).get("per_query", 0.0),
             "counts": summary.get("counts", {}),
-            "within_max_failures": (lambda f: f[0] <= f[1])(cell_failures(grid, summary)),
+            "within_max_failures": within_max_failures(grid, summary),
             "seconds": summary.get("run", {}).get("seconds"),  # the cell's own run time
             "run_dir": str(folder),
         })

@@ -143,7 +143,7 @@ def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions
     from .agreement import offline_batch
     from .calibrate import calibrate
     from .controls import build_controls, run_controls
-    from .questions import QAItem
+    from .questions import questions_of
     from .offline import default_output_path, default_params_path
 
     examples = _load(files, limit)
@@ -153,8 +153,7 @@ def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions
             examples, folds=folds, sources=[Path(f).name for f in files],
             progress=lambda k: progress.update(task, advance=k),
         )
-    items = list({e.group: QAItem(e.question, tuple(e.references), e.context, e.answerable, e.group, e.source)
-                  for e in examples}.values())
+    items = questions_of(examples)
     if len(items) > control_questions:
         import numpy as np
 

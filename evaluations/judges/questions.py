@@ -13,14 +13,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._rows import iter_rows
 from ..errors import EvaluationsError
 from .text import split_alternatives
+
+if TYPE_CHECKING:
+    from .data import LabelledAnswer
 
 __all__ = ["QAItem", "FORMATS", "load_questions", "read_row"]
 
@@ -97,8 +100,14 @@ def read_row(fmt: str, row: Row, line: int) -> tuple[str, str, tuple[str, ...], 
 def _from_labelled(path: Path, limit: int | None) -> list[QAItem]:
     from .data import load_labelled
 
+    return questions_of(load_labelled(path), limit)
+
+
+def questions_of(examples: Iterable[LabelledAnswer], limit: int | None = None) -> list[QAItem]:
+    """One ``QAItem`` per question (``group``) of labelled answers, from its first answer, in order; ``limit``:
+    stop after that many answerable questions."""
     seen: dict[str, QAItem] = {}
-    for e in load_labelled(path):
+    for e in examples:
         if e.group not in seen:
             seen[e.group] = QAItem(e.question, tuple(e.references), e.context, e.answerable, e.group, e.source)
             if limit is not None and sum(i.answerable for i in seen.values()) >= limit:
