@@ -91,10 +91,14 @@ FORMATS: dict[str, tuple[Callable[[Row], bool], Reader | None]] = {
 }
 
 
+#: format name -> its row reader: the dataset formats above, and EVOUNA's rows (question, golden_answer) read as
+#: questions (``weak_labels`` resolves its references with these)
+READERS: dict[str, Reader] = {**{name: r for name, (_, r) in FORMATS.items() if r is not None}, "evouna": _evouna}
+
+
 def read_row(fmt: str, row: Row, line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    reader = FORMATS[fmt][1]
-    assert reader is not None
-    return reader(row, line)
+    """(key, question, gold alternatives, answerable, passage) of one row of format ``fmt`` (``READERS``)."""
+    return READERS[fmt](row, line)
 
 
 def _from_labelled(path: Path, limit: int | None) -> list[QAItem]:

@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
 
 from .._rows import iter_rows
 from ..errors import EvaluationsError
 from .data import LabelledAnswer, parse_label
 from .questions import read_row
-from .text import split_alternatives
 
 __all__ = ["Question", "read_questions", "load_weak_labels", "is_weak_labels_file", "default_shared_dir"]
 
@@ -38,13 +36,9 @@ class Question:
         return {"dataset": self.dataset, "file": self.file, "key": self.key}
 
 
-def _evouna(row: dict[str, Any], line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    return f"line:{line}", row["question"], tuple(split_alternatives(row["golden_answer"])), True, ""
-
-
 _READERS = {
     "repliqa": partial(read_row, "repliqa"), "clapnq": partial(read_row, "clapnq"),
-    "squad2": partial(read_row, "squad2"), "techqa": partial(read_row, "techqa/wixqa"), "evouna": _evouna,
+    "squad2": partial(read_row, "squad2"), "techqa": partial(read_row, "techqa/wixqa"), "evouna": partial(read_row, "evouna"),
 }
 
 
