@@ -110,11 +110,11 @@ def model_stage(server: FakeLLMServer, source: Path, cache: Path, concurrency: i
     """The QA agent + LLM judge alone (pydantic-evals), cold then warm on one cache: seconds and server calls."""
     from pydantic_evals import Case, Dataset
 
-    from evaluations.config import load_config
-    from evaluations.judges.llm import llm_judge
-    from evaluations.qa.agent import build_qa_agent
-    from evaluations.qa.models import build_model, model_settings
-    from evaluations.types import CaseMetadata, CaseOutput, RetrievalInputs
+    from evaluations.core.config import load_config
+    from evaluations.judging.llm import llm_judge
+    from evaluations.pipeline.qa_agent import build_qa_agent
+    from evaluations.models.chat import build_model, model_settings
+    from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
 
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
     context = {r["question"]: f"[{r['sample_id']}] {r['document_extracted'][:1500]}" for r in rows}
@@ -211,7 +211,7 @@ def real_server(n: int, work: Path) -> dict:
     """Cold then warm CLI runs (QA + LLM judge) against llama.cpp's server with SmolLM2 (index built first)."""
     from llama_server import start_llama_server, stop_llama_server
 
-    from evaluations.qa.embedded import gguf_path
+    from evaluations.models.llamacpp import gguf_path
 
     work.mkdir(parents=True, exist_ok=True)
     source = work / "cases.jsonl"

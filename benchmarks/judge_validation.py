@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judges import heldout  # noqa: E402
-from evaluations.judges.embedded import VerdictCache, judge_many, load_judge  # noqa: E402
+from evaluations.judging import heldout  # noqa: E402
+from evaluations.judging.embedded import VerdictCache, judge_many, load_judge  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 LABELS = ROOT / "datasets" / "labels"
@@ -80,7 +80,7 @@ def timing(examples, n: int = 20) -> dict:
 
 def main_job_check(examples) -> dict:
     """The shipped judges (fresh from disk) on the main job's labelled answers."""
-    from evaluations.judges.agreement import run_judges
+    from evaluations.judging.agreement import run_judges
 
     labels = np.array([e.label for e in examples])
     results = run_judges(examples, list(JUDGES), resamples=1000)
@@ -93,9 +93,9 @@ def main_job_check(examples) -> dict:
 
 def controls(per_file: int, seed: int) -> dict:
     """Control rejection / acceptance per judge and category (``judges.controls``)."""
-    from evaluations.judges.agreement import JUDGES as BATCH
-    from evaluations.judges.controls import build_controls, run_controls
-    from evaluations.judges.questions import load_questions
+    from evaluations.judging.agreement import JUDGES as BATCH
+    from evaluations.judging.controls import build_controls, run_controls
+    from evaluations.judging.questions import load_questions
 
     items = []
     for name in CONTROL_FILES:
@@ -134,7 +134,7 @@ def validation_file(results: dict, main: dict, control: dict) -> dict:
 
 
 def main() -> None:
-    from evaluations.judges.weak_labels import load_weak_labels
+    from evaluations.judging.weak_labels import load_weak_labels
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-cell", type=int, default=40)

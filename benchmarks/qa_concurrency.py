@@ -24,9 +24,9 @@ from fake_llm_server import FakeLLMServer, tool_call  # noqa: E402
 from pydantic_ai import Agent  # noqa: E402
 from pydantic_evals import Case, Dataset  # noqa: E402
 
-from evaluations.config import load_config  # noqa: E402
-from evaluations.qa.models import build_model, model_settings  # noqa: E402
-from evaluations.types import Answer, CaseOutput, RetrievalInputs  # noqa: E402
+from evaluations.core.config import load_config  # noqa: E402
+from evaluations.models.chat import build_model, model_settings  # noqa: E402
+from evaluations.core.types import Answer, CaseOutput, RetrievalInputs  # noqa: E402
 
 
 def _responder(request: dict) -> object:

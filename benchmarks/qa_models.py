@@ -43,10 +43,10 @@ OUT = ROOT / "benchmarks" / "results" / "qa_models.json"
 SEED = 7
 CONTEXT_CHARS = 2000
 
-from evaluations.config import Config, LLMModel  # noqa: E402
-from evaluations.judges import lexical  # noqa: E402
-from evaluations.qa.agent import QAFailed, answer_question, build_qa_agent  # noqa: E402
-from evaluations.types import RetrievedChunk  # noqa: E402
+from evaluations.core.config import Config, LLMModel  # noqa: E402
+from evaluations.judging import lexical  # noqa: E402
+from evaluations.pipeline.qa_agent import QAFailed, answer_question, build_qa_agent  # noqa: E402
+from evaluations.core.types import RetrievedChunk  # noqa: E402
 
 _ABSTAIN = re.compile(
     r"\b(i don'?t know|i do not know|not (?:found|mentioned|stated|provided|given|specified|available|included|"
@@ -101,7 +101,7 @@ def squad2(n: int) -> list[dict]:
 def _llm_judge():
     """The embedded LLM judge (probability fn, threshold), or (None, reason) when it cannot load."""
     try:
-        from evaluations.judges.embedded import judge_params, load_judge
+        from evaluations.judging.embedded import judge_params, load_judge
 
         judge = load_judge()
         return judge, float(judge_params()["threshold"])
@@ -110,8 +110,8 @@ def _llm_judge():
 
 
 def score(item: dict, answer: str, judge: Any, threshold: Any) -> dict[str, Any]:
-    from evaluations.judges.offline import load_model
-    from evaluations.judges.semantic import semantic_similarity
+    from evaluations.judging.offline import load_model
+    from evaluations.judging.semantic import semantic_similarity
 
     if not item["answerable"]:
         return {"abstained": bool(_ABSTAIN.search(answer))}
@@ -135,14 +135,14 @@ def score(item: dict, answer: str, judge: Any, threshold: Any) -> dict[str, Any]
 
 
 async def _answer_all(model_name: str, items: list[dict], on_row=None) -> list[dict]:
-    from evaluations.qa.embedded import embedded_model
+    from evaluations.models.llamacpp import embedded_model
 
     config = Config()
     cfg = LLMModel(provider="embedded", name=model_name, temperature=0.0, seed=0, max_tokens=256)
     agent = build_qa_agent(embedded_model(cfg, config.data_dir()))
     # load the weights outside the timing
     from evaluations.models.gguf import resolve
-    from evaluations.qa.embedded import _load, gguf_path
+    from evaluations.models.llamacpp import _load, gguf_path
 
     _load(gguf_path(resolve(model_name).name, config.data_dir()), 0, resolve(model_name).n_ctx)
     rows = []

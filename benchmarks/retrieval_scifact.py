@@ -26,12 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
 
-from evaluations.adapters import LoadOptions, get_spec  # noqa: E402
-from evaluations.config import load_config  # noqa: E402
-from evaluations.index.chunking import chunk_document  # noqa: E402
-from evaluations.index.embedders import build_embedder  # noqa: E402
+from evaluations.datasets import LoadOptions, get_spec  # noqa: E402
+from evaluations.core.config import load_config  # noqa: E402
+from evaluations.datasets.chunking import chunk_document  # noqa: E402
+from evaluations.models.embedders import build_embedder  # noqa: E402
 from evaluations.index.store import Store  # noqa: E402
-from evaluations.run import RunOptions, run  # noqa: E402
+from evaluations.pipeline.runner import RunOptions, run  # noqa: E402
 
 
 def main() -> None:

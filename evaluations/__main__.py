@@ -1,3 +1,3 @@
-from .cli import main
+from evaluations.cli.root import main
 
 main()

@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judges.weak_labels import Question, read_questions  # noqa: E402
+from evaluations.judging.weak_labels import Question, read_questions  # noqa: E402
 
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 #: dataset -> (file, answerable count, unanswerable count)
@@ -83,10 +83,10 @@ def conditions(questions: list[Question], rng: np.random.Generator) -> list[tupl
 
 
 async def answer_all(jobs, context_chars: int, log_every: int = 20, on_row=None) -> list[dict]:
-    from evaluations.config import Config, LLMModel
-    from evaluations.qa.agent import QAFailed, answer_question, build_qa_agent
-    from evaluations.qa.models import build_model, model_settings
-    from evaluations.types import RetrievedChunk
+    from evaluations.core.config import Config, LLMModel
+    from evaluations.pipeline.qa_agent import QAFailed, answer_question, build_qa_agent
+    from evaluations.models.chat import build_model, model_settings
+    from evaluations.core.types import RetrievedChunk
 
     config = Config()
     agents = {}

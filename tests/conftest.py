@@ -72,7 +72,7 @@ def scifact_runs(tmp_path_factory) -> dict[str, Path]:
     """Three real run folders over one 30-query SciFact subset (~60 documents), made by the CLI (retrieval only):
     ``fts`` (BM25), ``hybrid`` (BM25 + all-MiniLM-L6-v2, RRF) and ``worse`` (BM25 over 8-token chunks, a
     deliberately worse system). Used by the compare / gate / history tests."""
-    from evaluations.cli import main
+    from evaluations.cli.root import main
 
     root = tmp_path_factory.mktemp("scifact_runs")
     subset = write_scifact_subset(root / "data", 30, 30)
@@ -91,7 +91,7 @@ def scifact_runs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture
 def cli(capsys):
     """Run the `evaluations` CLI in-process: ``cli([...]) -> (exit code, stdout, stderr)``."""
-    from evaluations.cli import main
+    from evaluations.cli.root import main
 
     def run(args: list[str]) -> tuple[int, str, str]:
         capsys.readouterr()

@@ -6,7 +6,7 @@
 
 (through this file's ``__main__``: the same ``llama_cpp.server`` main, with llama.cpp's extra weight buffers off,
 ``use_extra_bufts = False``; a llama.cpp built with ``GGML_NATIVE`` on a CPU with AMX otherwise crashes on any
-prompt longer than one token, see ``evaluations.judges.embedded.load_llama``), waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
+prompt longer than one token, see ``evaluations.judging.embedded.load_llama``), waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
 ``model_id`` = the id the server lists, ``log`` = its output so far) and kills the process on teardown. A server
 that does not come up fails the test with its log: nothing is skipped.
 """
@@ -93,7 +93,7 @@ def stop_llama_server(process: subprocess.Popen) -> None:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
     """SmolLM2-135M-Instruct behind llama-cpp-python's OpenAI-compatible server, for the whole session."""
-    from evaluations.qa.embedded import gguf_path
+    from evaluations.models.llamacpp import gguf_path
 
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     server = start_llama_server(gguf_path("smollm2-135m"), log_path)

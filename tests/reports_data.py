@@ -44,12 +44,12 @@ def answers_run(tmp_path_factory) -> Path:
 
     from conftest import DATA
 
-    from evaluations.judges.data import load_labelled
-    from evaluations.judges.evaluators import (Containment, ExactMatch, JudgeAgreement, KeywordOverlap, OfflineJudge,
+    from evaluations.judging.data import load_labelled
+    from evaluations.evaluators.answers import (Containment, ExactMatch, JudgeAgreement, KeywordOverlap, OfflineJudge,
                                                TokenF1)
-    from evaluations.runs.records import record_from_case
-    from evaluations.runs.summary import summarize
-    from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+    from evaluations.results.records import record_from_case
+    from evaluations.results.summary import summarize
+    from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
     source = DATA / "evouna" / "NQ.jsonl.gz"
     examples = load_labelled(source, limit=EVOUNA_ANSWERS)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPLIQA_20, REPLIQA_NEWS, SCIFACT, WIX_SAMPLE
 
-from evaluations.adapters import DATASETS, LoadOptions, get_spec
-from evaluations.errors import EvaluationsError
+from evaluations.datasets import DATASETS, LoadOptions, get_spec
+from evaluations.core.errors import EvaluationsError
 
 
 def test_registry_has_the_datasets():
@@ -147,7 +147,7 @@ def test_wix_folder_export_and_missing_gold(tmp_path):
 
 
 def test_hub_unreachable_is_one_clear_error(monkeypatch):
-    import evaluations.adapters._spec as spec_module
+    import evaluations.datasets.spec as spec_module
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(spec_module, "_hub_unreachable", lambda *a, **k: "https://huggingface.co: ConnectError")

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from evaluations.config import load_config
-from evaluations.console import make_console
-from evaluations.errors import EvaluationsError
-from evaluations.judges.validation import Validation, best_judge
-from evaluations.qa.plan import build_qa_plan, choose_primary
-from evaluations.reporting.console import answer_lines, answers_table
+from evaluations.core.config import load_config
+from evaluations.core.console import make_console
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.validation import Validation, best_judge
+from evaluations.pipeline.plan import build_qa_plan, choose_primary
+from evaluations.reports.console import answer_lines, answers_table
 from evaluations.reports import write_reports
-from evaluations.runs.records import CaseRecord, JudgeError, QARecord
-from evaluations.runs.summary import markdown, summarize
+from evaluations.results.records import CaseRecord, JudgeError, QARecord
+from evaluations.results.summary import markdown, summarize
 
 GOLD = ["Paris"]
 
@@ -71,7 +71,7 @@ VALIDATION = {
 @pytest.fixture
 def validation_file(tmp_path, monkeypatch) -> Path:
     """A validation file in a tmp judges folder (with the shipped fitted parameters beside it)."""
-    from evaluations.judges.shipped import shipped_path
+    from evaluations.judging.shipped import shipped_path
 
     folder = tmp_path / "judges"
     folder.mkdir()

@@ -1,7 +1,7 @@
 """Every bad input is one clear error through the CLI: exit code 2, the file:line / key / variable and the fix
 named, no traceback, nothing half-written. README "Bad input" lists exactly these cases.
 
-The commands run in-process (``evaluations.cli.main``, as the console script does) so environment variables
+The commands run in-process (``evaluations.cli.root``, as the console script does) so environment variables
 and a full disk can be simulated with monkeypatch; the unwrapped-text check runs real subprocesses.
 """
 
@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import DATA, REPLIQA_20, WIX_SAMPLE, write_scifact_subset
 
-from evaluations.cli import main
-from evaluations.fsutil import DurableAppender, atomic_write_text
+from evaluations.cli.root import main
+from evaluations.core.fsutil import DurableAppender, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 EVOUNA_NQ = DATA / "evouna" / "NQ.jsonl.gz"

@@ -17,7 +17,7 @@ from conftest import REPLIQA_20, WIX_SAMPLE
 from fake_llm_server import FakeLLMServer, closed_port_url, tool_call
 from test_cli_retrieval import REPO, run_cli
 
-from evaluations.reporting.outputs import load_report
+from evaluations.results.outputs import load_report
 
 
 def _gold_by_question() -> dict[str, str]:
@@ -138,7 +138,7 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
         assert judges[name]["n"] == len(ok)
     # SmolLM2 restates context: its answers share more words with their own gold answer than with the other
     # questions' gold answers (the chance level), and are grounded in the context
-    from evaluations.judges.lexical import token_f1
+    from evaluations.judging.lexical import token_f1
 
     own = [token_f1(r["gold_answers"], r["answer"]["answer"]) for r in ok]
     others = [token_f1(o["gold_answers"], r["answer"]["answer"]) for r in ok for o in records if o is not r]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from evaluations.cli import LAZY_COMMANDS, cli
+from evaluations.cli.root import LAZY_COMMANDS, cli
 
 
 def test_every_lazy_command_resolves():

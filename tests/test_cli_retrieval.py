@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from evaluations.reporting.outputs import load_report
+from evaluations.results.outputs import load_report
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluations.cli import main
+from evaluations.cli.root import main
 
 ISSUE_KEYS = {"a", "b", "metric", "kind", "mean_a", "mean_b", "diff", "ci95", "effect_size", "p", "p_holm",
               "significant", "wins", "ties", "losses", "mde"}
@@ -184,7 +184,7 @@ def _tagged_copy(run: Path, dest: Path) -> Path:
 
 
 def test_segments_per_tag(scifact_runs, tmp_path, cli):
-    from evaluations.experiments.segments import segment_metrics
+    from evaluations.results.segments import segment_metrics
 
     a, b = _tagged_copy(scifact_runs["fts"], tmp_path / "a"), _tagged_copy(scifact_runs["hybrid"], tmp_path / "b")
     code, out, _ = cli(["compare", str(a), str(b), "--json", "--metrics", "ndcg@10,mrr@10,hit@10"])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluations.config import CONFIG_ENV, Config, load_config, parse_model_ref
-from evaluations.errors import EvaluationsError
+from evaluations.core.config import CONFIG_ENV, Config, load_config, parse_model_ref
+from evaluations.core.errors import EvaluationsError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,12 +20,12 @@ import pytest
 from conftest import REPLIQA_20
 from pydantic_ai import Agent
 
-from evaluations.config import Config, LLMModel
-from evaluations.errors import EvaluationsError
+from evaluations.core.config import Config, LLMModel
+from evaluations.core.errors import EvaluationsError
 from evaluations.models import gguf
-from evaluations.qa import embedded
-from evaluations.qa.agent import answer_question, build_qa_agent
-from evaluations.types import Answer, RetrievedChunk
+from evaluations.models import llamacpp as embedded
+from evaluations.pipeline.qa_agent import answer_question, build_qa_agent
+from evaluations.core.types import Answer, RetrievedChunk
 
 EASY = [9, 1, 7, 8]  # sample_ids whose answer sits in one paragraph, stated plainly
 _STOP = set("a an the of in on at to for by and or is are was were be its it their they this that with as from".split())

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluations.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 from evaluations.experiments.pytest_gate import assert_gate
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gate.yaml"

@@ -14,8 +14,8 @@ import pytest
 import pytrec_eval
 
 from conftest import DATA
-from evaluations.adapters.generic import load_dataset_file, read_documents, read_records
-from evaluations.errors import EvaluationsError
+from evaluations.datasets.generic import load_dataset_file, read_documents, read_records
+from evaluations.core.errors import EvaluationsError
 from evaluations.scoring.schemas import SCHEMAS, schema_text
 
 REPO = Path(__file__).resolve().parents[1]

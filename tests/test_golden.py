@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from evaluations.adapters.code import python_spans, repo_spans
-from evaluations.golden.schema import read_golden
+from evaluations.datasets.code import python_spans, repo_spans
+from evaluations.datasets.golden_schema import read_golden
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "datasets" / "golden_code_queries.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluations.config import load_config
+from evaluations.core.config import load_config
 from evaluations.experiments.history import config_hash, history_path, list_runs, record_run
 
 REPO = Path(__file__).resolve().parents[1]

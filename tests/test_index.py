@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluations.adapters import LoadOptions, get_spec
-from evaluations.index.chunking import chunk_document, chunk_text
-from evaluations.index.embedders import EmbeddedMiniLM, Embedder
+from evaluations.datasets import LoadOptions, get_spec
+from evaluations.datasets.chunking import chunk_document, chunk_text
+from evaluations.models.embedders import EmbeddedMiniLM, Embedder
 from evaluations.index.search import Retriever
 from evaluations.index.store import Store
-from evaluations.retrieval.metrics import canonical_order, compute_all
-from evaluations.types import Document
+from evaluations.results.retrieval_metrics import canonical_order, compute_all
+from evaluations.core.types import Document
 
 
 class CountingEmbedder(Embedder):

@@ -15,13 +15,13 @@ import lancedb
 import numpy as np
 import pytest
 
-from evaluations.adapters import LoadOptions, get_spec
-from evaluations.errors import EvaluationsError
-from evaluations.index.chunking import chunk_document
-from evaluations.index.embedders import EmbeddedMiniLM
+from evaluations.datasets import LoadOptions, get_spec
+from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.chunking import chunk_document
+from evaluations.models.embedders import EmbeddedMiniLM
 from evaluations.index.search import Retriever
 from evaluations.index.store import Store, corpus_fingerprint
-from evaluations.types import Document
+from evaluations.core.types import Document
 
 from conftest import REPLIQA_20, REPLIQA_NEWS
 from test_index import CountingEmbedder
@@ -80,8 +80,8 @@ def test_skip_db_with_another_corpus_is_refused(tmp_path):
 CHILD = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    from evaluations.adapters import LoadOptions, get_spec
-    from evaluations.index.embedders import EmbeddedMiniLM
+    from evaluations.datasets import LoadOptions, get_spec
+    from evaluations.models.embedders import EmbeddedMiniLM
     from evaluations.index.store import Store
     db, source, go, out = sys.argv[1:5]
     documents = get_spec("beir").load(LoadOptions(source=Path(source))).documents

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import accuracy_score, cohen_kappa_score, precision_recall_fscore_support
 
-from evaluations.errors import EvaluationsError
-from evaluations.judges import lexical
-from evaluations.judges.agreement import agreement, bootstrap_ci, confusion, metrics, run_judges
-from evaluations.judges.cli import commands
-from evaluations.judges.data import load_labelled
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging import lexical
+from evaluations.judging.agreement import agreement, bootstrap_ci, confusion, metrics, run_judges
+from evaluations.cli.judges import commands
+from evaluations.judging.data import load_labelled
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
 NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"

@@ -17,13 +17,13 @@ from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from evaluations.errors import EvaluationsError
-from evaluations.judges import lexical
-from evaluations.judges.calibrate import calibrate
-from evaluations.judges.cli import commands
-from evaluations.judges.data import load_labelled
-from evaluations.judges.nonanswer import screen
-from evaluations.judges.offline import FEATURES, OfflineJudgeModel, default_params_path, feature_matrix
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging import lexical
+from evaluations.judging.calibrate import calibrate
+from evaluations.cli.judges import commands
+from evaluations.judging.data import load_labelled
+from evaluations.judging.nonanswer import screen
+from evaluations.judging.offline import FEATURES, OfflineJudgeModel, default_params_path, feature_matrix
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
 NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"
@@ -140,9 +140,9 @@ def test_missing_or_broken_params_file(tmp_path):
 def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
     from pydantic_evals import Case, Dataset
 
-    from evaluations.judges.evaluators import JudgeAgreement, OfflineJudge, SemanticSimilarity
-    from evaluations.judges.semantic import semantic_similarity
-    from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+    from evaluations.evaluators.answers import JudgeAgreement, OfflineJudge, SemanticSimilarity
+    from evaluations.judging.semantic import semantic_similarity
+    from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
     rows = [e for e in load_labelled(TQ, limit=40) if e.system == "gpt4"]
     answers = {e.question: e.answer for e in rows}

@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import binomtest
 
-from evaluations.cli import cli as main
-from evaluations.judges.agreement import JUDGES
-from evaluations.judges.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
-from evaluations.judges.questions import QAItem, load_questions
-from evaluations.judges.weak_labels import load_weak_labels
+from evaluations.cli.root import cli as main
+from evaluations.judging.agreement import JUDGES
+from evaluations.judging.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
+from evaluations.judging.questions import QAItem, load_questions
+from evaluations.judging.weak_labels import load_weak_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

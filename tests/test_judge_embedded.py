@@ -23,12 +23,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 from sklearn.preprocessing import StandardScaler
 
-from evaluations.judges import heldout, lexical
-from evaluations.judges.data import LabelledAnswer, load_labelled
-from evaluations.judges.evaluators import JudgeAgreement
-from evaluations.judges.llm import AnswerEquivalenceJudge, load_rubric, p_yes_from_logprobs
-from evaluations.judges.offline import FEATURES
-from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.judging import heldout, lexical
+from evaluations.judging.data import LabelledAnswer, load_labelled
+from evaluations.evaluators.answers import JudgeAgreement
+from evaluations.judging.llm import AnswerEquivalenceJudge, load_rubric, p_yes_from_logprobs
+from evaluations.judging.offline import FEATURES
+from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TQ = DATA / "evouna" / "TQ.jsonl.gz"
@@ -65,13 +65,13 @@ def clear_cases() -> list[LabelledAnswer]:
 
 @pytest.fixture(scope="module")
 def judge():
-    from evaluations.judges.embedded import load_judge
+    from evaluations.judging.embedded import load_judge
 
     return load_judge()
 
 
 def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases):
-    from evaluations.judges.embedded import VerdictCache, judge_many, judge_params
+    from evaluations.judging.embedded import VerdictCache, judge_many, judge_params
 
     threshold = judge_params()["threshold"]
     cache = VerdictCache()  # filled here, reused by the evaluator and CLI tests below
@@ -107,7 +107,7 @@ def _dataset(examples, evaluator) -> tuple[Dataset, object]:
 
 
 def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
-    from evaluations.judges.embedded import EmbeddedLLMJudge, VerdictCache
+    from evaluations.judging.embedded import EmbeddedLLMJudge, VerdictCache
 
     dataset, task = _dataset(clear_cases, EmbeddedLLMJudge())
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=3)
@@ -128,7 +128,7 @@ def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
 
 
 def test_cli_judge_agreement_runs_the_llm_judge_from_the_cache(tmp_path, clear_cases):
-    from evaluations.judges.cli import commands
+    from evaluations.cli.judges import commands
 
     path = tmp_path / "clear.jsonl"
     path.write_text("".join(json.dumps({"query": e.question, "generated_answer": e.answer, "label": e.label,
@@ -196,8 +196,8 @@ def test_p_yes_from_logprobs_sums_yes_and_no_spellings():
 
 def test_served_judge_against_a_real_llama_cpp_server(llama_server):
     """SmolLM2 is a poor judge: this checks the protocol (every case gets a verdict and a probability)."""
-    from evaluations.config import load_config
-    from evaluations.judges.llm import llm_judge
+    from evaluations.core.config import load_config
+    from evaluations.judging.llm import llm_judge
 
     config = load_config(None, {"judge.model": {"provider": "openai", "name": llama_server.model_id,
                                                 "base_url": llama_server.base_url, "max_tokens": 48},

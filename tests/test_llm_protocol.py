@@ -23,13 +23,13 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case, Dataset
 
-from evaluations.config import load_config
-from evaluations.errors import EvaluationsError
-from evaluations.index.embedders import build_embedder
-from evaluations.index.remote_embedders import OllamaEmbedder, OpenAIEmbedder
-from evaluations.judges.llm import AnswerEquivalenceJudge, llm_judge, load_rubric
-from evaluations.qa.models import build_model, check_model, describe_model, model_settings, ollama_v1_url
-from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.core.config import load_config
+from evaluations.core.errors import EvaluationsError
+from evaluations.models.embedders import build_embedder
+from evaluations.models.remote_embedders import OllamaEmbedder, OpenAIEmbedder
+from evaluations.judging.llm import AnswerEquivalenceJudge, llm_judge, load_rubric
+from evaluations.models.chat import build_model, check_model, describe_model, model_settings, ollama_v1_url
+from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")

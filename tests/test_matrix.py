@@ -60,8 +60,8 @@ def test_pareto_front_on_ties_and_missing_values():
 
 
 def test_multilingual_e5_embedder_offline():
-    from evaluations.config import load_config
-    from evaluations.index.embedders import build_embedder
+    from evaluations.core.config import load_config
+    from evaluations.models.embedders import build_embedder
 
     embedder = build_embedder(load_config(None, {"embeddings.model.name": "multilingual-e5-small"}))
     docs = embedder.embed(["The cat sat on the mat.", "Quarterly revenue grew by ten percent."])

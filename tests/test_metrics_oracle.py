@@ -25,9 +25,9 @@ from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import EvaluatorContext
 from pydantic_evals.otel import SpanTree
 
-from evaluations.retrieval.evaluators import retrieval_evaluators
-from evaluations.retrieval.metrics import METRICS, canonical_order, compute, compute_all, metric_key
-from evaluations.types import CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.evaluators.retrieval import retrieval_evaluators
+from evaluations.results.retrieval_metrics import METRICS, canonical_order, compute, compute_all, metric_key
+from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = DATA / "scifact"

@@ -22,12 +22,12 @@ from fake_llm_server import FakeLLMServer, Fault, bow_vector, tool_call
 from pydantic import BaseModel
 from pydantic_ai import Agent
 
-from evaluations.config import load_config
-from evaluations.index.embedders import build_embedder
+from evaluations.core.config import load_config
+from evaluations.models.embedders import build_embedder
 from evaluations.models.cache import CALL_STATS, CachedModel, ModelCache, call_stats_line, reset_call_stats
-from evaluations.qa.agent import INSTRUCTIONS, SERVED_LADDER, answer_question, build_qa_agent
-from evaluations.qa.models import build_model, model_settings
-from evaluations.types import RetrievedChunk
+from evaluations.pipeline.qa_agent import INSTRUCTIONS, SERVED_LADDER, answer_question, build_qa_agent
+from evaluations.models.chat import build_model, model_settings
+from evaluations.core.types import RetrievedChunk
 
 CHAT = "/v1/chat/completions"
 PROMPT = "Context:\n[c1] The capital of France is Paris.\n\nQuestion: What is the capital of France?"
@@ -149,10 +149,10 @@ def test_server_embeddings_are_cached_per_text(tmp_path):
 
 _PROCESS = """
 import sys
-from evaluations.config import load_config
+from evaluations.core.config import load_config
 from evaluations.models.cache import call_stats
-from evaluations.qa.agent import build_qa_agent
-from evaluations.qa.models import build_model, model_settings
+from evaluations.pipeline.qa_agent import build_qa_agent
+from evaluations.models.chat import build_model, model_settings
 
 config = load_config(None, {"qa.model": {"provider": "openai", "name": "qa-llm", "base_url": sys.argv[1]}})
 agent = build_qa_agent(build_model(config.qa.model, config), model_settings(config.qa.model))
@@ -179,8 +179,8 @@ def test_no_cache_flag_turns_the_cache_off(tmp_path, monkeypatch):
     """``--no-cache`` reaches the run's config as ``cache.enabled: false`` (the run itself is stubbed)."""
     from click.testing import CliRunner
 
-    import evaluations.run
-    from evaluations.cli import cli
+    import evaluations.pipeline.runner
+    from evaluations.cli.root import cli
 
     seen = []
 
@@ -188,7 +188,7 @@ def test_no_cache_flag_turns_the_cache_off(tmp_path, monkeypatch):
         seen.append(config.cache.enabled)
         raise SystemExit(0)
 
-    monkeypatch.setattr(evaluations.run, "run", fake_run)
+    monkeypatch.setattr(evaluations.pipeline.runner, "run", fake_run)
     for flags in ([], ["--no-cache"]):
         result = CliRunner().invoke(cli, ["repliqa", "--source", str(REPLIQA_20), "--skip-qa", "--db",
                                           str(tmp_path / "db"), "--out", str(tmp_path / f"out{len(flags)}"), *flags])

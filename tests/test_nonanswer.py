@@ -13,11 +13,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case, Dataset
 
-from evaluations.judges.heldout import load_evouna
-from evaluations.judges.llm import AnswerEquivalenceJudge
-from evaluations.judges.nonanswer import KINDS, screen
-from evaluations.judges.evaluators import OfflineJudge
-from evaluations.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.judging.heldout import load_evouna
+from evaluations.judging.llm import AnswerEquivalenceJudge
+from evaluations.judging.nonanswer import KINDS, screen
+from evaluations.evaluators.answers import OfflineJudge
+from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -17,8 +17,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from evaluations.qa.agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, format_context
-from evaluations.types import Answer, RetrievedChunk
+from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, format_context
+from evaluations.core.types import Answer, RetrievedChunk
 
 REPLIQA_20 = Path(__file__).resolve().parents[2] / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from sklearn.calibration import calibration_curve
 
-from evaluations.cli import main
+from evaluations.cli.root import main
 from evaluations.reports import write_reports
-from evaluations.reports.calibration import run_calibration
+from evaluations.results.calibration import run_calibration
 from evaluations.reports.run_page import headline_values
 
 

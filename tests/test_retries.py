@@ -17,12 +17,12 @@ from conftest import SCIFACT
 from fake_llm_server import FakeLLMServer, bow_vector, tool_call
 from pydantic_ai.exceptions import ModelHTTPError
 
-from evaluations.config import load_config
-from evaluations.index.embedders import build_embedder
+from evaluations.core.config import load_config
+from evaluations.models.embedders import build_embedder
 from evaluations.models.cache import CALL_STATS, reset_call_stats
 from evaluations.models.retry import RETRY_STATS
-from evaluations.qa.agent import build_qa_agent
-from evaluations.qa.models import build_model, model_settings
+from evaluations.pipeline.qa_agent import build_qa_agent
+from evaluations.models.chat import build_model, model_settings
 
 CHAT = "/v1/chat/completions"
 FAST = {"timeout": 0.4, "retries": 3, "backoff": 0.01, "max_backoff": 0.05}

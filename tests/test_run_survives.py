@@ -22,9 +22,9 @@ from conftest import REPLIQA_20
 from fake_llm_server import FakeLLMServer, tool_call
 from test_cli_retrieval import REPO, run_cli
 
-from evaluations.errors import EvaluationsError
-from evaluations.runs import RunFolder
-from evaluations.runs.folder import PARTIAL_FILE
+from evaluations.core.errors import EvaluationsError
+from evaluations.results import RunFolder
+from evaluations.results.folder import PARTIAL_FILE
 
 ANSWERABLE = 18  # RepliQA sample20: 20 rows, 2 unanswerable are skipped
 
@@ -183,7 +183,7 @@ def test_a_line_cut_by_a_crash_is_dropped_on_resume(tmp_path, scifact_small):
     proc = run_cli("beir", str(scifact_small), "--search-mode", "fts", "--db", str(tmp_path / "db"),
                    "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    from evaluations.reporting.outputs import load_report
+    from evaluations.results.outputs import load_report
 
     report = load_report(out / "report.json")
     # rebuild the in-flight state of a run that crashed after 3 cases, in the middle of writing the 4th

@@ -20,7 +20,7 @@ from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.usage import RequestUsage
 from test_cli_retrieval import run_cli
 
-from evaluations.qa.agent import (
+from evaluations.pipeline.qa_agent import (
     OUTPUT_RETRIES,
     SERVED_LADDER,
     QAFailed,
@@ -29,7 +29,7 @@ from evaluations.qa.agent import (
     build_qa_agent,
     output_modes,
 )
-from evaluations.types import Answer, RetrievedChunk
+from evaluations.core.types import Answer, RetrievedChunk
 
 _JSON_PROFILE = ModelProfile(supports_json_schema_output=True, supports_json_object_output=True)
 

@@ -24,14 +24,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_cli_retrieval import run_cli
 
-from evaluations.adapters.generic import read_documents, read_records
-from evaluations.judges.text import keywords
-from evaluations.qa.agent import OUTPUT_RETRIES
-from evaluations.synth.cli import write_dataset
+from evaluations.datasets.generic import read_documents, read_records
+from evaluations.judging.text import keywords
+from evaluations.pipeline.qa_agent import OUTPUT_RETRIES
+from evaluations.cli.synth import write_dataset
 from evaluations.synth.core import REASONS, SynthOptions, passage, sample_order, synthesize
 from evaluations.synth.filters import check_pair
 from evaluations.synth.generate import QuestionWriter, build_synth_agent
-from evaluations.types import Document
+from evaluations.core.types import Document
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "datasets" / "schemas" / "dataset_record.schema.json").read_text())

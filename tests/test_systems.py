@@ -18,7 +18,7 @@ import pytest
 import pytrec_eval
 
 from conftest import write_scifact_subset
-from evaluations.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 from evaluations.systems import SystemRequest, build_system
 from evaluations.systems.callable import CallableSystem, SystemResponseError
 from evaluations.systems.http import HTTPSystem

@@ -72,7 +72,7 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
 
 def test_installed_wheel_reads_its_package_data(wheel_venv):
     venv, work, env = wheel_venv
-    probe = ("import json, evaluations; from evaluations.judges import llm, offline, shipped; "
+    probe = ("import json, evaluations; from evaluations.judging import llm, offline, shipped; "
              "print(json.dumps({'package': evaluations.__file__, 'params': str(offline.default_params_path()), "
              "'rubric': llm.load_rubric(), 'checkout': str(shipped.checkout_judges_dir()), "
              "'calibrate_out': str(offline.default_output_path())}))")
@@ -85,15 +85,15 @@ def test_installed_wheel_reads_its_package_data(wheel_venv):
     assert found["calibrate_out"] == str(work / "offline_judge.json")  # never into site-packages
 
     # in this checkout (editable install) the same code reads and writes the repository's judges/
-    from evaluations.judges.offline import default_output_path, default_params_path
+    from evaluations.judging.offline import default_output_path, default_params_path
 
     assert default_params_path() == default_output_path() == REPO / "judges" / "offline_judge.json"
 
 
 def test_judge_agreement_from_the_wheel(wheel_venv, tmp_path):
     """The offline judge with the packaged parameters agrees with the checkout's, checked by scikit-learn."""
-    from evaluations.judges.data import load_labelled
-    from evaluations.judges.offline import OfflineJudgeModel
+    from evaluations.judging.data import load_labelled
+    from evaluations.judging.offline import OfflineJudgeModel
 
     venv, work, env = wheel_venv
     labelled = tmp_path / "evouna_nq_30.jsonl"

@@ -15,7 +15,7 @@ _HOME = {
     "compare_runs": "compare", "write_compare": "compare",
     "Rules": "gate", "load_rules": "gate", "parse_rules": "gate", "render": "gate", "run_gate": "gate",
     "history_path": "history", "last_comparable": "history", "list_runs": "history", "record_run": "history",
-    "RunFolder": "runfolder", "load_run": "runfolder",
+    "RunFolder": "evaluations.results.rundata", "load_run": "evaluations.results.rundata",
 }
 
 __all__ = list(_HOME)
@@ -25,4 +25,4 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    return getattr(importlib.import_module(module if "." in module else f".{module}", __name__), name)

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvaluationsError
-from . import measures
-from .runfolder import RunFolder, label_runs, load_run
-from .stats import ALPHA, compare_paired, holm
+from evaluations.core.errors import EvaluationsError
+from evaluations.results import measures
+from evaluations.results.rundata import RunFolder, label_runs, load_run
+from evaluations.experiments.stats import ALPHA, compare_paired, holm
 
 MIN_SEGMENT_CASES = 2
 

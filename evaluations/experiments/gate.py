@@ -25,10 +25,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import EvaluationsError
-from . import measures
-from .compare import compare_pair, check_comparable, regressions
-from .runfolder import RunFolder, label_runs
+from evaluations.core.errors import EvaluationsError
+from evaluations.results import measures
+from evaluations.experiments.compare import compare_pair, check_comparable, regressions
+from evaluations.results.rundata import RunFolder, label_runs
 
 MAX_LISTED_CASES = 10
 

@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvaluationsError
-from .measures import run_values
-from .runfolder import RunFolder, load_run
+from evaluations.core.errors import EvaluationsError
+from evaluations.results.measures import run_values
+from evaluations.results.rundata import RunFolder, load_run
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -47,7 +47,7 @@ CREATE INDEX IF NOT EXISTS runs_dataset ON runs (dataset, fingerprint);
 def history_path(config: Any = None) -> Path:
     """``config.history.path`` if set, else ``<data_dir>/history.sqlite`` (config None: the default config)."""
     if config is None:
-        from ..config import load_config
+        from evaluations.core.config import load_config
 
         config = load_config()
     configured = getattr(getattr(config, "history", None), "path", "")

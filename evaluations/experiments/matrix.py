@@ -40,7 +40,7 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 
 AXES = {  # axis -> config keys it sets (provider:name references are split)
     "embedder": "embeddings.model",
@@ -106,7 +106,7 @@ def cells(grid: Grid) -> list[dict[str, str]]:
 
 
 def _overrides(params: dict[str, str]) -> dict[str, Any]:
-    from ..config import parse_model_ref
+    from evaluations.core.config import parse_model_ref
 
     overrides: dict[str, Any] = {}
     for axis, value in params.items():
@@ -126,16 +126,16 @@ def _overrides(params: dict[str, str]) -> dict[str, Any]:
 
 
 def _slug(params: dict[str, str]) -> str:
-    from ..runs import slug
+    from evaluations.results import slug
 
     return slug("__".join(v.replace(":", "-") for v in params.values()))
 
 
 def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress: bool) -> tuple[Path, str]:
     """Run (or skip, or resume) one cell; returns its folder and what happened."""
-    from ..adapters import get_spec
-    from ..config import load_config
-    from ..run import RunOptions, run
+    from evaluations.datasets import get_spec
+    from evaluations.core.config import load_config
+    from evaluations.pipeline.runner import RunOptions, run
 
     overwrite = False
     if (out / "summary.json").is_file():
@@ -152,7 +152,7 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
         concurrency=grid.concurrency or config.evaluation.concurrency, progress=progress)
     qa = None
     if not options.skip_qa:
-        from ..qa.plan import build_qa_plan
+        from evaluations.pipeline.plan import build_qa_plan
 
         qa = build_qa_plan(config)
     run(spec, options, config, qa=qa)
@@ -163,7 +163,7 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
 
 def within_max_failures(grid: Grid, summary: dict[str, Any]) -> bool:
     """At most ``grid.max_failures`` of the cell's cases did not complete (the run's --max-failures rule)."""
-    from ..cli import parse_max_failures
+    from evaluations.cli.root import parse_max_failures
 
     counts = summary.get("counts", {})
     return int(counts.get("incomplete", 0)) <= parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
@@ -186,7 +186,7 @@ def judge_value(judge: dict[str, Any]) -> float | None:
 def quality_of(summary: dict[str, Any], name: str) -> float | None:
     if name in summary.get("metrics", {}):
         return summary["metrics"][name]
-    from ..runs.summary import is_verdict_name
+    from evaluations.results.summary import is_verdict_name
 
     answers = summary.get("answers", {})
     judge = answers.get("judges", {}).get(name)
@@ -211,7 +211,7 @@ def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
 
 
 def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dict[str, Any]:
-    from .compare import compare_runs
+    from evaluations.experiments.compare import compare_runs
 
     summaries = [json.loads((d / "summary.json").read_text()) for _, d in done]
     quality = _quality_name(grid, summaries)
@@ -276,8 +276,8 @@ def _table(result: dict[str, Any]):
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool) -> None:
     """Run every embedder × search mode × QA model × judge cell of GRID_FILE and compare them."""
-    from ..console import make_console
-    from ..fsutil import atomic_write_json
+    from evaluations.core.console import make_console
+    from evaluations.core.fsutil import atomic_write_json
 
     console = make_console(stderr=True)
     grid = load_grid(grid_file)
@@ -296,7 +296,7 @@ def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress
     result["seconds"] = time.perf_counter() - started  # this invocation (finished cells are skipped)
     result["cells_seconds"] = sum(c["seconds"] or 0.0 for c in result["cells"])
     atomic_write_json(folder / "matrix.json", result)
-    from ..reports.writer import write_reports
+    from evaluations.reports.writer import write_reports
 
     write_reports(folder)
     console.print(_table(result))
@@ -305,7 +305,7 @@ def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress
         click.echo(json.dumps(result, indent=2, default=str))
     over = [c for c in result["cells"] if not c["within_max_failures"]]
     if over:
-        from ..cli import EXIT_CASES_FAILED
+        from evaluations.cli.root import EXIT_CASES_FAILED
 
         for cell in over:
             console.print(f"[red]cell {_slug(cell['params'])}: {cell['counts'].get('incomplete')} of "

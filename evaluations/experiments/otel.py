@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .measures import run_values
-from .runfolder import RunFolder, load_run
+from evaluations.results.measures import run_values
+from evaluations.results.rundata import RunFolder, load_run
 
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

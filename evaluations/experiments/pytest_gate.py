@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .gate import Rules, load_rules, parse_rules, render, run_gate
-from .history import last_comparable
-from .runfolder import load_run
+from evaluations.experiments.gate import Rules, load_rules, parse_rules, render, run_gate
+from evaluations.experiments.history import last_comparable
+from evaluations.results.rundata import load_run
 
 
 def gate_result(run_dir: str | Path, rules: str | Path | dict[str, Any] | Rules,
@@ -36,7 +36,7 @@ def gate_result(run_dir: str | Path, rules: str | Path | dict[str, Any] | Rules,
     run = load_run(run_dir)
     base = None
     if baseline == "last":
-        from .history import history_path
+        from evaluations.experiments.history import history_path
 
         base = load_run(last_comparable(run, Path(history) if history else history_path(config)))
     elif baseline is not None:

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..retrieval.metrics import canonical_order
-from ..types import RetrievedChunk
-from .store import Store
+from evaluations.results.retrieval_metrics import canonical_order
+from evaluations.core.types import RetrievedChunk
+from evaluations.index.store import Store
 
 Mode = Literal["vector", "fts", "hybrid"]
 MODES: tuple[str, ...] = ("vector", "fts", "hybrid")

@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..errors import EvaluationsError
-from ..types import Document
-from .chunking import Chunk, chunk_document
-from .embedders import Embedder
+from evaluations.core.errors import EvaluationsError
+from evaluations.core.types import Document
+from evaluations.datasets.chunking import Chunk, chunk_document
+from evaluations.models.embedders import Embedder
 
 CHUNKS = "chunks"
 VECTORS = "vectors"

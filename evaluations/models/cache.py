@@ -48,7 +48,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from evaluations.core.config import Config
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def open_cache(config: Config) -> ModelCache | None:
     """The cache at ``config.cache_path()``, or None when ``cache.enabled`` is false (``--no-cache``)."""
     if not config.cache.enabled:
         return None
-    from ..errors import EvaluationsError
+    from evaluations.core.errors import EvaluationsError
 
     path = config.cache_path()
     try:

@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 
 _CHUNK = 8 << 20  # bytes read per step while hashing / copying
 

@@ -34,7 +34,7 @@ from pydantic_ai.retries import AsyncHTTPX2TenacityTransport, HTTPX2TenacityTran
 from tenacity import RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 if TYPE_CHECKING:
-    from ..config import Requests
+    from evaluations.core.config import Requests
 
 
 class RetryableStatus(httpx2.HTTPStatusError):

@@ -5,7 +5,7 @@ Public API: ``write_reports(out_dir)``; ``calibration_summary(records, primary_j
 for summary.json); ``reliability`` (reliability bins + ECE of any probability/truth pairs).
 """
 
-from .calibration import BIN_RULE, Calibration, calibration_summary, reliability
-from .writer import Written, build_page, write_reports
+from evaluations.results.calibration import BIN_RULE, Calibration, calibration_summary, reliability
+from evaluations.reports.writer import Written, build_page, write_reports
 
 __all__ = ["BIN_RULE", "Calibration", "Written", "build_page", "calibration_summary", "reliability", "write_reports"]

@@ -15,7 +15,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-from .page import Chart
+from evaluations.reports.page import Chart
 
 BLUE, ORANGE, GREEN, RED, GREY = "#1f6fb4", "#e0802b", "#2f9e44", "#c92a2a", "#868e96"
 _RC = {

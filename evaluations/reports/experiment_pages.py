@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvaluationsError
-from . import charts
-from .page import Cell, Page, Section, Table, fmt
-from .run_page import case_card, headline_values, metric_label, primary_judge
-from .runs import RunData, read_run
+from evaluations.core.errors import EvaluationsError
+from evaluations.reports import charts
+from evaluations.reports.page import Cell, Page, Section, Table, fmt
+from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
+from evaluations.reports.runs import RunData, read_run
 
 FOREST_MAX = 24
 #: headline keys compared for significance through another measure (compare.json names)

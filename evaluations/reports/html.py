@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import jinja2
 
-from .page import Page
+from evaluations.reports.page import Page
 
 
 @lru_cache(maxsize=1)

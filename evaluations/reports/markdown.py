@@ -3,7 +3,7 @@ beside ``report.md`` referenced by relative paths, the worst cases in ``<details
 
 from __future__ import annotations
 
-from .page import CaseCard, Page, Table
+from evaluations.reports.page import CaseCard, Page, Table
 
 
 def _cell(text: str) -> str:

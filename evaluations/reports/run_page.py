@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..reporting.headline import answer_headline, disagreement_line, judge_description
-from ..task import STAGES
-from . import charts
-from .calibration import BIN_RULE, run_calibration
-from .runs import RunData
-from .page import CaseCard, Cell, Page, Section, Table, fmt
+from evaluations.results.headline import answer_headline, disagreement_line, judge_description
+from evaluations.results.records import STAGES
+from evaluations.reports import charts
+from evaluations.results.calibration import BIN_RULE, run_calibration
+from evaluations.reports.runs import RunData
+from evaluations.reports.page import CaseCard, Cell, Page, Section, Table, fmt
 
 WORST_CASES = 15
 DISAGREEMENT_CARDS = 30  # cases where the judges disagree shown in full (verdicts and reasons); the table lists all

@@ -1,6 +1,6 @@
 """Read a finished run folder for a report: ``summary.json`` and ``cases.jsonl`` as plain JSON.
 
-(``evaluations.experiments.runfolder`` reads the same files, but importing that package pulls scipy and the
+(``evaluations.results.rundata`` reads the same files, but importing that package pulls scipy and the
 statistics in; a report of one run needs neither.)
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 
 
 @dataclass

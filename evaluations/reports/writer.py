@@ -9,32 +9,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EvaluationsError
-from ..fsutil import atomic_write_bytes, atomic_write_text
-from .page import Page
+from evaluations.core.errors import EvaluationsError
+from evaluations.core.fsutil import atomic_write_bytes, atomic_write_text
+from evaluations.reports.page import Page
 
 
 def _run(folder: Path) -> Page:
-    from .run_page import build_run_page
-    from .runs import read_run
+    from evaluations.reports.run_page import build_run_page
+    from evaluations.reports.runs import read_run
 
     return build_run_page(read_run(folder))
 
 
 def _comparison(folder: Path) -> Page:
-    from .experiment_pages import build_comparison_page
+    from evaluations.reports.experiment_pages import build_comparison_page
 
     return build_comparison_page(folder)
 
 
 def _matrix(folder: Path) -> Page:
-    from .experiment_pages import build_matrix_page
+    from evaluations.reports.experiment_pages import build_matrix_page
 
     return build_matrix_page(folder)
 
 
 def _history(folder: Path) -> Page:
-    from .experiment_pages import build_history_page
+    from evaluations.reports.experiment_pages import build_history_page
 
     return build_history_page(folder)
 
@@ -74,8 +74,8 @@ def write_reports(out_dir: str | Path) -> Written:
 
     Old ``report-*.png`` files that the new report does not use are removed.
     """
-    from .html import render_html
-    from .markdown import render_markdown
+    from evaluations.reports.html import render_html
+    from evaluations.reports.markdown import render_markdown
 
     clock = time.perf_counter()
     folder = Path(out_dir)

@@ -15,7 +15,7 @@ import gzip
 import json
 from pathlib import Path
 
-from ..errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError
 
 FORMATS = ("classic", "trec", "log")
 
@@ -42,7 +42,7 @@ def detect_format(path: str | Path) -> str:
     first = _first_line(path)
     if not first.startswith(("{", "[")) and len(first.split()) == 6 and ".csv" not in path.name:
         return "trec"
-    from .._rows import iter_rows
+    from evaluations.datasets.rows import iter_rows
 
     try:
         _, row = next(iter(iter_rows(path)))

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._rows import iter_rows
-from ..errors import EvaluationsError
-from ..judges.data import parse_label
-from ..judges.lexical import KEYWORD_THRESHOLD, keyword_overlap
-from ..qa.grounding import coverage
+from evaluations.datasets.rows import iter_rows
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.data import parse_label
+from evaluations.judging.lexical import KEYWORD_THRESHOLD, keyword_overlap
+from evaluations.judging.grounding import coverage
 
 DEFAULT_JUDGES = ("keyword", "f1", "em", "containment")
 
@@ -94,7 +94,7 @@ def _mean(values: list[float]) -> float | None:
 def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESHOLD,
                   judges: tuple[str, ...] = DEFAULT_JUDGES, resamples: int = 1000, seed: int = 0) -> dict:
     """The summary of one classic file (module docstring)."""
-    from ..judges.agreement import confusion, metrics
+    from evaluations.judging.agreement import confusion, metrics
 
     path = Path(path)
     rows = read_classic(path)
@@ -127,8 +127,8 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
 
 def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int) -> dict:
     """``judge-agreement FILE --json`` on the same file (same loader, same ``run_judges``)."""
-    from ..judges.agreement import run_judges
-    from ..judges.data import load_labelled
+    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.data import load_labelled
 
     examples = load_labelled(path)
     results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .logs import Gold
+from evaluations.scoring.logs import Gold
 
 
 def _is_golden_code(path: Path) -> bool:
@@ -27,14 +27,14 @@ def _is_golden_code(path: Path) -> bool:
 def load_gold(path: str | Path) -> dict[str, Gold]:
     path = Path(path)
     if _is_golden_code(path):
-        from ..golden.schema import read_golden
+        from evaluations.datasets.golden_schema import read_golden
 
         return {str(q.query_id): Gold(relevant=q.relevance(), answers=[q.ground_truth_answer] if q.ground_truth_answer else [])
                 for q in read_golden(path)}
     if path.suffix in (".tsv", ".txt", ".qrels") or path.name.endswith((".tsv.gz", ".qrels.gz")):
-        from .trec import read_qrels
+        from evaluations.scoring.trec import read_qrels
 
         return {qid: Gold(relevant=grades, answers=[]) for qid, grades in read_qrels(path).items()}
-    from ..adapters.generic import read_records
+    from evaluations.datasets.generic import read_records
 
     return {r.id: Gold(relevant=r.relevance(), answers=list(r.answers)) for r in read_records(path)}

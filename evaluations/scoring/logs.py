@@ -31,12 +31,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._rows import iter_rows
-from ..errors import EvaluationsError
-from ..judges.lexical import keyword_correct
-from ..qa.grounding import context_waste
-from ..retrieval.metrics import compute_all
-from .calibration import calibration
+from evaluations.datasets.rows import iter_rows
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.lexical import keyword_correct
+from evaluations.judging.grounding import context_waste
+from evaluations.results.retrieval_metrics import compute_all
+from evaluations.results.confidence import calibration
 
 
 class LoggedSpan(BaseModel):

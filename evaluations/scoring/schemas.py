@@ -15,19 +15,19 @@ from pydantic import BaseModel
 
 
 def _dataset() -> type[BaseModel]:
-    from ..adapters.generic import DatasetRecord
+    from evaluations.datasets.generic import DatasetRecord
 
     return DatasetRecord
 
 
 def _log() -> type[BaseModel]:
-    from .logs import LogRecord
+    from evaluations.scoring.logs import LogRecord
 
     return LogRecord
 
 
 def _golden() -> type[BaseModel]:
-    from ..golden.schema import GoldenQuery
+    from evaluations.datasets.golden_schema import GoldenQuery
 
     return GoldenQuery
 

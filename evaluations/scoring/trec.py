@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import EvaluationsError
-from ..retrieval.metrics import canonical_order, compute_all
+from evaluations.core.errors import EvaluationsError
+from evaluations.results.retrieval_metrics import canonical_order, compute_all
 
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:

@@ -31,10 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..qa.grounding import coverage
-from ..types import Document
-from .filters import NearDuplicates, check_pair
-from .generate import QuestionWriter, WriteFailed
+from evaluations.judging.grounding import coverage
+from evaluations.core.types import Document
+from evaluations.synth.filters import NearDuplicates, check_pair
+from evaluations.synth.generate import QuestionWriter, WriteFailed
 
 __all__ = ["EASY_OVERLAP", "REASONS", "SynthOptions", "SynthResult", "passage", "record_id", "sample_order", "synthesize"]
 

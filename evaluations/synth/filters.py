@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
-from ..judges.text import keywords, normalize
-from ..qa.grounding import coverage
+from evaluations.judging.text import keywords, normalize
+from evaluations.judging.grounding import coverage
 
 __all__ = ["DUPLICATE_JACCARD", "MIN_SHARED_KEYWORDS", "SUPPORT_MIN", "NearDuplicates", "check_pair", "jaccard"]
 

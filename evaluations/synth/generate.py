@@ -23,8 +23,8 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from ..errors import EvaluationsError
-from ..qa.agent import OUTPUT_RETRIES, output_modes
+from evaluations.core.errors import EvaluationsError
+from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, output_modes
 
 __all__ = ["INSTRUCTIONS", "QuestionWriter", "SynthPair", "WriteFailed", "Written", "build_synth_agent", "prompt"]
 
@@ -92,7 +92,7 @@ class QuestionWriter:
 
     async def write(self, passage: str) -> Written:
         """The first mode's pair, replayed from the model-call cache alone first (``models.cache.replay_first``)."""
-        from ..models.cache import replay_first
+        from evaluations.models.cache import replay_first
 
         return await replay_first(self.agent.model, lambda: self._ladder(passage))
 

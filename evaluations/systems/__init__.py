@@ -4,7 +4,7 @@ One contract (``SystemRequest`` -> ``SystemResponse``) for the built-in LanceDB 
 callable (``--system module:function``) and an HTTP endpoint (``--system https://…``).
 """
 
-from .base import RetrievedItem, System, SystemRequest, SystemResponse, SystemUsage
-from .factory import build_system
+from evaluations.systems.base import RetrievedItem, System, SystemRequest, SystemResponse, SystemUsage
+from evaluations.systems.factory import build_system
 
 __all__ = ["RetrievedItem", "System", "SystemRequest", "SystemResponse", "SystemUsage", "build_system"]

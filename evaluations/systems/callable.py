@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from ..errors import EvaluationsError
-from .base import SystemRequest, SystemResponse
+from evaluations.core.errors import EvaluationsError
+from evaluations.systems.base import SystemRequest, SystemResponse
 
 
 class SystemResponseError(EvaluationsError):

@@ -5,21 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .base import System
+from evaluations.systems.base import System
 
 
 def _http(spec: str, config: Any | None) -> System:
-    from .http import HTTPSystem
+    from evaluations.systems.http import HTTPSystem
 
     if config is None:
         return HTTPSystem(spec)
-    from ..models.cache import open_cache
+    from evaluations.models.cache import open_cache
 
     return HTTPSystem(spec, requests=config.requests, cache=open_cache(config))
 
 
 def _callable(spec: str, config: Any | None) -> System:
-    from .callable import CallableSystem
+    from evaluations.systems.callable import CallableSystem
 
     return CallableSystem.from_spec(spec)
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import EvaluationsError
-from .base import SystemRequest, SystemResponse
-from .callable import SystemResponseError, validate_response
+from evaluations.core.errors import EvaluationsError
+from evaluations.systems.base import SystemRequest, SystemResponse
+from evaluations.systems.callable import SystemResponseError, validate_response
 
 
 class HTTPSystem:
     """A JSON-over-HTTP endpoint implementing the system contract (module docstring)."""
 
     def __init__(self, url: str, *, requests: Any | None = None, cache: Any | None = None):
-        from ..config import Requests
+        from evaluations.core.config import Requests
 
         self.url = url
         self.id = url
@@ -32,7 +32,7 @@ class HTTPSystem:
 
     def _http(self):
         if self._client is None:
-            from ..models.retry import async_client
+            from evaluations.models.retry import async_client
 
             self._client = async_client(self.requests)
         return self._client
@@ -41,7 +41,7 @@ class HTTPSystem:
         payload = request.model_dump()
         key = None
         if self.cache is not None:
-            from ..models.cache import sha256_key
+            from evaluations.models.cache import sha256_key
 
             key = sha256_key({"system": self.url, "request": payload})
             hit = self.cache.get(key)

@@ -1,0 +1,271 @@
+"""CLI commands of the judges: ``judge-agreement`` and ``calibrate-judge`` (added to the root CLI)."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from evaluations.core.console import make_console
+from evaluations.core.errors import EvaluationsError
+from evaluations.core.fsutil import atomic_write_text
+from evaluations.judging.lexical import KEYWORD_THRESHOLD
+
+_ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
+
+
+def _out():
+    return make_console(stderr=False)  # a terminal's width, or unwrapped at a fixed width for pipes and files
+
+
+@contextmanager
+def _progress():
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=make_console(stderr=True), transient=True,
+    ) as progress:
+        yield progress
+
+
+def _load(files: tuple[str, ...], limit: int | None):
+    from evaluations.judging.data import load_labelled
+
+    examples = []
+    for file in files:
+        examples.extend(load_labelled(file, limit=limit))
+    return examples
+
+
+def _parse_judges(value: str) -> list[str]:
+    from evaluations.judging.agreement import JUDGES
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in JUDGES]
+    if unknown or not names:
+        raise EvaluationsError(
+            f"unknown judge(s) {', '.join(unknown) or '(none given)'}",
+            where="--judges",
+            fix=f"choose from {','.join(JUDGES)}",
+        )
+    return names
+
+
+@click.command("judge-agreement")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--judges", default=_ALL_JUDGES, show_default=True, help="Comma-separated judges to compare.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
+@click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="LLM judge requests in flight (served models; the embedded judge runs one at a time).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config file (server URLs, storage.data_dir) [default: haiku.rag.yaml resolution].")
+@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed, judge_model, concurrency,
+                    config_path, no_cache):
+    """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files)."""
+    from evaluations.judging.agreement import run_judges
+
+    names = _parse_judges(judges)
+    examples = _load(files, limit)
+    llm = None
+    if "llm" in names:
+        from evaluations.core.config import load_config, parse_model_ref
+        from evaluations.judging.llm import batch_judge
+
+        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=not no_cache)
+    with _progress() as progress:
+        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined") else None)
+                 for n in names}
+
+        def step(name: str, k: int) -> None:
+            progress.update(tasks[name], advance=k)
+
+        results = run_judges(
+            examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
+            llm=llm,
+        )
+    if as_json:
+        payload = {
+            "files": list(files),
+            "examples": len(examples),
+            "questions": len({e.group for e in examples}),
+            "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
+            "judges": [r.to_dict() for r in results],
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    n_questions = len({e.group for e in examples})
+    table = Table(
+        title=f"Judge agreement with human labels: {len(examples)} answers, {n_questions} questions",
+        caption="positive = correct; under each value its 95% CI (bootstrap over questions)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column in ("judge", "accuracy", "precision", "recall", "F1", "κ", "says ✓", "judged"):
+        table.add_column(column, justify="left" if column == "judge" else "right", no_wrap=True)
+    for r in results:
+        cells = [
+            f"{r.values[m]:.3f}\n[dim]{r.ci[m][0]:.2f}–{r.ci[m][1]:.2f}[/dim]" if r.values[m] == r.values[m] else "n/a"
+            for m in ("accuracy", "precision", "recall", "f1", "kappa")
+        ]
+        table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}", str(r.n))
+    _out().print(table)
+    click.echo(f"human says correct: {results[0].human_positive_rate:.1%}" if results else "")
+
+
+@click.command("calibrate-judge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters "
+    "[default: $EVALUATIONS_JUDGES_DIR, else judges/offline_judge.json in a checkout, else ./offline_judge.json]."
+)
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
+@click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="Controls (judge-check) the fitted judge must pass before its parameters are written.")
+@click.option("--force", is_flag=True, help="Write the parameters even when they fail the controls (said loudly).")
+@click.option("--control-questions", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Controls are built from this many questions of the files (a seeded sample).")
+def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions):
+    """Fit the offline judge on labelled answers; report its question-grouped CV accuracy; refuse to write
+    parameters that fail the controls (``judge-check``) unless --force."""
+    from evaluations.judging.agreement import offline_batch
+    from evaluations.judging.calibrate import calibrate
+    from evaluations.judging.controls import build_controls, run_controls
+    from evaluations.judging.questions import questions_of
+    from evaluations.judging.offline import default_output_path, default_params_path
+
+    examples = _load(files, limit)
+    with _progress() as progress:
+        task = progress.add_task("embedding answers and gold", total=None)
+        model = calibrate(
+            examples, folds=folds, sources=[Path(f).name for f in files],
+            progress=lambda k: progress.update(task, advance=k),
+        )
+    items = questions_of(examples)
+    if len(items) > control_questions:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        items = [items[i] for i in sorted(rng.choice(len(items), control_questions, replace=False))]
+    report = run_controls(build_controls(items), {"offline": offline_batch(model)}, min_rate=min_rate)
+    model.info["controls"] = report.to_dict()["judges"]["offline"]
+    failures = [c for _, c in report.failures()]
+    if failures:
+        _out().print(_control_table(report, "Controls of the fitted offline judge"))
+        if not force:
+            click.echo(f"error: the fitted parameters fail the controls ({', '.join(failures)}); nothing written",
+                       err=True)
+            click.echo("fix: add labelled non-answers to the training files, or pass --force to write them anyway",
+                       err=True)
+            raise SystemExit(1)
+        click.echo(f"WARNING: writing parameters that FAIL the controls: {', '.join(failures)} (--force)", err=True)
+    path = Path(out) if out else default_output_path()
+    atomic_write_text(path, json.dumps(model.to_dict(), indent=2) + "\n", fix="choose another --out")
+    cv = model.info["cross_validation"]
+    table = Table(title=f"Offline judge on {len(examples)} labelled answers")
+    table.add_column("judge")
+    table.add_column("accuracy", justify="right")
+    table.add_row("offline judge (CV)", f"{cv['accuracy']:.4f}")
+    for name, accuracy in cv["baselines_same_rows"].items():
+        table.add_row(name, f"{accuracy:.4f}")
+    table.add_row("majority class", f"{cv['majority_class']:.4f}")
+    _out().print(table)
+    click.echo(f"cross-validation: {cv['method']}")
+    click.echo(f"wrote {path}")
+    if path.resolve() != default_params_path().resolve():
+        how = (f"EVALUATIONS_JUDGES_DIR={path.parent}" if path.name == "offline_judge.json"
+               else "name it offline_judge.json and set EVALUATIONS_JUDGES_DIR to its folder")
+        click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
+
+
+def _control_table(report, title: str) -> Table:
+    from evaluations.judging.controls import CATEGORIES
+
+    table = Table(title=title, caption=f"rate = rejected (negative) or accepted (positive); 95% Wilson CI; "
+                  f"✗ below {report.min_rate:g}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("category", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    for judge in report.judges:
+        table.add_column(judge, justify="right", no_wrap=True)
+    rows = {judge: {r.category: r for r in results} for judge, results in report.judges.items()}
+    for category, (kind, _, _) in CATEGORIES.items():
+        cells = []
+        for judge in report.judges:
+            r = rows[judge][category]
+            cells.append("n/a" if not r.n else
+                         f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}")
+        table.add_row(category, kind, *cells)
+    return table
+
+
+def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
+    """Controls built from the answerable questions of ``files`` (``judges.questions``, ``judges.controls``)."""
+    from evaluations.judging.controls import build_controls
+    from evaluations.judging.questions import load_questions
+
+    items = [item for file in files for item in load_questions(file, limit=limit)]
+    controls = build_controls(items, seed=seed)
+    if not controls:
+        raise EvaluationsError("no answerable question with a gold answer to build controls from",
+                               where=", ".join(files), fix="give files whose questions have gold answers")
+    return items, controls
+
+
+@click.command("judge-check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--judges", default="offline,llm,combined", show_default=True,
+              help="Comma-separated judges to check (those of judge-agreement).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N answerable questions per file.")
+@click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="A category passes when the judge rejects (negative) or accepts (positive) this share.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config file (server URLs, storage.data_dir).")
+@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, config_path, no_cache):
+    """Controls: does each judge reject non-answers and accept gold answers? Exit 1 when a category fails."""
+    from evaluations.judging.agreement import JUDGES
+    from evaluations.judging.controls import run_controls
+
+    names = _parse_judges(judges)
+    items, controls = controls_for(files, limit, seed)
+    batch = {name: JUDGES[name](KEYWORD_THRESHOLD) for name in names}
+    if "llm" in names and judge_model != "embedded":
+        from evaluations.core.config import load_config, parse_model_ref
+        from evaluations.judging.llm import batch_judge
+
+        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        batch["llm"] = batch_judge(config.judge.model, config, cache=not no_cache)
+    with _progress() as progress:
+        tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
+        report = run_controls(controls, batch, min_rate=min_rate,
+                              progress=lambda name, k: progress.update(tasks[name], advance=k))
+    failures = report.failures()
+    if as_json:
+        click.echo(json.dumps({"files": list(files), "controls": len(controls), **report.to_dict()}, indent=2))
+    else:
+        skipped = sum(1 for i in items if not (i.answerable and i.references))
+        _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} answers; "
+                                             f"{skipped} unanswerable questions skipped)"))
+        click.echo("every judge passes every category" if not failures else
+                   "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+    if failures:
+        raise SystemExit(1)
+
+
+commands: list[click.Command] = [judge_agreement, calibrate_judge, judge_check]

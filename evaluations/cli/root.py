@@ -1,0 +1,211 @@
+"""The ``evaluations`` command line.
+
+Every user-facing failure is an EvaluationsError: printed as one message (what, where, fix),
+exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from evaluations.core.console import make_console
+from evaluations.core.errors import EvaluationsError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="evaluations")
+def cli() -> None:
+    """Evaluate RAG retrieval and answers on pydantic-evals."""
+
+
+def _common_options(func):
+    options = [
+        click.option("--config", "config_path", type=click.Path(dir_okay=False), help="haiku.rag.yaml to use."),
+        click.option("--db", type=str, help="LanceDB folder or URI (s3://…, gs://…, db://…) for the index."),
+        click.option("--skip-db", is_flag=True, help="Use the existing index as is (no indexing)."),
+        click.option("--skip-retrieval", is_flag=True, help="Do not score retrieval (still retrieves for QA)."),
+        click.option("--skip-qa", is_flag=True, help="Do not answer questions or judge answers."),
+        click.option("--limit", type=click.IntRange(min=0), help="Evaluate the first N queries (after filters)."),
+        click.option("--name", help="Run name (default: <dataset>-<mode>)."),
+        click.option("--k", "ks", help="Cut-offs, comma separated (default: evaluation.k, 1,3,5,10,100)."),
+        click.option("--search-mode", type=click.Choice(["vector", "fts", "hybrid"]), help="Default: search.mode."),
+        click.option("--embedder", help="provider:name, e.g. ollama:nomic-embed-text (default: embeddings.model)."),
+        click.option("--qa-model", help="provider:name for the QA agent, e.g. ollama:qwen3, or 'embedded'."),
+        click.option("--judge", "judge_model", help="provider:name for the LLM judge, e.g. ollama:qwen3."),
+        click.option("--concurrency", type=click.IntRange(min=1), help="Parallel cases (QA/judge calls)."),
+        click.option("--split", help="Dataset split (BEIR qrels split; default test)."),
+        click.option("--out", type=click.Path(path_type=Path),
+                     help="Output folder (default runs/<name>-<timestamp>/); must be new or empty."),
+        click.option("--resume", type=click.Path(path_type=Path),
+                     help="Finish the interrupted run in this folder (same command and flags)."),
+        click.option("--overwrite", is_flag=True, help="Replace the run in a non-empty --out folder."),
+        click.option("--max-failures", default="0",
+                     help="Cases that may fail (N or P%) before the exit code says so (default 0)."),
+        click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run every case N times."),
+        click.option("--tags", help="Only the cases with any of these tags, comma separated."),
+        click.option("--system", help="A system under test instead of the built-in pipeline: "
+                                      "module:function or an http(s):// endpoint."),
+        click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
+        click.option("--no-progress", is_flag=True, help="No progress bars."),
+        click.option("--no-cache", is_flag=True, help="Call the models again instead of reusing cached replies "
+                                                      "(cache.enabled: false)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        ks = []
+    if not ks or ks[0] < 1:
+        raise EvaluationsError(f"--k {text!r} is not a list of positive integers", where="--k", fix="e.g. --k 1,5,10")
+    return ks
+
+
+#: exit code of a run that finished but had more failed cases than --max-failures allows
+EXIT_CASES_FAILED = 3
+
+
+def parse_max_failures(text: str, cases: int) -> int:
+    """``--max-failures``: ``N`` cases, or ``P%`` of the cases (rounded down)."""
+    value = text.strip()
+    try:
+        if value.endswith("%"):
+            percent = float(value[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError
+            return int(cases * percent / 100)
+        number = int(value)
+        if number < 0:
+            raise ValueError
+        return number
+    except ValueError:
+        raise EvaluationsError(f"--max-failures {text!r} is not a count or a percentage", where="--max-failures",
+                               fix="e.g. --max-failures 3 or --max-failures 5%") from None
+
+
+def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
+    from evaluations.datasets import get_spec
+    from evaluations.core.config import load_config, parse_model_ref
+    from evaluations.reports.console import show
+    from evaluations.pipeline.runner import RunOptions, run
+
+    overrides: dict = {}
+    if params.get("no_cache"):
+        overrides["cache.enabled"] = False
+    if params["search_mode"]:
+        overrides["search.mode"] = params["search_mode"]
+    for param, flag, section in (("embedder", "--embedder", "embeddings.model"), ("qa_model", "--qa-model", "qa.model"),
+                                 ("judge_model", "--judge", "judge.model")):
+        if params[param]:
+            ref = parse_model_ref(params[param], flag=flag)
+            overrides[f"{section}.provider"] = ref["provider"]
+            if "name" in ref:
+                overrides[f"{section}.name"] = ref["name"]
+                if section == "embeddings.model":
+                    overrides[f"{section}.vector_dim"] = None  # another model: its own dimension
+    config = load_config(params["config_path"], overrides)
+    spec = get_spec(dataset)
+    ks = _parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))
+    options = RunOptions(
+        source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
+        ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],
+        skip_qa=params["skip_qa"] or not spec.answers, out=params["out"], resume=params["resume"],
+        overwrite=params["overwrite"], repeat=params["repeat"], system=params["system"],
+        tags=[t.strip() for t in (params["tags"] or "").split(",") if t.strip()],
+        concurrency=params["concurrency"] or config.evaluation.concurrency, progress=not params["no_progress"],
+    )
+    if options.resume is not None and options.out is not None:
+        raise EvaluationsError("--resume and --out both given", where="--out", fix="--resume DIR alone names the folder")
+    parse_max_failures(params["max_failures"], 0)  # bad syntax fails before any work
+    qa = None
+    if not options.skip_qa:
+        from evaluations.pipeline.plan import build_qa_plan
+
+        qa = build_qa_plan(config)
+    console = make_console(stderr=True)
+    result = run(spec, options, config, console=console, qa=qa)
+    show(console, result.report, result.summary)
+    console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, summary.md)")
+    if params["as_json"]:
+        click.echo(json.dumps(result.summary, indent=2, default=str))
+    counts = result.summary["counts"]
+    allowed = parse_max_failures(params["max_failures"], counts["cases"])
+    if counts["incomplete"] > allowed:
+        console.print(f"exit {EXIT_CASES_FAILED}: {counts['incomplete']} case(s) did not complete "
+                      f"(--max-failures allows {allowed})")
+        sys.exit(EXIT_CASES_FAILED)
+
+
+@cli.command("repliqa")
+@click.option("--source", type=click.Path(), help="Local RepliQA export (parquet/JSONL); default: the HF Hub.")
+@_common_options
+def repliqa_command(source: str | None, **params) -> None:
+    """RepliQA repliqa_3 'News Stories': retrieval, and answers unless --skip-qa."""
+    _run_dataset("repliqa", source, params)
+
+
+@cli.command("wix")
+@click.option("--source", type=click.Path(), help="Local WixQA export (folder or question file); default: HF Hub.")
+@_common_options
+def wix_command(source: str | None, **params) -> None:
+    """WixQA expert-written questions over the Wix KB."""
+    _run_dataset("wix", source, params)
+
+
+@cli.command("beir")
+@click.argument("path", type=click.Path())
+@_common_options
+def beir_command(path: str, **params) -> None:
+    """Any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). Retrieval only."""
+    _run_dataset("beir", path, params)
+
+
+#: command name -> the module whose ``commands`` list holds it; imported only when that command runs (or for
+#: --help), so ``evaluations beir …`` does not pay for statsmodels, matplotlib or the golden-set code
+LAZY_COMMANDS: dict[str, str] = {
+    "judge-agreement": "evaluations.cli.judges", "calibrate-judge": "evaluations.cli.judges",
+    "judge-check": "evaluations.cli.judges",
+    "compare": "evaluations.cli.experiments", "gate": "evaluations.cli.experiments",
+    "history": "evaluations.cli.experiments", "matrix": "evaluations.experiments.matrix",
+    "score": "evaluations.cli.score", "run": "evaluations.cli.golden", "golden": "evaluations.cli.golden",
+    "report": "evaluations.cli.report", "synth": "evaluations.cli.synth",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in LAZY_COMMANDS:
+            import importlib
+
+            module = importlib.import_module(LAZY_COMMANDS[name])
+            command = next((c for c in module.commands if c.name == name), None)
+        return command
+
+
+cli.__class__ = _LazyGroup
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
+    except EvaluationsError as exc:
+        make_console(stderr=True).print(f"[bold red]error:[/] {exc.render()}", highlight=False)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        make_console(stderr=True).print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)

@@ -1,0 +1,108 @@
+"""``evaluations score FILE``: score precomputed outputs (classic answers, TREC runs, production logs)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from evaluations.core.console import make_console
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.lexical import KEYWORD_THRESHOLD
+from evaluations.scoring import FORMATS, detect_format, dumps
+
+
+def _ks(text: str | None, default: list[int]) -> list[int]:
+    if not text:
+        return default
+    from evaluations.cli.root import _parse_ks
+
+    return _parse_ks(text)
+
+
+def _show(summary: dict) -> None:
+    console = make_console(stderr=False)
+    table = Table(title=f"{summary['format']}: {summary['file']}", show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+
+    def add(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                add(f"{prefix}.{key}" if prefix else key, inner)
+        elif isinstance(value, float):
+            table.add_row(prefix, f"{value:.4f}")
+        elif isinstance(value, (int, str)) and prefix not in ("format", "file"):
+            table.add_row(prefix, str(value))
+
+    add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement")})
+    console.print(table)
+    buckets = (summary.get("calibration") or {}).get("buckets") or []
+    if buckets:
+        calibration = Table(title="Confidence calibration (accuracy per confidence bucket)")
+        for column in ("confidence bucket", "n", "mean confidence", "accuracy"):
+            calibration.add_column(column, justify="right")
+        for b in buckets:
+            calibration.add_row(f"{b['range'][0]:.1f}–{b['range'][1]:.1f}", str(b["n"]), f"{b['confidence']:.3f}",
+                                f"{b['accuracy']:.3f}")
+        console.print(calibration)
+    if summary.get("warning"):
+        make_console(stderr=True).print(f"[bold yellow]warning:[/] {summary['warning']}")
+
+
+@click.command("score")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Default: detected from the file.")
+@click.option("--qrels", type=click.Path(dir_okay=False), help="TREC qrels for a run file.")
+@click.option("--golden", type=click.Path(dir_okay=False), help="Golden set for a log (dataset file, golden code "
+              "queries or qrels).")
+@click.option("--k", "ks", help="Cut-offs, comma separated (default 1,3,5,10,100; logs 1,3,5,10).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config with prices (logs).")
+@click.option("--tiers", help="Tier order, cheapest first, e.g. small,large (logs; default: order of appearance).")
+@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Calibration bins (logs).")
+@click.option("--judges", default="keyword,f1,em,containment", show_default=True,
+              help="Judges of the agreement block (classic, labelled).")
+@click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def score(file, fmt, qrels, golden, ks, config_path, tiers, bins, judges, keyword_threshold, resamples, seed,
+          per_query, as_json):
+    """Score what already happened: classic labelled answers, a TREC run (+ --qrels) or production logs."""
+    fmt = fmt or detect_format(file)
+    if fmt == "classic":
+        from evaluations.cli.judges import _parse_judges
+        from evaluations.scoring.classic import score_classic
+
+        summary = score_classic(file, keyword_threshold=keyword_threshold, judges=tuple(_parse_judges(judges)),
+                                resamples=resamples, seed=seed)
+    elif fmt == "trec":
+        from evaluations.scoring.trec import score_trec
+
+        if not qrels:
+            raise EvaluationsError("a TREC run needs qrels", where=file, fix="pass --qrels QRELS_FILE")
+        summary = score_trec(file, qrels, _ks(ks, [1, 3, 5, 10, 100]))
+        if not per_query:
+            summary.pop("per_query")
+    else:
+        from evaluations.core.config import load_config
+        from evaluations.scoring.gold import load_gold
+        from evaluations.scoring.logs import score_logs
+
+        config = load_config(config_path)
+        summary = score_logs(file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
+                             prices=dict(config.prices), bins=bins,
+                             tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None)
+    if as_json:
+        click.echo(dumps(summary))
+    else:
+        _show(summary)
+
+
+def _all() -> list[click.Command]:
+    from evaluations.cli.golden import commands as golden_commands  # run DATASET_FILE, golden
+
+    return [score, *golden_commands]
+
+
+commands: list[click.Command] = _all()

@@ -1,0 +1,327 @@
+"""Configuration: the ``haiku.rag.yaml`` model and how a file is found and read.
+
+Key names follow haiku.rag where they overlap (``embeddings.model.{provider,name,vector_dim}``,
+``qa.model``, ``search.limit``, ``processing.chunk_size``, ``providers.ollama.base_url``,
+``lancedb.uri``, ``storage.data_dir``), so a haiku.rag user can point ``--config`` at their file.
+
+Resolution (``resolve_config_path``): ``--config PATH``, then ``$HAIKU_RAG_CONFIG_PATH``, then
+``./haiku.rag.yaml``, then the built-in defaults. Nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evaluations.core.env import data_home, env_str, env_url
+from evaluations.core.errors import EvaluationsError
+
+DEFAULT_CONFIG_NAME = "haiku.rag.yaml"
+CONFIG_ENV = "HAIKU_RAG_CONFIG_PATH"
+
+Provider = Literal["embedded", "ollama", "openai"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmbeddingModel(_Strict):
+    provider: Provider = "embedded"
+    name: str = "all-MiniLM-L6-v2"
+    vector_dim: int | None = Field(default=384, gt=0)
+    base_url: str = ""  # openai-compatible servers; ollama uses providers.ollama.base_url
+    batch_size: int = Field(default=64, gt=0)
+
+
+class Embeddings(_Strict):
+    model: EmbeddingModel = Field(default_factory=EmbeddingModel)
+
+
+class LLMModel(_Strict):
+    """A chat model. ``provider`` embedded = SmolLM2-135M-Instruct in-process."""
+
+    provider: Provider = "embedded"
+    name: str = "SmolLM2-135M-Instruct"
+    base_url: str = ""  # openai-compatible servers; ollama uses providers.ollama.base_url
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = 0
+    max_tokens: int = Field(default=256, gt=0)
+    enable_thinking: bool | None = None  # haiku.rag key, passed through where supported
+
+
+class QA(_Strict):
+    model: LLMModel = Field(default_factory=LLMModel)
+    # characters of retrieved context given to the model; None: 2,000 for the embedded 135M model (its
+    # prompt reading is the slow part and long contexts confuse it), unlimited for served models
+    max_context_chars: int | None = Field(default=None, gt=0)
+
+    def context_chars(self) -> int | None:
+        if self.max_context_chars is not None:
+            return self.max_context_chars
+        return 2000 if self.model.provider == "embedded" else None
+
+
+#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``qa.plan`` checks the run computes it)
+PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyword_correct", "exact_match",
+                       "contains_gold"]
+
+
+class Judge(_Strict):
+    model: LLMModel | None = None  # the LLM judge runs only when a model is set (or --judge)
+    keyword_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    retries: int = Field(default=2, ge=0)
+    # the verdict behind "answer accuracy"; None: the judge that validates best on weak and strong answers
+    # (judges/validation.json), else llm_judge when an LLM judge runs, else offline_correct
+    primary: PrimaryJudge | None = None
+
+
+class Processing(_Strict):
+    chunk_size: int = Field(default=256, gt=0, description="tokens (words and punctuation) per chunk")
+    chunk_overlap: int = Field(default=32, ge=0)
+    context_chunk_radius: int = 0  # haiku.rag key, accepted
+    markdown_preprocessor: str = ""  # haiku.rag key, accepted
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Processing:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+        return self
+
+
+class Search(_Strict):
+    limit: int = Field(default=5, gt=0, description="chunks given to the QA agent as context")
+    mode: Literal["vector", "fts", "hybrid"] = "hybrid"
+    candidates: int = Field(default=100, gt=0, description="documents retrieved per query for metrics")
+    rrf_k: int = Field(default=60, gt=0)
+    context_radius: int = 0  # haiku.rag key, accepted
+
+
+class Storage(_Strict):
+    data_dir: str = ""  # empty: $XDG_DATA_HOME/evaluations (~/.local/share/evaluations)
+    monitor_directories: list[str] = Field(default_factory=list)  # haiku.rag key, accepted
+    disable_autocreate: bool = False
+    vacuum_retention_seconds: int = 60
+
+
+class LanceDB(_Strict):
+    uri: str = ""  # empty: a per-dataset, per-embedder folder under storage.data_dir
+    api_key: str = ""
+    region: str = ""
+
+
+class OllamaProvider(_Strict):
+    base_url: str = Field(default_factory=lambda: env_url("OLLAMA_BASE_URL", "http://localhost:11434"))
+
+
+class OpenAIProvider(_Strict):
+    base_url: str = Field(default_factory=lambda: env_url("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+    api_key: str = Field(default_factory=lambda: env_str("OPENAI_API_KEY"))
+
+
+class Providers(_Strict):
+    ollama: OllamaProvider = Field(default_factory=OllamaProvider)
+    openai: OpenAIProvider = Field(default_factory=OpenAIProvider)
+    vllm: dict[str, Any] = Field(default_factory=dict)  # haiku.rag key, accepted
+    api_keys: dict[str, str] = Field(default_factory=dict)  # haiku.rag key; api_keys.openai is used
+
+
+class Price(_Strict):
+    """USD per million tokens."""
+
+    input: float = Field(default=0.0, ge=0.0)
+    output: float = Field(default=0.0, ge=0.0)
+
+
+class Evaluation(_Strict):
+    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 100])
+    concurrency: int = Field(default=4, gt=0)
+
+
+class Cache(_Strict):
+    """On-disk cache of model calls (QA, LLM judge, server embeddings); ``--no-cache`` turns it off."""
+
+    enabled: bool = True
+    # empty: $EVALUATIONS_CACHE_PATH, else <data_dir>/cache/model_calls.sqlite
+    path: str = Field(default_factory=lambda: os.environ.get("EVALUATIONS_CACHE_PATH", ""))
+
+
+class Requests(_Strict):
+    """Per-call timeout and retries (exponential backoff with jitter) of every model/embedding HTTP call.
+
+    Retried: timeouts, dropped connections, HTTP 429 (waiting its Retry-After), 5xx, a 200 whose JSON is
+    broken. Never retried: other 4xx. Wait before retry n (1-based): min(max_backoff, backoff * 2^(n-1)) + U(0, backoff).
+    """
+
+    timeout: float = Field(default=120.0, gt=0, description="seconds a call may wait for the server")
+    retries: int = Field(default=4, ge=0, description="retries after the first attempt")
+    backoff: float = Field(default=1.0, ge=0, description="seconds before the first retry")
+    max_backoff: float = Field(default=30.0, ge=0)
+    max_retry_after: float = Field(default=120.0, ge=0, description="cap on a server's Retry-After, seconds")
+
+
+class History(_Strict):
+    path: str = ""  # empty: <data_dir>/history.sqlite (every run appends a row; `evaluations history`)
+
+
+class Config(_Strict):
+    environment: str = "production"  # haiku.rag key, accepted
+    storage: Storage = Field(default_factory=Storage)
+    lancedb: LanceDB = Field(default_factory=LanceDB)
+    embeddings: Embeddings = Field(default_factory=Embeddings)
+    processing: Processing = Field(default_factory=Processing)
+    search: Search = Field(default_factory=Search)
+    qa: QA = Field(default_factory=QA)
+    judge: Judge = Field(default_factory=Judge)
+    providers: Providers = Field(default_factory=Providers)
+    prices: dict[str, Price] = Field(default_factory=dict, description="'provider:name' -> USD per 1M tokens")
+    evaluation: Evaluation = Field(default_factory=Evaluation)
+    history: History = Field(default_factory=History)
+    cache: Cache = Field(default_factory=Cache)
+    requests: Requests = Field(default_factory=Requests)
+    # haiku.rag sections this tool does not use: accepted so a haiku.rag file loads as is.
+    reranking: dict[str, Any] = Field(default_factory=dict)
+    research: dict[str, Any] = Field(default_factory=dict)
+    a2a: dict[str, Any] = Field(default_factory=dict)
+    agents: dict[str, Any] = Field(default_factory=dict)
+    conversion: dict[str, Any] = Field(default_factory=dict)
+
+    source: str = Field(default="built-in defaults", exclude=True)
+
+    def data_dir(self) -> Path:
+        if self.storage.data_dir:
+            return Path(self.storage.data_dir).expanduser()
+        return data_home()
+
+    def cache_path(self) -> Path:
+        """``cache.path``, or ``<data_dir>/cache/model_calls.sqlite`` when empty."""
+        if self.cache.path:
+            return Path(self.cache.path).expanduser()
+        return self.data_dir() / "cache" / "model_calls.sqlite"
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as recorded in a run's summary, with secrets masked."""
+        data = self.model_dump(mode="json")
+        if data["providers"]["openai"].get("api_key"):
+            data["providers"]["openai"]["api_key"] = "***"
+        data["providers"]["api_keys"] = {k: "***" for k in data["providers"]["api_keys"]}
+        if data["lancedb"].get("api_key"):
+            data["lancedb"]["api_key"] = "***"
+        return data
+
+
+def resolve_config_path(explicit: str | os.PathLike[str] | None) -> Path | None:
+    """``--config`` > ``$HAIKU_RAG_CONFIG_PATH`` > ``./haiku.rag.yaml`` > None (defaults)."""
+    if explicit:
+        return Path(explicit)
+    env = env_str(CONFIG_ENV)
+    if env:
+        return Path(env).expanduser()
+    local = Path.cwd() / DEFAULT_CONFIG_NAME
+    return local if local.is_file() else None
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed at the parent of ``loc`` (for 'unknown key' messages)."""
+    current: Any = model
+    for part in loc[:-1]:
+        field = current.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        annotation = field.annotation
+        args = getattr(annotation, "__args__", ())
+        candidates = [annotation, *args]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    return sorted(k for k in current.model_fields if k != "source")
+
+
+def _format_errors(exc: ValidationError, where: str) -> EvaluationsError:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(Config, tuple(err["loc"]))
+            lines.append(f"unknown key '{key}'" + (f" (allowed here: {', '.join(allowed)})" if allowed else ""))
+        else:
+            lines.append(f"key '{key}': {err['msg']} (got {err.get('input')!r})")
+    return EvaluationsError(
+        "invalid configuration:\n  - " + "\n  - ".join(lines),
+        where=where,
+        fix="correct or remove the keys above; see haiku.rag.yaml in the repository for every key and its default",
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Read the config (see ``resolve_config_path``), apply dotted ``overrides``, validate.
+
+    Raises EvaluationsError naming the file and key for a missing file, bad YAML, an unknown
+    key or a bad value.
+    """
+    resolved = resolve_config_path(path)
+    data: dict[str, Any] = {}
+    where = "built-in defaults"
+    if resolved is not None:
+        where = str(resolved)
+        if not resolved.is_file():
+            origin = "--config" if path else f"environment variable {CONFIG_ENV}"
+            what = "is a folder, expected a config file" if resolved.is_dir() else "config file not found"
+            raise EvaluationsError(f"{what} (given by {origin})", where=where,
+                                   fix=f"check the path given by {origin}, or omit it to use defaults")
+        try:
+            loaded = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise EvaluationsError(f"not valid UTF-8 (byte {exc.start + 1})", where=where,
+                                   fix="save the config file as UTF-8") from None
+        except OSError as exc:
+            raise EvaluationsError(f"cannot read the config file ({exc.strerror})", where=where,
+                                   fix="check the file is readable") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            if mark is not None:
+                where = f"{resolved}:{mark.line + 1}"
+            raise EvaluationsError(f"not valid YAML: {getattr(exc, 'problem', exc)}", where=where,
+                                   fix="fix the YAML syntax at that line") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise EvaluationsError("the top level must be a mapping of sections", where=where,
+                                   fix="start the file with section keys such as 'embeddings:'")
+        data = loaded
+    for dotted, value in (overrides or {}).items():
+        node = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[parts[-1]] = value
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise _format_errors(exc, where) from None
+    config.source = where
+    config.data_dir()  # a bad $XDG_DATA_HOME is reported here, before any work
+    return config
+
+
+def parse_model_ref(ref: str, *, flag: str) -> dict[str, str]:
+    """``provider:name`` (as in ``--qa-model ollama:qwen3``) -> {"provider", "name"}."""
+    provider, sep, name = ref.partition(":")
+    allowed = ("embedded", "ollama", "openai")
+    if provider == "embedded" and not sep:
+        return {"provider": "embedded"}
+    if not sep or provider not in allowed or not name:
+        raise EvaluationsError(
+            f"model reference {ref!r} is not 'provider:name'",
+            where=flag,
+            fix=f"use one of {', '.join(p + ':NAME' for p in allowed)} (e.g. ollama:qwen3), or 'embedded'",
+        )
+    return {"provider": provider, "name": name}

@@ -1,0 +1,114 @@
+"""Environment variables, each read where it is used and checked there: a bad value is one
+EvaluationsError naming the variable, its value, what is wrong and the fix.
+
+Variables read by this project (``grep -rn environ evaluations``):
+
+- ``HAIKU_RAG_CONFIG_PATH``: the config file (``config.resolve_config_path``), must exist;
+- ``OLLAMA_BASE_URL``, ``OPENAI_BASE_URL``: http(s) URLs (defaults of ``providers.*.base_url``);
+- ``OPENAI_API_KEY``: any text;
+- ``EVALUATIONS_LLM_THREADS``: a whole number ≥ 0 (0 = one per core, at most 4);
+- ``EVALUATIONS_JUDGES_DIR``: a folder holding ``offline_judge.json``;
+- ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
+- ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files);
+- ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
+
+Empty values count as unset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from evaluations.core.errors import EvaluationsError
+
+__all__ = ["data_home", "env_dir", "env_file", "env_flag", "env_int", "env_str", "env_url"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bad(name: str, value: str, what: str, fix: str) -> EvaluationsError:
+    return EvaluationsError(f"{what} (got {value!r})", where=f"environment variable {name}",
+                            fix=f"{fix}, or unset {name}")
+
+
+def env_str(name: str, default: str = "") -> str:
+    """``$name`` stripped of surrounding whitespace, or ``default`` when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return value or default
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    """``$name`` as a whole number ≥ ``minimum``; ``default`` when unset."""
+    value = env_str(name)
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < minimum:
+        raise _bad(name, value, f"must be a whole number ≥ {minimum}", f"set e.g. {name}={max(minimum, 1)}")
+    return number
+
+
+def env_url(name: str, default: str) -> str:
+    """``$name`` as an http(s) URL with a host; ``default`` when unset."""
+    value = env_str(name)
+    if not value:
+        return default
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _bad(name, value, "must be an http:// or https:// URL with a host", f"set e.g. {name}={default}")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise _bad(name, value, "has an invalid port", f"set e.g. {name}={default}") from None
+    return value
+
+
+def env_dir(name: str, *, must_exist: bool = False) -> Path | None:
+    """``$name`` as an absolute folder path (None when unset); never a file; existing if ``must_exist``."""
+    value = env_str(name)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise _bad(name, value, "must be an absolute path", f"set {name}={Path.cwd() / value}")
+    if path.exists() and not path.is_dir():
+        raise _bad(name, value, "is a file, not a folder", f"point {name} at a folder")
+    if must_exist and not path.is_dir():
+        raise _bad(name, value, "the folder does not exist", f"create it or point {name} at an existing folder")
+    return path
+
+
+def env_file(name: str) -> Path | None:
+    """``$name`` as the path of an existing file (None when unset)."""
+    value = env_str(name)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "the file does not exist"
+        raise _bad(name, value, what, f"point {name} at an existing file")
+    return path
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """``$name`` as a boolean: 1/true/yes/on or 0/false/no/off (any case); ``default`` when unset."""
+    value = env_str(name)
+    if not value:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise _bad(name, value, "must be a boolean (1/0, true/false, yes/no, on/off)", f"set {name}=1 or {name}=0")
+
+
+def data_home() -> Path:
+    """Where this tool keeps data by default: ``$XDG_DATA_HOME/evaluations`` (~/.local/share/evaluations)."""
+    base = env_dir("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return base / "evaluations"

@@ -1,0 +1,225 @@
+"""Your own dataset: a JSON / JSONL / YAML file of queries, documents from a corpus file or a folder.
+
+Query record (``DatasetRecord``; JSON schema in ``datasets/schemas/dataset_record.schema.json``)::
+
+    {"id": "q1", "query": "...", "relevant_doc_ids": ["d1"], "graded_relevance": {"d2": 2},
+     "answers": ["..."], "tags": ["x"], "category": "how-to", "difficulty": "easy"}
+
+``relevant_doc_ids`` count as grade 1 unless ``graded_relevance`` grades them; a record needs relevance or
+answers. ``category`` and ``difficulty`` become the tags ``category:<x>`` / ``difficulty:<y>``. A JSON file is
+an array of records or ``{"queries": [...]}``; a YAML file a list of records.
+
+Documents: ``--corpus FILE`` (JSONL/JSON/CSV rows with ``id`` (or ``_id``/``doc_id``), ``text`` and optional
+``title``) or a folder of ``.txt``/``.md`` files (id = path relative to the folder, POSIX separators).
+
+Every problem of the file is reported in one error, one line per problem: ``file:line: field 'x': message``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evaluations.datasets.rows import iter_rows
+from evaluations.core.errors import EvaluationsError
+from evaluations.core.types import Corpus, Document, Query
+from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
+
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+class DatasetRecord(BaseModel):
+    """One query of a generic dataset file."""
+
+    model_config = ConfigDict(extra="forbid", title="evaluations dataset record")
+
+    id: str = Field(description="Unique query id.")
+    query: str = Field(min_length=1, description="The question / search query.")
+    relevant_doc_ids: list[str] = Field(default_factory=list, description="Relevant documents (grade 1).")
+    graded_relevance: dict[str, int] = Field(default_factory=dict, description="{doc id: grade}; grade > 0 relevant.")
+    answers: list[str] = Field(default_factory=list, description="Gold answers (alternatives).")
+    tags: list[str] = Field(default_factory=list)
+    category: str | None = None
+    difficulty: str | None = None
+    answerable: bool = True
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _has_gold(self) -> DatasetRecord:
+        if not self.relevant_doc_ids and not self.graded_relevance and not self.answers:
+            raise ValueError("needs relevant_doc_ids, graded_relevance or answers")
+        return self
+
+    def relevance(self) -> dict[str, int]:
+        return {**{d: 1 for d in self.relevant_doc_ids}, **self.graded_relevance}
+
+    def to_query(self) -> Query:
+        tags = list(self.tags)
+        tags += [f"category:{self.category}"] if self.category else []
+        tags += [f"difficulty:{self.difficulty}"] if self.difficulty else []
+        return Query(id=self.id, text=self.query, relevant=self.relevance(), answers=list(self.answers),
+                     answerable=self.answerable, tags=tags)
+
+
+def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise EvaluationsError(f"not valid YAML ({getattr(exc, 'problem', exc)})", where=where, fix="fix the YAML") from None
+    if isinstance(data, dict) and isinstance(data.get("queries"), list):
+        node = next(v for k, v in node.value if k.value == "queries")
+        data = data["queries"]
+    if not isinstance(data, list):
+        raise EvaluationsError("a YAML dataset is a list of query records", where=str(path), fix="- id: q1\n  query: ...")
+    return [(item.start_mark.line + 1, row) for item, row in zip(node.value, data)]
+
+
+def _json_rows(path: Path) -> list[tuple[int, Any]]:
+    """Rows of a JSON array with the line each record starts on (a ``{"queries": [...]}`` object too)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationsError(f"not valid JSON ({exc.msg})", where=f"{path}:{exc.lineno}", fix="fix the JSON") from None
+    start = 0
+    if isinstance(data, dict) and isinstance(data.get("queries"), list):
+        start = text.index("[", text.index('"queries"'))
+        data = data["queries"]
+    elif isinstance(data, list):
+        start = text.index("[")
+    else:
+        raise EvaluationsError("a JSON dataset is an array of query records or {\"queries\": [...]}", where=str(path),
+                               fix="wrap the records in [ ]")
+    decoder, pos, rows = json.JSONDecoder(), start + 1, []
+    for row in data:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        line = text.count("\n", 0, pos) + 1
+        _, pos = decoder.raw_decode(text, pos)
+        rows.append((line, row))
+    return rows
+
+
+def read_records(path: str | Path) -> list[DatasetRecord]:
+    """Validate every record of a dataset file; raise one error listing every problem (file:line, field)."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationsError("dataset file not found", where=str(path), fix="check the path")
+    name = path.name.lower()
+    if name.endswith((".yaml", ".yml")):
+        rows = _yaml_rows(path)
+    elif name.endswith(".json"):
+        rows = _json_rows(path)
+    else:
+        rows = list(iter_rows(path))
+    records, problems, seen = [], [], {}
+    for line, row in rows:
+        where = f"{path}:{line}"
+        if not isinstance(row, dict):
+            problems.append(f"{where}: a record must be an object, got {type(row).__name__}")
+            continue
+        try:
+            record = DatasetRecord.model_validate(row)
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = ".".join(map(str, error["loc"])) or "(record)"
+                problems.append(f"{where}: field '{loc}': {error['msg']}")
+            continue
+        if record.id in seen:
+            problems.append(f"{where}: field 'id': duplicate id {record.id!r} (first at line {seen[record.id]})")
+        seen.setdefault(record.id, line)
+        records.append(record)
+    if problems:
+        raise EvaluationsError(f"{len(problems)} problem(s) in the dataset file:\n  " + "\n  ".join(problems[:50]),
+                               where=str(path), fix="see datasets/schemas/dataset_record.schema.json")
+    if not records:
+        raise EvaluationsError("the dataset file has no records", where=str(path), fix="add query records")
+    return records
+
+
+def read_documents(source: str | Path) -> list[Document]:
+    """Documents from a corpus file (rows with id/_id/doc_id, text, title?) or a folder of .txt/.md files."""
+    source = Path(source)
+    if source.is_dir():
+        files = sorted(p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+        if not files:
+            raise EvaluationsError("no .txt or .md files in the folder", where=str(source),
+                                   fix="point --corpus at a folder of text/markdown files or a corpus file")
+        return [Document(id=p.relative_to(source).as_posix(), text=p.read_text(encoding="utf-8", errors="replace"))
+                for p in files]
+    documents, seen, problems = [], set(), []
+    for line, row in iter_rows(source):
+        where = f"{source}:{line}"
+        doc_id = next((row[k] for k in ("id", "_id", "doc_id") if row.get(k) not in (None, "")), None)
+        text, title = row.get("text") or row.get("contents") or "", row.get("title") or ""
+        if doc_id is None:
+            problems.append(f"{where}: field 'id': missing (also looked for '_id', 'doc_id')")
+        elif not str(text).strip() and not str(title).strip():
+            problems.append(f"{where}: field 'text': missing or empty")
+        elif str(doc_id) in seen:
+            problems.append(f"{where}: field 'id': duplicate id {doc_id!r}")
+        else:
+            seen.add(str(doc_id))
+            documents.append(Document(id=str(doc_id), text=f"{title}\n{text}" if title else str(text), title=str(title)))
+    if problems:
+        raise EvaluationsError(f"{len(problems)} problem(s) in the corpus:\n  " + "\n  ".join(problems[:50]),
+                               where=str(source), fix="each row needs a unique 'id' and a non-empty 'text'")
+    return documents
+
+
+def load_dataset_file(path: str | Path, corpus: str | Path | None, *, documents: list[Document] | None = None,
+                      name: str | None = None) -> Corpus:
+    """The Corpus of a dataset file; every relevant id must be a document id (all misses listed)."""
+    path = Path(path)
+    records = read_records(path)
+    if documents is None:
+        if corpus is None:
+            raise EvaluationsError("no documents for the dataset", where=str(path),
+                                   fix="pass --corpus FILE (JSONL/JSON/CSV rows id, text) or --corpus FOLDER (.txt/.md)")
+        documents = read_documents(corpus)
+    ids = {d.id for d in documents}
+    missing = [(r.id, d) for r in records for d in r.relevance() if d not in ids]
+    if missing:
+        shown = ", ".join(f"{q}->{d}" for q, d in missing[:8])
+        raise EvaluationsError(f"{len(missing)} relevant document id(s) are not in the corpus ({shown})",
+                               where=str(path), fix=f"ids in the corpus look like {sorted(ids)[:3]}")
+    return Corpus(name=name or path.stem, documents=documents, queries=[r.to_query() for r in records],
+                  source=str(path) + (f" + {corpus}" if corpus else ""))
+
+
+def _load(options: LoadOptions) -> Corpus:
+    if options.source is None:
+        raise EvaluationsError("a dataset file is required", where="run DATASET_FILE", fix="evaluations run FILE --corpus X")
+    return apply_limit(load_dataset_file(options.source, None), options.limit)
+
+
+def spec_for(dataset_file: str | Path, corpus: str | Path | None, *, name: str = "run") -> DatasetSpec:
+    """A DatasetSpec for one dataset file + its documents (what ``evaluations run`` registers)."""
+    has_answers = any(r.answers for r in read_records(dataset_file))
+
+    def load(options: LoadOptions) -> Corpus:
+        return apply_limit(load_dataset_file(options.source or dataset_file, corpus), options.limit)
+
+    return replace(SPEC, name=name, load=load, answers=has_answers)
+
+
+SPEC = DatasetSpec(
+    name="run",
+    description="your own dataset file (JSON/JSONL/YAML queries) with documents from --corpus",
+    load=_load,
+    answers=True,
+)

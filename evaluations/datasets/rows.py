@@ -1,0 +1,179 @@
+"""Reading rows from local files (JSONL[.gz], JSON arrays, parquet, CSV/TSV) with their line numbers.
+
+Every problem becomes one EvaluationsError naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from evaluations.core.errors import EvaluationsError
+
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
+
+
+_FIX_UTF8 = "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 IN > OUT)"
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
+
+
+def _decode(raw: bytes, where: str, first: bool) -> str:
+    """One line of bytes -> str; undecodable bytes are an error naming ``where`` (file:line) and the column."""
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start:exc.end].hex(" ")
+        raise EvaluationsError(f"not valid UTF-8 (byte(s) {bad} at byte {exc.start + 1} of the line)",
+                               where=where, fix=_FIX_UTF8) from None
+
+
+def _text_lines(handle: BinaryIO, path: Path, progress: list[int]) -> Iterator[str]:
+    """Decoded lines of a binary handle; ``progress[0]`` is the number of the last line read."""
+    for number, raw in enumerate(handle, 1):
+        progress[0] = number
+        yield _decode(raw, f"{path}:{number}", number == 1)
+
+
+def _read_error(exc: BaseException, path: Path, last_line: int) -> EvaluationsError:
+    """A low-level read failure (truncated/corrupt gzip, I/O error) as one EvaluationsError."""
+    after = f" (after line {last_line})" if last_line else ""
+    if isinstance(exc, EOFError):
+        return EvaluationsError(f"the compressed file ends too early: it is truncated{after}", where=str(path),
+                                fix="copy or download the file again; check it with gzip -t")
+    if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
+        return EvaluationsError(f"not a valid gzip file ({exc}){after}", where=str(path),
+                                fix="copy or download the file again; check it with gzip -t")
+    return EvaluationsError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}{after}",
+                            where=str(path), fix="check the file exists and is readable")
+
+
+def find_file(folder: Path, stem: str) -> Path | None:
+    """``folder/stem`` with any supported suffix, or None."""
+    for suffix in SUFFIXES:
+        candidate = folder / f"{stem}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line_number, row) for every row of ``path``; line numbers start at 1.
+
+    For JSON arrays and parquet, the "line" is the 1-based row index.
+    """
+    if not path.is_file():
+        what = "is a folder, expected a file" if path.is_dir() else "file not found"
+        raise EvaluationsError(what, where=str(path), fix="check the path (--source / dataset folder)")
+    name = path.name
+    progress = [0]  # last physical line read, for messages about the file as a whole
+    try:
+        if name.endswith((".jsonl", ".jsonl.gz")):
+            with _open_binary(path) as handle:
+                for number, line in enumerate(_text_lines(handle, path, progress), 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})",
+                                               where=f"{path}:{number}", fix="fix or remove that line") from None
+                    if not isinstance(row, dict):
+                        raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}",
+                                               where=f"{path}:{number}", fix="write one JSON object per line")
+                    yield number, row
+        elif name.endswith((".json", ".json.gz")):
+            yield from _json_array(path)
+        elif name.endswith(".parquet"):
+            yield from _parquet(path)
+        elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+            delimiter = "\t" if ".tsv" in name else ","
+            with _open_binary(path) as handle:
+                reader = csv.DictReader(_text_lines(handle, path, progress), delimiter=delimiter)
+                try:
+                    for row in reader:
+                        if None in row:
+                            raise EvaluationsError(
+                                f"{len(reader.fieldnames or []) + len(row[None])} fields, but the header has "
+                                f"{len(reader.fieldnames or [])}", where=f"{path}:{reader.line_num}",
+                                fix="quote values that contain the delimiter, or remove the extra fields")
+                        yield reader.line_num, dict(row)
+                except csv.Error as exc:
+                    raise EvaluationsError(f"not valid {'TSV' if delimiter == chr(9) else 'CSV'} ({exc})",
+                                           where=f"{path}:{reader.line_num}", fix="fix or remove that line") from None
+        else:
+            raise EvaluationsError(
+                "unsupported file type", where=str(path), fix=f"use one of {', '.join(SUFFIXES)}"
+            )
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _read_error(exc, path, progress[0]) from None
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a JSON array file (or the first array inside a top-level object); "line" = 1-based row index."""
+    with _open_binary(path) as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise EvaluationsError(f"not valid UTF-8 (byte(s) {raw[exc.start:exc.end].hex(' ')})",
+                               where=f"{path}:{line}", fix=_FIX_UTF8) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})", where=f"{path}:{exc.lineno}",
+                               fix="fix the JSON at that line") from None
+    if isinstance(data, dict):
+        data = next((v for v in data.values() if isinstance(v, list)), [data])
+    if not isinstance(data, list):
+        raise EvaluationsError(f"expected an array of objects, got {_json_type(data)}", where=str(path),
+                               fix="make the file an array of objects")
+    for number, row in enumerate(data, 1):
+        if not isinstance(row, dict):
+            raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}", where=f"{path}:{number}",
+                                   fix="make the file an array of objects")
+        yield number, row
+
+
+def _parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a parquet file; "line" = 1-based row index. A corrupt file is one EvaluationsError."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except pa.ArrowException as exc:
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise EvaluationsError(f"not a readable parquet file ({reason})", where=str(path),
+                               fix="copy or export the file again (a truncated copy loses the parquet footer)") from None
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def field(row: dict[str, Any], name: str, where: str, *, kind: type | tuple[type, ...] = str,
+          required: bool = True, default: Any = None) -> Any:
+    """``row[name]`` checked for presence and type; errors name ``where`` (file:line) and the field."""
+    value = row.get(name)
+    if value is None or (kind is str and isinstance(value, str) and not value.strip() and required):
+        if required:
+            raise EvaluationsError(f"missing or empty field '{name}'", where=where,
+                                   fix=f"every row needs a non-empty '{name}'")
+        return default
+    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise EvaluationsError(f"field '{name}' must be {expected}, got {type(value).__name__}", where=where,
+                               fix=f"correct '{name}' on that line")
+    return value

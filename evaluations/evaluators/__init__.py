@@ -1,0 +1,1 @@
+"""Every pydantic-evals Evaluator and ReportEvaluator: retrieval metrics, answer judges, context measures."""

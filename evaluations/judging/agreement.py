@@ -1,0 +1,262 @@
+"""How well does a judge agree with human correctness labels? (positive class = "correct")
+
+From the confusion counts TP, FP, FN, TN (human label vs judge verdict), N = their sum:
+
+* accuracy  = (TP + TN) / N
+* precision = TP / (TP + FP)            (0 when TP + FP = 0, as scikit-learn)
+* recall    = TP / (TP + FN)            (0 when TP + FN = 0)
+* F1        = 2·TP / (2·TP + FP + FN)   (0 when the denominator is 0)
+* Cohen's κ = (p_o − p_e) / (1 − p_e), p_o = accuracy,
+  p_e = ((TP+FP)(TP+FN) + (FN+TN)(FP+TN)) / N²   (NaN when p_e = 1)
+
+Each with a 95% bootstrap percentile interval: 1000 seeded resamples of whole questions
+(a cluster bootstrap: a question's answers are not independent), statistic recomputed per resample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evaluations.judging import lexical
+from evaluations.judging.data import LabelledAnswer
+
+__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
+           "offline_batch"]
+
+METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
+#: verdict rule of the token-F1 judge: correct iff F1 >= F1_THRESHOLD
+F1_THRESHOLD = 0.5
+
+Progress = Callable[[int], None]
+BatchJudge = Callable[[Sequence[LabelledAnswer], "Progress | None"], np.ndarray]
+
+
+def confusion(labels: Sequence[bool] | np.ndarray, verdicts: Sequence[bool] | np.ndarray) -> np.ndarray:
+    """[TP, FP, FN, TN] with positive = correct (label = human, verdict = judge)."""
+    y, v = np.asarray(labels, dtype=bool), np.asarray(verdicts, dtype=bool)
+    return np.array([np.sum(y & v), np.sum(~y & v), np.sum(y & ~v), np.sum(~y & ~v)], dtype=np.int64)
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
+
+
+def metrics(counts: np.ndarray) -> dict[str, np.ndarray]:
+    """The five statistics (module docstring) of confusion counts of shape (..., 4)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    tp, fp, fn, tn = (counts[..., i] for i in range(4))
+    n = tp + fp + fn + tn
+    accuracy = _safe_div(tp + tn, n)
+    p_e = _safe_div((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = np.where(p_e < 1, (accuracy - p_e) / np.where(p_e < 1, 1 - p_e, 1), np.nan)
+    return {
+        "accuracy": accuracy,
+        "precision": _safe_div(tp, tp + fp),
+        "recall": _safe_div(tp, tp + fn),
+        "f1": _safe_div(2 * tp, 2 * tp + fp + fn),
+        "kappa": kappa,
+    }
+
+
+def bootstrap_ci(
+    labels: Sequence[bool] | np.ndarray,
+    verdicts: Sequence[bool] | np.ndarray,
+    groups: Sequence[str] | np.ndarray,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, tuple[float, float]]:
+    """Percentile CI of every statistic, resampling whole groups (questions) with replacement."""
+    y, v = np.asarray(labels, dtype=bool), np.asarray(verdicts, dtype=bool)
+    _, group_index = np.unique(np.asarray(groups), return_inverse=True)
+    n_groups = int(group_index.max()) + 1 if len(group_index) else 0
+    if n_groups == 0 or resamples <= 0:
+        return {m: (float("nan"), float("nan")) for m in METRICS}
+    cell = np.select([y & v, ~y & v, y & ~v], [0, 1, 2], default=3)
+    per_group = np.zeros((n_groups, 4), dtype=np.int64)
+    np.add.at(per_group, (group_index, cell), 1)
+    rng = np.random.default_rng(seed)
+    totals = np.empty((resamples, 4), dtype=np.int64)
+    step = max(1, 2_000_000 // n_groups)
+    for start in range(0, resamples, step):
+        stop = min(resamples, start + step)
+        picks = rng.integers(0, n_groups, size=(stop - start, n_groups))
+        totals[start:stop] = per_group[picks].sum(axis=1)
+    values = metrics(totals)
+    alpha = (1 - level) / 2
+    out = {}
+    for name in METRICS:
+        finite = values[name][np.isfinite(values[name])]
+        if finite.size == 0:
+            out[name] = (float("nan"), float("nan"))
+        else:
+            lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+            out[name] = (float(lo), float(hi))
+    return out
+
+
+@dataclass
+class Agreement:
+    """One judge's agreement with the human labels."""
+
+    judge: str
+    n: int
+    confusion: dict[str, int]
+    values: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    judge_positive_rate: float
+    human_positive_rate: float
+
+    def to_dict(self) -> dict:
+        def clean(x: float) -> float | None:
+            return None if x != x else round(x, 6)
+
+        return {
+            "judge": self.judge,
+            "n": self.n,
+            "confusion": self.confusion,
+            "human_positive_rate": clean(self.human_positive_rate),
+            "judge_positive_rate": clean(self.judge_positive_rate),
+            **{m: {"value": clean(self.values[m]), "ci95": [clean(c) for c in self.ci[m]]} for m in METRICS},
+        }
+
+
+def agreement(
+    judge: str,
+    labels: Sequence[bool] | np.ndarray,
+    verdicts: Sequence[bool] | np.ndarray,
+    groups: Sequence[str] | np.ndarray,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Agreement:
+    """Point statistics and bootstrap CIs of one judge's verdicts against the labels."""
+    counts = confusion(labels, verdicts)
+    values = {k: float(v) for k, v in metrics(counts).items()}
+    n = int(counts.sum())
+    return Agreement(
+        judge=judge,
+        n=n,
+        confusion=dict(zip(("tp", "fp", "fn", "tn"), map(int, counts))),
+        values=values,
+        ci=bootstrap_ci(labels, verdicts, groups, resamples=resamples, seed=seed),
+        judge_positive_rate=float((counts[0] + counts[1]) / n) if n else float("nan"),
+        human_positive_rate=float((counts[0] + counts[2]) / n) if n else float("nan"),
+    )
+
+
+# --- judges: name -> batch verdict function ---------------------------------------------------
+
+
+def _per_example(rule: Callable[[LabelledAnswer], bool]) -> BatchJudge:
+    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+        verdicts = np.array([rule(e) for e in examples], dtype=bool)
+        if progress is not None:
+            progress(len(examples))
+        return verdicts
+
+    return run
+
+
+def _semantic(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    from evaluations.judging.semantic import SEMANTIC_THRESHOLD, semantic_similarity_batch
+
+    sims = semantic_similarity_batch([e.references for e in examples], [e.answer for e in examples], progress=progress)
+    return sims >= SEMANTIC_THRESHOLD
+
+
+def offline_batch(model: Any) -> BatchJudge:
+    """A batch judge running the ``OfflineJudgeModel`` ``model`` (non-answer screen first, as in a run)."""
+
+    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+        _, verdicts = model.judge_batch(
+            [e.references for e in examples], [e.answer for e in examples], progress=progress,
+            questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
+        )
+        return verdicts
+
+    return run
+
+
+def _offline(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    from evaluations.judging.offline import load_model
+
+    return offline_batch(load_model())(examples, progress)
+
+
+def _keyword(threshold: float) -> BatchJudge:
+    return _per_example(lambda e: lexical.keyword_correct(e.references, e.answer, threshold))
+
+
+def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    """The default LLM judge: the embedded one (``judges.embedded``); ``run_judges(llm=...)`` picks another."""
+    from evaluations.core.config import Config, LLMModel
+    from evaluations.judging.llm import batch_judge
+
+    return batch_judge(LLMModel(provider="embedded"), Config())(examples, progress)
+
+
+def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+    """The combined judge (``judges/combined_judge.json``): offline features + the embedded judge's P(yes)."""
+    from evaluations.core.config import Config
+    from evaluations.judging.embedded import VerdictCache, combined_params_path, judge_many, load_judge
+    from evaluations.judging.offline import llm_logit, load_model
+
+    judge = load_judge(data_dir=Config().data_dir())
+    p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples], cache=VerdictCache(),
+                   progress=progress, answerable=[e.answerable for e in examples])
+    _, verdicts = load_model(combined_params_path()).judge_batch(
+        [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)},
+        questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
+    )
+    return verdicts
+
+
+#: judge name -> factory(keyword_threshold) -> batch judge. ``semantic`` and ``offline`` embed texts;
+#: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk). A batch judge returns one
+#: verdict per example (bool, or float with NaN = the judge failed: not judged).
+JUDGES: dict[str, Callable[[float], BatchJudge]] = {
+    "llm": lambda _t: _llm,
+    "combined": lambda _t: _combined,
+    "keyword": _keyword,
+    "f1": lambda _t: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
+    "em": lambda _t: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
+    "containment": lambda _t: _per_example(lambda e: lexical.containment(e.references, e.answer)),
+    "semantic": lambda _t: _semantic,
+    "offline": lambda _t: _offline,
+}
+
+
+def run_judges(
+    examples: Sequence[LabelledAnswer],
+    judges: Sequence[str],
+    *,
+    keyword_threshold: float = lexical.KEYWORD_THRESHOLD,
+    resamples: int = 1000,
+    seed: int = 0,
+    progress: Callable[[str, int], None] | None = None,
+    llm: BatchJudge | None = None,
+) -> list[Agreement]:
+    """Run each named judge over ``examples`` and measure its agreement with the human labels.
+
+    ``llm``: the batch judge behind the name ``llm`` (default: the embedded LLM judge). Examples a judge
+    failed on (NaN verdict) are left out of that judge's statistics (its ``n`` says how many were judged).
+    """
+    labels = np.array([e.label for e in examples], dtype=bool)
+    groups = np.array([e.group for e in examples])
+    results = []
+    for name in judges:
+        step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
+        run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold)
+        verdicts = np.asarray(run(examples, step), dtype=float)
+        judged = ~np.isnan(verdicts)
+        results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],
+                                 resamples=resamples, seed=seed))
+    return results

@@ -1,0 +1,105 @@
+"""Fit the offline judge on human-labelled answers; cross-validate grouped by question.
+
+Model: standardise features, then L2 logistic regression (C = 1), verdict p ≥ 0.5, fitted on the rows the
+non-answer screen passes (``judges.nonanswer``; it decides the others), the strong and weak populations
+(``heldout.population_of``) weighted equally.
+CV: GroupKFold(k) with the question as group, so no question's answers are in both the training
+and the test fold; the reported accuracy is the pooled out-of-fold accuracy
+Σ_folds #correct / N, beside the classic rules (keyword > 0.7, exact match, containment)
+on the same rows. The final parameters are fitted on all rows.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging import lexical
+from evaluations.judging.data import LabelledAnswer
+from evaluations.judging.heldout import fit_logistic, population_of, population_weights
+from evaluations.judging.nonanswer import screen
+from evaluations.judging.offline import FEATURES, OfflineJudgeModel, feature_matrix
+
+__all__ = ["calibrate", "baseline_accuracies"]
+
+
+def baseline_accuracies(examples: Sequence[LabelledAnswer], keyword_threshold: float = 0.7) -> dict[str, float]:
+    """Accuracy of the classic rules against the human labels on ``examples``."""
+    y = np.array([e.label for e in examples])
+    rules = {
+        f"keyword>{keyword_threshold:g}": lambda e: lexical.keyword_correct(e.references, e.answer, keyword_threshold),
+        "exact_match": lambda e: lexical.exact_match(e.references, e.answer),
+        "containment": lambda e: lexical.containment(e.references, e.answer),
+    }
+    return {name: float(np.mean(np.array([rule(e) for e in examples]) == y)) for name, rule in rules.items()}
+
+
+def calibrate(
+    examples: Sequence[LabelledAnswer],
+    *,
+    folds: int = 5,
+    c: float = 1.0,
+    features: Sequence[str] = FEATURES,
+    sources: Sequence[str] = (),
+    cache_path: Path | None | bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> OfflineJudgeModel:
+    """Cross-validate (GroupKFold by question), then fit on everything; the CV report goes into ``info``."""
+    from sklearn import __version__ as sklearn_version
+    from sklearn.model_selection import GroupKFold
+
+    y = np.array([e.label for e in examples], dtype=int)
+    groups = np.array([e.group for e in examples])
+    if len(set(y.tolist())) < 2:
+        raise EvaluationsError(
+            "calibration needs both correct and incorrect labelled answers", where=", ".join(sources)
+        )
+    n_groups = len(set(groups.tolist()))
+    if n_groups < folds:
+        raise EvaluationsError(f"only {n_groups} questions for {folds}-fold CV", where=", ".join(sources))
+    screened = np.array([
+        np.nan if (d := screen(e.question, e.references, e.answer, answerable=e.answerable).decided) is None
+        else float(d) for e in examples])
+    passed = np.isnan(screened)
+    x = feature_matrix(
+        [e.references for e in examples], [e.answer for e in examples], names=features, cache_path=cache_path,
+        progress=progress, questions=[e.question for e in examples],
+    )
+    w = population_weights(np.array([population_of(e) for e in examples]))
+    fold_acc, correct = [], 0
+    for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
+        train = train[passed[train]]
+        model = fit_logistic(x[train], y[train], features, c, w[train])
+        verdicts = np.where(passed[test], model.probability(x[test]) >= 0.5, screened[test] == 1.0)
+        hits = verdicts == y[test].astype(bool)
+        fold_acc.append(float(hits.mean()))
+        correct += int(hits.sum())
+    final = fit_logistic(x[passed], y[passed], features, c, w[passed])
+    info: dict[str, Any] = {
+        "model": "logistic regression on standardised features, L2, C=%g; verdict p >= threshold" % c,
+        "training_data": {
+            "files": list(sources),
+            "examples": int(len(y)),
+            "correct": int(y.sum()),
+            "incorrect": int(len(y) - y.sum()),
+            "questions": n_groups,
+            "selection": "one example per (question, system) answer with a human label; EVOUNA: improper == false",
+            "fitted_on": f"{int(passed.sum())} rows the non-answer screen passes (it decides the other "
+                         f"{int((~passed).sum())}); strong/weak populations weighted equally",
+        },
+        "cross_validation": {
+            "method": f"GroupKFold(n_splits={folds}) grouped by question; pooled out-of-fold accuracy of the "
+                      "screen + model",
+            "accuracy": correct / len(y),
+            "fold_accuracies": fold_acc,
+            "baselines_same_rows": baseline_accuracies(examples),
+            "majority_class": float(max(y.mean(), 1 - y.mean())),
+        },
+        "fitted": {"date": _dt.date.today().isoformat(), "scikit_learn": sklearn_version},
+    }
+    return OfflineJudgeModel(tuple(features), final.mean, final.scale, final.coef, final.intercept, 0.5, info)

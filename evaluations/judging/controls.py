@@ -1,0 +1,259 @@
+"""Controls: answers whose verdict is known by construction, to show a judge rejects non-answers and accepts answers.
+
+Built from answerable questions with gold answers (``questions.QAItem``), deterministic for a seed. ``CATEGORIES``
+is the registry (kind, builder, description); every list of categories derives from it.
+
+Negative controls (the judge must say incorrect): ``echo``, ``restatement``, ``heading``, ``refusal``,
+``other_gold`` (another question's gold that shares no keyword with this one's), ``empty``, ``options`` ("A or
+B": the question's own options when it offers them, else this gold or another question's gold).
+Positive controls (the judge must say correct): ``gold_bare``, ``gold_sentence`` (the gold inside a sentence),
+``gold_detail`` (the gold plus the passage sentence that contains it, else plus another gold alternative in
+brackets, else plus the restated question as context), ``paraphrase`` (rule-based: a date or number written
+another way — "October 10, 2023" -> "10 October 2023", "1,000" -> "1000", "3" -> "three" — else another gold
+alternative, else "It is G."). The paraphrase is only as varied as these rules: it checks format tolerance, not
+synonymy.
+
+``run_controls`` gives each judge's rate per category: rejection rate (share judged incorrect) for negatives,
+acceptance rate for positives, with the Wilson 95% interval
+    (p̂ + z²/2n ± z·sqrt(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n),  z = 1.96
+(``statsmodels.stats.proportion.proportion_confint(method="wilson")``); a category passes at rate ≥ ``min_rate``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from evaluations.judging.data import LabelledAnswer
+from evaluations.judging.questions import QAItem
+from evaluations.judging.text import STOPWORDS, keywords
+
+__all__ = ["CATEGORIES", "Control", "build_controls", "run_controls", "ControlReport", "restate", "heading",
+           "paraphrase"]
+
+REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that from the information given.",
+            "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
+_WH = re.compile(r"^\s*(what|which|who|whom|whose|when|where|why|how)\b(\s+(many|much|long|old|often|far))?\s*",
+                 re.I)
+_WH_NOUN = re.compile(r"^(what|which)\s+([a-z]+(?:\s[a-z]+)?)\s+(did|does|do|is|are|was|were|has|have)\s+(.+)$", re.I)
+_AUX = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\s+", re.I)
+_MONTHS = ("January February March April May June July August September October November December").split()
+_DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b")
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve").split()
+
+
+@dataclass(frozen=True)
+class Control:
+    category: str
+    answer: LabelledAnswer
+
+
+def restate(question: str) -> str:
+    """The question as a statement without its answer: the wh-word and a following auxiliary dropped
+    ("what did X launch" -> "X launch"), "who got X" -> "The person who got X", the question mark made a period."""
+    text = question.strip().rstrip("?").strip()
+    noun = _WH_NOUN.match(text)  # "What initiative did X launch" -> "The initiative that X launch"
+    if noun:
+        return f"The {noun.group(2)} that {noun.group(4)}."
+    wh = _WH.match(text)
+    rest = text[wh.end():] if wh else text
+    aux = _AUX.match(rest)
+    if aux:
+        rest = rest[aux.end():]
+    if wh and wh.group(1).lower() in ("who", "whom", "whose") and not aux:
+        rest = f"the person who {rest}"
+    rest = rest[:1].upper() + rest[1:] if rest else text
+    return rest + "."
+
+
+def heading(question: str) -> str:
+    """A heading of the question's content words: "<W2 W3 W4 W5>: An Overview" in Title Case."""
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", question) if w.lower() not in STOPWORDS]
+    title = [w if w[0].isupper() else w.capitalize() for w in (words[1:5] if len(words) > 2 else words)]
+    return f"{' '.join(title) or 'The Question'}: An Overview"
+
+
+def paraphrase(item: QAItem) -> str:
+    gold = item.references[0]
+    date = _DATE.search(gold)
+    if date:
+        return gold.replace(date.group(0), f"{int(date.group(2))} {date.group(1)} {date.group(3)}")
+    if re.fullmatch(r"\d{1,3}(,\d{3})+", gold.strip()):
+        return gold.replace(",", "")
+    if gold.strip().isdigit() and int(gold) < len(_NUMBER_WORDS):
+        return _NUMBER_WORDS[int(gold)]
+    if gold.strip().lower() in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS.index(gold.strip().lower()))
+    if len(item.references) > 1:
+        return item.references[1]
+    return f"It is {gold.rstrip('.')}."
+
+
+def _sentence_with(passage: str, gold: str) -> str | None:
+    for sentence in re.split(r"(?<=[.!?])\s+", passage):
+        if gold.lower() in sentence.lower() and len(sentence) <= 400:
+            return sentence.strip()
+    return None
+
+
+def _gold_detail(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str:
+    gold = item.references[0].rstrip(".")
+    sentence = _sentence_with(item.context, gold) if item.context else None
+    if sentence and sentence.strip().lower() != gold.lower():
+        return f"{gold}. {sentence}"
+    if len(item.references) > 1:
+        return f"{gold} ({item.references[1]})"
+    return f"{gold}. That is the answer to: {item.question.strip()}"
+
+
+@lru_cache(maxsize=None)
+def _gold_words(references: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(keywords(r) for r in references))
+
+
+def _short(item: QAItem) -> bool:
+    gold = item.references[0]
+    return len(gold.split()) <= 4 and " or " not in f" {gold.lower()} "
+
+
+def _other(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem],
+           accept: Callable[[QAItem], bool] = lambda p: True) -> QAItem:
+    """Another question of ``pool`` (``accept``-ed) whose gold shares no keyword with this one's; ``item`` itself
+    when there is none. Random draws first (large pools), then a full scan (small ones)."""
+    mine = _gold_words(tuple(item.references))
+
+    def fits(p: QAItem) -> bool:
+        return p.group != item.group and accept(p) and not mine & _gold_words(tuple(p.references))
+
+    for _ in range(64):
+        p = pool[int(rng.integers(len(pool)))]
+        if fits(p):
+            return p
+    candidates = [p for p in pool if fits(p)]
+    return candidates[int(rng.integers(len(candidates)))] if candidates else item
+
+
+def _options(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    """The question's own options ("A or B?") when it offers them, else this short gold or another question's
+    short gold; None (no control) when the golds are sentences or themselves say "or"."""
+    offered = re.search(r"([\w' -]+?)\s+or\s+([\w' -]{1,40})\?", item.question)
+    if offered:  # as many words before "or" as the option after it has
+        right = offered.group(2).split()
+        left = offered.group(1).split()[-len(right):]
+        return f"{' '.join(left)} or {' '.join(right)}"
+    if not _short(item):
+        return None
+    other = _other(item, rng, pool, accept=_short)
+    return None if other is item else f"{item.references[0].rstrip('.')} or {other.references[0].rstrip('.')}"
+
+
+Builder = Callable[[QAItem, np.random.Generator, Sequence[QAItem]], "str | None"]  # None: no control
+#: category -> (kind, builder, description)
+CATEGORIES: dict[str, tuple[str, Builder, str]] = {
+    "echo": ("negative", lambda i, r, p: i.question, "the question echoed back"),
+    "restatement": ("negative", lambda i, r, p: restate(i.question), "the question restated as a statement"),
+    "heading": ("negative", lambda i, r, p: heading(i.question), "a heading made of the question's words"),
+    "refusal": ("negative", lambda i, r, p: REFUSALS[int(r.integers(len(REFUSALS)))], "a refusal to answer"),
+    "other_gold": ("negative", lambda i, r, p: _other(i, r, p).references[0], "another question's gold answer"),
+    "empty": ("negative", lambda i, r, p: "", "an empty answer"),
+    "options": ("negative", _options, "a hedge between candidates (A or B)"),
+    "gold_bare": ("positive", lambda i, r, p: i.references[0], "the gold answer alone"),
+    "gold_sentence": ("positive", lambda i, r, p: f"The answer is {i.references[0].rstrip('.')}.",
+                      "the gold answer in a sentence"),
+    "gold_detail": ("positive", _gold_detail, "the gold answer with extra correct detail"),
+    "paraphrase": ("positive", lambda i, r, p: paraphrase(i), "the gold answer written another way"),
+}
+
+
+def informative(item: QAItem) -> bool:
+    """Every gold alternative says something the question does not (a keyword outside the question's): else a
+    restatement of the question states the gold, and is no control ("where is Oak Island filmed" / "Oak Island")."""
+    asked = keywords(item.question)
+    return all(keywords(r) - asked for r in item.references)
+
+
+def build_controls(items: Sequence[QAItem], seed: int = 0) -> list[Control]:
+    """Every category for every answerable question with gold (unanswerable ones are skipped), except where a
+    question cannot give one (module docstring; ``informative``)."""
+    rng = np.random.default_rng(seed)
+    pool = [i for i in items if i.answerable and i.references]
+    out = []
+    for item in pool:
+        for category, (kind, build, _) in CATEGORIES.items():
+            answer = build(item, rng, pool)
+            if answer is None or (category == "other_gold" and answer == item.references[0]):
+                continue  # this question cannot give that control (no short gold, no disjoint gold)
+            if category in ("restatement", "heading") and not informative(item):
+                continue  # the gold is in the question's own words: restating it states the gold
+            out.append(Control(category, LabelledAnswer(
+                question=item.question, references=tuple(item.references), answer=answer,
+                label=kind == "positive", group=item.group, source=item.source, system=f"control:{category}",
+                context=item.context)))
+    return out
+
+
+@dataclass
+class CategoryResult:
+    category: str
+    kind: str
+    n: int
+    not_judged: int
+    rate: float
+    ci: tuple[float, float]
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "kind": self.kind, "n": self.n, "not_judged": self.not_judged,
+                "rate": self.rate, "ci95": list(self.ci), "pass": self.passed}
+
+
+@dataclass
+class ControlReport:
+    min_rate: float
+    questions: int
+    judges: dict[str, list[CategoryResult]] = field(default_factory=dict)
+
+    def failures(self) -> list[tuple[str, str]]:
+        return [(j, r.category) for j, rows in self.judges.items() for r in rows if not r.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"min_rate": self.min_rate, "questions": self.questions, "judges": {}}
+        for judge, rows in self.judges.items():
+            rates = {kind: [r.rate for r in rows if r.kind == kind and r.n] for kind in ("negative", "positive")}
+            out["judges"][judge] = {
+                "categories": [r.to_dict() for r in rows],
+                "min_rejection": min(rates["negative"]) if rates["negative"] else None,
+                "min_acceptance": min(rates["positive"]) if rates["positive"] else None,
+                "pass": all(r.passed for r in rows),
+            }
+        return out
+
+
+def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np.ndarray]], *, min_rate: float = 0.95,
+                 progress: Callable[[str, int], None] | None = None) -> ControlReport:
+    """Each batch judge (``agreement.BatchJudge``) on every control; rates per category (module docstring)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    examples = [c.answer for c in controls]
+    categories = np.array([c.category for c in controls])
+    report = ControlReport(min_rate, len({e.group for e in examples}))
+    for name, run in judges.items():
+        step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
+        verdicts = np.asarray(run(examples, step), dtype=float)
+        rows = []
+        for category, (kind, _, _) in CATEGORIES.items():
+            mask = categories == category
+            judged = mask & ~np.isnan(verdicts)
+            n = int(judged.sum())
+            hits = int(((verdicts[judged] > 0.5) == (kind == "positive")).sum())
+            rate = hits / n if n else float("nan")
+            low, high = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"),) * 2
+            rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)),
+                                       bool(n) and rate >= min_rate))
+        report.judges[name] = rows
+    return report

@@ -1,0 +1,185 @@
+"""Labelled answers for judge agreement and calibration: loaders for two formats.
+
+* classic: one record per answer with ``query``, ``generated_answer``, ``reference_answer``
+  (a string, or a list of alternatives), human ``label`` (bool, 0/1, "correct"/"incorrect",
+  "true"/"false", "yes"/"no") and optional ``context`` / ``id``. JSONL (``.jsonl``, ``.jsonl.gz``),
+  a JSON array (``.json``) or CSV (``.csv``; ``reference_answer`` may then be a JSON list).
+* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judges.weak_labels``.
+* EVOUNA (auto-detected by its ``golden_answer`` key): one record per question with
+  ``golden_answer`` (alternatives separated by "/") and ``answer_<system>`` / ``judge_<system>``
+  pairs. One example per (question, system) whose ``judge_<system>`` is not null, on questions
+  with ``improper == false`` (annotators flagged the others as ambiguous/outdated). A null
+  answer with a label is kept as the empty answer.
+
+Malformed records raise one ``EvaluationsError`` naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluations.datasets.rows import iter_rows
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.text import split_alternatives
+
+__all__ = ["LabelledAnswer", "load_labelled", "parse_label"]
+
+EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
+_TRUE = {"true", "1", "correct", "yes", "y", "t"}
+_FALSE = {"false", "0", "incorrect", "no", "n", "f", "wrong"}
+_CLASSIC_REQUIRED = ("query", "generated_answer", "reference_answer", "label")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledAnswer:
+    """One generated answer with its gold alternatives and the human verdict (True = correct)."""
+
+    question: str
+    references: tuple[str, ...]
+    answer: str
+    label: bool
+    group: str  # resampling/CV unit: the question (one question has several answers)
+    source: str = ""  # "file:line" for messages
+    system: str = ""  # which system produced the answer, when known
+    context: str = field(default="", repr=False)
+    answerable: bool = True  # False: the question has no answer in its source; a refusal is the correct reply
+
+
+def parse_label(value: Any, where: str) -> bool:
+    """bool, 0/1 or a word ("correct"/"incorrect", "true"/"false", "yes"/"no") -> bool, else EvaluationsError."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    raise EvaluationsError(
+        f"label {value!r} is not a correctness label",
+        where=where,
+        fix='use true/false, 1/0 or "correct"/"incorrect"',
+    )
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for JSONL / JSON array / CSV files (``evaluations.datasets.rows``)."""
+    return iter_rows(path)
+
+
+def _string(record: dict[str, Any], key: str, where: str, *, nullable: bool = False) -> str | None:
+    if key not in record:
+        raise EvaluationsError(f"missing field {key!r}", where=where, fix=f"add {key!r} to every record")
+    value = record[key]
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise EvaluationsError(f"field {key!r} must be a string, got {value!r}", where=where)
+    return value
+
+
+def _references(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(value, str):
+        refs = (value.strip(),) if value.strip() else ()
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        refs = tuple(v.strip() for v in value if v.strip())
+    else:
+        raise EvaluationsError(
+            f"field 'reference_answer' must be a string or a list of strings, got {value!r}", where=where
+        )
+    if not refs:
+        raise EvaluationsError("field 'reference_answer' is empty", where=where, fix="give at least one gold answer")
+    return refs
+
+
+def _classic(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnswer]:
+    where = f"{path}:{line}"
+    for key in _CLASSIC_REQUIRED:
+        if key not in record:
+            raise EvaluationsError(f"missing field {key!r}", where=where, fix=f"every record needs {_CLASSIC_REQUIRED}")
+    question = _string(record, "query", where)
+    answer = _string(record, "generated_answer", where, nullable=True) or ""
+    context = record.get("context") or ""
+    if not isinstance(context, str):
+        context = json.dumps(context)
+    group = str(record.get("id") or record.get("query_id") or question)
+    return [
+        LabelledAnswer(
+            question=question,
+            references=_references(record["reference_answer"], where + " field 'reference_answer'"),
+            answer=answer,
+            label=parse_label(record["label"], f"{where} field 'label'"),
+            group=group,
+            source=where,
+            system=str(record.get("system") or ""),
+            context=context,
+        )
+    ]
+
+
+def _evouna(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnswer]:
+    where = f"{path}:{line}"
+    if "improper" not in record:
+        raise EvaluationsError("missing field 'improper'", where=where, fix="EVOUNA records carry improper: bool")
+    if record["improper"] not in (True, False):
+        raise EvaluationsError(f"field 'improper' must be true/false, got {record['improper']!r}", where=where)
+    if record["improper"]:
+        return []
+    question = _string(record, "question", where)
+    golden = _string(record, "golden_answer", where)
+    references = tuple(split_alternatives(golden))
+    if not references:
+        raise EvaluationsError("field 'golden_answer' is empty", where=where)
+    examples = []
+    for system in EVOUNA_SYSTEMS:
+        judge_key, answer_key = f"judge_{system}", f"answer_{system}"
+        if judge_key not in record:
+            raise EvaluationsError(f"missing field {judge_key!r}", where=where)
+        if record[judge_key] is None:
+            continue
+        if not isinstance(record[judge_key], bool):
+            raise EvaluationsError(
+                f"field {judge_key!r} must be true/false/null, got {record[judge_key]!r}", where=where
+            )
+        answer = _string(record, answer_key, where, nullable=True) or ""
+        examples.append(
+            LabelledAnswer(question, references, answer, record[judge_key], f"{path.name}:{line}", where, system)
+        )
+    return examples
+
+
+def load_labelled(path: str | Path, *, limit: int | None = None) -> list[LabelledAnswer]:
+    """All labelled answers of one file (format auto-detected per file from its first record).
+
+    ``limit`` stops after that many examples (deterministic: file order).
+    """
+    path = Path(path)
+    from evaluations.judging.weak_labels import is_weak_labels_file, load_weak_labels
+
+    if path.is_file() and is_weak_labels_file(path):  # datasets/labels/*.jsonl: references into ../shared/data
+        examples = load_weak_labels(path)
+        return examples[:limit] if limit is not None else examples
+    examples = []
+    parse = None
+    for line, record in _records(path):
+        if not isinstance(record, dict):
+            raise EvaluationsError(f"expected a JSON object, got {type(record).__name__}", where=f"{path}:{line}")
+        if parse is None:
+            parse = _evouna if "golden_answer" in record else _classic
+        examples.extend(parse(path, line, record))
+        if limit is not None and len(examples) >= limit:
+            return examples[:limit]
+    if not examples:
+        raise EvaluationsError("no labelled answers found", where=str(path), fix="check the file's format")
+    return examples

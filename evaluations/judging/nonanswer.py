@@ -1,0 +1,317 @@
+"""The non-answer screen: answers that say nothing, judged incorrect before any judge model sees them.
+
+Every correctness judge (offline, embedded LLM, served LLM, combined) runs ``screen`` first. An answer to an
+answerable question that the screen classifies as a non-answer is incorrect, with the kind and the reason
+recorded; on an unanswerable question (RepliQA's "not found", CLAPNQ / SQuAD 2.0 / TechQA impossible rows) the
+rule is reversed: a refusal is the correct answer and anything else is not. Everything else is left to the
+judge (``Screen.decided is None``).
+
+The screen uses signals, not per-dataset patterns. With kw(x) the keyword stems of x (``text.keywords``, light
+suffix stemming, ``_stem``) and Q, A, G the question, the answer and one gold alternative:
+
+* novel(A)  = kw(A) − kw(Q) − FILLER: what the answer adds beyond the question's words;
+* inf(G)    = kw(G) − kw(Q), less words similar to a question word (below): the gold's *informative* keywords (RepliQA-style golds restate the question,
+  so overlap with the whole gold rewards a restatement; only these words carry the answer);
+* recall    = max over alternatives with inf(G) ≠ ∅ of |inf(G) ∩ kw(A)| / |inf(G)| (None when no alternative has one);
+* has_gold  = some alternative occurs in A (``lexical.containment``), or all of its keywords do, or recall > 0;
+  a keyword counts as present when A has it or a word sharing a prefix of ≥ 5 characters and ≥ 70% of the
+  shorter one ("mitochondria" for "mitochondrion").
+
+Kinds (``KINDS``, checked in this order; the first that applies wins):
+
+* ``empty``: no letter or digit;
+* ``refusal``: a refusal / "I don't know" phrase and not has_gold;
+* ``echo``: A is the question (same normalised text, or a question whose words add nothing: novel(A) = ∅ and A
+  ends with "?");
+* ``options``: A hedges between candidates: at most OPTIONS_MAX_WORDS words, "X or Y" (parts of at most
+  OPTION_MAX_WORDS words) with two or more
+  parts that have keywords, not all of them gold (a part is gold when it contains a gold alternative or most of
+  its informative words, or shares a word with one);
+* ``restatement``: not has_gold, the answer is mostly the question's words (|kw(A) ∩ kw(Q)| ≥ max(1, |kw(A)|/2))
+  and adds (almost) nothing: |novel(A)| ≤ RESTATE_SHARE · |kw(A)| when the gold has
+  informative words, novel(A) = ∅ otherwise (a one-word paraphrase of the gold shares nothing with the question);
+* ``heading``: not has_gold and A is shaped like a title (4–10 words, no comma or final period, a function word
+  or a colon, ≥ 60% of its content words capitalised, no finite verb from a small list), not to a who-question
+  unless it reuses the question's words;
+* ``fragment``: the asked-for part is missing: a date is asked for explicitly ("on which date", "what day";
+  a plain "when" accepts a year) and every gold alternative has a month but A gives only a
+  year; a number is asked (how many / how much / what percentage) and the gold has one but A has none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from evaluations.judging import lexical
+from evaluations.judging.text import STOPWORDS, normalize, tokens
+
+__all__ = ["KINDS", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall"]
+
+#: kind -> what it means (every list of kinds derives from this registry)
+KINDS: dict[str, str] = {
+    "empty": "the answer is empty or whitespace",
+    "refusal": "a refusal or 'I don't know' to a question that has an answer",
+    "echo": "the question echoed back",
+    "options": "a hedge between candidates ('A or B') instead of one answer",
+    "restatement": "the question restated: the answer adds nothing beyond the question's words",
+    "heading": "a heading or title instead of an answer",
+    "fragment": "a fragment that misses the asked-for part (a year for a date, no number for 'how many')",
+}
+
+#: words an answer adds without adding content (generic nouns, adjectives and discourse words)
+FILLER = frozenset(
+    """
+    new various several many important different way ways thing things answer question information mentioned
+    according stated said says say text context document passage article also specific certain main key
+    significant particular following given provided based regarding related part role one ones kind type
+    include includes including well like use used using make made often however overall
+    """.split()
+)
+OPTIONS_MAX_WORDS = 10  # an "X or Y" answer longer than this is a sentence that mentions alternatives
+OPTION_MAX_WORDS = 5  # ... and so is one with a longer part
+RESTATE_SHARE = 0.2
+
+_REFUSAL = re.compile(
+    r"\b(i (?:do not|dont|cannot|cant|am unable to|am not able to|couldnt|could not) (?:know|answer|find|determine|say|"
+    r"tell|provide|help)|(?:not|no|none) (?:mentioned|specified|stated|provided|given|available|found|known|"
+    r"discussed|included|indicated|disclosed|addressed)|no (?:information|answer|mention|details?|data|"
+    r"relevant information)|(?:does|do|did) not (?:say|mention|specify|state|provide|contain|include|indicate|"
+    r"address|answer)|doesnt (?:say|mention|specify|state|provide|contain|include)|(?:cannot|cant|can not) be "
+    r"(?:determined|answered|found)|unable to (?:answer|determine|find|provide)|not (?:possible|able) to "
+    r"(?:answer|determine|say)|unknown|unanswerable|not enough information|insufficient information|"
+    r"(?:im|i am) (?:sorry|not sure)|as an ai|no way to (?:know|tell)|is not clear|unclear)\b"
+)
+_LETTER = re.compile(r"\w")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
+_MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion trillion dozen half quarter once twice single double triple none".split()
+)
+_DIGIT = re.compile(r"\d")
+_ASKS_DATE = re.compile(r"\b(what|which|exact) (date|day)\b|\bon (what|which) (date|day)\b")
+_ASKS_NUMBER = re.compile(r"\bhow (many|much|long|old|far|often|tall|big|large)\b|\bwhat (percentage|percent|number|"
+                          r"amount|proportion|share)\b")
+_WHO = re.compile(r"^\s*(who|whom|whose)\b", re.I)
+_VERBS = frozenset(
+    "is are was were be been has have had do does did will would can could shall should may might must "
+    "said says made makes took takes gave gives became becomes found finds led leads began begins".split()
+)
+_OR = re.compile(r"\s*(?:\bor\b|/)\s*")
+
+
+#: irregular past forms -> base form, and number words -> digits, so "overcame" matches "overcome", "eleven" "11"
+_IRREGULAR = dict(
+    pair.split(":") for pair in """
+    overcame:overcome became:become began:begin gave:give given:give took:take taken:take made:make found:find
+    led:lead won:win wrote:write written:write said:say went:go gone:go came:come built:build held:hold
+    brought:bring thought:think bought:buy taught:teach sought:seek chose:choose chosen:choose drove:drive
+    driven:drive rose:rise grew:grow grown:grow knew:know known:know threw:throw drew:draw drawn:draw flew:fly
+    spoke:speak spoken:speak broke:break broken:break stole:steal wore:wear froze:freeze ran:run sat:sit
+    stood:stand understood:understand kept:keep left:leave felt:feel meant:mean met:meet paid:pay sent:send
+    spent:spend lost:lose told:tell sold:sell heard:hear fought:fight caught:catch fell:fall fallen:fall hid:hide
+    shot:shoot struck:strike fed:feed fled:flee saw:see seen:see did:do done:do ate:eat eaten:eat got:get
+    zero:0 one:1 two:2 three:3 four:4 five:5 six:6 seven:7 eight:8 nine:9 ten:10 eleven:11 twelve:12
+    thirteen:13 fourteen:14 fifteen:15 sixteen:16 seventeen:17 eighteen:18 nineteen:19 twenty:20
+    """.split()
+)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A light English suffix stripper (plural, past, -ing, -ly), enough to match 'launched' with 'launch';
+    irregular past forms and number words through ``_IRREGULAR``."""
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("ly", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: len(word) - len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2]:
+                stem = stem[:-1]  # "planned" -> "plan"
+            return stem
+    return word
+
+
+def _kw(text: str) -> frozenset[str]:
+    return frozenset(_stem(t) for t in tokens(text) if t not in STOPWORDS)
+
+
+def is_refusal(answer: str) -> bool:
+    """A refusal or "I don't know" phrase (normalised text, ``_REFUSAL``) in a short answer (≤ 30 words) or
+    among the first 12 words of a longer one (a long answer that mentions "unknown" in passing is not one)."""
+    text = normalize(answer)
+    match = _REFUSAL.search(text)
+    if match is None:
+        return False
+    return len(text.split()) <= 30 or len(text[: match.start()].split()) < 12
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The screen's measurements of one (question, gold, answer) triple (module docstring)."""
+
+    novel: frozenset[str]
+    answer_keywords: int
+    shared: int  # |kw(A) ∩ kw(Q)|: how much of the answer is the question's own words
+    recall: float | None  # informative-keyword recall; None when no gold alternative has informative words
+    contains_gold: bool
+
+    @property
+    def has_gold(self) -> bool:
+        return self.contains_gold or (self.recall or 0.0) > 0
+
+
+def _similar(word: str, others: frozenset[str]) -> bool:
+    """``word`` is in ``others``, or shares a prefix of ≥ 5 characters and ≥ 70% of the shorter word with one of
+    them ("mitochondria" ~ "mitochondrion", "hellenismos" ~ "hellenism")."""
+    if word in others:
+        return True
+    for other in others:
+        n = min(len(word), len(other))
+        if n >= 5 and word[:5] == other[:5]:
+            k = next((i for i, (x, y) in enumerate(zip(word, other)) if x != y), n)
+            if k >= 0.7 * n:
+                return True
+    return False
+
+
+def signals(question: str, refs: Sequence[str], answer: str) -> Signals:
+    q, a = _kw(question), _kw(answer)
+    recalls = []
+    contains = bool(refs) and lexical.containment(list(refs), answer)
+    for ref in refs:
+        gold = _kw(ref)
+        informative = frozenset(w for w in gold - q if not _similar(w, q))  # "canadian" is not news after "canada"
+        if informative:
+            recalls.append(sum(_similar(w, a) for w in informative) / len(informative))
+        elif gold and gold <= a:
+            contains = True  # every gold keyword is in the answer (and in the question)
+    return Signals(frozenset(a - q - FILLER), len(a), len(a & q), max(recalls) if recalls else None, contains)
+
+
+def novelty(question: str, answer: str) -> float:
+    """|novel(A)| / |kw(A)|: the share of the answer's keywords that are not the question's (0 for no keywords)."""
+    a = _kw(answer)
+    return len(a - _kw(question) - FILLER) / len(a) if a else 0.0
+
+
+def informative_recall(question: str, refs: Sequence[str], answer: str) -> float:
+    """``signals().recall``, or containment (0/1) when no gold alternative has informative keywords."""
+    s = signals(question, refs, answer)
+    return s.recall if s.recall is not None else float(s.contains_gold)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What the screen decided: ``decided`` False/True is the verdict, None leaves it to the judge."""
+
+    decided: bool | None
+    kind: str | None = None  # a ``KINDS`` key when the answer is a non-answer
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.decided is None
+
+
+_PASS = Screen(None)
+
+
+def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool = True) -> Screen:
+    """Classify one answer (module docstring). ``answerable`` False: a refusal is correct, anything else is not."""
+    answer = answer or ""
+    if not _LETTER.search(answer):
+        return Screen(False, "empty", KINDS["empty"])
+    if not answerable:
+        if is_refusal(answer):
+            return Screen(True, None, "unanswerable question, and the answer declines: correct")
+        return Screen(False, None, "unanswerable question, but the answer gives one instead of declining")
+    s = signals(question, refs, answer)
+    if is_refusal(answer) and not s.has_gold:
+        return Screen(False, "refusal", KINDS["refusal"])
+    if _is_echo(question, answer, s):
+        return Screen(False, "echo", KINDS["echo"])
+    options = _options(question, refs, answer)
+    if options:
+        return Screen(False, "options", f"{KINDS['options']}: {' / '.join(options)}")
+    if not s.has_gold:
+        limit = RESTATE_SHARE * s.answer_keywords if s.recall is not None else 0
+        if len(s.novel) <= limit and s.shared >= max(1.0, 0.5 * s.answer_keywords):
+            added = f" (adds only: {', '.join(sorted(s.novel))})" if s.novel else ""
+            return Screen(False, "restatement", KINDS["restatement"] + added)
+        if _is_heading(question, answer):
+            return Screen(False, "heading", KINDS["heading"])
+    fragment = _fragment(question, refs, answer)
+    if fragment:
+        return Screen(False, "fragment", fragment)
+    return _PASS
+
+
+def _is_echo(question: str, answer: str, s: Signals) -> bool:
+    if normalize(answer) == normalize(question):
+        return True
+    return answer.strip().endswith("?") and not s.novel
+
+
+def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
+    """The alternatives of an "X or Y" answer when it hedges: two or more parts with keywords, not all of them
+    gold, and no gold alternative itself says "or"."""
+    words = tokens(answer)
+    if len(words) > OPTIONS_MAX_WORDS or any(_OR.search(normalize(r)) for r in refs):
+        return []
+    parts = [p for p in _OR.split(normalize(answer)) if p.strip()]
+    if len(parts) < 2 or any(len(p.split()) > OPTION_MAX_WORDS for p in parts):
+        return []
+    keyworded = [p for p in parts if _kw(p)]
+    if len(keyworded) < 2:
+        return []
+    gold = [p for p in keyworded if refs and (lexical.containment(list(refs), p) or _gold_recall(refs, question, p))]
+    return keyworded if len(gold) < len(keyworded) else []
+
+
+def _gold_recall(refs: Sequence[str], question: str, part: str) -> bool:
+    s = signals(question, refs, part)
+    return s.contains_gold or (s.recall or 0.0) >= 0.5 or any(_similar(w, _kw(r)) for w in _kw(part) for r in refs)
+
+
+def _is_heading(question: str, answer: str) -> bool:
+    text = answer.strip()
+    if text.endswith((".", "!", "?")) or "\n" in text:
+        return False
+    words = re.findall(r"[^\W\d_][\w'’-]*", text)
+    if not 4 <= len(words) <= 10 or "," in text:
+        return False
+    if not (":" in text or any(w.lower() in STOPWORDS for w in words)):
+        return False  # "Nova Scotia Canada", "Lou Gehrig's Disease": a name, not a title
+    content = [w for w in words if w.lower() not in STOPWORDS]
+    if not content or any(w.lower() in _VERBS for w in words):
+        return False
+    capitalised = sum(1 for w in content if w[0].isupper())
+    if capitalised / len(content) < 0.6:
+        return False
+    if _WHO.search(question) and not (_kw(answer) & _kw(question)):
+        return False  # a name answering "who"
+    return True
+
+
+def _fragment(question: str, refs: Sequence[str], answer: str) -> str | None:
+    q, a = normalize(question), normalize(answer)
+    golds = [normalize(r) for r in refs]
+    if _ASKS_DATE.search(q) and golds and all(_MONTH.search(g) for g in golds):
+        if _YEAR.search(a) and not _MONTH.search(a):
+            return f"{KINDS['fragment']}: the question asks for a date, the answer gives only a year"
+    if _ASKS_NUMBER.search(q) and golds and all(_has_number(g) for g in golds) and not _has_number(a):
+        return f"{KINDS['fragment']}: the question asks for a number, the answer has none"
+    return None
+
+
+def _has_number(text: str) -> bool:
+    return bool(_DIGIT.search(text)) or any(t in _NUMBER_WORDS for t in text.split())

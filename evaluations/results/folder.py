@@ -1,0 +1,241 @@
+"""The run folder: created safely, filled case by case, resumable after a crash, finished atomically.
+
+Layout while a run is going on:
+
+- ``run.json``: what the run is (dataset, source, limit, cut-offs, config hash, ...) — ``--resume`` refuses a
+  folder whose identity differs from the command's;
+- ``cases.jsonl``: one ``CaseRecord`` per finished case, appended (flushed + fsynced) as each case finishes;
+- ``partial.jsonl``: the same cases as pydantic-evals ``ReportCase``/``ReportCaseFailure`` JSON (durable too),
+  from which ``--resume`` rebuilds the full report; removed once the run is finished.
+
+Finishing writes ``report.json``, ``summary.json``, ``summary.md`` and a ``cases.jsonl`` in dataset order, each
+atomically (temporary file, then rename). A crash or SIGKILL at any point loses at most the case that was being
+written; a line cut in half by the crash is dropped on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic_evals.reporting import ReportCase, ReportCaseAdapter, ReportCaseFailure, ReportCaseFailureAdapter
+
+from evaluations.core.errors import EvaluationsError
+from evaluations.core.fsutil import DurableAppender, atomic_write_json, atomic_write_text, check_writable_dir, os_error
+from evaluations.results.records import CaseRecord, record_from_case
+
+RUN_FILE = "run.json"
+CASES_FILE = "cases.jsonl"
+PARTIAL_FILE = "partial.jsonl"
+FINAL_FILES = ("report.json", "summary.json", "summary.md", CASES_FILE, RUN_FILE, PARTIAL_FILE,
+               "report.html", "report.md")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "run"
+
+
+def _unique_dir(parent: Path, stem: str) -> Path:
+    """``parent/stem``, or ``stem-2``, ``stem-3``…: created with an exclusive mkdir, so two runs started in the
+    same second never share a folder."""
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_error(exc, parent, action="cannot create the runs folder", fix="use --out DIR") from None
+    for n in range(1, 10_000):
+        candidate = parent / (stem if n == 1 else f"{stem}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise os_error(exc, candidate, action="cannot create the run folder", fix="use --out DIR") from None
+    raise EvaluationsError("no free run folder name", where=str(parent), fix="use --out DIR")
+
+
+def _is_empty(path: Path) -> bool:
+    return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, so a mismatch names the exact key."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _load_case(line: str) -> ReportCase | ReportCaseFailure:
+    data = json.loads(line)
+    kind = data.pop("kind")
+    adapter = ReportCaseFailureAdapter if kind == "failure" else ReportCaseAdapter
+    return adapter.validate_python(data)
+
+
+class RunFolder:
+    """One run's folder. ``open`` creates or resumes it; ``add`` streams a finished case; ``finish`` writes the
+    final files."""
+
+    def __init__(self, path: Path, identity: dict[str, Any], done: list[ReportCase | ReportCaseFailure]):
+        self.path = path
+        self.identity = identity
+        self.done = done
+        self._lock = threading.Lock()
+        self._cases = DurableAppender(path / CASES_FILE)
+        self._partial = DurableAppender(path / PARTIAL_FILE)
+
+    # -- opening -----------------------------------------------------------------------------
+    @classmethod
+    def open(cls, *, out: Path | None, resume: Path | None, overwrite: bool, name: str,
+             identity: dict[str, Any]) -> RunFolder:
+        if resume is not None:
+            return cls._resume(resume, identity)
+        created = out is None or not Path(out).exists()
+        if out is None:
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+            path = _unique_dir(Path("runs"), f"{slug(name)}-{stamp}")
+        else:
+            path = Path(out)
+            if not _is_empty(path):
+                if not path.is_dir():
+                    raise EvaluationsError("--out is a file, not a folder", where=str(path),
+                                           fix="choose a folder path for --out")
+                if not overwrite:
+                    raise EvaluationsError(
+                        "the output folder is not empty", where=str(path),
+                        fix=f"use --resume {path} to finish that run, --overwrite to replace it, "
+                            "or another --out")
+                cls._clear(path)
+            check_writable_dir(path, fix="choose a writable --out folder")
+        atomic_write_json(path / RUN_FILE, identity)
+        (path / CASES_FILE).touch()
+        folder = cls(path, identity, [])
+        folder.fresh, folder.created = True, created
+        return folder
+
+    @staticmethod
+    def _clear(path: Path) -> None:
+        """--overwrite: remove the files a run writes (nothing else in the folder is touched)."""
+        known = set(FINAL_FILES)
+        others = [p.name for p in path.iterdir() if p.name not in known and not p.name.endswith(".png")]
+        if others:
+            raise EvaluationsError(
+                f"--overwrite only replaces a run folder, and this one holds other files ({', '.join(sorted(others)[:5])})",
+                where=str(path), fix="choose another --out, or empty the folder yourself")
+        for p in path.iterdir():
+            try:
+                p.unlink()
+            except OSError as exc:
+                raise os_error(exc, p, action="cannot remove the old run file") from None
+
+    @classmethod
+    def _resume(cls, path: Path, identity: dict[str, Any]) -> RunFolder:
+        path = Path(path)
+        run_file = path / RUN_FILE
+        if not run_file.is_file():
+            raise EvaluationsError("not a run folder (no run.json)", where=str(path),
+                                   fix="give --resume the --out folder of an earlier run of this tool")
+        try:
+            stored = json.loads(run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EvaluationsError(f"cannot read run.json ({exc})", where=str(run_file),
+                                   fix="the folder is damaged: start a new run with --out") from None
+        old, new = _flatten(stored), _flatten(json.loads(json.dumps(identity, default=str)))
+        differs = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        if differs:
+            detail = "; ".join(f"{k}: run {old.get(k)!r}, now {new.get(k)!r}" for k in differs[:6])
+            raise EvaluationsError(
+                f"--resume: this command is not the run in the folder ({detail})", where=str(path),
+                fix="repeat the original command (same dataset, source, flags and config) with --resume")
+        done = cls._load_done(path)
+        return cls(path, stored, done)
+
+    @staticmethod
+    def _load_done(path: Path) -> list[ReportCase | ReportCaseFailure]:
+        """Finished cases: from partial.jsonl (a line cut by a crash is dropped), or report.json when finished."""
+        partial = path / PARTIAL_FILE
+        done: dict[str, ReportCase | ReportCaseFailure] = {}
+        if partial.is_file():
+            lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
+            good: list[str] = []
+            for number, line in enumerate(lines, 1):
+                try:
+                    case = _load_case(line)
+                except (ValueError, KeyError):
+                    if number == len(lines):  # the last line, cut by the crash
+                        break
+                    raise EvaluationsError("a finished case cannot be read", where=f"{partial}:{number}",
+                                           fix="the folder is damaged: start a new run with --out") from None
+                done[case.name] = case
+                good.append(line if line.endswith("\n") else line + "\n")
+            atomic_write_text(partial, "".join(good))
+        elif (path / "report.json").is_file():
+            from evaluations.results.outputs import load_report
+
+            report = load_report(path / "report.json")
+            done = {c.name: c for c in [*report.cases, *report.failures]}
+        # cases.jsonl may hold a line the crash cut, or miss one: rewrite it from the finished cases
+        atomic_write_text(path / CASES_FILE, "".join(record_from_case(c).dump_line() for c in done.values()))
+        return list(done.values())
+
+    # -- streaming ---------------------------------------------------------------------------
+    @property
+    def done_names(self) -> set[str]:
+        return {c.name for c in self.done}
+
+    def add(self, case: ReportCase | ReportCaseFailure) -> CaseRecord:
+        """A case finished: append its record to cases.jsonl and its report case to partial.jsonl, durably."""
+        record = record_from_case(case)
+        if isinstance(case, ReportCaseFailure):
+            raw = {"kind": "failure", **ReportCaseFailureAdapter.dump_python(case, mode="json")}
+        else:
+            raw = {"kind": "case", **ReportCaseAdapter.dump_python(case, mode="json")}
+        line = json.dumps(raw, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            self._partial.append(line)
+            self._cases.append(record.dump_line())
+            self.done.append(case)
+        return record
+
+    def close(self) -> None:
+        self._cases.close()
+        self._partial.close()
+
+    fresh = False  # opened for a new run (not --resume)
+    created = False  # the folder itself was made by this run
+
+    def discard_if_unused(self) -> None:
+        """A new run that failed before any case finished leaves nothing half-written: its files go, and the
+        folder too when this run created it (a resumed folder is never touched)."""
+        if not self.fresh or self.done:
+            return
+        self.close()
+        for name in (RUN_FILE, CASES_FILE, PARTIAL_FILE):
+            (self.path / name).unlink(missing_ok=True)
+        if self.created:
+            try:
+                self.path.rmdir()
+            except OSError:  # something else was put there meanwhile: leave it
+                pass
+
+    # -- finishing ---------------------------------------------------------------------------
+    def finish(self, *, report_json: bytes, summary: dict[str, Any], markdown: str,
+               records: list[CaseRecord]) -> None:
+        from evaluations.core.fsutil import atomic_write_bytes
+
+        self.close()
+        atomic_write_bytes(self.path / "report.json", report_json)
+        atomic_write_text(self.path / CASES_FILE, "".join(r.dump_line() for r in records))
+        atomic_write_json(self.path / "summary.json", summary)
+        atomic_write_text(self.path / "summary.md", markdown)
+        try:
+            (self.path / PARTIAL_FILE).unlink(missing_ok=True)
+        except OSError:
+            pass

@@ -1,0 +1,60 @@
+"""The answer headline people read, in one place, from ``summary.json["answers"]`` alone (console, summary.md,
+report.html / report.md all print these sentences):
+
+- ``answer accuracy 0.22 (primary judge: combined_correct — combined judge; validated accuracy vs human labels:
+  weak systems 0.91, strong systems 0.88) · answered 18/20``;
+- ``judges disagree on 3 of 18 answers``.
+
+The validated figures are the primary judge's entry of the shipped validation file as the run recorded it
+(``answers.primary_validation``, see ``evaluations.judging.validation``); a judge without one is "not validated".
+A summary written before ``accuracy`` existed has no headline (None).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from evaluations.judging.validation import JudgeValidation
+
+__all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy"]
+
+
+def primary_accuracy(answers: dict[str, Any]) -> float | None:
+    """The primary judge's accuracy over all cases to answer (None when the summary has none)."""
+    entry = (answers.get("judges") or {}).get(answers.get("primary_judge") or "") or {}
+    value = entry.get("accuracy")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def judge_description(name: str, validation: dict[str, Any] | None) -> str:
+    """``name — label; validated accuracy vs human labels: weak systems 0.91, strong systems 0.88``, or
+    ``name — not validated``."""
+    if not validation:
+        return f"{name} — not validated"
+    try:
+        entry = JudgeValidation.model_validate(validation)
+    except ValidationError:
+        return f"{name} — not validated (unreadable validation entry)"
+    return f"{name} — " + "; ".join(part for part in (entry.label, entry.headline()) if part)
+
+
+def answer_headline(answers: dict[str, Any]) -> str | None:
+    """The one-line answer headline (module docstring); None without a primary judge's accuracy."""
+    accuracy = primary_accuracy(answers)
+    if accuracy is None:
+        return None
+    judge = judge_description(answers["primary_judge"], answers.get("primary_validation"))
+    line = f"answer accuracy {accuracy:.2f} (primary judge: {judge})"
+    if isinstance(answers.get("to_answer"), int):
+        line += f" · answered {answers.get('answered_non_empty', 0)}/{answers['to_answer']}"
+    return line
+
+
+def disagreement_line(answers: dict[str, Any]) -> str | None:
+    """``judges disagree on N of M answers`` (None when no answer had two of the compared judges)."""
+    block = answers.get("disagreements") or {}
+    if not block.get("of"):
+        return None
+    return f"judges disagree on {block['n']} of {block['of']} answers"
