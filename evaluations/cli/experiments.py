@@ -14,6 +14,7 @@ from rich.table import Table
 
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.exits import EXIT_CHECK_FAILED
 
 _err = make_console(stderr=True)
 
@@ -157,7 +158,7 @@ def gate_command(run_dir: Path, rules_path: str, baseline: str | None, config_pa
     result = run_gate(run, rules, _resolve_baseline(run, baseline, config_path, history))
     click.echo(json.dumps(result, indent=2) if as_json else render(result))
     if not result["passed"]:
-        sys.exit(1)
+        sys.exit(EXIT_CHECK_FAILED)
 
 
 @click.command("history")

@@ -1,6 +1,6 @@
 """``evaluations run DATASET_FILE``, ``evaluations golden [validate] [FILE] --repo DIR``.
 
-Both run the normal pipeline (``cli._run_dataset``) on a DatasetSpec built for the given files and registered
+Both run the normal pipeline (``cli.root.run_dataset``) on a DatasetSpec built for the given files and registered
 in ``adapters.DATASETS`` for this invocation. ``golden`` adds metrics by tag (``by_tag.json`` in the run folder).
 """
 
@@ -14,9 +14,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from evaluations.cli.root import _common_options, _run_dataset
+from evaluations.cli.options import common_options
+from evaluations.cli.root import run_dataset
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.exits import EXIT_CHECK_FAILED
 
 DEFAULT_GOLDEN = Path("datasets") / "golden_code_queries.json"
 BY_TAG_METRICS = ("ndcg@10", "mrr@10", "recall@10", "hit@1", "hit@5")
@@ -32,7 +34,7 @@ def _register(spec) -> None:
 @click.argument("dataset_file", type=click.Path(dir_okay=False))
 @click.option("--corpus", type=click.Path(exists=True), required=True,
               help="Documents: a JSONL/JSON/CSV file (id, text, title?) or a folder of .txt/.md files.")
-@_common_options
+@common_options
 def run_command(dataset_file: str, corpus: str, **params) -> None:
     """Your own dataset file (JSON/JSONL/YAML; schema datasets/schemas/dataset_record.schema.json)."""
     from evaluations.datasets.generic import spec_for
@@ -40,7 +42,7 @@ def run_command(dataset_file: str, corpus: str, **params) -> None:
     _register(spec_for(dataset_file, corpus, name="run"))
     if not params["name"]:
         params["name"] = f"{Path(dataset_file).stem}-{params['search_mode'] or 'run'}"
-    _run_dataset("run", dataset_file, params)
+    run_dataset("run", dataset_file, params)
 
 
 def golden_spec(golden_file: Path, repo: Path):
@@ -103,7 +105,7 @@ def _validate(golden_file: Path, repo: Path, update: bool, as_json: bool) -> int
                                "remaining": len(remaining)}, indent=2))
     elif not stale:
         console.print(f"[green]ok[/]: {len(findings)} spans of {len(queries)} queries match {repo}")
-    return 1 if remaining else 0
+    return EXIT_CHECK_FAILED if remaining else 0
 
 
 @click.command("golden", context_settings={"ignore_unknown_options": False})
@@ -111,7 +113,7 @@ def _validate(golden_file: Path, repo: Path, update: bool, as_json: bool) -> int
 @click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=".",
               show_default=True, help="Root of the repository the spans come from.")
 @click.option("--update", is_flag=True, help="(validate) rewrite hashes of spans whose symbol still exists.")
-@_common_options
+@common_options
 def golden_command(args: tuple[str, ...], repo: Path, update: bool, **params) -> None:
     """Golden code-span queries. `golden validate [FILE] --repo DIR [--update]` checks the spans still match
     the code; `golden [FILE] --repo DIR` evaluates retrieval (graded by relevance_score) and answers by tag.
@@ -135,7 +137,7 @@ def golden_command(args: tuple[str, ...], repo: Path, update: bool, **params) ->
     params["name"] = name
     params["out"] = params["out"] or params.get("resume") or Path("runs") / f"{name}-{stamp}"
     try:
-        _run_dataset("golden", str(golden_file), params)
+        run_dataset("golden", str(golden_file), params)
     finally:  # also when the run exits 3 (too many failed cases): the finished run's segments are written
         summary_file = Path(params["out"]) / "summary.json"
         if summary_file.is_file():

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
+from evaluations.cli.options import parse_judges
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.exits import EXIT_CHECK_FAILED
 from evaluations.core.fsutil import atomic_write_text
+from evaluations.core.progress import progress_bar
 from evaluations.judging.lexical import KEYWORD_THRESHOLD
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
@@ -23,13 +25,8 @@ def _out():
     return make_console(stderr=False)  # a terminal's width, or unwrapped at a fixed width for pipes and files
 
 
-@contextmanager
-def _progress():
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=make_console(stderr=True), transient=True,
-    ) as progress:
-        yield progress
+def _progress() -> Progress:
+    return progress_bar(make_console(stderr=True), transient=True, spinner=False)
 
 
 def _load(files: tuple[str, ...], limit: int | None):
@@ -39,20 +36,6 @@ def _load(files: tuple[str, ...], limit: int | None):
     for file in files:
         examples.extend(load_labelled(file, limit=limit))
     return examples
-
-
-def _parse_judges(value: str) -> list[str]:
-    from evaluations.judging.agreement import JUDGES
-
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in JUDGES]
-    if unknown or not names:
-        raise EvaluationsError(
-            f"unknown judge(s) {', '.join(unknown) or '(none given)'}",
-            where="--judges",
-            fix=f"choose from {','.join(JUDGES)}",
-        )
-    return names
 
 
 @click.command("judge-agreement")
@@ -75,7 +58,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files)."""
     from evaluations.judging.agreement import run_judges
 
-    names = _parse_judges(judges)
+    names = parse_judges(judges)
     examples = _load(files, limit)
     llm = None
     if "llm" in names:
@@ -169,7 +152,7 @@ def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions
                        err=True)
             click.echo("fix: add labelled non-answers to the training files, or pass --force to write them anyway",
                        err=True)
-            raise SystemExit(1)
+            raise SystemExit(EXIT_CHECK_FAILED)
         click.echo(f"WARNING: writing parameters that FAIL the controls: {', '.join(failures)} (--force)", err=True)
     path = Path(out) if out else default_output_path()
     atomic_write_text(path, json.dumps(model.to_dict(), indent=2) + "\n", fix="choose another --out")
@@ -242,7 +225,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     from evaluations.judging.agreement import JUDGES
     from evaluations.judging.controls import run_controls
 
-    names = _parse_judges(judges)
+    names = parse_judges(judges)
     items, controls = controls_for(files, limit, seed)
     batch = {name: JUDGES[name](KEYWORD_THRESHOLD) for name in names}
     if "llm" in names and judge_model != "embedded":
@@ -265,7 +248,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         click.echo("every judge passes every category" if not failures else
                    "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
     if failures:
-        raise SystemExit(1)
+        raise SystemExit(EXIT_CHECK_FAILED)
 
 
 commands: list[click.Command] = [judge_agreement, calibrate_judge, judge_check]

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import click
 
+from evaluations.cli.options import common_options, parse_ks
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.exits import EXIT_ABORTED, EXIT_BAD_INPUT, EXIT_CASES_FAILED, parse_max_failures
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,76 +24,9 @@ def cli() -> None:
     """Evaluate RAG retrieval and answers on pydantic-evals."""
 
 
-def _common_options(func):
-    options = [
-        click.option("--config", "config_path", type=click.Path(dir_okay=False), help="haiku.rag.yaml to use."),
-        click.option("--db", type=str, help="LanceDB folder or URI (s3://…, gs://…, db://…) for the index."),
-        click.option("--skip-db", is_flag=True, help="Use the existing index as is (no indexing)."),
-        click.option("--skip-retrieval", is_flag=True, help="Do not score retrieval (still retrieves for QA)."),
-        click.option("--skip-qa", is_flag=True, help="Do not answer questions or judge answers."),
-        click.option("--limit", type=click.IntRange(min=0), help="Evaluate the first N queries (after filters)."),
-        click.option("--name", help="Run name (default: <dataset>-<mode>)."),
-        click.option("--k", "ks", help="Cut-offs, comma separated (default: evaluation.k, 1,3,5,10,100)."),
-        click.option("--search-mode", type=click.Choice(["vector", "fts", "hybrid"]), help="Default: search.mode."),
-        click.option("--embedder", help="provider:name, e.g. ollama:nomic-embed-text (default: embeddings.model)."),
-        click.option("--qa-model", help="provider:name for the QA agent, e.g. ollama:qwen3, or 'embedded'."),
-        click.option("--judge", "judge_model", help="provider:name for the LLM judge, e.g. ollama:qwen3."),
-        click.option("--concurrency", type=click.IntRange(min=1), help="Parallel cases (QA/judge calls)."),
-        click.option("--split", help="Dataset split (BEIR qrels split; default test)."),
-        click.option("--out", type=click.Path(path_type=Path),
-                     help="Output folder (default runs/<name>-<timestamp>/); must be new or empty."),
-        click.option("--resume", type=click.Path(path_type=Path),
-                     help="Finish the interrupted run in this folder (same command and flags)."),
-        click.option("--overwrite", is_flag=True, help="Replace the run in a non-empty --out folder."),
-        click.option("--max-failures", default="0",
-                     help="Cases that may fail (N or P%) before the exit code says so (default 0)."),
-        click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run every case N times."),
-        click.option("--tags", help="Only the cases with any of these tags, comma separated."),
-        click.option("--system", help="A system under test instead of the built-in pipeline: "
-                                      "module:function or an http(s):// endpoint."),
-        click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
-        click.option("--no-progress", is_flag=True, help="No progress bars."),
-        click.option("--no-cache", is_flag=True, help="Call the models again instead of reusing cached replies "
-                                                      "(cache.enabled: false)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _parse_ks(text: str) -> list[int]:
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        ks = []
-    if not ks or ks[0] < 1:
-        raise EvaluationsError(f"--k {text!r} is not a list of positive integers", where="--k", fix="e.g. --k 1,5,10")
-    return ks
-
-
-#: exit code of a run that finished but had more failed cases than --max-failures allows
-EXIT_CASES_FAILED = 3
-
-
-def parse_max_failures(text: str, cases: int) -> int:
-    """``--max-failures``: ``N`` cases, or ``P%`` of the cases (rounded down)."""
-    value = text.strip()
-    try:
-        if value.endswith("%"):
-            percent = float(value[:-1])
-            if not 0 <= percent <= 100:
-                raise ValueError
-            return int(cases * percent / 100)
-        number = int(value)
-        if number < 0:
-            raise ValueError
-        return number
-    except ValueError:
-        raise EvaluationsError(f"--max-failures {text!r} is not a count or a percentage", where="--max-failures",
-                               fix="e.g. --max-failures 3 or --max-failures 5%") from None
-
-
-def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
+def run_dataset(dataset: str, source: str | None, params: dict) -> None:
+    """One run of ``dataset`` with the ``common_options`` in ``params``; exit 3 when more cases did not complete
+    than ``--max-failures`` allows."""
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config, parse_model_ref
     from evaluations.reports.console import show
@@ -113,7 +48,7 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
                     overrides[f"{section}.vector_dim"] = None  # another model: its own dimension
     config = load_config(params["config_path"], overrides)
     spec = get_spec(dataset)
-    ks = _parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))
+    ks = parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))
     options = RunOptions(
         source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
         ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],
@@ -146,26 +81,26 @@ def _run_dataset(dataset: str, source: str | None, params: dict) -> None:
 
 @cli.command("repliqa")
 @click.option("--source", type=click.Path(), help="Local RepliQA export (parquet/JSONL); default: the HF Hub.")
-@_common_options
+@common_options
 def repliqa_command(source: str | None, **params) -> None:
     """RepliQA repliqa_3 'News Stories': retrieval, and answers unless --skip-qa."""
-    _run_dataset("repliqa", source, params)
+    run_dataset("repliqa", source, params)
 
 
 @cli.command("wix")
 @click.option("--source", type=click.Path(), help="Local WixQA export (folder or question file); default: HF Hub.")
-@_common_options
+@common_options
 def wix_command(source: str | None, **params) -> None:
     """WixQA expert-written questions over the Wix KB."""
-    _run_dataset("wix", source, params)
+    run_dataset("wix", source, params)
 
 
 @cli.command("beir")
 @click.argument("path", type=click.Path())
-@_common_options
+@common_options
 def beir_command(path: str, **params) -> None:
     """Any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). Retrieval only."""
-    _run_dataset("beir", path, params)
+    run_dataset("beir", path, params)
 
 
 #: command name -> the module whose ``commands`` list holds it; imported only when that command runs (or for
@@ -174,7 +109,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "judge-agreement": "evaluations.cli.judges", "calibrate-judge": "evaluations.cli.judges",
     "judge-check": "evaluations.cli.judges",
     "compare": "evaluations.cli.experiments", "gate": "evaluations.cli.experiments",
-    "history": "evaluations.cli.experiments", "matrix": "evaluations.experiments.matrix",
+    "history": "evaluations.cli.experiments", "matrix": "evaluations.cli.matrix",
     "score": "evaluations.cli.score", "run": "evaluations.cli.golden", "golden": "evaluations.cli.golden",
     "report": "evaluations.cli.report", "synth": "evaluations.cli.synth",
 }
@@ -202,10 +137,10 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:
         make_console(stderr=True).print(f"[bold red]error:[/] {exc.render()}", highlight=False)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_INPUT)
     except click.exceptions.Abort:
         make_console(stderr=True).print("aborted")
-        sys.exit(130)
+        sys.exit(EXIT_ABORTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from evaluations.cli.options import parse_judges, parse_ks
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.lexical import KEYWORD_THRESHOLD
@@ -14,9 +15,7 @@ from evaluations.scoring import FORMATS, detect_format, dumps
 def _ks(text: str | None, default: list[int]) -> list[int]:
     if not text:
         return default
-    from evaluations.cli.root import _parse_ks
-
-    return _parse_ks(text)
+    return parse_ks(text)
 
 
 def _show(summary: dict) -> None:
@@ -71,10 +70,9 @@ def score(file, fmt, qrels, golden, ks, config_path, tiers, bins, judges, keywor
     """Score what already happened: classic labelled answers, a TREC run (+ --qrels) or production logs."""
     fmt = fmt or detect_format(file)
     if fmt == "classic":
-        from evaluations.cli.judges import _parse_judges
         from evaluations.scoring.classic import score_classic
 
-        summary = score_classic(file, keyword_threshold=keyword_threshold, judges=tuple(_parse_judges(judges)),
+        summary = score_classic(file, keyword_threshold=keyword_threshold, judges=tuple(parse_judges(judges)),
                                 resamples=resamples, seed=seed)
     elif fmt == "trec":
         from evaluations.scoring.trec import score_trec

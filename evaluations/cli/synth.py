@@ -16,11 +16,11 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.progress import progress_bar
 from evaluations.synth.core import EASY_OVERLAP, REASONS, SynthOptions, SynthResult
 
 OUT_SUFFIXES = (".jsonl", ".json")
@@ -135,13 +135,6 @@ def show_summary(console: Console, summary: dict[str, Any]) -> None:
         console.print(f"  e.g. {reason} ({first['doc_id']}): {what}", highlight=False, markup=False)
 
 
-def _progress(console: Console, enabled: bool) -> Progress | None:
-    if not enabled:
-        return None
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
-
-
 @click.command("synth")
 @click.argument("corpus", type=click.Path(path_type=Path))
 @click.option("--n", "n", type=int, required=True, help="Questions wanted.")
@@ -194,18 +187,14 @@ def synth_command(corpus: Path, n: int, out: Path | None, overwrite: bool, model
     writer = QuestionWriter(build_synth_agent(build_model(model_cfg, config), model_settings(model_cfg)))
     console = make_console(stderr=True)
     reset_call_stats()
-    progress = _progress(console, not no_progress)
-    if progress is None:
-        result = asyncio.run(synthesize(documents, writer, options))
-    else:
-        with progress:
-            task = progress.add_task("questions kept", total=n)
+    with progress_bar(console, not no_progress) as progress:
+        task = progress.add_task("questions kept", total=n)
 
-            def advance(state: SynthResult) -> None:
-                progress.update(task, completed=len(state.records),
-                                description=f"questions kept ({state.tried} documents tried)")
+        def advance(state: SynthResult) -> None:
+            progress.update(task, completed=len(state.records),
+                            description=f"questions kept ({state.tried} documents tried)")
 
-            result = asyncio.run(synthesize(documents, writer, options, on_result=advance))
+        result = asyncio.run(synthesize(documents, writer, options, on_result=advance))
     summary = summary_dict(result, options, corpus=str(corpus), documents=len(documents), out=str(out),
                            model=describe_model(model_cfg, config), model_calls=call_stats())
     show_summary(console, summary)

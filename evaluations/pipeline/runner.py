@@ -14,21 +14,23 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pydantic_evals import Case, Dataset
-from pydantic_evals.evaluators import ReportEvaluatorContext
+from pydantic_evals.evaluators import EvaluatorFailure, ReportEvaluatorContext
 from pydantic_evals.lifecycle import CaseLifecycle
 from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter, ReportCaseFailure
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from evaluations.datasets import DatasetSpec, LoadOptions
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.progress import progress_bar
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, markdown, record_from_case, slug, summarize
 from evaluations.pipeline.task import RagTask
@@ -71,11 +73,6 @@ def default_db_path(config: Config, dataset: str, embedder_id: str) -> str:
     return str(config.data_dir() / "lancedb" / slug(dataset) / slug(embedder_id))
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
-
-
 def build_cases(corpus: Corpus) -> list[Case[RetrievalInputs, CaseOutput, CaseMetadata]]:
     return [
         Case(name=q.id, inputs=RetrievalInputs(query=q.text, case_id=q.id), expected_output=None,
@@ -92,26 +89,9 @@ def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | No
         report_evaluators=report_evaluators or [])
 
 
-class _NullProgress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def add_task(self, *a, **k):
-        return 0
-
-    def advance(self, *a, **k):
-        pass
-
-    def update(self, *a, **k):
-        pass
-
-
 def _index(store: Any, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
            console: Console) -> Any:
-    with _progress(console) if options.progress else _NullProgress() as progress:
+    with progress_bar(console, options.progress) as progress:
         task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
         kwargs = dict(
             need_vectors=need_vectors, progress=lambda n: progress.advance(task, n),
@@ -176,16 +156,17 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
         name=name, cases=[c for c in finished if not isinstance(c, ReportCaseFailure)],
         failures=[c for c in finished if isinstance(c, ReportCaseFailure)], experiment_metadata=metadata,
         dataset_name=corpus_name)
+    # pydantic-evals runs report evaluators only inside Dataset.evaluate (its loop, _run_report_evaluators, is
+    # private), and a resumed run's report is built here from stored cases: this is that loop, recording a
+    # failure the way pydantic-evals does (name, message, stack trace, spec) so the run is never lost to it
     ctx = ReportEvaluatorContext(name=name, report=report, experiment_metadata=metadata)
     for evaluator in report_evaluators:
         try:
             result = evaluator.evaluate(ctx)
-        except Exception as exc:  # a report evaluator failing never loses the run
-            from pydantic_evals.evaluators import EvaluatorFailure
-
+        except Exception as exc:
             report.report_evaluator_failures.append(EvaluatorFailure(
-                name=type(evaluator).__name__, error_message=f"{type(exc).__name__}: {exc}", error_stacktrace="",
-                source=evaluator.as_spec(), error_type=type(exc).__name__))
+                name=evaluator.get_serialization_name(), error_message=f"{type(exc).__name__}: {exc}",
+                error_stacktrace=traceback.format_exc(), source=evaluator.as_spec(), error_type=type(exc).__name__))
             continue
         report.analyses.extend(result if isinstance(result, list) else [result])
     return report
@@ -209,7 +190,7 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     stats = _index(store, corpus, config, options, need_vectors, console)
     retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
                           rrf_k=config.search.rrf_k, context_limit=config.search.limit)
-    with console.status("Embedding queries") if options.progress and need_vectors else _NullProgress():
+    with console.status("Embedding queries") if options.progress and need_vectors else nullcontext():
         retriever.prepare(pending_queries)
     index = {"path": str(db_path), **{k: v for k, v in vars(stats).items()}}
     return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
