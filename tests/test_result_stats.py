@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 from conftest import DATA
 from scipy.stats import rankdata
+from sklearn.calibration import calibration_curve
 
 from evaluations.judging.data import load_labelled
 from evaluations.judging.lexical import token_f1
+from evaluations.results.calibration import reliability
 from evaluations.results.confidence import calibration
 from evaluations.results.stats import distribution, percentile
 
@@ -109,3 +111,23 @@ def test_calibration_empty_constant_and_single_inputs():
     # 0.0 sits in the first bin, 0.1 too (right-closed), 0.1000001 in the second
     edges = calibration([0.0, 0.1, 0.1000001], [False, False, True])
     assert [(b["range"], b["n"]) for b in edges["buckets"]] == [([0.0, 0.1], 2), ([0.1, 0.2], 1)]
+
+
+def test_reliability_drops_and_clips_like_its_docstring(evouna_pairs):
+    """The run's calibration (results.calibration.reliability): pairs without a probability or a truth are dropped
+    and counted, probabilities are clipped to [0, 1]; the rest is binned as above."""
+    c, y = evouna_pairs
+    broken = [(None, True), (0.4, None), (float("nan"), False), (True, True), (1.7, False), (-0.2, True)]
+    result = reliability("token_f1", [*zip(c, y), *broken], probability="token F1", truth="human label")
+    kept_c, kept_y = [*c, 1.0, 0.0], [*y, False, True]
+    assert (result.n, result.dropped) == (len(c) + 2, 4)
+    oracle = _oracle_bins(kept_c, kept_y, 10)
+    assert [b["n"] for b in result.bins] == [n for n, _, _ in oracle.values()]
+    assert result.ece == pytest.approx(sum(n / len(kept_c) * abs(acc - conf) for n, conf, acc in oracle.values()))
+    assert result.brier == pytest.approx(np.mean((np.array(kept_c) - np.array(kept_y)) ** 2))
+    # and scikit-learn's own reliability curve over the same pairs
+    accuracy, confidence = calibration_curve(kept_y, kept_c, n_bins=10, strategy="uniform")
+    assert [b["accuracy"] for b in result.bins] == pytest.approx(list(accuracy))
+    assert [b["confidence"] for b in result.bins] == pytest.approx(list(confidence))
+    empty = reliability("nothing", [(None, None)], probability="p", truth="t")
+    assert (empty.n, empty.dropped, empty.ece, empty.bins) == (0, 1, None, [])
