@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from conftest import REPLIQA_20, WIX_SAMPLE
@@ -118,6 +119,35 @@ def test_missing_judge_model_stops_before_any_work(tmp_path):
     assert not (tmp_path / "db").exists()
 
 
+_STOP = set("a an the of in on at to for by and or is are was were be its it their they this that with as from".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
+
+
+def _gold_recall(gold: list[str], answer: str) -> float:
+    """The test's own overlap measure: the best share of a gold answer's content words found in the answer."""
+    words = _content_words(answer)
+    return max(len(_content_words(g) & words) / max(1, len(_content_words(g))) for g in gold)
+
+
+def _check_qa_outcomes(summary: dict, records: list[dict]) -> list[dict]:
+    """QA success read from the answer stage (``qa.status`` and the answer), never from retrieval's ``status``;
+    summary.json's answer counts must equal the counts in cases.jsonl. Returns the answered records."""
+    answered = [r for r in records if r["qa"]["status"] == "ok"]
+    qa_failed = [r for r in records if r["qa"]["status"] == "failed"]
+    assert len(answered) + len(qa_failed) == len(records)  # every case went through the answer stage
+    assert all(r["answer"] is not None and r["answer"]["answer"].strip() for r in answered)
+    assert all(r["answer"] is None and r["qa"]["error"] for r in qa_failed)  # a failure is recorded, not hidden
+    assert all(r["status"] == "ok" for r in records) and summary["counts"]["failed"] == 0  # retrieval worked
+    answers = summary["answers"]
+    assert summary["counts"]["qa_failed"] == answers["qa_failed"] == len(qa_failed)
+    assert answers["attempted"] == len(records) and answers["answered"] == len(answered)
+    assert answers["answered_rate"] == pytest.approx(len(answered) / answers["to_answer"])
+    return answered
+
+
 @pytest.mark.slow
 def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     out = tmp_path / "out"
@@ -127,25 +157,21 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     summary, records = _read(out)
     assert summary["run"]["qa_model"]["provider"] == "embedded"
     assert summary["counts"]["cases"] == 4 == len(records)
-    ok = [r for r in records if r["status"] == "ok"]
-    failed = [r for r in records if r["status"] == "failed"]
-    assert summary["counts"]["failed"] == len(failed) and all(r["error"] for r in failed)
+    ok = _check_qa_outcomes(summary, records)
     assert len(ok) >= 3  # a 135M model: a few malformed outputs may still fail after retries, never silently
-    assert all(r["answer"]["answer"].strip() for r in ok)
     judges = summary["answers"]["judges"]
     for name in ("keyword_correct", "token_f1", "exact_match", "contains_gold", "semantic_similarity",
                  "offline_correct", "coverage"):
-        assert judges[name]["n"] == len(ok)
-    # SmolLM2 restates context: its answers share more words with their own gold answer than with the other
-    # questions' gold answers (the chance level), and are grounded in the context
-    from evaluations.judging.lexical import token_f1
-
-    own = [token_f1(r["gold_answers"], r["answer"]["answer"]) for r in ok]
-    others = [token_f1(o["gold_answers"], r["answer"]["answer"]) for r in ok for o in records if o is not r]
-    assert judges["token_f1"]["mean"] == pytest.approx(sum(own) / len(own))
-    assert sum(own) / len(own) > 1.5 * sum(others) / len(others) and judges["coverage"]["mean"] > 0.5
+        assert judges[name]["n"] == len(ok) == sum(name in r["judges"] for r in records)
+    assert judges["token_f1"]["mean"] == pytest.approx(np.mean([r["judges"]["token_f1"] for r in ok]))
+    # SmolLM2 restates context: by the test's own overlap measure its answers share more words with their own
+    # gold answer than with the other questions' gold answers (the chance level), and are grounded in the context
+    own = [_gold_recall(r["gold_answers"], r["answer"]["answer"]) for r in ok]
+    others = [_gold_recall(o["gold_answers"], r["answer"]["answer"]) for r in ok for o in records if o is not r]
+    assert np.mean(own) > 1.5 * np.mean(others) and judges["coverage"]["mean"] > 0.5
     assert summary["latency_ms"]["by_stage"]["llm"]["p50"] > 0
-    assert summary["answers"]["tokens"]["total_output"] > 0
+    output_tokens = sum(r["usage"].get("output_tokens", 0) for r in records)
+    assert summary["answers"]["tokens"]["total_output"] == output_tokens > 0
 
 
 @pytest.mark.slow
@@ -157,6 +183,6 @@ def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
     summary, records = _read(out)
     assert summary["counts"]["cases"] == 4 and summary["dataset"]["documents"] == 173
     assert set(summary["metrics"]) >= {"map@10", "ndcg@10"}
-    answered = [r for r in records if r["answer"]]
-    assert answered and all("offline_correct" in r["judges"] for r in answered)
+    answered = _check_qa_outcomes(summary, records)
+    assert len(answered) >= 3 and all("offline_correct" in r["judges"] for r in answered)
     assert (out / "report.json").is_file() and (out / "summary.md").is_file()

@@ -1,8 +1,12 @@
 """`evaluations compare` on real SciFact runs (BM25 vs hybrid): every statistic against an independent oracle.
 
-Oracles: scipy (ttest_rel, wilcoxon, binomtest for exact McNemar, bootstrap, non-central t for the MDE's
-power), an exhaustive sign-flip enumeration for the permutation test, Holm's procedure written out here,
-and case values read straight from cases.jsonl.
+Oracles (none of them the call the code makes): statsmodels ``DescrStatsW(d).ttest_mean()`` for the paired t
+(the code calls scipy's ``ttest_rel``), the Wilcoxon signed-rank test written out here (exact null distribution
+by counting rank subsets; normal approximation with the tie correction when there are zeros or ties), scipy's
+``binomtest`` on the discordant pairs for McNemar (the code calls statsmodels), scipy's bootstrap with another
+seed, the non-central t for the MDE's power, an exhaustive sign-flip enumeration for the permutation test,
+Holm's procedure written out here, and case values read straight from cases.jsonl. Judge verdicts, tokens and
+cost are checked on copies of the runs that carry real EVOUNA answers and human verdicts of two systems.
 """
 
 from __future__ import annotations
@@ -12,9 +16,13 @@ import json
 import shutil
 from pathlib import Path
 
+import gzip
+
 import numpy as np
 import pytest
+from conftest import DATA
 from scipy import stats
+from statsmodels.stats.weightstats import DescrStatsW
 
 from evaluations.cli.root import main
 
@@ -40,6 +48,35 @@ def _exact_sign_flip_p(diffs: np.ndarray) -> float:
     observed = abs(nonzero.mean()) if len(nonzero) else 0.0
     flips = [abs(np.mean(nonzero * np.array(signs))) for signs in itertools.product((1, -1), repeat=len(nonzero))]
     return float(np.mean([f >= observed - 1e-12 for f in flips]))
+
+
+def _paired_t_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p of the paired t-test, by statsmodels' one-sample t on the differences."""
+    return float(DescrStatsW(b - a).ttest_mean(0.0)[1])
+
+
+def _wilcoxon_p(d: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p, zero differences dropped (Wilcoxon's rule), average ranks for ties.
+
+    Without zeros or tied |d| and n <= 50: exact, from the null distribution of W+ (the number of subsets of the
+    ranks 1..n with each sum), p = 2 min(P(W+ <= w), P(W+ >= w)); otherwise the normal approximation
+    z = (w - n(n+1)/4) / sqrt((n(n+1)(2n+1) - sum(t^3 - t)/2) / 24) over the m non-zero differences, no
+    continuity correction. (n <= 13 with ties is a permutation test; the runs here have n = 30.)"""
+    nonzero = d[d != 0]
+    m = len(nonzero)
+    ranks = stats.rankdata(np.abs(nonzero))
+    w = float(ranks[nonzero > 0].sum())
+    _, ties = np.unique(np.abs(nonzero), return_counts=True)
+    if len(d) <= 50 and m == len(d) and np.all(ties == 1):
+        counts = np.zeros(m * (m + 1) // 2 + 1)
+        counts[0] = 1
+        for r in range(1, m + 1):
+            counts[r:] = counts[r:] + counts[:-r].copy()
+        pmf = counts / counts.sum()
+        return min(1.0, 2 * min(pmf[: int(np.ceil(w)) + 1].sum(), pmf[int(np.floor(w)):].sum()))
+    assert len(d) > 13, "n <= 13 with ties: scipy runs a permutation test this oracle does not write out"
+    sd = np.sqrt((m * (m + 1) * (2 * m + 1) - np.sum(ties ** 3 - ties) / 2) / 24)
+    return float(2 * stats.norm.sf(abs(w - m * (m + 1) / 4) / sd))
 
 
 def _holm(ps: list[float]) -> list[float]:
@@ -73,7 +110,7 @@ def test_compare_json_shape_and_cases(comparison, scifact_runs):
 
 
 def test_every_statistic_matches_independent_oracles(comparison, scifact_runs):
-    zero_diff_seen = ties_seen = discordant_seen = False
+    zero_diff_seen = ties_seen = discordant_seen = exact_wilcoxon_seen = False
     for row in comparison["comparisons"]:
         a_vals = _case_values(scifact_runs["fts"], row["metric"])
         b_vals = _case_values(scifact_runs["hybrid"], row["metric"])
@@ -115,16 +152,18 @@ def test_every_statistic_matches_independent_oracles(comparison, scifact_runs):
             oracle = stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue if n01 + n10 else 1.0
             assert row["p"]["mcnemar"] == pytest.approx(oracle)
         else:
-            ties_seen |= bool(np.sum(d == 0)) or len(set(np.abs(d[d != 0]))) < np.sum(d != 0)
-            assert row["p"]["t"] == pytest.approx(stats.ttest_rel(b, a).pvalue)
-            assert row["p"]["wilcoxon"] == pytest.approx(stats.wilcoxon(d).pvalue)
+            tied = bool(np.sum(d == 0)) or len(set(np.abs(d[d != 0]))) < np.sum(d != 0)
+            ties_seen |= tied
+            exact_wilcoxon_seen |= not tied
+            assert row["p"]["t"] == pytest.approx(_paired_t_p(a, b))
+            assert row["p"]["wilcoxon"] == pytest.approx(_wilcoxon_p(d))
             if np.sum(d != 0) <= 13:  # exact: every sign flip
                 assert row["p"]["permutation"] == pytest.approx(_exact_sign_flip_p(d))
             else:  # Monte Carlo (9,999 flips): within sampling error of scipy with another seed
                 other = stats.permutation_test((a, b), lambda x, y, axis: np.mean(y - x, axis=axis),
                                                permutation_type="samples", rng=np.random.default_rng(7)).pvalue
                 assert row["p"]["permutation"] == pytest.approx(other, abs=0.02)
-    assert zero_diff_seen and ties_seen and discordant_seen  # the real runs exercise every corner
+    assert zero_diff_seen and ties_seen and discordant_seen and exact_wilcoxon_seen  # every corner, real runs
     primaries = [row["p"]["mcnemar" if row["kind"] == "binary" else "permutation"] for row in comparison["comparisons"]]
     for row, expected in zip(comparison["comparisons"], _holm(primaries)):
         assert row["p_holm"] == pytest.approx(expected)
@@ -184,8 +223,6 @@ def _tagged_copy(run: Path, dest: Path) -> Path:
 
 
 def test_segments_per_tag(scifact_runs, tmp_path, cli):
-    from evaluations.results.segments import segment_metrics
-
     a, b = _tagged_copy(scifact_runs["fts"], tmp_path / "a"), _tagged_copy(scifact_runs["hybrid"], tmp_path / "b")
     code, out, _ = cli(["compare", str(a), str(b), "--json", "--metrics", "ndcg@10,mrr@10,hit@10"])
     result = json.loads(out)
@@ -194,17 +231,15 @@ def test_segments_per_tag(scifact_runs, tmp_path, cli):
               for tag in ("relevant:one", "relevant:several")}
     assert code == 0 and all(len(g) >= 2 for g in groups.values())
     assert set(result["segments"]) == set(groups)
-    per_tag = segment_metrics(records)
     for tag, names in groups.items():
         segment = result["segments"][tag]
-        assert segment["cases"] == len(names) == per_tag[tag]["cases"]
+        assert segment["cases"] == len(names)
         va, vb = _case_values(a, "ndcg@10"), _case_values(b, "ndcg@10")
         x, y = np.array([va[n] for n in names]), np.array([vb[n] for n in names])
         row = next(r for r in segment["comparisons"] if r["metric"] == "ndcg@10")
         assert (row["mean_a"], row["mean_b"]) == (pytest.approx(x.mean()), pytest.approx(y.mean()))
-        assert per_tag[tag]["metrics"]["ndcg@10"] == pytest.approx(x.mean())
         if np.any(x != y):
-            assert row["p"]["t"] == pytest.approx(stats.ttest_rel(y, x).pvalue)
+            assert row["p"]["t"] == pytest.approx(_paired_t_p(x, y))
         assert len(segment["comparisons"]) == 3
 
 
@@ -242,3 +277,127 @@ def test_context_waste_is_lower_is_better(scifact_runs, tmp_path, cli):
     assert code == 0 and row["higher_is_better"] is False
     assert (row["wins"], row["ties"], row["losses"]) == (lower, 0, len(names) - lower)
     assert row["diff"] == pytest.approx(np.mean([b[n] - a[n] for n in names]))
+
+
+PRICES = {"a": {"input": 0.15, "output": 0.6}, "b": {"input": 2.5, "output": 10.0}}  # USD per 1M tokens
+QA_FAILED_CASE = 0  # in run b, the answer stage of this case (in sorted order) failed: no answer, no usage
+
+
+def _evouna_pairs(n: int) -> list[dict]:
+    """The first n proper EVOUNA NQ questions that both FiD and ChatGPT answered with a human verdict."""
+    rows = []
+    with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt") as handle:
+        for row in map(json.loads, handle):
+            if not row["improper"] and isinstance(row["judge_fid"], bool) and isinstance(row["judge_chatgpt"], bool):
+                rows.append(row)
+            if len(rows) == n:
+                return rows
+    raise AssertionError("EVOUNA NQ has fewer proper rows than asked for")
+
+
+def _with_answers(run: Path, out: Path, side: str, evouna: list[dict]) -> dict[str, dict]:
+    """A copy of ``run`` whose cases carry EVOUNA answers: side a = FiD's answer and human verdict, side b =
+    ChatGPT's, as the ``llm_judge`` verdict; tokens = words of the question (+100 prompt) in, of the answer out;
+    the summary's prices per side. Returns the records as written (case name -> record)."""
+    shutil.copytree(run, out)
+    records = sorted((json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()),
+                     key=lambda r: r["name"])
+    system = {"a": "fid", "b": "chatgpt"}[side]
+    for i, (record, row) in enumerate(zip(records, evouna)):
+        record["gold_answers"], record["answerable"] = [row["golden_answer"]], True
+        if side == "b" and i == QA_FAILED_CASE:
+            record["qa"] = {"status": "failed", "error": "model returned malformed JSON"}
+            record["answer"], record["usage"] = None, {}
+            continue
+        answer = row[f"answer_{system}"]
+        record["qa"] = {"status": "ok", "mode": "tool"}
+        record["answer"] = {"answer": answer, "cited_ids": [], "confidence": None}
+        record.setdefault("judges", {})["llm_judge"] = row[f"judge_{system}"]
+        record["usage"] = {"input_tokens": 100 + len(row["question"].split()), "output_tokens": len(answer.split())}
+    (out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = json.loads((out / "summary.json").read_text())
+    summary.setdefault("answers", {})["cost_usd"] = {"price_per_1m_tokens": PRICES[side]}
+    (out / "summary.json").write_text(json.dumps(summary))
+    return {r["name"]: r for r in records}
+
+
+def test_judge_verdicts_tokens_and_cost_against_oracles(scifact_runs, tmp_path, cli):
+    """McNemar on real human verdicts (FiD vs ChatGPT on the same EVOUNA questions, a failed answer counted as
+    incorrect), and the token and cost measures recomputed from cases.jsonl: lower is better, the case without
+    usage left out of the pairs, the identical input tokens giving all-zero differences."""
+    n = len(_case_values(scifact_runs["fts"], "ndcg@10"))
+    evouna = _evouna_pairs(n)
+    ra = _with_answers(scifact_runs["fts"], tmp_path / "a", "a", evouna)
+    rb = _with_answers(scifact_runs["hybrid"], tmp_path / "b", "b", evouna)
+    measures = ["llm_judge", "tokens_per_query", "input_tokens_per_query", "output_tokens_per_query",
+                "cost_per_query"]
+    code, out, err = cli(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", "--metrics",
+                          ",".join(measures)])
+    assert code == 0, err
+    result = json.loads(out)
+    rows = {r["metric"]: r for r in result["comparisons"]}
+    assert set(rows) == set(measures)
+
+    # verdicts: a case counts 1 when its answer was judged correct, 0 otherwise (the failed answer included)
+    names = sorted(ra)
+    va = np.array([float(ra[c]["judges"]["llm_judge"]) for c in names])
+    vb = np.array([float(rb[c].get("judges", {}).get("llm_judge") is True) for c in names])
+    n01, n10 = int(np.sum((va == 1) & (vb == 0))), int(np.sum((va == 0) & (vb == 1)))
+    assert n01 > 0 and n10 > 0  # real disagreement both ways
+    judge = rows["llm_judge"]
+    assert judge["kind"] == "binary" and judge["higher_is_better"] is True and judge["n"] == n
+    both, neither = int(np.sum((va == 1) & (vb == 1))), int(np.sum((va == 0) & (vb == 0)))
+    assert judge["table"] == [[both, n01], [n10, neither]]
+    assert judge["p"] == {"mcnemar": pytest.approx(stats.binomtest(min(n01, n10), n01 + n10, 0.5).pvalue)}
+    assert (judge["mean_a"], judge["mean_b"]) == (pytest.approx(va.mean()), pytest.approx(vb.mean()))
+    assert (judge["wins"], judge["ties"], judge["losses"]) == (n10, n - n01 - n10, n01)
+    regressed = sorted(r["case"] for r in result["regressions"] if r["metric"] == "llm_judge")
+    assert regressed == sorted(c for c, x, y in zip(names, va, vb) if x == 1 and y == 0)
+    assert va[QA_FAILED_CASE] == 1 and names[QA_FAILED_CASE] in regressed  # a failed answer is a regression
+
+    # tokens and cost: per case from usage and the run's own prices; the case without usage is not paired
+    def per_case(records: dict[str, dict], prices: dict[str, float]) -> dict[str, dict[str, float]]:
+        out = {}
+        for name, r in records.items():
+            if r["usage"]:
+                i, o = r["usage"]["input_tokens"], r["usage"]["output_tokens"]
+                out[name] = {"tokens_per_query": i + o, "input_tokens_per_query": i, "output_tokens_per_query": o,
+                             "cost_per_query": (i * prices["input"] + o * prices["output"]) / 1e6}
+        return out
+
+    ca, cb = per_case(ra, PRICES["a"]), per_case(rb, PRICES["b"])
+    paired = sorted(set(ca) & set(cb))
+    assert len(paired) == n - 1
+    for metric in measures[1:]:
+        row = rows[metric]
+        a, b = np.array([ca[c][metric] for c in paired]), np.array([cb[c][metric] for c in paired])
+        d = b - a
+        assert row["kind"] == "continuous" and row["higher_is_better"] is False and row["n"] == len(paired)
+        assert (row["mean_a"], row["mean_b"], row["diff"]) == (pytest.approx(a.mean()), pytest.approx(b.mean()),
+                                                              pytest.approx(d.mean()))
+        assert (row["wins"], row["ties"], row["losses"]) == (int(np.sum(d < 0)), int(np.sum(d == 0)),
+                                                             int(np.sum(d > 0)))
+        if np.all(d == 0):  # the same prompts in both runs: no difference, every p is 1
+            assert metric == "input_tokens_per_query"
+            assert row["ci95"] == [0.0, 0.0] and set(row["p"].values()) == {1.0}
+            continue
+        assert row["p"]["t"] == pytest.approx(_paired_t_p(a, b))
+        assert row["p"]["wilcoxon"] == pytest.approx(_wilcoxon_p(d))
+    assert rows["output_tokens_per_query"]["ties"] > 0  # some answers have the same length in both systems
+
+
+def test_a_measure_without_paired_values_is_left_out(scifact_runs, tmp_path, cli):
+    """A judge scored on disjoint cases in the two runs has nothing to pair: no row, no error."""
+    def scored(run: Path, out: Path, parity: int) -> Path:
+        shutil.copytree(run, out)
+        records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+        for i, record in enumerate(records):
+            if i % 2 == parity:
+                record.setdefault("judges", {})["token_f1"] = 0.5
+        (out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return out
+
+    a, b = scored(scifact_runs["fts"], tmp_path / "a", 0), scored(scifact_runs["hybrid"], tmp_path / "b", 1)
+    code, out, err = cli(["compare", str(a), str(b), "--json", "--metrics", "token_f1,ndcg@10"])
+    assert code == 0 and "Traceback" not in err
+    assert [r["metric"] for r in json.loads(out)["comparisons"]] == ["ndcg@10"]

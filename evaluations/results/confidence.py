@@ -3,12 +3,14 @@
 Given confidences ``c_i`` in [0, 1] and outcomes ``y_i`` in {0, 1} (1 = correct), N pairs:
 
 * buckets: B equal-width bins with edges ``e_j = j / B`` (``numpy.linspace(0, 1, B + 1)``), right-closed:
-  bin 1 is ``[0, e_1]``, bin j > 1 is ``(e_{j-1}, e_j]`` (the rule of ``sklearn.calibration.calibration_curve``
-  with ``strategy="uniform"``); per non-empty bin: n_b, mean confidence conf_b, accuracy acc_b = mean y;
+  bin 1 is ``[0, e_1]``, bin j > 1 is ``(e_{j-1}, e_j]``; per non-empty bin: n_b (``numpy.bincount``), mean
+  confidence conf_b and accuracy acc_b = mean y (``sklearn.calibration.calibration_curve`` with
+  ``strategy="uniform"``, which bins by this rule);
 * ECE = sum_b (n_b / N) * |acc_b - conf_b|;  MCE = max_b |acc_b - conf_b|;
-* Brier score = mean (c_i - y_i)^2;
-* correlation of confidence with success: point-biserial r (= Pearson r of c and y) and Spearman rho;
-  None when either side is constant.
+* Brier score = mean (c_i - y_i)^2 (``sklearn.metrics.brier_score_loss``);
+* correlation of confidence with success: point-biserial r (``scipy.stats.pointbiserialr``, = Pearson r of
+  c and y) and Spearman rho (``scipy.stats.spearmanr``, average ranks for ties); None when either side is
+  constant or N < 2.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import stats
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import brier_score_loss
 
 
 def bucket_index(confidences: np.ndarray, bins: int) -> np.ndarray:
@@ -24,24 +29,8 @@ def bucket_index(confidences: np.ndarray, bins: int) -> np.ndarray:
     return np.searchsorted(edges[1:-1], confidences, side="left")
 
 
-def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
-    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    xc, yc = x - x.mean(), y - y.mean()
-    return float((xc @ yc) / np.sqrt((xc @ xc) * (yc @ yc)))
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share the mean of their positions), 1-based."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x))
-    sorted_x = x[order]
-    start = 0
-    for end in range(1, len(x) + 1):
-        if end == len(x) or sorted_x[end] != sorted_x[start]:
-            ranks[order[start:end]] = (start + end + 1) / 2
-            start = end
-    return ranks
+def _varies(c: np.ndarray, y: np.ndarray) -> bool:
+    return len(c) >= 2 and np.ptp(c) > 0 and np.ptp(y) > 0
 
 
 def calibration(confidences: Sequence[float], outcomes: Sequence[bool], bins: int = 10) -> dict:
@@ -51,28 +40,23 @@ def calibration(confidences: Sequence[float], outcomes: Sequence[bool], bins: in
     if len(c) == 0:
         return {"n": 0, "bins": bins, "buckets": [], "ece": None, "mce": None, "brier": None,
                 "pointbiserial_r": None, "spearman_rho": None}
-    index = bucket_index(c, bins)
-    buckets, ece, mce = [], 0.0, 0.0
-    for b in range(bins):
-        mask = index == b
-        n = int(mask.sum())
-        if n == 0:
-            continue
-        conf, acc = float(c[mask].mean()), float(y[mask].mean())
-        gap = abs(acc - conf)
-        ece += n / len(c) * gap
-        mce = max(mce, gap)
-        buckets.append({"range": [b / bins, (b + 1) / bins], "n": n, "confidence": conf, "accuracy": acc})
+    counts = np.bincount(bucket_index(c, bins), minlength=bins)
+    accuracy, confidence = calibration_curve(y, c, n_bins=bins, strategy="uniform", pos_label=1.0)
+    filled = np.flatnonzero(counts)
+    gaps = np.abs(accuracy - confidence)
+    buckets = [{"range": [b / bins, (b + 1) / bins], "n": int(counts[b]), "confidence": float(conf),
+                "accuracy": float(acc)} for b, conf, acc in zip(filled, confidence, accuracy)]
+    varies = _varies(c, y)
     return {
         "n": int(len(c)),
         "bins": bins,
         "bin_rule": "equal width, right-closed: [0,1/B], (1/B,2/B], ... (as sklearn calibration_curve uniform)",
         "buckets": buckets,
-        "ece": ece,
-        "mce": mce,
-        "brier": float(np.mean((c - y) ** 2)),
+        "ece": float(np.sum(counts[filled] / len(c) * gaps)),
+        "mce": float(gaps.max()),
+        "brier": float(brier_score_loss(y, c, pos_label=1.0)),
         "accuracy": float(y.mean()),
         "mean_confidence": float(c.mean()),
-        "pointbiserial_r": _pearson(c, y),
-        "spearman_rho": _pearson(_ranks(c), _ranks(y)),
+        "pointbiserial_r": float(stats.pointbiserialr(y, c).statistic) if varies else None,
+        "spearman_rho": float(stats.spearmanr(c, y).statistic) if varies else None,
     }
