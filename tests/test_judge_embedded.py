@@ -26,7 +26,8 @@ from sklearn.preprocessing import StandardScaler
 from evaluations.judging import heldout, lexical
 from evaluations.judging.data import LabelledAnswer, load_labelled
 from evaluations.evaluators.answers import JudgeAgreement
-from evaluations.judging.llm import AnswerEquivalenceJudge, load_rubric, p_yes_from_logprobs
+from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge
+from evaluations.judging.llm import load_rubric, p_yes_from_logprobs
 from evaluations.judging.offline import FEATURES
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
@@ -107,7 +108,8 @@ def _dataset(examples, evaluator) -> tuple[Dataset, object]:
 
 
 def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
-    from evaluations.judging.embedded import EmbeddedLLMJudge, VerdictCache
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache
 
     dataset, task = _dataset(clear_cases, EmbeddedLLMJudge())
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=3)
@@ -197,7 +199,7 @@ def test_p_yes_from_logprobs_sums_yes_and_no_spellings():
 def test_served_judge_against_a_real_llama_cpp_server(llama_server):
     """SmolLM2 is a poor judge: this checks the protocol (every case gets a verdict and a probability)."""
     from evaluations.core.config import load_config
-    from evaluations.judging.llm import llm_judge
+    from evaluations.evaluators.llm_judges import llm_judge
 
     config = load_config(None, {"judge.model": {"provider": "openai", "name": llama_server.model_id,
                                                 "base_url": llama_server.base_url, "max_tokens": 48},

@@ -27,7 +27,8 @@ from evaluations.core.config import load_config
 from evaluations.core.errors import EvaluationsError
 from evaluations.models.embedders import build_embedder
 from evaluations.models.remote_embedders import OllamaEmbedder, OpenAIEmbedder
-from evaluations.judging.llm import AnswerEquivalenceJudge, llm_judge, load_rubric
+from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge, llm_judge
+from evaluations.judging.llm import load_rubric
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings, ollama_v1_url
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
