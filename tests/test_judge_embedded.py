@@ -129,6 +129,60 @@ def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
     assert len(list(VerdictCache().path.parent.glob("llm_verdicts.sqlite"))) == 1
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, tmp_path, monkeypatch, enabled):
+    """``cache.enabled`` (``--no-cache``) reaches the embedded judge a run builds (``build_qa_plan``): verdicts
+    planted in the store (a P no model gives) are read with the cache on; with it off the run neither reads them
+    nor writes its own."""
+    from evaluations.core.config import load_config
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache, judge_many
+    from evaluations.pipeline.plan import build_qa_plan
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    planted, fresh = clear_cases[:3], clear_cases[3:]
+    store = VerdictCache()
+    for e in planted:
+        store.put(VerdictCache.key(judge.id, e.question, e.references, e.answer), 0.123456)
+    config = load_config(None, {"judge.model": {"provider": "embedded"}, "cache.enabled": enabled})
+    (evaluator,) = [e for e in build_qa_plan(config).evaluators if isinstance(e, EmbeddedLLMJudge)]
+    dataset, task = _dataset(clear_cases, evaluator)
+    report = dataset.evaluate_sync(task, progress=False, max_concurrency=1)
+    p = {c.inputs.query: c.scores["llm_p_correct"].value for c in report.cases}
+    model_p = judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases])  # no cache
+    for e, expected in zip(clear_cases, model_p):
+        if enabled and e in planted:
+            assert p[e.question] == 0.123456  # read from the cache
+        else:
+            assert p[e.question] == pytest.approx(expected, abs=1e-6) and p[e.question] != 0.123456
+    assert len(VerdictCache()) == (len(planted) + len(fresh) if enabled else len(planted))
+
+
+def test_embedded_judge_opens_one_verdict_store_for_many_cases(clear_cases, tmp_path, monkeypatch):
+    """Two runs of 6 cases in one process open the verdict store once; the second run reads the first's verdicts."""
+    import evaluations.models.cache as cache_module
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    opened: list[Path] = []
+    real_init = cache_module.ModelCache.__init__
+
+    def counting_init(self, path):
+        opened.append(Path(path))
+        real_init(self, path)
+
+    monkeypatch.setattr(cache_module.ModelCache, "__init__", counting_init)
+    reports = []
+    for _ in range(2):
+        dataset, task = _dataset(clear_cases, EmbeddedLLMJudge(combined=False))
+        reports.append(dataset.evaluate_sync(task, progress=False, max_concurrency=3))
+    assert opened == [tmp_path / "cache" / "llm_verdicts.sqlite"]
+    assert len(VerdictCache()) == len(clear_cases)
+    first, second = ({c.name: c.scores["llm_p_correct"].value for c in r.cases} for r in reports)
+    assert first == second and len(first) == len(clear_cases)
+
+
 def test_cli_judge_agreement_runs_the_llm_judge_from_the_cache(tmp_path, clear_cases):
     from evaluations.cli.judges import commands
 
