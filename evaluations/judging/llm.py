@@ -286,7 +286,7 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
             if progress is not None:
                 progress(1)
 
-        async def run_all() -> None:
+        async def run_all() -> None:  # anyio's public limiter and task group (pydantic-evals' gather is private)
             limiter = anyio.CapacityLimiter(concurrency)
             async with anyio.create_task_group() as group:
                 for i in range(len(examples)):

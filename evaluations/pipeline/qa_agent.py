@@ -27,6 +27,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
 
@@ -178,8 +179,6 @@ async def answer_question(
     when every mode failed or a mode failed in a way another mode cannot change (the server unreachable after its
     retries). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
     """
-    from evaluations.core.errors import EvaluationsError
-
     prompt = _prompt(question, format_context(chunks, max_chars))
     ladder = ladder or qa_ladder(agent, modes)
     attempts: list[ModeAttempt] = []

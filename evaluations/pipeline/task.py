@@ -62,7 +62,6 @@ class RagTask:
     k: int = 100
     ladder: Any | None = None  # the QA agent's output-mode ladder (models.ladder), made on the first answer
 
-
     async def _retrieve(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
         if self.system is not None:
             t0 = time.perf_counter()
