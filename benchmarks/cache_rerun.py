@@ -111,7 +111,7 @@ def model_stage(server: FakeLLMServer, source: Path, cache: Path, concurrency: i
     from pydantic_evals import Case, Dataset
 
     from evaluations.core.config import load_config
-    from evaluations.judging.llm import llm_judge
+    from evaluations.evaluators.llm_judges import llm_judge
     from evaluations.pipeline.qa_agent import build_qa_agent
     from evaluations.models.chat import build_model, model_settings
     from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs

@@ -26,7 +26,8 @@ from sklearn.preprocessing import StandardScaler
 from evaluations.judging import heldout, lexical
 from evaluations.judging.data import LabelledAnswer, load_labelled
 from evaluations.evaluators.answers import JudgeAgreement
-from evaluations.judging.llm import AnswerEquivalenceJudge, load_rubric, p_yes_from_logprobs
+from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge
+from evaluations.judging.llm import load_rubric, p_yes_from_logprobs
 from evaluations.judging.offline import FEATURES
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
@@ -107,7 +108,8 @@ def _dataset(examples, evaluator) -> tuple[Dataset, object]:
 
 
 def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
-    from evaluations.judging.embedded import EmbeddedLLMJudge, VerdictCache
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache
 
     dataset, task = _dataset(clear_cases, EmbeddedLLMJudge())
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=3)
@@ -125,6 +127,60 @@ def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
     assert row[1] == len(clear_cases)
     assert float(row[3].split()[0]) == pytest.approx(accuracy_score(labels, verdicts), abs=5e-4)
     assert len(list(VerdictCache().path.parent.glob("llm_verdicts.sqlite"))) == 1
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, tmp_path, monkeypatch, enabled):
+    """``cache.enabled`` (``--no-cache``) reaches the embedded judge a run builds (``build_qa_plan``): verdicts
+    planted in the store (a P no model gives) are read with the cache on; with it off the run neither reads them
+    nor writes its own."""
+    from evaluations.core.config import load_config
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache, judge_many
+    from evaluations.pipeline.plan import build_qa_plan
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    planted, fresh = clear_cases[:3], clear_cases[3:]
+    store = VerdictCache()
+    for e in planted:
+        store.put(VerdictCache.key(judge.id, e.question, e.references, e.answer), 0.123456)
+    config = load_config(None, {"judge.model": {"provider": "embedded"}, "cache.enabled": enabled})
+    (evaluator,) = [e for e in build_qa_plan(config).evaluators if isinstance(e, EmbeddedLLMJudge)]
+    dataset, task = _dataset(clear_cases, evaluator)
+    report = dataset.evaluate_sync(task, progress=False, max_concurrency=1)
+    p = {c.inputs.query: c.scores["llm_p_correct"].value for c in report.cases}
+    model_p = judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases])  # no cache
+    for e, expected in zip(clear_cases, model_p):
+        if enabled and e in planted:
+            assert p[e.question] == 0.123456  # read from the cache
+        else:
+            assert p[e.question] == pytest.approx(expected, abs=1e-6) and p[e.question] != 0.123456
+    assert len(VerdictCache()) == (len(planted) + len(fresh) if enabled else len(planted))
+
+
+def test_embedded_judge_opens_one_verdict_store_for_many_cases(clear_cases, tmp_path, monkeypatch):
+    """Two runs of 6 cases in one process open the verdict store once; the second run reads the first's verdicts."""
+    import evaluations.models.cache as cache_module
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.embedded import VerdictCache
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    opened: list[Path] = []
+    real_init = cache_module.ModelCache.__init__
+
+    def counting_init(self, path):
+        opened.append(Path(path))
+        real_init(self, path)
+
+    monkeypatch.setattr(cache_module.ModelCache, "__init__", counting_init)
+    reports = []
+    for _ in range(2):
+        dataset, task = _dataset(clear_cases, EmbeddedLLMJudge(combined=False))
+        reports.append(dataset.evaluate_sync(task, progress=False, max_concurrency=3))
+    assert opened == [tmp_path / "cache" / "llm_verdicts.sqlite"]
+    assert len(VerdictCache()) == len(clear_cases)
+    first, second = ({c.name: c.scores["llm_p_correct"].value for c in r.cases} for r in reports)
+    assert first == second and len(first) == len(clear_cases)
 
 
 def test_cli_judge_agreement_runs_the_llm_judge_from_the_cache(tmp_path, clear_cases):
@@ -197,7 +253,7 @@ def test_p_yes_from_logprobs_sums_yes_and_no_spellings():
 def test_served_judge_against_a_real_llama_cpp_server(llama_server):
     """SmolLM2 is a poor judge: this checks the protocol (every case gets a verdict and a probability)."""
     from evaluations.core.config import load_config
-    from evaluations.judging.llm import llm_judge
+    from evaluations.evaluators.llm_judges import llm_judge
 
     config = load_config(None, {"judge.model": {"provider": "openai", "name": llama_server.model_id,
                                                 "base_url": llama_server.base_url, "max_tokens": 48},

@@ -27,7 +27,8 @@ from evaluations.core.config import load_config
 from evaluations.core.errors import EvaluationsError
 from evaluations.models.embedders import build_embedder
 from evaluations.models.remote_embedders import OllamaEmbedder, OpenAIEmbedder
-from evaluations.judging.llm import AnswerEquivalenceJudge, llm_judge, load_rubric
+from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge, llm_judge
+from evaluations.judging.llm import load_rubric
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings, ollama_v1_url
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
@@ -480,3 +481,58 @@ def test_streaming_chat_both_apis():
     assert call.body["stream"] is True and streamed.answer == "Paris"
     assert "".join(p.message.content for p in parts) == json.dumps(
         {"answer": "Lyon", "cited_ids": [], "confidence": 0.25}) and parts[-1].done
+
+
+def test_batch_judge_served_bounds_concurrency_caches_verdicts_and_counts_failures(evouna_cases, tmp_path,
+                                                                                     monkeypatch):
+    """judge-agreement's served LLM judge: one verdict per example (the human label the scripted judge returns),
+    at most ``concurrency`` requests in flight, a non-answer screened without a request, a judge failure NaN;
+    verdicts cached on disk (a second pass asks nothing), ``cache=False`` neither reads nor writes them."""
+    import threading
+    import time
+
+    from evaluations.judging.data import LabelledAnswer
+    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.llm import batch_judge
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    by_question = {q: label for q, _, _, label in evouna_cases}
+    lock, in_flight, peak = threading.Lock(), [0], [0]
+
+    def responder(request):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(0.05)
+        with lock:
+            in_flight[0] -= 1
+        question = _section(_user_prompt(request), "Input")
+        if question == "broken":
+            return Fault("400")  # refused in every mode: the ladder gives up, the verdict is not judged
+        label = by_question[question]
+        return tool_call(request["tools"][0]["function"]["name"], {"reason": "label", "pass": label,
+                                                                   "score": float(label)})
+
+    examples = [LabelledAnswer(q, tuple(gold), a, label, q) for q, gold, a, label in evouna_cases]
+    examples += [LabelledAnswer("who wrote hamlet", ("Shakespeare",), "", False, "empty"),
+                 LabelledAnswer("broken", ("x",), "y", False, "broken")]
+    with FakeLLMServer(models=("judge-llm",), responder=responder) as server:
+        config = _config(server.url, **{"judge.model": {"provider": "ollama", "name": "judge-llm"},
+                                        "judge.retries": 0, "requests": {"retries": 0}, "cache.enabled": False})
+        verdicts = batch_judge(config.judge.model, config, concurrency=2)(examples)
+        asked, peak_of_two = len(server.calls("/v1/chat/completions")), peak[0]
+        peak[0] = 0
+        again = batch_judge(config.judge.model, config, concurrency=2)(examples)
+        cached_pass = len(server.calls("/v1/chat/completions")) - asked
+        uncached = batch_judge(config.judge.model, config, concurrency=3, cache=False)(examples)
+        uncached_pass = len(server.calls("/v1/chat/completions")) - asked - cached_pass
+    expected = [float(label) for _, _, _, label in evouna_cases] + [0.0, float("nan")]
+    np.testing.assert_array_equal(verdicts, expected)
+    np.testing.assert_array_equal(again, expected)
+    np.testing.assert_array_equal(uncached, expected)
+    # one request per judged example; 5 for the broken one: tool, native, prompted refused once each, text refused
+    # with logprobs and again without them
+    assert asked == len(evouna_cases) + 5 and uncached_pass == asked
+    assert cached_pass == 5  # only the failed verdict is asked again: nothing is cached for it
+    assert peak_of_two == 2 and 1 < peak[0] <= 3
+    assert len(VerdictCache()) == len(evouna_cases)

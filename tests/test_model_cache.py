@@ -231,3 +231,39 @@ def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
         reset_call_stats()
         third = ask(enabled=False)
         assert third.answer == first.answer and len(server.calls(CHAT)) == 2 * live
+
+
+def test_cache_files_of_the_old_format_are_ignored_not_fatal(tmp_path, monkeypatch):
+    """The embedded judge's verdicts and the semantic judge's embeddings had SQLite files of their own format
+    (tables ``verdict`` and ``emb``). Opened by the one store they are neither read nor broken: the old entries
+    are ignored (a planted wrong vector and verdict are not returned), new ones are stored beside them."""
+    import hashlib
+
+    from evaluations.judging import semantic
+    from evaluations.judging.embedded import VerdictCache, default_verdict_cache
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    text = "The capital of France is Paris."
+    old_key = hashlib.sha256(f"all-MiniLM-L6-v2\0{text}".encode()).hexdigest()  # the old file's key of `text`
+    semantic.default_cache_path().parent.mkdir(parents=True)
+    with sqlite3.connect(semantic.default_cache_path()) as db:
+        db.execute("CREATE TABLE emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        db.execute("INSERT INTO emb VALUES (?, ?)", (old_key, np.ones(384, dtype=np.float32).tobytes()))
+    verdict_key = VerdictCache.key("judge", "q", ["gold"], "answer")
+    with sqlite3.connect(default_verdict_cache()) as db:
+        db.execute("CREATE TABLE verdict (key TEXT PRIMARY KEY, p REAL NOT NULL, info TEXT)")
+        db.execute("INSERT INTO verdict VALUES (?, ?, ?)", (verdict_key, 0.5, "{}"))
+
+    cache = VerdictCache()
+    assert cache.entry(verdict_key) is None and len(cache) == 0
+    cache.put(verdict_key, 0.75, {"yes_no_mass": 0.9})
+    assert VerdictCache().entry(verdict_key) == (0.75, {"yes_no_mass": 0.9})
+
+    vector = semantic.embed_texts([text])[0]
+    expected = semantic._get_embedder().embed([text])[0]  # the model itself, no cache
+    np.testing.assert_allclose(vector, expected, atol=1e-6)
+    assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)  # not the planted all-ones vector
+    np.testing.assert_array_equal(semantic.embed_texts([text])[0], vector)  # now from the store
+    with sqlite3.connect(semantic.default_cache_path()) as db:
+        assert db.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 1  # the old table is left as it was
+        assert db.execute("SELECT kind, COUNT(*) FROM calls GROUP BY kind").fetchall() == [("judge_embedding", 1)]

@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case, Dataset
 
 from evaluations.judging.heldout import load_evouna
-from evaluations.judging.llm import AnswerEquivalenceJudge
+from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge
 from evaluations.judging.nonanswer import KINDS, screen
 from evaluations.evaluators.answers import OfflineJudge
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs

@@ -28,6 +28,7 @@ from evaluations.pipeline.qa_agent import (
     answer_question,
     build_qa_agent,
     output_modes,
+    qa_ladder,
 )
 from evaluations.core.types import Answer, RetrievedChunk
 
@@ -72,7 +73,8 @@ def test_a_model_without_tool_calls_falls_back_to_json_schema(row):
         return _reply('{"answer": "Healthy Horizons", "cited_ids": ["c0"], "confidence": 0.7}')
 
     agent = build_qa_agent(FunctionModel(model, profile=_JSON_PROFILE))
-    result = asyncio.run(answer_question(agent, row["question"], _chunks(row), modes=SERVED_LADDER))
+    ladder = qa_ladder(agent, SERVED_LADDER)  # one per run, as the run's task keeps it
+    result = asyncio.run(answer_question(agent, row["question"], _chunks(row), ladder=ladder))
     assert seen == ["tool"] * (OUTPUT_RETRIES + 1) + ["native"]
     assert result.mode == "native"
     assert result.answer == Answer(answer="Healthy Horizons", cited_ids=["c0"], confidence=0.7)
@@ -87,7 +89,7 @@ def test_a_model_without_tool_calls_falls_back_to_json_schema(row):
 
     # the next question starts at the mode that worked: the failed tool calls are not paid again
     seen.clear()
-    again = asyncio.run(answer_question(agent, row["question"], _chunks(row), modes=SERVED_LADDER))
+    again = asyncio.run(answer_question(agent, row["question"], _chunks(row), ladder=ladder))
     assert seen == ["native"] and again.mode == "native" and [a.mode for a in again.attempts] == ["native"]
 
 

@@ -16,14 +16,15 @@ l the logits of the next token after the suffix, Y the single-token spellings of
 with the threshold calibrated on human-labelled answers (``judges/embedded_judge.json``, written by
 ``evaluations.judging.heldout``). ``yes_no_mass`` = Σ_{t∈Y∪N} softmax(l)_t tells how sure the model is
 that the reply is yes/no at all. The Llama is loaded once per file; verdicts are serialised with a lock
-and run in a worker thread. Verdicts can be cached on disk (SQLite, keyed by model, prompt and texts).
+and run in a worker thread. Verdicts can be cached on disk (``VerdictCache``: kind ``verdict`` of the one cache
+store, ``models.cache.open_store``, keyed by model, prompt and texts). ``EmbeddedGrader.grade`` is one verdict as
+a ``judges.llm.Grade``; the pydantic-evals evaluator is ``evaluators.llm_judges.EmbeddedLLMJudge``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,18 +32,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.judging.llm import Grade
 from evaluations.judging.shipped import shipped_path
+from evaluations.models.cache import open_store
 from evaluations.models.llamacpp import load_llama
 
 __all__ = [
     "DEFAULT_JUDGE",
-    "EmbeddedLLMJudge",
+    "EmbeddedGrader",
     "YesNoJudge",
     "VerdictCache",
-    "shared_verdict_cache",
     "load_judge",
     "judge_params",
     "embedded_judge_path",
@@ -195,15 +196,15 @@ def default_verdict_cache() -> Path:
 
 
 class VerdictCache:
-    """P(correct) per (judge id, question, gold, answer) in SQLite; safe to share between runs."""
+    """P(correct) per (judge id, question, gold, answer): the ``verdict`` entries of the cache store at ``path``
+    (default ``default_verdict_cache()``). The store is opened once per process and file (``open_store``), so
+    making a ``VerdictCache`` per case costs nothing; safe to share between threads, processes and runs."""
+
+    KIND = "verdict"
 
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else default_verdict_cache()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("CREATE TABLE IF NOT EXISTS verdict (key TEXT PRIMARY KEY, p REAL NOT NULL, info TEXT)")
-        self._db.commit()
+        self.store = open_store(self.path)
 
     @staticmethod
     def key(judge_id: str, question: str, refs: Sequence[str], answer: str) -> str:
@@ -215,27 +216,17 @@ class VerdictCache:
 
     def entry(self, key: str) -> tuple[float, dict[str, Any]] | None:
         """(P(correct), what was stored beside it) or None."""
-        with self._lock:
-            row = self._db.execute("SELECT p, info FROM verdict WHERE key = ?", (key,)).fetchone()
-        return None if row is None else (float(row[0]), json.loads(row[1] or "{}"))
+        value = self.store.get(key)
+        if not isinstance(value, str):
+            return None
+        stored = json.loads(value)
+        return float(stored["p"]), stored.get("info") or {}
 
     def put(self, key: str, p: float, info: dict[str, Any] | None = None) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO verdict VALUES (?, ?, ?)", (key, p, json.dumps(info or {})))
-            self._db.commit()
+        self.store.put(self.KIND, key, json.dumps({"p": float(p), "info": info or {}}))
 
-
-_shared_caches: dict[Path, VerdictCache] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_verdict_cache(path: Path | None = None) -> VerdictCache:
-    """One ``VerdictCache`` per file and process (evaluators ask per case; one SQLite connection serves all)."""
-    path = Path(path) if path else default_verdict_cache()
-    with _shared_lock:
-        if path not in _shared_caches:
-            _shared_caches[path] = VerdictCache(path)
-        return _shared_caches[path]
+    def __len__(self) -> int:
+        return self.store.count(self.KIND)
 
 
 def judge_many(
@@ -293,66 +284,41 @@ def combined_params_path() -> Path:
     return params_path().with_name("combined_judge.json")
 
 
-def combined_verdict(refs: Sequence[str], answer: str, p: float, question: str = "",
-                     ) -> dict[str, float | EvaluationReason]:
-    """``combined_p_correct`` / ``combined_correct``: the offline judge's features plus llm_logit(p)
+def combined_verdict(refs: Sequence[str], answer: str, p: float, question: str = "") -> tuple[float, bool, str]:
+    """(``combined_p_correct``, verdict, reason): the offline judge's features plus llm_logit(p)
     (``judges/combined_judge.json``, fitted by ``judges.heldout.write_params``)."""
     from evaluations.judging.offline import llm_logit, load_model
 
     model = load_model(combined_params_path())
     pc, verdict = model.judge(refs, answer, extras={"llm_logit": float(llm_logit(p))}, question=question)
     reason = f"p(correct) = {pc:.2f}, threshold {model.threshold:g} (offline features + LLM P(yes) {p:.2f})"
-    return {"combined_p_correct": pc, "combined_correct": EvaluationReason(verdict, reason=reason)}
+    return pc, bool(verdict), reason
 
 
-# -- the pydantic-evals evaluator ---------------------------------------------------------------------
-@dataclass(repr=False)
-class EmbeddedLLMJudge(Evaluator):
-    """``llm_p_correct`` = P(correct) of the embedded judge; ``llm_judge`` = P ≥ threshold, with the reason.
-
-    The non-answer screen (``judges.nonanswer``) runs first: a non-answer is incorrect without a forward pass
-    (``answer_kind`` names its kind), and so is ``combined_correct``.
-
-    ``threshold`` None: the calibrated one of ``judges/embedded_judge.json``. No answer or no gold: ``{}``.
-    """
+# -- one verdict ----------------------------------------------------------------------------------------
+@dataclass
+class EmbeddedGrader:
+    """One verdict of the embedded judge ``model``: P(correct) ≥ ``threshold`` (None: the calibrated one of
+    ``judges/embedded_judge.json``). ``cache``: read and write verdicts in the ``VerdictCache``; False
+    (``--no-cache``) neither reads nor writes them. ``data_dir``: where the assembled GGUF lives."""
 
     model: str = DEFAULT_JUDGE
     threshold: float | None = None
-    evaluation_name: str = "llm_judge"
     cache: bool = True
-    combined: bool = True  # also the combined judge (offline features + this P) when its parameters are shipped
-    data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
+    data_dir: str | None = None
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
+    def probability(self, question: str, refs: Sequence[str], answer: str) -> float:
+        """P(correct), from the verdict cache when it is there (runs the model in this thread otherwise)."""
+        judge = load_judge(self.model, Path(self.data_dir) if self.data_dir else None)
+        cache = VerdictCache() if self.cache else None
+        return float(judge_many(judge, [(question, refs, answer)], cache=cache)[0])
+
+    async def grade(self, question: str, answer: str, gold: list[str]) -> Grade:
+        """The verdict on ``answer`` (the model runs in a worker thread, off the event loop)."""
         import anyio.to_thread
 
-        from evaluations.evaluators.answers import judged_case, screened
-
-        case = judged_case(ctx)
-        if case is None:
-            return {}
-        decided = screened(case, self.evaluation_name, "llm_p_correct")
-        if decided is not None:  # a non-answer (or an unanswerable question): no forward pass
-            if self.combined and combined_params_path().is_file():
-                decided.update(screened(case, "combined_correct", "combined_p_correct") or {})
-            return decided
-        refs, answer, question = case.refs, case.answer, case.question
+        p = await anyio.to_thread.run_sync(self.probability, question, gold, answer)
         threshold = self.threshold if self.threshold is not None else float(judge_params()["threshold"])
-
-        def run() -> float:
-            judge = load_judge(self.model, Path(self.data_dir) if self.data_dir else None)
-            cache = shared_verdict_cache() if self.cache else None
-            return float(judge_many(judge, [(question or "", refs, answer)], cache=cache)[0])
-
-        p = await anyio.to_thread.run_sync(run)
         verdict = p >= threshold
         reason = f"P(yes) = {p:.3f} {'>=' if verdict else '<'} threshold {threshold:.3f} ({self.model}, embedded)"
-        out: dict[str, float | EvaluationReason] = {
-            "llm_p_correct": p, self.evaluation_name: EvaluationReason(verdict, reason=reason)
-        }
-        if self.combined and combined_params_path().is_file():
-            out.update(await anyio.to_thread.run_sync(combined_verdict, refs, answer, p, question))
-        return out
-
-    def build_serialization_arguments(self) -> dict[str, Any]:
-        return {"model": f"embedded:{self.model}", "evaluation_name": self.evaluation_name}
+        return Grade(verdict, p, reason, "embedded")

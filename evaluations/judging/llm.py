@@ -11,16 +11,13 @@ Served models (ollama / OpenAI-compatible): a small pydantic-ai ``Agent`` of our
 4. ``text``: a one-word yes/no reply. When the server returns ``top_logprobs`` for the first token,
    P(correct) = Σ_{yes spellings} e^{lp} / Σ_{yes and no spellings} e^{lp}; else yes -> 1, no -> 0.
 
-A mode fails over to the next on invalid output (retries exhausted) or when the server rejects the request's
-form (HTTP 400/422, or a 5xx whose body names a validation error, as llama-cpp-python's server does for a
-``json_schema`` response format); transport errors, auth and overload are not degraded. The first mode that worked is remembered and
-tried first for later cases. Per case: ``llm_judge`` (verdict with reason), ``llm_p_correct``
-(P(correct): the text mode's probability, else ``score``), ``llm_judge_mode`` (label: the mode used).
-No answer or no gold: ``{}``. The non-answer screen (``judges.nonanswer``) runs first: a non-answer is
-incorrect without asking the model (``answer_kind`` names its kind). When every mode fails the evaluator raises and pydantic-evals records an
-evaluator failure for the case (shown and counted, never dropped).
+The modes are tried through the one output-mode ladder (``models.ladder``: its fail-over policy, the cache
+replay, and the mode that last worked tried first for later cases). ``AnswerGrader.grade`` returns a ``Grade``:
+verdict with reason, P(correct) (the text mode's probability, else ``score``) and the mode used; when every mode
+fails it raises. The pydantic-evals evaluators (non-answer screen first, results ``llm_judge``, ``llm_p_correct``,
+``llm_judge_mode``) are ``evaluators.llm_judges``.
 
-Provider ``embedded``: ``judges.embedded.EmbeddedLLMJudge`` (yes/no logits of an in-process model).
+Provider ``embedded``: ``judges.embedded.EmbeddedGrader`` (yes/no logits of an in-process model).
 """
 
 from __future__ import annotations
@@ -33,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
-from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.shipped import shipped_path
+from evaluations.models.ladder import SERVED_LADDER, LadderFailed, OutputLadder, output_type
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,7 +41,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config, LLMModel
 
 RUBRIC_PATH = shipped_path("answer_equivalence.md")  # package data: judges/ in a checkout (judges.shipped)
-MODES = ("tool", "native", "prompted", "text")
+MODES = SERVED_LADDER
 YES_WORDS, NO_WORDS = frozenset({"yes", "true", "correct"}), frozenset({"no", "false", "incorrect"})
 
 _INSTRUCTIONS = (
@@ -69,6 +66,8 @@ class GradingOutput(BaseModel):
 
 @dataclass
 class Grade:
+    """One verdict: ``verdict``, P(correct), the reason, and the output mode that gave it."""
+
     verdict: bool
     p_correct: float
     reason: str
@@ -114,26 +113,28 @@ def parse_yes_no(text: str) -> bool | None:
     return None if not words else True if words[0] in YES_WORDS else False if words[0] in NO_WORDS else None
 
 
-@dataclass(repr=False)
-class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
-    """pass = the judge model says the answer is equivalent to at least one gold answer (modes: module doc)."""
+@dataclass
+class AnswerGrader:
+    """The served judge: is the answer equivalent to at least one gold answer (modes: module docstring)?
+    ``retries``: output retries per mode; ``logprobs``: ask for the first token's log-probabilities in text mode."""
 
     model: Model
     rubric: str
     model_settings: ModelSettings | None = None
     retries: int = 2
-    evaluation_name: str = "llm_judge"
     modes: tuple[str, ...] = MODES
     logprobs: bool = True
-    _working: list[str] = field(default_factory=list, init=False)
+    ladder: OutputLadder = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.ladder = OutputLadder(self.modes)
 
     def _agent(self, mode: str) -> Any:
-        from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput
+        from pydantic_ai import Agent
 
-        if mode == "text":
-            return Agent(self.model, output_type=str, instructions=_TEXT_INSTRUCTIONS, retries=self.retries)
-        wrap = {"tool": ToolOutput, "native": NativeOutput, "prompted": PromptedOutput}[mode]
-        return Agent(self.model, output_type=wrap(GradingOutput), instructions=_INSTRUCTIONS, retries=self.retries)
+        instructions = _TEXT_INSTRUCTIONS if mode == "text" else _INSTRUCTIONS
+        return Agent(self.model, output_type=output_type(mode, GradingOutput), instructions=instructions,
+                     retries=self.retries)
 
     async def _run(self, mode: str, prompt: str) -> Grade:
         settings: dict[str, Any] = dict(self.model_settings or {})
@@ -165,57 +166,31 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
         return Grade(p >= 0.5, p, f"replied {result.output.strip()[:40]!r}; {source} = {p:.3f}", mode)
 
     async def grade(self, question: str, answer: str, gold: list[str]) -> Grade:
-        """The verdict of the first output mode that works (the remembered one first), replayed from the model-call
-        cache alone first (``models.cache.replay_first``: a re-run repeats none of the calls that failed)."""
-        from evaluations.models.cache import replay_first
+        """The verdict of the first output mode that works (the ladder's remembered one first), replayed from the
+        model-call cache alone first (``models.cache.replay_first``: a re-run repeats none of the failed calls)."""
+        from pydantic_ai.exceptions import UnexpectedModelBehavior
 
         prompt = judge_prompt(question, answer, gold, self.rubric)
-        return await replay_first(self.model, lambda: self._ladder(prompt))
+        try:
+            return await self.ladder.run(self.model, lambda mode: self._run(mode, prompt))
+        except LadderFailed as exc:
+            errors = "; ".join(f"{mode}: {_short(error)}" for mode, error in exc.failures)
+            raise UnexpectedModelBehavior("no judge output mode worked (retries exhausted): " + errors) from exc
 
-    async def _ladder(self, prompt: str) -> Grade:
-        from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 
-        from evaluations.models.cache import CacheMiss
+def _short(error: Exception) -> str:
+    from pydantic_ai.exceptions import ModelHTTPError
 
-        order = list(self.modes)
-        if self._working and self._working[0] in order:
-            order.remove(self._working[0])
-            order.insert(0, self._working[0])
-        errors = []
-        for mode in order:
-            try:
-                grade = await self._run(mode, prompt)
-            except (UnexpectedModelBehavior, CacheMiss) as exc:
-                errors.append(f"{mode}: {exc}")
-                continue
-            except ModelHTTPError as exc:
-                if not _rejects_request(exc):
-                    raise
-                errors.append(f"{mode}: HTTP {exc.status_code}")
-                continue
-            if not self._working:
-                self._working.append(mode)
-            return grade
-        raise UnexpectedModelBehavior("no judge output mode worked (retries exhausted): " + "; ".join(errors))
+    return f"HTTP {error.status_code}" if isinstance(error, ModelHTTPError) else str(error)
 
-    async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> dict[str, Any]:
-        from evaluations.evaluators.answers import judged_case, screened
 
-        case = judged_case(ctx)
-        if case is None:
-            return {}
-        decided = screened(case, self.evaluation_name, "llm_p_correct")
-        if decided is not None:  # a non-answer (or an unanswerable question): the model is not asked
-            return decided
-        grade = await self.grade(case.question, case.answer.strip(), case.refs)
-        return {
-            self.evaluation_name: EvaluationReason(grade.verdict, reason=grade.reason),
-            "llm_p_correct": grade.p_correct,
-            "llm_judge_mode": grade.mode,
-        }
+def answer_grader(model_cfg: LLMModel, config: Config) -> AnswerGrader:
+    """The served judge of ``judge.model``: sampling pinned (``models.chat.model_settings``), ``judge.retries``
+    output retries, the shipped rubric."""
+    from evaluations.models.chat import build_model, model_settings
 
-    def build_serialization_arguments(self) -> dict[str, Any]:
-        return {"model": self.model.model_id, "retries": self.retries, "evaluation_name": self.evaluation_name}
+    return AnswerGrader(model=build_model(model_cfg, config), rubric=load_rubric(),
+                        model_settings=model_settings(model_cfg), retries=config.judge.retries)
 
 
 def embedded_judge_name(model_cfg: LLMModel) -> str:
@@ -223,24 +198,6 @@ def embedded_judge_name(model_cfg: LLMModel) -> str:
     from evaluations.judging.embedded import DEFAULT_JUDGE
 
     return model_cfg.name if "name" in model_cfg.model_fields_set else DEFAULT_JUDGE
-
-
-def llm_judge(model_cfg: LLMModel, config: Config) -> Evaluator:
-    """The judge for ``judge.model``: embedded -> ``EmbeddedLLMJudge``; served -> ``AnswerEquivalenceJudge``
-    with sampling pinned and ``judge.retries`` retries."""
-    if model_cfg.provider == "embedded":
-        from evaluations.judging.embedded import EmbeddedLLMJudge
-
-        return EmbeddedLLMJudge(model=embedded_judge_name(model_cfg), data_dir=str(config.data_dir()),
-                                cache=config.cache.enabled)
-    from evaluations.models.chat import build_model, model_settings
-
-    return AnswerEquivalenceJudge(
-        model=build_model(model_cfg, config),
-        rubric=load_rubric(),
-        model_settings=model_settings(model_cfg),
-        retries=config.judge.retries,
-    )
 
 
 def describe_judge(model_cfg: LLMModel, config: Config) -> dict[str, Any]:
@@ -272,7 +229,8 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
     """A ``judges.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed.
 
     Embedded: P(correct) ≥ the calibrated threshold, one verdict at a time. Served: ``concurrency`` requests
-    in flight. Verdicts are cached on disk (``judges.embedded.VerdictCache``) keyed by judge, prompt and texts.
+    in flight. Verdicts are cached on disk (``judges.embedded.VerdictCache``) keyed by judge, prompt and texts;
+    ``cache`` False neither reads nor writes them.
     """
     import numpy as np
 
@@ -292,44 +250,49 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
 
         return run_embedded
 
-    import asyncio
     import hashlib
+
+    import anyio
 
     from evaluations.judging.nonanswer import screen
 
-    judge: AnswerEquivalenceJudge = llm_judge(model_cfg, config)  # type: ignore[assignment]
-    judge_id = hashlib.sha256(f"{model_cfg.provider}:{model_cfg.name}:{model_cfg.base_url}\0{judge.rubric}".encode())
+    grader = answer_grader(model_cfg, config)
+    judge_id = hashlib.sha256(f"{model_cfg.provider}:{model_cfg.name}:{model_cfg.base_url}\0{grader.rubric}".encode())
     judge_id_hex = judge_id.hexdigest()[:16]
 
+    async def one(e: Any) -> float:
+        decided = screen(e.question, list(e.references), e.answer, answerable=e.answerable).decided
+        if decided is not None:  # the non-answer screen, as in a run
+            return float(decided)
+        key = VerdictCache.key(judge_id_hex, e.question, e.references, e.answer)
+        entry = store.entry(key) if store is not None else None
+        if entry is None:
+            try:
+                grade = await grader.grade(e.question, e.answer, list(e.references))
+            except Exception:  # noqa: BLE001 - a failed verdict is counted as not judged
+                return float("nan")
+            entry = (grade.p_correct, {"verdict": grade.verdict, "mode": grade.mode})
+            if store is not None:
+                store.put(key, *entry)
+        return float(entry[1].get("verdict", entry[0] >= 0.5))
+
     def run_served(examples: Any, progress: Any = None) -> np.ndarray:
-        async def one(e: Any, gate: asyncio.Semaphore) -> float:
-            decided = screen(e.question, list(e.references), e.answer, answerable=e.answerable).decided
-            if decided is not None:  # the non-answer screen, as in a run
-                if progress is not None:
-                    progress(1)
-                return float(decided)
-            key = VerdictCache.key(judge_id_hex, e.question, e.references, e.answer)
-            entry = store.entry(key) if store is not None else None
-            if entry is None:
-                try:
-                    async with gate:
-                        grade = await judge.grade(e.question, e.answer, list(e.references))
-                except Exception:  # noqa: BLE001 - a failed verdict is counted as not judged
-                    return float("nan")
-                finally:
-                    if progress is not None:
-                        progress(1)
-                entry = (grade.p_correct, {"verdict": grade.verdict, "mode": grade.mode})
-                if store is not None:
-                    store.put(key, *entry)
-            elif progress is not None:
+        examples = list(examples)
+        verdicts = np.full(len(examples), np.nan)
+
+        async def judged(i: int, limiter: anyio.CapacityLimiter) -> None:
+            async with limiter:  # at most ``concurrency`` verdicts in flight
+                verdicts[i] = await one(examples[i])
+            if progress is not None:
                 progress(1)
-            return float(entry[1].get("verdict", entry[0] >= 0.5))
 
-        async def run_all() -> list[float]:
-            gate = asyncio.Semaphore(concurrency)
-            return await asyncio.gather(*(one(e, gate) for e in examples))
+        async def run_all() -> None:  # anyio's public limiter and task group (pydantic-evals' gather is private)
+            limiter = anyio.CapacityLimiter(concurrency)
+            async with anyio.create_task_group() as group:
+                for i in range(len(examples)):
+                    group.start_soon(judged, i, limiter)
 
-        return np.array(asyncio.run(run_all()), dtype=float)
+        anyio.run(run_all)
+        return verdicts
 
     return run_served

@@ -1,14 +1,14 @@
 """Semantic answer similarity: max cosine between all-MiniLM-L6-v2 embeddings of gold and answer.
 
 The model is the in-process, offline all-MiniLM-L6-v2 of ``index.embedders.EmbeddedMiniLM``
-(loaded once, cached). Embeddings are cached on disk in a small SQLite file keyed by the SHA-256
-of the text, so re-running a calibration or an agreement study over ~23k pairs is fast.
+(loaded once, cached). Embeddings are cached on disk in the cache store (``models.cache.open_store``, kind
+``judge_embedding``, float32 bytes) keyed by the SHA-256 of the model and text, so re-running a calibration or an
+agreement study over ~23k pairs is fast.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +29,7 @@ __all__ = [
 SEMANTIC_THRESHOLD = 0.25
 _DIM = 384
 _MODEL_ID = "all-MiniLM-L6-v2"
+_KIND = "judge_embedding"  # the namespace of these vectors in the cache store
 _lock = threading.Lock()
 _embedder = None
 
@@ -56,66 +57,36 @@ def _key(text: str) -> str:
     return hashlib.sha256(f"{_MODEL_ID}\0{text}".encode()).hexdigest()
 
 
-class _Cache:
-    def __init__(self, path: Path | None):
-        self._db = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path))
-            self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-
-    def get(self, keys: list[str]) -> dict[str, np.ndarray]:
-        if self._db is None:
-            return {}
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, blob in self._db.execute(f"SELECT key, vec FROM emb WHERE key IN ({marks})", chunk):
-                found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def put(self, items: list[tuple[str, np.ndarray]]) -> None:
-        if self._db is not None and items:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO emb VALUES (?, ?)", [(k, v.astype(np.float32).tobytes()) for k, v in items]
-            )
-            self._db.commit()
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-
-
 def embed_texts(
     texts: Sequence[str], *, cache_path: Path | None | bool = True, progress: Progress | None = None, batch: int = 256
 ) -> np.ndarray:
     """L2-normalised embeddings, shape (len(texts), 384). ``cache_path``: True = default file, None/False = no cache."""
+    from evaluations.models.cache import open_store
+
     if cache_path is True:
         cache_path = default_cache_path()
-    cache = _Cache(cache_path or None)
-    try:
-        unique = list(dict.fromkeys(texts))
-        keys = [_key(t) for t in unique]
-        vectors = cache.get(keys)
-        # longest first, so each batch pads to similar lengths (and time estimates are pessimistic early)
-        missing = sorted(((k, t) for k, t in zip(keys, unique) if k not in vectors), key=lambda kt: -len(kt[1]))
-        if progress is not None and len(unique) > len(missing):
-            progress(len(unique) - len(missing))
-        for start in range(0, len(missing), batch):
-            chunk = missing[start : start + batch]
-            embedded = _get_embedder().embed([t for _, t in chunk])
-            fresh = list(zip((k for k, _ in chunk), embedded))
-            cache.put(fresh)
-            vectors.update(fresh)
-            if progress is not None:
-                progress(len(chunk))
-        by_text = {t: vectors[k] for k, t in zip(keys, unique)}
-        if not texts:
-            return np.zeros((0, _DIM), dtype=np.float32)
-        return np.stack([by_text[t] for t in texts]).astype(np.float32)
-    finally:
-        cache.close()
+    store = open_store(cache_path) if cache_path else None
+    unique = list(dict.fromkeys(texts))
+    keys = [_key(t) for t in unique]
+    stored = store.get_many(keys) if store is not None else {}
+    vectors = {k: np.frombuffer(v, dtype=np.float32) for k, v in stored.items() if isinstance(v, bytes)}
+    # longest first, so each batch pads to similar lengths (and time estimates are pessimistic early)
+    missing = sorted(((k, t) for k, t in zip(keys, unique) if k not in vectors), key=lambda kt: -len(kt[1]))
+    if progress is not None and len(unique) > len(missing):
+        progress(len(unique) - len(missing))
+    for start in range(0, len(missing), batch):
+        chunk = missing[start : start + batch]
+        embedded = _get_embedder().embed([t for _, t in chunk])
+        fresh = [(k, np.asarray(v, dtype=np.float32)) for k, v in zip((k for k, _ in chunk), embedded)]
+        if store is not None:
+            store.put_many(_KIND, [(k, v.tobytes()) for k, v in fresh])
+        vectors.update(fresh)
+        if progress is not None:
+            progress(len(chunk))
+    by_text = {t: vectors[k] for k, t in zip(keys, unique)}
+    if not texts:
+        return np.zeros((0, _DIM), dtype=np.float32)
+    return np.stack([by_text[t] for t in texts]).astype(np.float32)
 
 
 def semantic_similarity_batch(

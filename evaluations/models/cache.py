@@ -1,8 +1,13 @@
-"""The on-disk cache of model calls: QA agent, LLM judge (pydantic-ai models) and server embeddings.
+"""The one on-disk cache store, and the cache of model calls: QA agent, LLM judge (pydantic-ai models), server
+embeddings.
 
-One SQLite file (``cache.path``, default ``<data_dir>/cache/model_calls.sqlite``; WAL journal, so
-threads and processes share it safely). An entry is written only after a call succeeded: failed
-calls are never cached. ``--no-cache`` (``cache.enabled: false``) bypasses it; the calls are still counted.
+``ModelCache`` is a key -> value store in one SQLite file (WAL journal, so threads and processes share it safely),
+each entry tagged with its kind (a namespace: ``chat``, ``embed``, the embedded judge's ``verdict``, the semantic
+judge's ``judge_embedding``). ``open_store(path)`` gives one store per process and file. The model-call cache
+is the store at ``cache.path`` (default ``<data_dir>/cache/model_calls.sqlite``). An entry is written only after
+a call succeeded: failed calls are never cached. ``--no-cache`` (``cache.enabled: false``) bypasses it; the calls
+are still counted. A file of an older format is a valid SQLite file with other tables: they are left alone and
+ignored (it is a cache), the store's own table is created beside them.
 
 Chat key = sha256 of the canonical JSON (sorted keys) of::
 
@@ -27,7 +32,6 @@ stage repeats none of the first run's failed calls, and returns what the first r
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config
 
 logger = logging.getLogger(__name__)
+Value = str | bytes  # what the store keeps per key: JSON text, or packed bytes (e.g. float32 vectors)
 
 KEY_VERSION = 1
 # message fields that are bookkeeping, not request content (they differ between identical requests)
@@ -115,7 +120,8 @@ def call_stats_line(stats: dict[str, dict[str, int]] | None = None) -> str:
 
 # -- storage -------------------------------------------------------------------------------------
 class ModelCache:
-    """A key -> JSON text store in one SQLite file; one connection per thread (and per process)."""
+    """A key -> value (text or bytes) store in one SQLite file; one connection per thread (and per process).
+    Use ``open_store(path)`` (one store per process and file) rather than a new instance per use."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -134,12 +140,12 @@ class ModelCache:
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> Value | None:
         row = self._connect().execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
+    def get_many(self, keys: Sequence[str]) -> dict[str, Value]:
+        found: dict[str, Value] = {}
         conn = self._connect()
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), 500):  # SQLite's bound-parameter limit
@@ -148,7 +154,7 @@ class ModelCache:
             found.update(conn.execute(f"SELECT key, value FROM calls WHERE key IN ({marks})", part).fetchall())
         return found
 
-    def put_many(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+    def put_many(self, kind: str, items: Sequence[tuple[str, Value]]) -> None:
         """Store ``items``; a cache that cannot be written (disk full, locked too long) only logs a warning:
         the call it would have saved has already succeeded."""
         try:
@@ -156,7 +162,7 @@ class ModelCache:
         except sqlite3.Error as exc:
             logger.warning("model-call cache %s not written: %s", self.path, exc)
 
-    def _put_many(self, kind: str, items: Sequence[tuple[str, str]]) -> None:
+    def _put_many(self, kind: str, items: Sequence[tuple[str, Value]]) -> None:
         now = time.time()
         conn = self._connect()
         conn.execute("BEGIN IMMEDIATE")
@@ -168,16 +174,28 @@ class ModelCache:
             conn.execute("ROLLBACK")
             raise
 
-    def put(self, kind: str, key: str, value: str) -> None:
+    def put(self, kind: str, key: str, value: Value) -> None:
         self.put_many(kind, [(key, value)])
+
+    def count(self, kind: str) -> int:
+        """The number of entries of ``kind``."""
+        return self._connect().execute("SELECT COUNT(*) FROM calls WHERE kind = ?", (kind,)).fetchone()[0]
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
 
-@functools.lru_cache(maxsize=None)
-def _open(path: str) -> ModelCache:
-    return ModelCache(Path(path))
+_stores: dict[Path, ModelCache] = {}
+_stores_lock = threading.Lock()
+
+
+def open_store(path: Path) -> ModelCache:
+    """The store of file ``path``, opened once per process (every later call returns the same store)."""
+    path = Path(path).expanduser().resolve()
+    with _stores_lock:
+        if path not in _stores:
+            _stores[path] = ModelCache(path)
+        return _stores[path]
 
 
 def open_cache(config: Config) -> ModelCache | None:
@@ -188,7 +206,7 @@ def open_cache(config: Config) -> ModelCache | None:
 
     path = config.cache_path()
     try:
-        return _open(str(path.resolve()))
+        return open_store(path)
     except (OSError, sqlite3.Error) as exc:
         raise EvaluationsError(f"cannot open the model-call cache ({exc})", where=str(path),
                                fix="set cache.path to a writable file, or run with --no-cache") from None

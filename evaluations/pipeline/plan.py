@@ -148,9 +148,10 @@ def build_qa_plan(config: Config) -> QAPlan:
     primary = choose_primary(config)
     judge_model = config.judge.model
     if judge_model is not None:
-        from evaluations.judging.llm import describe_judge, judge_check, llm_judge
+        from evaluations.evaluators.llm_judges import llm_judge
+        from evaluations.judging.llm import describe_judge, judge_check
 
-        evaluators.append(llm_judge(judge_model, config))  # provider embedded: judges.embedded.EmbeddedLLMJudge
+        evaluators.append(llm_judge(judge_model, config))  # embedded: llm_judges.EmbeddedLLMJudge
         checks.append(judge_check(judge_model, config))
         metadata["judge_model"] = describe_judge(judge_model, config)
     price = config.prices.get(f"{qa_model.provider}:{qa_model.name}")

@@ -5,34 +5,34 @@ malformed reply is sent back to the model up to ``OUTPUT_RETRIES`` times). ``ans
 question and returns a ``QAResult`` (answer, usage, the output mode that worked, the model's raw text, every
 attempt), or raises ``QAFailed`` carrying the error and what the model actually said.
 
-Output modes, tried in order until one yields a valid answer (``output_modes(model)`` picks the ladder):
+Output modes are tried through the one structured-output ladder (``models.ladder``: ``tool`` -> ``native`` ->
+``prompted`` -> ``text`` for served models, ``grammar`` for the embedded ones, ``tool`` for any other model). In
+``text`` mode the answer is the plain reply: no cited ids, no confidence; an empty answer moves on to the next mode.
 
-- served models (Ollama, OpenAI-compatible): ``tool`` (an output tool call) -> ``native`` (JSON schema,
-  pydantic-ai ``NativeOutput``) -> ``prompted`` (schema in the prompt, ``PromptedOutput``) -> ``text`` (plain
-  text: the answer only, no cited ids, no confidence); small models behind a server often manage only the last;
-- embedded models: ``grammar`` (the output tool's JSON, generation constrained by a grammar: always parses);
-- any other model (e.g. ``FunctionModel`` in tests): ``tool``.
-
-Each mode is one agent run with up to ``OUTPUT_RETRIES`` validation retries; usage sums over all attempts. The
-ladder remembers, per model object, the mode that last worked and starts the next question there (then the modes
-after it, then the ones before): a model that cannot make tool calls pays for the failed modes once, not on every
-question. ``QAResult.attempts`` records exactly what was tried for each question.
+Each mode is one agent run with up to ``OUTPUT_RETRIES`` validation retries; usage sums over all attempts. A
+ladder (``qa_ladder``, one per run) remembers the mode that last worked and starts the next question there: a
+model that cannot make tool calls pays for the failed modes once, not on every question. ``QAResult.attempts``
+records exactly what was tried for each question.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_ai import Agent, NativeOutput, PromptedOutput, capture_run_messages
+from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Answer, RetrievedChunk
+from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
+
+__all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
+           "build_qa_agent", "format_context", "output_modes", "qa_ladder"]
 
 OUTPUT_RETRIES = 2
 
@@ -82,44 +82,9 @@ def _prompt(question: str, context: str) -> str:
 
 
 # -- output modes --------------------------------------------------------------------------------
-SERVED_LADDER = ("tool", "native", "prompted", "text")
-
-_OUTPUT_TYPES: dict[str, Callable[[], Any]] = {
-    "tool": lambda: Answer,
-    "grammar": lambda: Answer,  # the embedded model turns the output tool into grammar-constrained JSON
-    "native": lambda: NativeOutput(Answer),
-    "prompted": lambda: PromptedOutput(Answer),
-    "text": lambda: str,
-}
-
-
-# id(model) -> (model, the mode that last worked for it); the model is kept so its id cannot be reused
-_LAST_WORKED: dict[int, tuple[Any, str]] = {}
-
-
-def _ordered(modes: tuple[str, ...], model: Any) -> tuple[str, ...]:
-    """``modes`` rotated to start at the mode that last worked for ``model`` (unchanged when none did)."""
-    entry = _LAST_WORKED.get(id(model))
-    if entry is None or entry[0] is not model or entry[1] not in modes:
-        return modes
-    start = modes.index(entry[1])
-    return modes[start:] + modes[:start]
-
-
-def output_modes(model: Model | str | None) -> tuple[str, ...]:
-    """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
-    ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise."""
-    from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.models.wrapper import WrapperModel
-
-    while isinstance(model, WrapperModel):  # e.g. the model-call cache (evaluations.models.cache.CachedModel)
-        model = model.wrapped
-    if isinstance(model, OpenAIChatModel):
-        return SERVED_LADDER
-    if isinstance(model, FunctionModel) and model.model_name.startswith("embedded:"):
-        return ("grammar",)
-    return ("tool",)
+def qa_ladder(agent: Agent[None, Answer], modes: tuple[str, ...] | None = None) -> OutputLadder:
+    """A ladder over ``modes`` (default ``output_modes(agent.model)``) for ``answer_question(..., ladder=)``."""
+    return OutputLadder(modes or output_modes(agent.model))
 
 
 class ModeAttempt(BaseModel):
@@ -203,41 +168,46 @@ async def answer_question(
     max_chars: int | None = None,
     *,
     modes: tuple[str, ...] | None = None,
+    ladder: OutputLadder | None = None,
 ) -> QAResult:
-    """Run ``agent`` on ``question`` with ``chunks`` as context, trying ``modes`` (default
-    ``output_modes(agent.model)``) in order until one gives a valid ``Answer``.
+    """Run ``agent`` on ``question`` with ``chunks`` as context through the output-mode ladder
+    (``models.ladder``): ``ladder`` (one per run, it remembers the mode that worked), else a new one over ``modes``
+    (default ``output_modes(agent.model)``), until a mode gives a valid, non-empty ``Answer``.
 
-    The ladder starts at the mode that last worked for this model (module docstring). It is first replayed from
-    the model-call cache alone (``models.cache.replay_first``): a re-run repeats none of the calls that failed.
-    Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts) when every mode failed.
-    ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
+    The ladder is first replayed from the model-call cache alone (``models.cache.replay_first``): a re-run repeats
+    none of the calls that failed. Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts)
+    when every mode failed or a mode failed in a way another mode cannot change (the server unreachable after its
+    retries). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
     """
-    from evaluations.models.cache import replay_first
-
     prompt = _prompt(question, format_context(chunks, max_chars))
-    return await replay_first(agent.model, lambda: _ladder(agent, prompt, modes))
-
-
-async def _ladder(agent: Agent[None, Answer], prompt: str, modes: tuple[str, ...] | None) -> QAResult:
+    ladder = ladder or qa_ladder(agent, modes)
     attempts: list[ModeAttempt] = []
-    for mode in _ordered(modes or output_modes(agent.model), agent.model):
+
+    async def attempt(mode: str) -> QAResult:
         with capture_run_messages() as messages:
             try:
-                result = await agent.run(prompt, output_type=_OUTPUT_TYPES[mode]())
+                result = await agent.run(prompt, output_type=output_type(mode, Answer))
+                answer = _as_answer(result.output)
+                if not answer.answer:
+                    raise InvalidOutput("empty answer")
             except EvaluationsError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure of a mode moves on to the next one
-                attempts.append(ModeAttempt(mode=mode, error=f"{type(exc).__name__}: {exc}",
-                                            raw_text=_last_reply(messages), usage=_usage(messages)))
-                continue
-        answer = _as_answer(result.output)
-        if not answer.answer:
-            attempts.append(ModeAttempt(mode=mode, error="empty answer", raw_text=_last_reply(messages),
-                                        usage=_usage(messages)))
-            continue
+            except Exception as exc:
+                error = str(exc) if isinstance(exc, InvalidOutput) else f"{type(exc).__name__}: {exc}"
+                attempts.append(ModeAttempt(mode=mode, error=error, raw_text=_last_reply(messages),
+                                            usage=_usage(messages)))
+                raise
         attempts.append(ModeAttempt(mode=mode, raw_text=_last_reply(messages), usage=_usage(messages)))
-        _LAST_WORKED[id(agent.model)] = (agent.model, mode)
         return QAResult(answer=answer, usage=_sum([a.usage for a in attempts]), mode=mode,
-                        raw_text=attempts[-1].raw_text, attempts=attempts)
-    raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")
-    raise QAFailed(attempts[-1].error or "no output mode tried", raw, _sum([a.usage for a in attempts]), attempts)
+                        raw_text=attempts[-1].raw_text, attempts=list(attempts))
+
+    try:
+        return await ladder.run(agent.model, attempt, start=attempts.clear)
+    except EvaluationsError:
+        raise
+    except Exception as exc:  # every mode failed, or one failed for good: keep what the model said
+        if not attempts:
+            raise
+        raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")
+        raise QAFailed(attempts[-1].error or str(exc), raw, _sum([a.usage for a in attempts]),
+                       list(attempts)) from exc

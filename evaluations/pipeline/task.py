@@ -60,6 +60,7 @@ class RagTask:
     context_limit: int = 5  # chunks of a user system's results given to the QA agent
     system: System | None = None  # a user's system under test (replaces the retriever)
     k: int = 100
+    ladder: Any | None = None  # the QA agent's output-mode ladder (models.ladder), made on the first answer
 
     async def _retrieve(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
         if self.system is not None:
@@ -92,13 +93,14 @@ class RagTask:
         latency["_batch"] = latency["embed"] + retrieval.latency_ms.get("vector", 0.0)
 
     async def _answer(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
-        from evaluations.pipeline.qa_agent import QAFailed, answer_question
+        from evaluations.pipeline.qa_agent import QAFailed, answer_question, qa_ladder
 
         output.chunks = select_context(output.chunks, self.max_context_chars)
         output.context_text = format_context(output.chunks)
         t0 = time.perf_counter()
         try:
-            result = await answer_question(self.agent, inputs.query, output.chunks)
+            self.ladder = self.ladder or qa_ladder(self.agent)  # one per run: it remembers the mode that worked
+            result = await answer_question(self.agent, inputs.query, output.chunks, ladder=self.ladder)
         except QAFailed as exc:  # every output mode failed: keep what the model said
             output.qa_status, output.qa_error = "failed", _error_text(exc)
             output.raw_text, output.usage = exc.raw_text or None, dict(exc.usage)

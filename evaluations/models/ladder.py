@@ -1,0 +1,138 @@
+"""The structured-output ladder: the output modes a stage tries, in order, until one gives a valid reply.
+
+One ladder for every stage that asks a model for structured output (the QA agent, the served LLM judge, the
+question writer). Modes, in ladder order (``SERVED_LADDER``):
+
+- ``tool``: an output tool call (pydantic-ai ``ToolOutput``);
+- ``native``: the server's JSON-schema response format (``NativeOutput``);
+- ``prompted``: the schema in the instructions, JSON parsed from the text (``PromptedOutput``);
+- ``text``: plain text (``str``); the stage reads what it can from it.
+
+The embedded models have one mode, ``grammar``: the output tool's JSON generated under a grammar (always parses).
+``output_modes(model)`` picks the modes of a model; ``output_type(mode, schema)`` is the one mode -> output type map.
+
+Fail-over (``degrades``): a mode gives way to the next one on invalid output after the stage's retries
+(``UnexpectedModelBehavior``, ``InvalidOutput``), on ``CacheMiss`` (a replay from the cache, see below) and when
+the server refuses the request's form (``models.retry.rejects_request``: HTTP 400/422, or a 5xx whose body names a
+validation error). Anything else (transport errors after their retries, auth, a missing model, overload,
+configuration errors) is raised as it is: another mode cannot change it. When every mode failed,
+``LadderFailed`` carries each mode's error.
+
+``OutputLadder`` remembers the mode that last worked and starts there (then the modes after it, then the ones
+before): a model that cannot make tool calls pays for the failed modes once, not on every request. The memory
+belongs to the ladder instance. ``OutputLadder.run`` replays the whole ladder from the model-call cache alone
+first (``models.cache.replay_first``), so a re-run repeats none of the calls that failed the first time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+from pydantic_ai.models import Model
+
+from evaluations.models.cache import CacheMiss, replay_first
+from evaluations.models.retry import rejects_request
+
+__all__ = ["SERVED_LADDER", "InvalidOutput", "LadderFailed", "OutputLadder", "degrades", "output_modes",
+           "output_type"]
+
+SERVED_LADDER = ("tool", "native", "prompted", "text")
+
+#: mode -> output type for a schema (a pydantic model class); ``grammar``: the embedded model turns the output
+#: tool into grammar-constrained JSON
+_OUTPUT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "tool": ToolOutput,
+    "grammar": ToolOutput,
+    "native": NativeOutput,
+    "prompted": PromptedOutput,
+    "text": lambda schema: str,
+}
+
+T = TypeVar("T")
+
+
+def output_type(mode: str, schema: Any) -> Any:
+    """The pydantic-ai ``output_type`` asking for ``schema`` in ``mode``."""
+    return _OUTPUT_TYPES[mode](schema)
+
+
+def output_modes(model: Model | str | None) -> tuple[str, ...]:
+    """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
+    ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise (e.g. a ``FunctionModel`` in tests)."""
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.wrapper import WrapperModel
+
+    while isinstance(model, WrapperModel):  # e.g. the model-call cache (evaluations.models.cache.CachedModel)
+        model = model.wrapped
+    if isinstance(model, OpenAIChatModel):
+        return SERVED_LADDER
+    if isinstance(model, FunctionModel) and model.model_name.startswith("embedded:"):
+        return ("grammar",)
+    return ("tool",)
+
+
+class InvalidOutput(Exception):
+    """The stage read the reply and found it unusable (e.g. an empty answer): the next mode is tried."""
+
+
+class LadderFailed(Exception):
+    """Every mode failed with an error that degrades; ``failures``: (mode, error) in the order tried."""
+
+    def __init__(self, failures: list[tuple[str, Exception]]):
+        self.failures = failures
+        super().__init__("; ".join(f"{mode}: {error}" for mode, error in failures) or "no output mode tried")
+
+
+def degrades(error: Exception) -> bool:
+    """``error`` moves the ladder to its next mode (module docstring); else it is raised as it is."""
+    if isinstance(error, (UnexpectedModelBehavior, InvalidOutput, CacheMiss)):
+        return True
+    if isinstance(error, ModelHTTPError):
+        return rejects_request(error.status_code, str(error.body or ""))
+    return False
+
+
+class OutputLadder:
+    """The modes of one stage, tried in order from the one that last worked."""
+
+    def __init__(self, modes: Sequence[str]):
+        unknown = [m for m in modes if m not in _OUTPUT_TYPES]
+        if unknown or not modes:
+            raise ValueError(f"output modes must be some of {sorted(_OUTPUT_TYPES)}, got {list(modes)}")
+        self.modes = tuple(modes)
+        self.worked: str | None = None
+
+    def order(self) -> tuple[str, ...]:
+        """``modes`` rotated to start at the mode that last worked (unchanged before any did)."""
+        if self.worked is None:
+            return self.modes
+        start = self.modes.index(self.worked)
+        return self.modes[start:] + self.modes[:start]
+
+    async def run(self, model: Any, attempt: Callable[[str], Awaitable[T]],
+                  start: Callable[[], None] | None = None) -> T:
+        """``await attempt(mode)`` for each mode in ``order()`` until one returns; replayed from the model-call
+        cache of ``model`` alone first (``replay_first``; a replay that could not finish is run again live, and
+        ``start()`` is called before each pass, e.g. to forget the replay's attempts). Raises ``LadderFailed``
+        when every mode failed, or the first error that does not degrade."""
+        return await replay_first(model, lambda: self._climb(attempt, start))
+
+    async def _climb(self, attempt: Callable[[str], Awaitable[T]], start: Callable[[], None] | None) -> T:
+        if start is not None:
+            start()
+        failures: list[tuple[str, Exception]] = []
+        for mode in self.order():
+            try:
+                result = await attempt(mode)
+            except Exception as exc:
+                if not degrades(exc):
+                    raise
+                failures.append((mode, exc))
+                continue
+            self.worked = mode
+            return result
+        raise LadderFailed(failures)

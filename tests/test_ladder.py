@@ -1,0 +1,124 @@
+"""The one structured-output ladder (evaluations/models/ladder.py) as its three users walk it against a real HTTP
+server: the QA agent, the served LLM judge and the question writer. One fail-over policy (a refused request form
+and invalid output move on; overload does not), memory per ladder instance, and a cached re-run with 0 live calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fake_llm_server import FakeLLMServer, Fault
+from pydantic_ai.exceptions import ModelHTTPError
+
+from evaluations.core.config import load_config
+from evaluations.core.types import RetrievedChunk
+from evaluations.judging.llm import answer_grader
+from evaluations.models.cache import CALL_STATS, reset_call_stats
+from evaluations.models.chat import build_model, model_settings
+from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, qa_ladder
+from evaluations.synth.generate import QuestionWriter, WriteFailed, build_synth_agent
+
+CHAT = "/v1/chat/completions"
+QUESTION = "What is the capital of France?"
+CHUNKS = [RetrievedChunk(chunk_id="c1", doc_id="d1", text="The capital of France is Paris.", score=1.0)]
+PASSAGE = "Paris is the capital and largest city of France, on the Seine."
+
+
+def _config(url: str, tmp_path, *, retries: int = 0, enabled: bool = True):
+    model = {"provider": "openai", "name": "small-llm", "base_url": url}
+    return load_config(None, {"qa.model": model, "judge.model": model, "judge.retries": 0,
+                              "cache": {"enabled": enabled, "path": str(tmp_path / "calls.sqlite")},
+                              "requests": {"retries": retries, "backoff": 0.0}})
+
+
+class _Users:
+    """The three users of the ladder on one config, each with its own ladder instance."""
+
+    def __init__(self, config):
+        model_cfg = config.qa.model
+        self.agent = build_qa_agent(build_model(model_cfg, config), model_settings(model_cfg))
+        self.qa_ladder = qa_ladder(self.agent)
+        self.writer = QuestionWriter(build_synth_agent(build_model(model_cfg, config), model_settings(model_cfg)))
+        self.grader = answer_grader(config.judge.model, config)
+
+    async def qa(self, question: str = QUESTION):
+        return await answer_question(self.agent, question, CHUNKS, ladder=self.qa_ladder)
+
+    async def synth(self, passage: str = PASSAGE):
+        return await self.writer.write(passage)
+
+    async def judge(self, answer: str = "Paris"):
+        return await self.grader.grade(QUESTION, answer, ["Paris"])
+
+
+def _small_model(request: dict):
+    """Like a small model behind llama-cpp-python's server: ignores the output tool (chats), refuses a JSON-schema
+    response_format (HTTP 500 naming a validation error), follows a schema written in the instructions."""
+    if request.get("response_format", {}).get("type") == "json_schema":
+        return Fault("500-rejected")
+    if request.get("tools"):
+        return "I believe the answer is Paris."
+    said = json.dumps(request["messages"])
+    if "cited_ids" in said:
+        return json.dumps({"answer": "Paris", "cited_ids": ["c1"], "confidence": 0.9})
+    if "<Rubric>" in said:
+        return json.dumps({"reason": "same city", "pass": True, "score": 1.0})
+    return json.dumps({"question": "What is the capital of France?", "answer": "Paris"})
+
+
+async def _walk(server: FakeLLMServer, tmp_path) -> None:
+    config = _config(server.openai_url, tmp_path)
+    users = _Users(config)
+    calls = {}
+    for name, tool_tries in (("qa", 1 + OUTPUT_RETRIES), ("synth", 1 + OUTPUT_RETRIES), ("judge", 1)):
+        before = len(server.calls(CHAT))
+        result = await getattr(users, name)()
+        # tool (tries), native (refused: 1 request, not retried), prompted (works: 1 request)
+        assert len(server.calls(CHAT)) - before == tool_tries + 1 + 1, name
+        assert result.mode == "prompted", name
+        calls[name] = len(server.calls(CHAT))
+    # the next request of each starts at the mode that worked: one request each, failed modes not paid again
+    assert (await users.qa("Which city is the capital of France?")).answer.answer == "Paris"
+    assert (await users.synth(PASSAGE + " It has about two million inhabitants.")).pair.answer == "Paris"
+    assert (await users.judge("It is Paris.")).verdict is True
+    assert len(server.calls(CHAT)) == calls["judge"] + 3
+
+    # new ladder instances remember nothing (no module-level memory) and the cache replays every mode they walk,
+    # the refused request included: 0 live calls
+    reset_call_stats()
+    fresh = _Users(config)
+    assert fresh.qa_ladder.worked is None and fresh.grader.ladder.worked is None
+    again = (await fresh.qa(), await fresh.synth(), await fresh.judge())
+    assert len(server.calls(CHAT)) == calls["judge"] + 3
+    assert [r.mode for r in again] == ["prompted"] * 3
+    assert [a.mode for a in again[0].attempts] == ["tool", "native", "prompted"]
+    assert CALL_STATS["chat"].as_dict()["live"] == 0
+
+
+def test_refused_form_and_invalid_output_move_on_each_ladder_remembers_and_a_rerun_is_cached(tmp_path):
+    with FakeLLMServer(models=("small-llm",), responder=_small_model) as server:
+        asyncio.run(_walk(server, tmp_path))
+    assert server.errors == []
+
+
+async def _overloaded(server: FakeLLMServer, tmp_path) -> None:
+    users = _Users(_config(server.openai_url, tmp_path, retries=1, enabled=False))
+    with pytest.raises(QAFailed) as qa_failed:
+        await users.qa()
+    assert [a.mode for a in qa_failed.value.attempts] == ["tool"] and "500" in qa_failed.value.error
+    assert len(server.calls(CHAT)) == 2  # 1 try + 1 transport retry, one mode
+    with pytest.raises(WriteFailed) as write_failed:
+        await users.synth()
+    assert write_failed.value.reason == "model_error" and len(server.calls(CHAT)) == 4
+    with pytest.raises(ModelHTTPError) as judge_failed:
+        await users.judge()
+    assert judge_failed.value.status_code == 500 and len(server.calls(CHAT)) == 6
+
+
+def test_overload_is_not_degraded_by_any_user(tmp_path):
+    """HTTP 500 without a refusal (an overloaded or crashed server) is retried by the transport, then ends the
+    ladder: another output mode cannot help, so none is tried."""
+    with FakeLLMServer(models=("small-llm",), responder=lambda request: Fault("500")) as server:
+        asyncio.run(_overloaded(server, tmp_path))
