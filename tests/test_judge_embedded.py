@@ -301,3 +301,22 @@ def test_heldout_splits_and_statistics_match_scikit_learn():
                             *(f"without-system:{m}" for m in ("fid", "gpt35", "chatgpt", "gpt4", "newbing"))}
     assert all(set(heldout.JUDGE_NAMES) <= set(r) for r in results.values())
     assert len(FEATURES) + 1 == len(heldout.COMBINED_FEATURES)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_no_cache_reaches_the_combined_judge_of_judge_agreement(judge, clear_cases, tmp_path, monkeypatch, cache):
+    """``judge-agreement --judges combined --no-cache`` judges again: a verdict planted in the store (P = 0.0 for
+    answers the model rates correct) turns them incorrect only while the cache is used."""
+    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.embedded import VerdictCache, judge_many
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
+    right = [e for e in clear_cases if e.label]
+    assert all(p > 0.5 for p in judge_many(judge, [(e.question, e.references, e.answer) for e in right]))
+    store = VerdictCache()
+    for e in right:
+        store.put(VerdictCache.key(judge.id, e.question, e.references, e.answer), 0.0)
+    (result,) = run_judges(right, ["combined"], resamples=10, cache=cache)
+    says_correct = result.judge_positive_rate
+    assert says_correct == (0.0 if cache else 1.0)
+    assert len(VerdictCache()) == len(right)  # the fresh verdicts were not written over the planted ones

@@ -52,7 +52,7 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     (wheel,) = (root / "dist").glob("evaluations-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         for name in SHIPPED:
-            assert archive.read(f"evaluations/judges/resources/{name}") == (REPO / "judges" / name).read_bytes()
+            assert archive.read(f"evaluations/judging/resources/{name}") == (REPO / "judges" / name).read_bytes()
 
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=root)

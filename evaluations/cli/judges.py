@@ -76,7 +76,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
         results = run_judges(
             examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
-            llm=llm,
+            llm=llm, cache=not no_cache,
         )
     if as_json:
         payload = {
@@ -227,7 +227,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
 
     names = parse_judges(judges)
     items, controls = controls_for(files, limit, seed)
-    batch = {name: JUDGES[name](KEYWORD_THRESHOLD) for name in names}
+    batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache) for name in names}
     if "llm" in names and judge_model != "embedded":
         from evaluations.core.config import load_config, parse_model_ref
         from evaluations.judging.llm import batch_judge

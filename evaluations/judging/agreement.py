@@ -15,6 +15,8 @@ Each with a 95% bootstrap percentile interval: 1000 seeded resamples of whole qu
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,23 +197,25 @@ def _keyword(threshold: float) -> BatchJudge:
     return _per_example(lambda e: lexical.keyword_correct(e.references, e.answer, threshold))
 
 
-def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
-    """The default LLM judge: the embedded one (``judges.embedded``); ``run_judges(llm=...)`` picks another."""
+def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True) -> np.ndarray:
+    """The default LLM judge: the embedded one (``judging.embedded``); ``run_judges(llm=...)`` picks another."""
     from evaluations.core.config import Config, LLMModel
     from evaluations.judging.llm import batch_judge
 
-    return batch_judge(LLMModel(provider="embedded"), Config())(examples, progress)
+    return batch_judge(LLMModel(provider="embedded"), Config(), cache=cache)(examples, progress)
 
 
-def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True
+              ) -> np.ndarray:
     """The combined judge (``judges/combined_judge.json``): offline features + the embedded judge's P(yes)."""
     from evaluations.core.config import Config
     from evaluations.judging.embedded import VerdictCache, combined_params_path, judge_many, load_judge
     from evaluations.judging.offline import llm_logit, load_model
 
     judge = load_judge(data_dir=Config().data_dir())
-    p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples], cache=VerdictCache(),
-                   progress=progress, answerable=[e.answerable for e in examples])
+    p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples],
+                   cache=VerdictCache() if cache else None, progress=progress,
+                   answerable=[e.answerable for e in examples])
     _, verdicts = load_model(combined_params_path()).judge_batch(
         [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)},
         questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
@@ -219,18 +223,18 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
-#: judge name -> factory(keyword_threshold) -> batch judge. ``semantic`` and ``offline`` embed texts;
-#: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk). A batch judge returns one
-#: verdict per example (bool, or float with NaN = the judge failed: not judged).
-JUDGES: dict[str, Callable[[float], BatchJudge]] = {
-    "llm": lambda _t: _llm,
-    "combined": lambda _t: _combined,
-    "keyword": _keyword,
-    "f1": lambda _t: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
-    "em": lambda _t: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
-    "containment": lambda _t: _per_example(lambda e: lexical.containment(e.references, e.answer)),
-    "semantic": lambda _t: _semantic,
-    "offline": lambda _t: _offline,
+#: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
+#: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk unless ``cache=False``).
+#: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
+JUDGES: dict[str, Callable[..., BatchJudge]] = {
+    "llm": lambda _t, cache=True: functools.partial(_llm, cache=cache),
+    "combined": lambda _t, cache=True: functools.partial(_combined, cache=cache),
+    "keyword": lambda t, cache=True: _keyword(t),
+    "f1": lambda _t, cache=True: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
+    "em": lambda _t, cache=True: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
+    "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
+    "semantic": lambda _t, cache=True: _semantic,
+    "offline": lambda _t, cache=True: _offline,
 }
 
 
@@ -243,6 +247,7 @@ def run_judges(
     seed: int = 0,
     progress: Callable[[str, int], None] | None = None,
     llm: BatchJudge | None = None,
+    cache: bool = True,
 ) -> list[Agreement]:
     """Run each named judge over ``examples`` and measure its agreement with the human labels.
 
@@ -254,7 +259,7 @@ def run_judges(
     results = []
     for name in judges:
         step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
-        run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold)
+        run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold, cache=cache)
         verdicts = np.asarray(run(examples, step), dtype=float)
         judged = ~np.isnan(verdicts)
         results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],
