@@ -16,7 +16,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
-from evaluations.reports.runs import RunData, read_run
+from evaluations.results.rundata import RunData, load_run
 
 FOREST_MAX = 24
 #: headline keys compared for significance through another measure (compare.json names)
@@ -37,7 +37,7 @@ def _run_folder(base: Path, folder: str | None) -> RunData | None:
     path = Path(folder)
     path = path if path.is_absolute() else base / path
     try:
-        return read_run(path)
+        return load_run(path)
     except EvaluationsError:
         return None
 
@@ -169,7 +169,7 @@ def build_comparison_page(folder: Path) -> Page:
         cards = []
         for name in dict.fromkeys(r["case"] for r in regressions):
             other = runs.get(next(r.get("b") for r in regressions if r["case"] == name))
-            record = next((c for c in other.records if str(c.get("name")) == str(name)), None) if other else None
+            record = next((c for c in other.records if c.name == str(name)), None) if other else None
             if record is not None and len(cards) < 15:
                 card = case_card(record, primary_judge(other.summary))
                 card.why = "regressed: " + ", ".join(metric_label(r["metric"]) for r in regressions
