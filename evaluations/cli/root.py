@@ -6,7 +6,6 @@ exit code 2, no traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

@@ -273,11 +273,6 @@ def family_of(name: str, run: RunData) -> Family | None:
     return next((f for f in FAMILIES if f.owns(name, run)), None)
 
 
-def higher_is_better(name: str, run: RunData) -> bool:
-    family = family_of(aggregate_parts(name)[0], run)
-    return family.higher_is_better if family else True
-
-
 def _family(name: str, run: RunData) -> Family:
     family = family_of(name, run)
     if family is None:
