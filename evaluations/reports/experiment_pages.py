@@ -16,6 +16,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
+from evaluations.results.retrieval_metrics import parse_metric_name
 from evaluations.results.rundata import RunData, load_run
 
 FOREST_MAX = 24
@@ -85,7 +86,7 @@ def _comparison_headline(compare: dict, runs: dict[str, RunData | None]) -> Tabl
 
 
 def _forest_rows(rows: list[dict]) -> list[dict]:
-    chosen = [r for r in rows if r["metric"].endswith("@10") or "@" not in r["metric"] or r.get("significant")]
+    chosen = [r for r in rows if (parse_metric_name(r["metric"]) or (None, None, 10))[2] == 10 or r.get("significant")]
     return chosen[:FOREST_MAX]
 
 

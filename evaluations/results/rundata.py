@@ -195,8 +195,6 @@ class RunData(BaseModel):
     #: cut-offs whose retrieval metrics a failed case scores 0 at even when no record has them (summarize sets it)
     ks: list[int] = Field(default_factory=list)
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     def model_post_init(self, _: Any) -> None:
         self.label = self.label or self.name
 
