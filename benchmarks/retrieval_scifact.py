@@ -31,6 +31,7 @@ from evaluations.core.config import load_config  # noqa: E402
 from evaluations.datasets.chunking import chunk_document  # noqa: E402
 from evaluations.models.embedders import build_embedder  # noqa: E402
 from evaluations.index.store import Store  # noqa: E402
+from evaluations.experiments.after import after_run  # noqa: E402
 from evaluations.pipeline.runner import RunOptions, run  # noqa: E402
 
 
@@ -72,13 +73,13 @@ def main() -> None:
         mode_config = load_config(None, {"storage.data_dir": str(work / "data"), "search.mode": mode})
         result = run(get_spec("beir"), RunOptions(source=args.data, db=db, skip_db=True, skip_qa=True,
                                                   out=work / f"run-{mode}", progress=False, concurrency=4),
-                     mode_config, console=console)
+                     mode_config, console=console, after=after_run)
         summary = result.summary
         results["modes"][mode] = {
-            "ndcg@10": summary["metrics"]["ndcg@10"], "mrr@10": summary["metrics"]["mrr@10"],
-            "recall@100": summary["metrics"]["recall@100"],
-            "latency_p50_ms": summary["latency_ms"]["p50"], "latency_p95_ms": summary["latency_ms"]["p95"],
-            "failed": summary["counts"]["failed"],
+            "ndcg@10": summary.metrics["ndcg@10"], "mrr@10": summary.metrics["mrr@10"],
+            "recall@100": summary.metrics["recall@100"],
+            "latency_p50_ms": summary.latency_ms.p50, "latency_p95_ms": summary.latency_ms.p95,
+            "failed": summary.counts.failed,
         }
         console.print(mode, results["modes"][mode])
 

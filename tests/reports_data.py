@@ -75,7 +75,7 @@ def answers_run(tmp_path_factory) -> Path:
                                "run": {"qa_model": "EVOUNA systems (logged answers)", "judge_model": None}})
     folder = tmp_path_factory.mktemp("answers_run")
     (folder / "cases.jsonl").write_text("".join(r.dump_line() for r in records))
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    (folder / "summary.json").write_text(summary.dump_json())
     return folder
 
 

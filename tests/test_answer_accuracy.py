@@ -20,7 +20,8 @@ from evaluations.pipeline.plan import build_qa_plan, choose_primary
 from evaluations.reports.console import answer_lines, answers_table
 from evaluations.reports import write_reports
 from evaluations.results.records import CaseRecord, JudgeError, QARecord
-from evaluations.results.summary import markdown, summarize
+from evaluations.results.rundata import RunSummary
+from evaluations.results.summary import summarize
 
 GOLD = ["Paris"]
 
@@ -87,8 +88,9 @@ def _validation(path: Path) -> Validation:
 
 
 def _summary(primary: str = "offline_correct", validation: dict | None = None) -> dict:
+    """summary.json of ``records()`` as a run writes it (the JSON, read by key: the oracle side)."""
     return summarize(records(), name="hand-counted", ks=[10], extra={}, primary_judge=primary,
-                     primary_validation=validation, primary_chosen_by="judge.primary")
+                     primary_validation=validation, primary_chosen_by="judge.primary").to_dict()
 
 
 def test_accuracy_counts_every_case_to_answer():
@@ -127,24 +129,21 @@ def test_headline_names_the_judge_and_its_validated_accuracy(validation_file, ca
     entry = _validation(validation_file).judges["combined_correct"].model_dump(mode="json")
     summary = _summary("llm_judge", None)
     expected = "answer accuracy 0.25 (primary judge: llm_judge — not validated) · answered 7/10"
-    assert answer_lines(summary["answers"])[0] == expected
+    assert answer_lines(RunSummary.model_validate(summary).answers)[0] == expected
     summary["answers"]["judges"]["combined_correct"] = {"mean": 0.5, "n": 4, "accuracy": 0.22, "correct": 2,
                                                         "n_cases": 9}
     summary["answers"]["primary_judge"], summary["answers"]["primary_validation"] = "combined_correct", entry
+    answers = RunSummary.model_validate(summary).answers
     expected = ("answer accuracy 0.22 (primary judge: combined_correct — combined judge; validated accuracy vs human "
                 "labels: weak systems 0.91, strong systems 0.88) · answered 7/10")
     console = make_console(stderr=False)
-    console.print(answers_table(summary["answers"]))
-    for line in answer_lines(summary["answers"]):
+    console.print(answers_table(answers))
+    for line in answer_lines(answers):
         console.print(line, markup=False, highlight=False)
     out = capsys.readouterr().out
     assert expected in out.splitlines()  # one line, unwrapped, whatever $COLUMNS says
     assert "judges disagree on 2 of 6 answers" in out.splitlines()
     assert max(len(line) for line in out.splitlines() if "│" in line) <= 120
-    text = markdown(summary)
-    assert f"**{expected}**" in text
-    assert "Judges disagree on 2 of 6 answers: g5, g6." in text
-    assert "| offline_correct | 0.3750 | 3 / 8 | 0.5000 | 6 |" in text
 
 
 def hand_counted_run(tmp_path: Path, validation: dict | None = None) -> Path:
@@ -164,6 +163,9 @@ def test_run_report_shows_accuracy_and_lists_disagreements(validation_file, tmp_
     html, md = written.html.read_text(), written.markdown.read_text()
     assert f'<p class="headline-line">{headline}</p>' in html
     assert f"**{headline}**" in md
+    # the judges table counted by hand above (summary.md had it; report.md has everything)
+    assert "| offline_correct (primary) | verdict | 0.3750 | 3 / 8 | 0.5000 | 6 | 0 |" in md
+    assert "Judges disagree on 2 of 6 answers" in md
     assert 'data-key="offline_correct"' in html and 'data-value="0.375"' in html  # the headline value: accuracy
     # the disagreement table lists g5 and g6 with each judge's verdict; their cards carry each judge's reason
     section = md[md.index("## Judges disagree"):md.index("## Worst cases")]

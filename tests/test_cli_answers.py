@@ -185,4 +185,4 @@ def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
     assert set(summary["metrics"]) >= {"map@10", "ndcg@10"}
     answered = _check_qa_outcomes(summary, records)
     assert len(answered) >= 3 and all("offline_correct" in r["judges"] for r in answered)
-    assert (out / "report.json").is_file() and (out / "summary.md").is_file()
+    assert (out / "report.json").is_file() and (out / "report.md").is_file()

@@ -48,7 +48,7 @@ def test_outputs_exist_and_reload(beir_run):
     assert set(first) >= {"name", "query", "retrieved", "scores", "relevant", "metrics", "latency_ms"}
     assert len(first["retrieved"]) == len(first["scores"]) <= 100
     assert set(first["latency_ms"]) >= {"embed", "retrieve", "rerank", "llm", "total"}
-    assert (out / "summary.md").read_text().startswith("# ")
+    assert (out / "report.md").read_text().startswith("# ") and not (out / "summary.md").exists()
     assert "Retrieval metrics" in proc.stderr and "p95" in proc.stderr
 
 

@@ -155,3 +155,27 @@ def test_golden_run_graded_metrics_equal_pytrec_eval(tmp_path):
     assert by_tag["difficulty:easy"]["ndcg@10"] == pytest.approx(
         sum(oracle[r["name"]]["ndcg_cut_10"] for r in easy) / len(easy))
     assert summary["metrics"]["ndcg@10"] > 0.2
+
+
+def test_by_tag_counts_a_failed_case_as_zero_like_the_summary():
+    """golden's by_tag.json and the summary's segments are one rule (``results.segments``): a case whose retrieval
+    failed scores 0. Expected values: pytrec_eval on the ok case, 0 for the failed ones, averaged by hand."""
+    from evaluations.cli.golden import by_tag
+    from evaluations.results.records import CaseRecord
+    from evaluations.results.rundata import RunData
+    from evaluations.results.summary import summarize
+
+    ranking, qrels = ["d1", "d2", "d3"], {"d2": 1, "d9": 1}
+    ok = pytrec_eval.RelevanceEvaluator({"q": qrels}, {"ndcg_cut_10", "recip_rank"}).evaluate(
+        {"q": {d: 3.0 - i for i, d in enumerate(ranking)}})["q"]
+    records = [CaseRecord(name="a", tags=["difficulty:easy"], retrieved=ranking, relevant=qrels,
+                          metrics={"ndcg@10": ok["ndcg_cut_10"], "mrr@10": ok["recip_rank"]}),
+               CaseRecord(name="b", tags=["difficulty:easy"], status="failed", error="boom", relevant={"d4": 1}),
+               CaseRecord(name="c", tags=["difficulty:hard"], status="failed", error="boom", relevant={"d5": 1})]
+    rows = by_tag(RunData(records=records, ks=[10]))
+    assert rows["difficulty:easy"]["cases"] == 2
+    assert rows["difficulty:easy"]["ndcg@10"] == pytest.approx(ok["ndcg_cut_10"] / 2)  # (value + 0) / 2
+    assert rows["difficulty:easy"]["mrr@10"] == pytest.approx(ok["recip_rank"] / 2)
+    assert rows["difficulty:hard"]["ndcg@10"] == 0.0
+    segments = summarize(records, name="x", ks=[10], extra={}).segments
+    assert {t: s.metrics["ndcg@10"] for t, s in segments.items()} == {t: r["ndcg@10"] for t, r in rows.items()}

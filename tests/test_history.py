@@ -64,3 +64,38 @@ def test_history_command_and_gate_baseline_last(scifact_runs, tmp_path, cli):
     result = json.loads(out)
     assert result["baseline"] == str(scifact_runs["fts"].resolve())
     assert code == (0 if means[1] >= means[0] else 1)
+
+
+def test_after_a_run_reports_history_and_otel_get_the_run_in_memory(scifact_small, tmp_path, cli, monkeypatch):
+    """The steps after a run (report.html/report.md, the history row, the OTel export) are given the finished run;
+    none reads the run folder back (every folder reader raises here)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    import evaluations.experiments.history as history_module
+    import evaluations.experiments.otel as otel_module
+    import evaluations.results.rundata as rundata
+
+    def no_reading(path):
+        raise AssertionError(f"the run folder {path} was read back")
+
+    for module in (rundata, history_module, otel_module):
+        monkeypatch.setattr(module, "load_run", no_reading)
+    reader = InMemoryMetricReader()
+    exported = {}
+
+    def export(run, env=None):
+        exported.update(otel_module.export_run(run, meter_provider=MeterProvider(metric_readers=[reader])))
+        return True
+
+    monkeypatch.setattr(otel_module, "export_run_if_configured", export)
+    store, out = tmp_path / "history.sqlite", tmp_path / "run"
+    (tmp_path / "config.yaml").write_text(f"history: {{path: {store}}}\n")
+    code, _, err = cli(["beir", str(scifact_small), "--search-mode", "fts", "--db", str(tmp_path / "db"), "--out",
+                        str(out), "--no-progress", "--config", str(tmp_path / "config.yaml")])
+    assert code == 0 and "warning" not in err
+    summary = json.loads((out / "summary.json").read_text())
+    (row,) = list_runs(store)
+    assert row["run_dir"] == str(out.resolve()) and row["metrics"]["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])
+    assert exported["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])
+    assert f"{summary['metrics']['ndcg@10']:.4f}" in (out / "report.md").read_text()

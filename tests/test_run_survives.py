@@ -187,7 +187,7 @@ def test_a_line_cut_by_a_crash_is_dropped_on_resume(tmp_path, scifact_small):
 
     report = load_report(out / "report.json")
     # rebuild the in-flight state of a run that crashed after 3 cases, in the middle of writing the 4th
-    for name in ("summary.json", "report.json", "summary.md", "cases.jsonl"):
+    for name in ("summary.json", "report.json", "cases.jsonl"):
         (out / name).unlink()
     identity = json.loads((out / "run.json").read_text())
     folder = RunFolder(out, identity, [])

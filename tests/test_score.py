@@ -217,6 +217,7 @@ def test_scored_log_against_oracles(scifact, tmp_path):
     cost = sum(r["usage"]["input_tokens"] * PRICES[r["model"]][0] / 1e6 + r["usage"]["output_tokens"] *
                PRICES[r["model"]][1] / 1e6 for r in log)
     assert summary["answers"]["correct"] == correct
+    assert summary["answers"]["judged"] == n and summary["answers"]["accuracy"] == pytest.approx(correct / n)
     assert summary["tokens"]["per_correct_answer"] == pytest.approx(tokens / correct)
     assert summary["cost_usd"]["per_query"] == pytest.approx(cost / n) and summary["cost_usd"]["unpriced_attempts"] == 0
 

@@ -19,6 +19,7 @@ from evaluations.cli.root import run_dataset
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.exits import EXIT_CHECK_FAILED
+from evaluations.results.rundata import RunData
 
 DEFAULT_GOLDEN = Path("datasets") / "golden_code_queries.json"
 BY_TAG_METRICS = ("ndcg@10", "mrr@10", "recall@10", "hit@1", "hit@5")
@@ -63,11 +64,13 @@ def golden_spec(golden_file: Path, repo: Path):
     return DatasetSpec(name="golden", description="golden code-span queries over a repository", load=load, answers=True)
 
 
-def by_tag(summary: dict, metrics=BY_TAG_METRICS) -> dict[str, dict]:
-    """{tag: {"cases": n, metric: mean}} from the run summary's segments (``runs.summary``: the one per-tag
-    computation, where a case whose retrieval failed counts as 0)."""
+def by_tag(run: RunData, metrics=BY_TAG_METRICS) -> dict[str, dict]:
+    """{tag: {"cases": n, metric: mean}} by the one segment rule (``results.segments``, as the summary's
+    ``segments``: a case whose retrieval failed counts as 0)."""
+    from evaluations.results.segments import segment_metrics
+
     return {tag: {"cases": seg["cases"], **{m: seg["metrics"].get(m) for m in metrics}}
-            for tag, seg in (summary.get("segments") or {}).items()}
+            for tag, seg in segment_metrics(run).items()}
 
 
 def _show_findings(findings, console: Console) -> None:
@@ -139,9 +142,10 @@ def golden_command(args: tuple[str, ...], repo: Path, update: bool, **params) ->
     try:
         run_dataset("golden", str(golden_file), params)
     finally:  # also when the run exits 3 (too many failed cases): the finished run's segments are written
-        summary_file = Path(params["out"]) / "summary.json"
-        if summary_file.is_file():
-            _write_by_tag(Path(params["out"]), by_tag(json.loads(summary_file.read_text())))
+        if (Path(params["out"]) / "summary.json").is_file():
+            from evaluations.results.rundata import load_run
+
+            _write_by_tag(Path(params["out"]), by_tag(load_run(params["out"])))
 
 
 def _write_by_tag(out: Path, segments: dict[str, dict]) -> None:

@@ -6,7 +6,6 @@ exit code 2, no traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config, parse_model_ref
     from evaluations.reports.console import show
+    from evaluations.experiments.after import after_run
     from evaluations.pipeline.runner import RunOptions, run
 
     overrides: dict = {}
@@ -66,15 +66,15 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
 
         qa = build_qa_plan(config)
     console = make_console(stderr=True)
-    result = run(spec, options, config, console=console, qa=qa)
+    result = run(spec, options, config, console=console, qa=qa, after=after_run)
     show(console, result.report, result.summary)
-    console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, summary.md)")
+    console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, report.md)")
     if params["as_json"]:
-        click.echo(json.dumps(result.summary, indent=2, default=str))
-    counts = result.summary["counts"]
-    allowed = parse_max_failures(params["max_failures"], counts["cases"])
-    if counts["incomplete"] > allowed:
-        console.print(f"exit {EXIT_CASES_FAILED}: {counts['incomplete']} case(s) did not complete "
+        click.echo(result.summary.dump_json())
+    counts = result.summary.counts
+    allowed = parse_max_failures(params["max_failures"], counts.cases)
+    if counts.incomplete > allowed:
+        console.print(f"exit {EXIT_CASES_FAILED}: {counts.incomplete} case(s) did not complete "
                       f"(--max-failures allows {allowed})")
         sys.exit(EXIT_CASES_FAILED)
 

@@ -1,6 +1,6 @@
 """Experiments over run folders: compare (paired statistics), gate (quality rules), history (SQLite trend).
 
-Everything here reads run folders (``cases.jsonl`` + ``summary.json``), never live objects.
+Everything here takes runs as typed ``RunData`` (``results.rundata``: a folder read back, or a run just finished).
 
 The names below are loaded on first use (PEP 562): recording a run in the history after every run must not pay
 for scipy/statsmodels, which only ``compare`` and ``gate`` need.
@@ -15,7 +15,7 @@ _HOME = {
     "compare_runs": "compare", "write_compare": "compare",
     "Rules": "gate", "load_rules": "gate", "parse_rules": "gate", "render": "gate", "run_gate": "gate",
     "history_path": "history", "last_comparable": "history", "list_runs": "history", "record_run": "history",
-    "RunFolder": "evaluations.results.rundata", "load_run": "evaluations.results.rundata",
+    "RunData": "evaluations.results.rundata", "load_run": "evaluations.results.rundata",
 }
 
 __all__ = list(_HOME)

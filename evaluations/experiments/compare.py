@@ -18,26 +18,27 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.results import measures
-from evaluations.results.rundata import RunFolder, label_runs, load_run
+from evaluations.results.records import CaseRecord
+from evaluations.results.rundata import RunData, label_runs, load_run
 from evaluations.experiments.stats import ALPHA, compare_paired, holm
 
 MIN_SEGMENT_CASES = 2
 
 
-def _relevant(records: list[dict[str, Any]]) -> dict[str, int]:
-    return {str(k): int(v) for k, v in (records[0].get("relevant") or {}).items()}
+def _relevant(records: list[CaseRecord]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in records[0].relevant.items()}
 
 
-def check_comparable(a: RunFolder, b: RunFolder, shared: set[str]) -> None:
+def check_comparable(a: RunData, b: RunData, shared: set[str]) -> None:
     """EvaluationsError unless ``a`` and ``b`` ran on the same dataset (name, fingerprint) and qrels."""
     da, db = a.dataset, b.dataset
     fix = "compare runs of the same dataset, split and filters (re-run one of them)"
-    if da.get("name") and db.get("name") and da["name"] != db["name"]:
-        raise EvaluationsError(f"runs are over different datasets: {a.label} on {da['name']!r}, "
-                               f"{b.label} on {db['name']!r}", where=str(b.path), fix=fix)
-    if da.get("fingerprint") and db.get("fingerprint") and da["fingerprint"] != db["fingerprint"]:
-        raise EvaluationsError(f"runs are over different data: dataset fingerprint {da['fingerprint']} "
-                               f"({a.label}) vs {db['fingerprint']} ({b.label})", where=str(b.path), fix=fix)
+    if da.name and db.name and da.name != db.name:
+        raise EvaluationsError(f"runs are over different datasets: {a.label} on {da.name!r}, "
+                               f"{b.label} on {db.name!r}", where=str(b.path), fix=fix)
+    if da.fingerprint and db.fingerprint and da.fingerprint != db.fingerprint:
+        raise EvaluationsError(f"runs are over different data: dataset fingerprint {da.fingerprint} "
+                               f"({a.label}) vs {db.fingerprint} ({b.label})", where=str(b.path), fix=fix)
     if not shared:
         raise EvaluationsError(f"{a.label} and {b.label} have no case in common", where=str(b.path), fix=fix)
     for case in sorted(shared):
@@ -47,14 +48,14 @@ def check_comparable(a: RunFolder, b: RunFolder, shared: set[str]) -> None:
                 f"in {a.label} but {_relevant(b.cases[case])} in {b.label}", where=str(b.path), fix=fix)
 
 
-def _default_metrics(runs: list[RunFolder]) -> list[str]:
+def _default_metrics(runs: list[RunData]) -> list[str]:
     """Default measures every run has, minus those that are 0 for every case of every run (e.g. local cost)."""
     names = [n for n in measures.available(runs[0], defaults_only=True)
              if all(n in measures.available(r, defaults_only=True) for r in runs[1:])]
     return [n for n in names if any(v != 0.0 for r in runs for v in measures.per_case(n, r).values())]
 
 
-def compare_pair(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
+def compare_pair(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
     rows = []
     for metric in metrics:
         family = measures.family_of(metric, a)
@@ -74,11 +75,11 @@ def compare_pair(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]
     return rows
 
 
-def _failed(run: RunFolder, case: str) -> bool:
-    return any(r.get("status") == "failed" or (r.get("qa") or {}).get("status") == "failed" for r in run.cases[case])
+def _failed(run: RunData, case: str) -> bool:
+    return any(r.status == "failed" or r.qa.status == "failed" for r in run.cases[case])
 
 
-def regressions(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
+def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
     """Cases with a pass (1) in ``a`` that fail in ``b`` on every binary, higher-is-better metric: a 0, or no
     verdict because the case (or its answer) failed in ``b`` (``value_b`` None)."""
     out = []
@@ -94,7 +95,7 @@ def regressions(a: RunFolder, b: RunFolder, metrics: list[str], cases: set[str])
     return out
 
 
-def _segments(base: RunFolder, others: list[RunFolder], metrics: list[str], shared: set[str]) -> dict[str, Any]:
+def _segments(base: RunData, others: list[RunData], metrics: list[str], shared: set[str]) -> dict[str, Any]:
     out = {}
     for tag, names in sorted(base.tags().items()):
         cases = names & shared
@@ -105,14 +106,14 @@ def _segments(base: RunFolder, others: list[RunFolder], metrics: list[str], shar
     return out
 
 
-def compare_runs(runs: Sequence[str | Path | RunFolder], *, baseline: str | None = None,
+def compare_runs(runs: Sequence[str | Path | RunData], *, baseline: str | None = None,
                  metrics: Sequence[str] | None = None, segments: bool = True) -> dict[str, Any]:
     """The comparison of ``runs`` (folders or loaded runs) as the ``compare.json`` dict.
 
     ``baseline``: a run's label, folder path or 1-based index (default: the first run).
     ``metrics``: measure names (``measures.py``); default: every default measure all runs have.
     """
-    loaded = [r if isinstance(r, RunFolder) else load_run(r) for r in runs]
+    loaded = [r if isinstance(r, RunData) else load_run(r) for r in runs]
     if len(loaded) < 2:
         raise EvaluationsError("compare needs at least two run folders", where="RUN_DIR", fix="give two or more")
     label_runs(loaded)
@@ -132,7 +133,7 @@ def compare_runs(runs: Sequence[str | Path | RunFolder], *, baseline: str | None
         "runs": [r.label for r in loaded],
         "run_dirs": {r.label: str(r.path) for r in loaded},
         "baseline": base.label,
-        "dataset": base.dataset,
+        "dataset": base.dataset.model_dump(mode="json", exclude_unset=True),
         "alpha": ALPHA,
         "cases": {"shared": len(shared), "only_in": {r.label: len(set(r.cases) - shared) for r in loaded}},
         "metrics": chosen,
@@ -142,7 +143,7 @@ def compare_runs(runs: Sequence[str | Path | RunFolder], *, baseline: str | None
     }
 
 
-def _pick_baseline(runs: list[RunFolder], baseline: str | None) -> RunFolder:
+def _pick_baseline(runs: list[RunData], baseline: str | None) -> RunData:
     if baseline is None:
         return runs[0]
     for run in runs:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from evaluations.core.errors import EvaluationsError
 from evaluations.results import measures
 from evaluations.experiments.compare import compare_pair, check_comparable, regressions
-from evaluations.results.rundata import RunFolder, label_runs
+from evaluations.results.rundata import RunData, label_runs
 
 MAX_LISTED_CASES = 10
 
@@ -107,7 +107,7 @@ def _describe(rule: Rule) -> str:
     return f"{rule.metric} " + ", ".join(parts) + (" (if significant)" if rule.only_if_significant else "")
 
 
-def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[str] | None,
+def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str] | None,
                 significance: dict[str, dict[str, Any]]) -> dict[str, Any]:
     value = measures.run_value(rule.metric, run)
     problems = []
@@ -152,7 +152,7 @@ def _check_rule(rule: Rule, run: RunFolder, base: RunFolder | None, shared: set[
     return check
 
 
-def _check_zero_tolerance(metric: str, run: RunFolder, base: RunFolder, shared: set[str]) -> dict[str, Any]:
+def _check_zero_tolerance(metric: str, run: RunData, base: RunData, shared: set[str]) -> dict[str, Any]:
     family = measures.family_of(metric, base)
     if not (family.binary(metric, base) and family.higher_is_better):
         raise EvaluationsError(f"zero_tolerance metric {metric!r} is not a pass/fail verdict", where="zero_tolerance",
@@ -165,7 +165,7 @@ def _check_zero_tolerance(metric: str, run: RunFolder, base: RunFolder, shared: 
             "problems": [f"{len(cases)} case(s) passed in the baseline and fail now: {listed}"] if cases else []}
 
 
-def run_gate(run: RunFolder, rules: Rules, baseline: RunFolder | None = None) -> dict[str, Any]:
+def run_gate(run: RunData, rules: Rules, baseline: RunData | None = None) -> dict[str, Any]:
     """Check ``rules`` on ``run`` (against ``baseline`` for relative rules and zero tolerance).
 
     Returns ``{"passed", "run", "baseline", "checks": [{rule, text, metric, value, holds, problems, …}],

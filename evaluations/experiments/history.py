@@ -19,7 +19,7 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.results.measures import run_values
-from evaluations.results.rundata import RunFolder, load_run
+from evaluations.results.rundata import RunData, load_run
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -84,13 +84,12 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def record_run(out_dir: str | Path, config: Any = None, *, path: Path | None = None,
+def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | None = None,
                cwd: Path | None = None) -> int:
-    """Append the run in ``out_dir`` to the history (``path`` default: ``history_path(config)``); returns its id.
-
-    ``config``: the run's ``Config`` (or a dict); None hashes ``summary.json``'s ``config`` section.
+    """Append ``run`` (a finished run, or its folder) to the history (``path`` default: ``history_path(config)``);
+    returns its id. ``config``: the run's ``Config`` (or a dict); None hashes ``summary.json``'s ``config`` section.
     """
-    run = load_run(out_dir)
+    run = run if isinstance(run, RunData) else load_run(run)
     commit, dirty = git_state(cwd)
     values = run_values(run)
     store = path or history_path(config if hasattr(config, "data_dir") else None)
@@ -98,9 +97,9 @@ def record_run(out_dir: str | Path, config: Any = None, *, path: Path | None = N
         cursor = db.execute(
             "INSERT INTO runs (recorded_at, run_dir, name, dataset, fingerprint, config_hash, git_commit, git_dirty,"
             " metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (datetime.now(timezone.utc).isoformat(timespec="seconds"), str(Path(out_dir).resolve()), run.name,
-             run.dataset.get("name"), run.dataset.get("fingerprint"),
-             config_hash(config if config is not None else run.summary.get("config")), commit,
+            (datetime.now(timezone.utc).isoformat(timespec="seconds"), str(run.path.resolve()), run.name,
+             run.dataset.name, run.dataset.fingerprint,
+             config_hash(config if config is not None else run.summary.config), commit,
              None if dirty is None else int(dirty), json.dumps(values)),
         )
         run_id = int(cursor.lastrowid)
@@ -129,10 +128,10 @@ def list_runs(path: Path, *, dataset: str | None = None, fingerprint: str | None
         return [_row(r) for r in db.execute(query + " ORDER BY id", params)]
 
 
-def last_comparable(run: RunFolder, path: Path) -> Path:
+def last_comparable(run: RunData, path: Path) -> Path:
     """The newest recorded run over the same dataset (same fingerprint, else same name) other than ``run``,
     whose folder still exists; EvaluationsError when there is none."""
-    fingerprint, dataset = run.dataset.get("fingerprint"), run.dataset.get("name")
+    fingerprint, dataset = run.dataset.fingerprint, run.dataset.name
     rows = list_runs(path, dataset=dataset, fingerprint=fingerprint)
     here = run.path.resolve()
     for row in reversed(rows):

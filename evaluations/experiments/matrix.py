@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.results.rundata import AnswersSummary, RunSummary, read_summary
 
 AXES = {  # axis -> config keys it sets (provider:name references are split)
     "embedder": "embeddings.model",
@@ -134,11 +135,12 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     """Run (or skip, or resume) one cell; returns its folder and what happened."""
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config
+    from evaluations.experiments.after import after_run
     from evaluations.pipeline.runner import RunOptions, run
 
     overwrite = False
     if (out / "summary.json").is_file():
-        if within_max_failures(grid, json.loads((out / "summary.json").read_text())):
+        if within_max_failures(grid, read_summary(out / "summary.json")):
             return out, "skipped (finished)"
         overwrite = True  # a finished cell with too many failed cases is run again, not skipped forever
     resume = out if (out / "run.json").is_file() and not overwrite else None
@@ -154,44 +156,36 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
         from evaluations.pipeline.plan import build_qa_plan
 
         qa = build_qa_plan(config)
-    run(spec, options, config, qa=qa)
+    run(spec, options, config, qa=qa, after=after_run)
     if overwrite:
         return out, "ran again (its last run had more failed cases than max_failures allows)"
     return out, "resumed" if resume else "ran"
 
 
-def within_max_failures(grid: Grid, summary: dict[str, Any]) -> bool:
+def within_max_failures(grid: Grid, summary: RunSummary) -> bool:
     """At most ``grid.max_failures`` of the cell's cases did not complete (the run's --max-failures rule)."""
     from evaluations.core.exits import parse_max_failures
 
-    counts = summary.get("counts", {})
-    return int(counts.get("incomplete", 0)) <= parse_max_failures(grid.max_failures, int(counts.get("cases", 0)))
+    return summary.counts.incomplete <= parse_max_failures(grid.max_failures, summary.counts.cases)
 
 
-def _quality_name(grid: Grid, summaries: list[dict[str, Any]]) -> str:
+def _quality_name(grid: Grid, summaries: list[RunSummary]) -> str:
     if grid.quality:
         return grid.quality
-    primary = next((s.get("answers", {}).get("primary_judge") for s in summaries
-                    if s.get("answers", {}).get("primary_judge")), None)
+    primary = next((s.primary_judge for s in summaries if s.primary_judge), None)
     return primary or "ndcg@10"
 
 
-def judge_value(judge: dict[str, Any]) -> float | None:
-    """A judge's run value: a verdict's accuracy over all cases to answer when the summary has it (failed and
-    empty answers count as incorrect), else its mean over the judged answers (scores; older run folders)."""
-    return judge["accuracy"] if "accuracy" in judge else judge["mean"]
+def quality_of(summary: RunSummary, name: str) -> float | None:
+    if name in summary.metrics:
+        return summary.metrics[name]
+    from evaluations.results.measures import is_verdict_name
 
-
-def quality_of(summary: dict[str, Any], name: str) -> float | None:
-    if name in summary.get("metrics", {}):
-        return summary["metrics"][name]
-    from evaluations.results.summary import is_verdict_name
-
-    answers = summary.get("answers", {})
-    judge = answers.get("judges", {}).get(name)
+    answers = summary.answers
+    judge = answers.judges.get(name) if answers else None
     if judge:
-        return judge_value(judge)
-    if is_verdict_name(name) and answers.get("to_answer"):
+        return judge.value
+    if is_verdict_name(name) and answers and answers.to_answer:
         return 0.0  # cases to answer, none with this verdict (every answer failed): accuracy counts them wrong
     return None
 
@@ -212,23 +206,21 @@ def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
 def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dict[str, Any]:
     from evaluations.experiments.compare import compare_runs
 
-    summaries = [json.loads((d / "summary.json").read_text()) for _, d in done]
+    summaries = [read_summary(d / "summary.json") for _, d in done]
     quality = _quality_name(grid, summaries)
     rows = []
     for (params, folder), summary in zip(done, summaries):
-        answers = summary.get("answers", {})
+        answers = summary.answers or AnswersSummary()
         rows.append({
             "params": params,
-            "metrics": {**summary.get("metrics", {}),
-                        **{k: judge_value(v) for k, v in answers.get("judges", {}).items()}},
+            "metrics": {**summary.metrics, **{k: v.value for k, v in answers.judges.items()}},
             "quality": quality_of(summary, quality),
-            "latency_ms": {k: summary["latency_ms"].get(k) for k in ("p50", "p95", "p99", "mean")},
-            "tokens": {"per_query": answers.get("tokens", {}).get("per_query"),
-                       "per_correct_answer": answers.get("tokens", {}).get("per_correct_answer")},
-            "cost_per_query": answers.get("cost_usd", {}).get("per_query", 0.0),
-            "counts": summary.get("counts", {}),
+            "latency_ms": {k: getattr(summary.latency_ms, k) for k in ("p50", "p95", "p99", "mean")},
+            "tokens": {"per_query": answers.tokens.per_query, "per_correct_answer": answers.tokens.per_correct_answer},
+            "cost_per_query": answers.cost_usd.per_query,
+            "counts": summary.counts.model_dump(exclude_unset=True),
             "within_max_failures": within_max_failures(grid, summary),
-            "seconds": summary.get("run", {}).get("seconds"),  # the cell's own run time
+            "seconds": summary.run.seconds,  # the cell's own run time
             "run_dir": str(folder),
         })
     points_cost = [(r["quality"], r["cost_per_query"]) for r in rows]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.results.measures import run_values
-from evaluations.results.rundata import RunFolder, load_run
+from evaluations.results.rundata import RunData, load_run
 
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -45,24 +45,24 @@ def instrument_name(metric: str) -> str:
     return "evaluations." + metric.replace("@", "_at_")
 
 
-def _attributes(run: RunFolder) -> dict[str, str]:
-    info = run.summary.get("run") or {}
-    return {"run": run.name, "dataset": str(run.dataset.get("name") or ""),
-            "search_mode": str(info.get("search_mode") or ""), "embedder": str(info.get("embedder") or "")}
+def _attributes(run: RunData) -> dict[str, str]:
+    info = run.summary.run
+    return {"run": run.name, "dataset": str(run.dataset.name or ""),
+            "search_mode": str(info.search_mode or ""), "embedder": str(info.embedder or "")}
 
 
-def _span_times(run: RunFolder) -> tuple[int | None, int | None]:
-    info = run.summary.get("run") or {}
+def _span_times(run: RunData) -> tuple[int | None, int | None]:
+    info = run.summary.run
     try:
-        start = datetime.fromisoformat(info["started"]).timestamp()
-    except (KeyError, TypeError, ValueError):
+        start = datetime.fromisoformat(info.started).timestamp()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return None, None
-    return int(start * 1e9), int((start + float(info.get("seconds") or 0.0)) * 1e9)
+    return int(start * 1e9), int((start + float(info.seconds or 0.0)) * 1e9)
 
 
-def export_run(out_dir: str | Path | RunFolder, *, meter_provider: Any, tracer_provider: Any = None) -> dict[str, Any]:
+def export_run(out_dir: str | Path | RunData, *, meter_provider: Any, tracer_provider: Any = None) -> dict[str, Any]:
     """Record the run's metrics (and span, with ``tracer_provider``) on the given providers; returns the values."""
-    run = out_dir if isinstance(out_dir, RunFolder) else load_run(out_dir)
+    run = out_dir if isinstance(out_dir, RunData) else load_run(out_dir)
     attrs = _attributes(run)
     meter = meter_provider.get_meter("evaluations")
     values = run_values(run)
@@ -70,15 +70,13 @@ def export_run(out_dir: str | Path | RunFolder, *, meter_provider: Any, tracer_p
         meter.create_gauge(instrument_name(metric), description=f"{metric} of the run").set(value, attrs)
     latency = meter.create_histogram("evaluations.latency", unit="ms", description="per-case latency by stage")
     failures = qa_failures = 0
-    for records in run.cases.values():
-        for record in records:
-            failures += record.get("status") == "failed"
-            qa_failures += (record.get("qa") or {}).get("status") == "failed"
-            if record.get("status") == "failed":
-                continue
-            for stage, ms in (record.get("latency_ms") or {}).items():
-                if isinstance(ms, (int, float)):
-                    latency.record(float(ms), {**attrs, "stage": stage})
+    for record in run.records:
+        failures += record.status == "failed"
+        qa_failures += record.qa.status == "failed"
+        if record.status == "failed":
+            continue
+        for stage, ms in record.latency_ms.items():
+            latency.record(float(ms), {**attrs, "stage": stage})
     meter.create_counter("evaluations.runs", description="finished runs").add(1, attrs)
     meter.create_counter("evaluations.case_failures", description="cases whose system failed").add(failures, attrs)
     meter.create_counter("evaluations.qa_failures", description="cases whose answer failed").add(qa_failures, attrs)
@@ -92,7 +90,7 @@ def export_run(out_dir: str | Path | RunFolder, *, meter_provider: Any, tracer_p
     return values
 
 
-def export_run_if_configured(out_dir: str | Path, env: Mapping[str, str] | None = None) -> bool:
+def export_run_if_configured(out_dir: str | Path | RunData, env: Mapping[str, str] | None = None) -> bool:
     """Export the run over OTLP/HTTP when an endpoint is configured; flushes before returning. False otherwise."""
     if not otlp_configured(env):
         return False

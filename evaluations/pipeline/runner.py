@@ -19,6 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_evals import Case, Dataset
@@ -32,7 +33,8 @@ from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
 from evaluations.evaluators.retrieval import retrieval_evaluators
-from evaluations.results import CaseRecord, RunFolder, markdown, record_from_case, slug, summarize
+from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
+from evaluations.results.rundata import RunData, RunSummary
 from evaluations.pipeline.task import RagTask
 from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
 
@@ -61,9 +63,15 @@ class RunOptions:
 @dataclass
 class RunResult:
     out_dir: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     report: Any
     records: list[CaseRecord] = field(default_factory=list)
+    run: RunData | None = None  # the finished run as written (what the after-steps were given)
+
+
+#: what runs once the run folder is written: ``after(run, config, console)`` (e.g. reports, history, OTel:
+#: ``evaluations.experiments.after.after_run``, which the CLI and ``matrix`` pass)
+AfterRun = Callable[[RunData, Config, Console], None]
 
 
 def default_db_path(config: Config, dataset: str, embedder_id: str) -> str:
@@ -206,27 +214,10 @@ def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
         qa.check()
 
 
-def _after(out_dir: Path, config: Config, console: Console) -> None:
-    """The run is safely written; now the reports for people and the history row. Either failing is a warning
-    (the run's own files are complete), never a lost run."""
-    from evaluations.experiments.history import record_run
-    from evaluations.experiments.otel import export_run_if_configured
-    from evaluations.reports.writer import write_reports
-
-    for label, step in (("report.html/report.md", lambda: write_reports(out_dir)),
-                        ("history", lambda: record_run(out_dir, config)),
-                        ("OpenTelemetry export", lambda: export_run_if_configured(out_dir))):
-        try:
-            step()
-        except EvaluationsError as exc:
-            console.print(f"[yellow]warning: {label} not written: {exc.render()}[/]")
-        except Exception as exc:  # noqa: BLE001 - an extra after the run must never lose the written run
-            console.print(f"[yellow]warning: {label} not written ({type(exc).__name__}: {exc})[/]")
-
-
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
-        qa: Any | None = None) -> RunResult:
-    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``."""
+        qa: Any | None = None, after: AfterRun | None = None) -> RunResult:
+    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``; ``after``
+    gets the finished run in memory once its folder is written (reports, history, OTel: ``AfterRun``)."""
     from evaluations.core.console import make_console
 
     console = console or make_console(stderr=True)
@@ -252,7 +243,7 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
     try:
-        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system)
+        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system, after)
     except EvaluationsError:
         folder.discard_if_unused()  # e.g. an unreadable index: no empty run folder is left behind
         raise
@@ -267,7 +258,7 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
             console: Console, qa: Any | None, name: str, started: datetime, clock: float,
-            system: Any | None) -> RunResult:
+            system: Any | None, after: AfterRun | None = None) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
     # were not all finished is run again whole, and its finished repeats dropped)
     done = {c.source_case_name or c.name for c in folder.done}
@@ -341,8 +332,9 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     if qa is not None:
         from evaluations.results.calibration import calibration_summary
 
-        summary["calibration"] = calibration_summary([r.model_dump(mode="json") for r in records], qa.primary_judge)
-    folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
-                  markdown=markdown(summary), records=records)
-    _after(folder.path, config, console)
-    return RunResult(out_dir=folder.path, summary=summary, report=report, records=records)
+        summary.calibration = calibration_summary([r.model_dump(mode="json") for r in records], qa.primary_judge)
+    finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
+                             records=records)
+    if after is not None:
+        after(finished, config, console)
+    return RunResult(out_dir=folder.path, summary=summary, report=report, records=records, run=finished)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic_evals.reporting import ReportCaseAggregate
 from rich.console import Console
 from rich.table import Table
 
-from evaluations.results.records import is_retrieval_metric as _is_retrieval
 from evaluations.results.headline import answer_headline, disagreement_line
+from evaluations.results.retrieval_metrics import is_retrieval_metric, parse_metric_name
+from evaluations.results.rundata import AnswersSummary, LatencySummary, RunSummary
 
 MAX_CASE_ROWS = 20
 _METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
@@ -19,9 +19,8 @@ _METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
 def metrics_table(metrics: dict[str, float]) -> Table | None:
     grid: dict[str, dict[int, float]] = {}
     for key, value in metrics.items():
-        match = re.fullmatch(r"([a-z]+)@(\d+)", key)
-        if match:
-            grid.setdefault(match.group(1), {})[int(match.group(2))] = value
+        if parsed := parse_metric_name(key):
+            grid.setdefault(parsed[1], {})[parsed[2]] = value
     if not grid:
         return None
     ks = sorted({k for row in grid.values() for k in row})
@@ -34,17 +33,17 @@ def metrics_table(metrics: dict[str, float]) -> Table | None:
     return table
 
 
-def latency_table(latency: dict[str, Any]) -> Table:
+def latency_table(latency: LatencySummary) -> Table:
     table = Table(title="Latency per case (ms)", title_justify="left")
     for column in ("stage", "mean", "p50", "p95", "p99"):
         table.add_column(column, justify="right" if column != "stage" else "left")
-    for stage, dist in latency["by_stage"].items():
-        if dist["n"]:
-            table.add_row(stage, *(f"{dist[c]:.1f}" for c in ("mean", "p50", "p95", "p99")))
+    for stage, dist in latency.by_stage.items():
+        if dist.n:
+            table.add_row(stage, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p95", "p99")))
     return table
 
 
-def answers_table(answers: dict[str, Any]) -> Table:
+def answers_table(answers: AnswersSummary) -> Table:
     """One row per judge: accuracy over all cases to answer (verdicts), and the mean over the judged cases."""
     table = Table(title="Answers", title_justify="left",
                   caption="accuracy: failed, empty and unjudged answers count as incorrect; mean: over judged answers",
@@ -52,19 +51,18 @@ def answers_table(answers: dict[str, Any]) -> Table:
     table.add_column("judge / metric")
     for column in ("accuracy", "correct / cases", "mean (judged)", "n judged"):
         table.add_column(column, justify="right")
-    primary = answers.get("primary_judge")
-    for name, value in answers["judges"].items():
-        accuracy = value.get("accuracy")
+    primary = answers.primary_judge
+    for name, value in answers.judges.items():
         table.add_row(f"[bold]{name}[/] (primary)" if name == primary else name,
-                      "" if accuracy is None else f"{accuracy:.4f}",
-                      f"{value['correct']} / {value['n_cases']}" if "n_cases" in value else "",
-                      f"{value['mean']:.4f}", str(value["n"]))
-    for name, count in answers.get("judge_errors", {}).items():
+                      "" if value.accuracy is None else f"{value.accuracy:.4f}",
+                      f"{value.correct} / {value.n_cases}" if value.n_cases is not None else "",
+                      f"{value.mean:.4f}", str(value.n))
+    for name, count in answers.judge_errors.items():
         table.add_row(f"[red]{name} errors[/]", "", "", "", str(count))
     return table
 
 
-def answer_lines(answers: dict[str, Any]) -> list[str]:
+def answer_lines(answers: AnswersSummary | None) -> list[str]:
     """The answer headline and the judges' disagreement, as printed under the answers table."""
     return [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
 
@@ -75,7 +73,7 @@ def averages_table(report: Any) -> Table:
     table.add_column("name")
     table.add_column("average", justify="right")
     # retrieval scores are shown in the metrics grid below; here the rest (judges, stage latencies, tokens)
-    rows = {k: v for k, v in {**aggregate.scores, **aggregate.metrics}.items() if not _is_retrieval(k)}
+    rows = {k: v for k, v in {**aggregate.scores, **aggregate.metrics}.items() if not is_retrieval_metric(k)}
     for name, value in rows.items():
         table.add_row(name, f"{value:.4f}")
     if aggregate.assertions is not None:
@@ -83,24 +81,24 @@ def averages_table(report: Any) -> Table:
     return table
 
 
-def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
+def show(console: Console, report: Any, summary: RunSummary) -> None:
     if len(report.cases) + len(report.failures) <= MAX_CASE_ROWS:
         report.print(console=console, include_durations=False, include_averages=True)
     else:
         console.print(averages_table(report))
-    table = metrics_table(summary["metrics"])
+    table = metrics_table(summary.metrics)
     if table is not None:
         console.print(table)
-    if summary.get("answers"):
-        console.print(answers_table(summary["answers"]))
-        for line in answer_lines(summary["answers"]):
+    if summary.answers:
+        console.print(answers_table(summary.answers))
+        for line in answer_lines(summary.answers):
             console.print(line, markup=False, highlight=False)
-    console.print(latency_table(summary["latency_ms"]))
-    lat, counts = summary["latency_ms"], summary["counts"]
-    if lat["p50"] is not None:
-        console.print(f"latency p50 {lat['p50']:.1f} ms · p95 {lat['p95']:.1f} ms · p99 {lat['p99']:.1f} ms")
-    console.print("counts: " + " · ".join(f"{k} {v}" for k, v in counts.items()))
-    calls = summary.get("model_calls", {})
+    console.print(latency_table(summary.latency_ms))
+    lat = summary.latency_ms
+    if lat.p50 is not None:
+        console.print(f"latency p50 {lat.p50:.1f} ms · p95 {lat.p95:.1f} ms · p99 {lat.p99:.1f} ms")
+    console.print("counts: " + " · ".join(f"{k} {v}" for k, v in summary.counts.model_dump(exclude_unset=True).items()))
+    calls = summary.model_calls
     if calls.get("chat", {}).get("calls") or calls.get("embed", {}).get("calls"):
         from evaluations.models.cache import call_stats_line
 
@@ -108,17 +106,17 @@ def show(console: Console, report: Any, summary: dict[str, Any]) -> None:
     failure_line(console, summary)
 
 
-def failure_line(console: Console, summary: dict[str, Any]) -> None:
+def failure_line(console: Console, summary: RunSummary) -> None:
     """One clear closing line when any case did not complete, by stage."""
-    for warning in summary.get("warnings", []):
+    for warning in summary.warnings:
         console.print(f"[bold yellow]warning: {warning['message']}. Retrieved ids, e.g. "
                       f"{', '.join(map(repr, warning['retrieved_examples']))}; relevant ids, e.g. "
                       f"{', '.join(map(repr, warning['relevant_examples']))}[/]")
-    counts = summary["counts"]
-    if not counts.get("incomplete"):
+    counts = summary.counts
+    if not counts.incomplete:
         return
-    parts = [f"{counts[k]} {label}" for k, label in (("failed", "retrieval failed"), ("qa_failed", "answer failed"),
-                                                        ("judge_failed", "judge failed")) if counts.get(k)]
-    console.print(f"[bold red]{counts['incomplete']} of {counts['cases']} case(s) did not complete "
+    parts = [f"{n} {label}" for n, label in ((counts.failed, "retrieval failed"), (counts.qa_failed, "answer failed"),
+                                             (counts.judge_failed, "judge failed")) if n]
+    console.print(f"[bold red]{counts.incomplete} of {counts.cases} case(s) did not complete "
                   f"({', '.join(parts)}); retrieval scores of answer/judge failures are kept, "
                   f"cases whose retrieval failed count as 0; errors and raw model text are in cases.jsonl[/]")

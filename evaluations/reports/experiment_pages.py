@@ -16,7 +16,8 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
-from evaluations.reports.runs import RunData, read_run
+from evaluations.results.retrieval_metrics import parse_metric_name
+from evaluations.results.rundata import RunData, load_run
 
 FOREST_MAX = 24
 #: headline keys compared for significance through another measure (compare.json names)
@@ -37,7 +38,7 @@ def _run_folder(base: Path, folder: str | None) -> RunData | None:
     path = Path(folder)
     path = path if path.is_absolute() else base / path
     try:
-        return read_run(path)
+        return load_run(path)
     except EvaluationsError:
         return None
 
@@ -85,7 +86,7 @@ def _comparison_headline(compare: dict, runs: dict[str, RunData | None]) -> Tabl
 
 
 def _forest_rows(rows: list[dict]) -> list[dict]:
-    chosen = [r for r in rows if r["metric"].endswith("@10") or "@" not in r["metric"] or r.get("significant")]
+    chosen = [r for r in rows if (parse_metric_name(r["metric"]) or (None, None, 10))[2] == 10 or r.get("significant")]
     return chosen[:FOREST_MAX]
 
 
@@ -169,7 +170,7 @@ def build_comparison_page(folder: Path) -> Page:
         cards = []
         for name in dict.fromkeys(r["case"] for r in regressions):
             other = runs.get(next(r.get("b") for r in regressions if r["case"] == name))
-            record = next((c for c in other.records if str(c.get("name")) == str(name)), None) if other else None
+            record = next((c for c in other.records if c.name == str(name)), None) if other else None
             if record is not None and len(cards) < 15:
                 card = case_card(record, primary_judge(other.summary))
                 card.why = "regressed: " + ", ".join(metric_label(r["metric"]) for r in regressions

@@ -7,7 +7,6 @@ agree; per-case views (segments, calibration, latency distributions, tiers, wors
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,30 +15,21 @@ from evaluations.results.headline import answer_headline, disagreement_line, jud
 from evaluations.results.records import STAGES
 from evaluations.reports import charts
 from evaluations.results.calibration import BIN_RULE, run_calibration
-from evaluations.reports.runs import RunData
+from evaluations.results.records import CaseRecord
+from evaluations.results.retrieval_metrics import parse_metric_name
+from evaluations.results.rundata import RunData, RunSummary
 from evaluations.reports.page import CaseCard, Cell, Page, Section, Table, fmt
 
 WORST_CASES = 15
 DISAGREEMENT_CARDS = 30  # cases where the judges disagree shown in full (verdicts and reasons); the table lists all
 DISAGREE = "judges disagree"  # the drill-down mark of such a case
 _PREFIX_LABEL = {"ndcg": "nDCG", "mrr": "MRR", "map": "MAP", "p": "P", "recall": "Recall", "hit": "Hit"}
-_RETRIEVAL_KEY = re.compile(r"^([a-z]+)@(\d+)$")
 
 
 def metric_label(name: str) -> str:
     """``ndcg@10`` -> ``nDCG@10``; other names unchanged."""
-    match = _RETRIEVAL_KEY.match(name)
-    if match and match.group(1) in _PREFIX_LABEL:
-        return f"{_PREFIX_LABEL[match.group(1)]}@{match.group(2)}"
-    return name
-
-
-def _get(data: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
+    parsed = parse_metric_name(name)
+    return f"{_PREFIX_LABEL[parsed[1]]}@{parsed[2]}" if parsed else name
 
 
 def _number(value: Any) -> float | None:
@@ -48,26 +38,28 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def primary_judge(summary: dict) -> str | None:
-    return _get(summary, "answers", "primary_judge")
+def primary_judge(summary: RunSummary) -> str | None:
+    return summary.primary_judge
 
 
-def primary_answer_value(summary: dict) -> float | None:
+def primary_answer_value(summary: RunSummary) -> float | None:
     """The primary judge's headline value: its accuracy over all cases to answer; a run folder written before
     accuracy existed gives its mean over the judged answers."""
-    entry = _get(summary, "answers", "judges", primary_judge(summary) or "") or {}
-    return entry.get("accuracy", entry.get("mean"))
+    entry = summary.answers.judges.get(summary.primary_judge or "") if summary.answers else None
+    return entry.value if entry else None
 
 
-def disagreeing_cases(summary: dict) -> list[str]:
-    return [str(c) for c in _get(summary, "answers", "disagreements", "cases") or []]
+def disagreeing_cases(summary: RunSummary) -> list[str]:
+    return [str(c) for c in summary.answers.disagreements.cases] if summary.answers else []
 
 
-def _tokens_per_query(summary: dict) -> float | None:
-    tokens = _get(summary, "answers", "tokens") or {}
-    if _number(tokens.get("per_query")) is not None:
-        return tokens["per_query"]
-    parts = [_number(_get(tokens, side, "mean")) for side in ("input", "output")]
+def _tokens_per_query(summary: RunSummary) -> float | None:
+    if summary.answers is None:
+        return None
+    tokens = summary.answers.tokens
+    if _number(tokens.per_query) is not None:
+        return tokens.per_query
+    parts = [_number(side.mean) for side in (tokens.input, tokens.output)]
     return None if None in parts else sum(parts)  # type: ignore[arg-type]
 
 
@@ -75,29 +67,31 @@ def _tokens_per_query(summary: dict) -> float | None:
 class Headline:
     """One row of the headline table: ``key`` is the measure's name in compare.json / history."""
 
-    key: Callable[[dict], str | None]
-    label: Callable[[dict], str]
-    value: Callable[[dict], float | None]
+    key: Callable[[RunSummary], str | None]
+    label: Callable[[RunSummary], str]
+    value: Callable[[RunSummary], float | None]
     digits: int = 4
 
 
 #: the headline table, in display order; every value is read from summary.json as written
 HEADLINE: list[Headline] = [
-    Headline(lambda s: "ndcg@10", lambda s: "nDCG@10", lambda s: _get(s, "metrics", "ndcg@10")),
-    Headline(lambda s: "recall@10", lambda s: "Recall@10", lambda s: _get(s, "metrics", "recall@10")),
-    Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: _get(s, "metrics", "mrr@10")),
+    Headline(lambda s: "ndcg@10", lambda s: "nDCG@10", lambda s: s.metrics.get("ndcg@10")),
+    Headline(lambda s: "recall@10", lambda s: "Recall@10", lambda s: s.metrics.get("recall@10")),
+    Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: s.metrics.get("mrr@10")),
     Headline(primary_judge, lambda s: f"Answer accuracy ({primary_judge(s) or 'primary judge'})",
              primary_answer_value),
-    Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: _get(s, "latency_ms", "p95"),
+    Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: s.latency_ms.p95,
              digits=1),
     Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1),
     Headline(lambda s: "cost_per_query", lambda s: "Cost per query (USD)",
-             lambda s: _get(s, "answers", "cost_usd", "per_query"), digits=6),
+             lambda s: s.answers.cost_usd.per_query if s.answers else None, digits=6),
 ]
 
 
-def headline_values(summary: dict) -> list[tuple[str, str, float | None, int]]:
-    """(key, label, value, digits) of every headline row (value None when the run did not measure it)."""
+def headline_values(summary: RunSummary | dict[str, Any]) -> list[tuple[str, str, float | None, int]]:
+    """(key, label, value, digits) of every headline row (value None when the run did not measure it);
+    ``summary``: a run's summary, or summary.json's object."""
+    summary = summary if isinstance(summary, RunSummary) else RunSummary.model_validate(summary)
     rows = []
     for row in HEADLINE:
         key = row.key(summary)
@@ -107,7 +101,7 @@ def headline_values(summary: dict) -> list[tuple[str, str, float | None, int]]:
 
 # -- sections ------------------------------------------------------------------------------------
 
-def _headline_section(summary: dict) -> Section:
+def _headline_section(summary: RunSummary) -> Section:
     rows, keys, missing = [], [], []
     for key, label, value, digits in headline_values(summary):
         if value is None:
@@ -120,22 +114,20 @@ def _headline_section(summary: dict) -> Section:
                           "count as 0; answer accuracy: over every case to answer, failed and empty answers "
                           "count as incorrect)." + (f" Not measured in this run: {', '.join(missing)}."
                                                    if missing else ""))
-    answers = summary.get("answers") or {}
-    lead = [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
+    lead = [line for line in (answer_headline(summary.answers), disagreement_line(summary.answers)) if line]
     return Section("headline", "Headline", lead=lead, tables=[table])
 
 
-def _retrieval_section(summary: dict) -> Section:
-    metrics = summary.get("metrics") or {}
+def _retrieval_section(summary: RunSummary) -> Section:
+    metrics = summary.metrics
     section = Section("retrieval", "Retrieval")
     if not metrics:
         section.absent = "retrieval was not scored"
         return section
     grid: dict[str, dict[int, float]] = {}
     for name, value in metrics.items():
-        match = _RETRIEVAL_KEY.match(name)
-        if match:
-            grid.setdefault(match.group(1), {})[int(match.group(2))] = value
+        if parsed := parse_metric_name(name):
+            grid.setdefault(parsed[1], {})[parsed[2]] = value
     ks = sorted({k for row in grid.values() for k in row})
     rows = [[Cell(_PREFIX_LABEL.get(m, m))] + [Cell.number(grid[m].get(k)) for k in ks] for m in grid]
     section.tables.append(Table("retrieval-metrics", ["metric", *[f"@{k}" for k in ks]], rows, row_keys=list(grid),
@@ -149,35 +141,35 @@ def _retrieval_section(summary: dict) -> Section:
     return section
 
 
-def _segment_section(summary: dict) -> Section:
+def _segment_section(summary: RunSummary) -> Section:
     section = Section("segments", "Metrics by segment")
-    segments = summary.get("segments") or {}
+    segments = summary.segments
     if not segments:
         section.absent = "the cases carry no tags (category, difficulty, topic …)"
         return section
     names = [n for n in ("ndcg@10", "recall@10", "mrr@10", primary_judge(summary))
-             if n and any(n in (seg.get("metrics") or {}) for seg in segments.values())]
-    ordered = sorted(segments, key=lambda t: (-segments[t].get("cases", 0), t))
-    rows = [[Cell(tag), Cell.number(segments[tag].get("cases"))]
-            + [Cell.number(_get(segments[tag], "metrics", n)) for n in names] for tag in ordered]
+             if n and any(n in seg.metrics for seg in segments.values())]
+    ordered = sorted(segments, key=lambda t: (-segments[t].cases, t))
+    rows = [[Cell(tag), Cell.number(segments[tag].cases)]
+            + [Cell.number(segments[tag].metrics.get(n)) for n in names] for tag in ordered]
     section.tables.append(Table("segments", ["segment (tag)", "cases", *map(metric_label, names)], rows,
                                 row_keys=ordered, caption="Mean per tag (from summary.json; a verdict's mean is "
                                                           "its accuracy there: failed or unjudged answers count as "
                                                           "wrong); a case with several tags counts in each."))
     if names:
         shown = ordered[:25]
-        fig = charts.heatmap([f"{t} ({segments[t].get('cases', 0)})" for t in shown], list(map(metric_label, names)),
-                             [[_number(_get(segments[t], "metrics", n)) for n in names] for t in shown],
+        fig = charts.heatmap([f"{t} ({segments[t].cases})" for t in shown], list(map(metric_label, names)),
+                             [[_number(segments[t].metrics.get(n)) for n in names] for t in shown],
                              title="Metrics by segment (cases)" + (" — 25 largest" if len(ordered) > 25 else ""))
         section.charts.append(charts.render(fig, "segments", "Metrics by segment",
                                             f"Heatmap of {', '.join(map(metric_label, names))} per tag"))
     return section
 
 
-def _judge_kinds(records: list[dict]) -> dict[str, str]:
+def _judge_kinds(records: list[CaseRecord]) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for record in records:
-        for name, value in (record.get("judges") or {}).items():
+        for name, value in record.judges.items():
             if isinstance(value, bool):
                 kinds[name] = "verdict"
             elif _number(value) is not None:
@@ -185,21 +177,21 @@ def _judge_kinds(records: list[dict]) -> dict[str, str]:
     return kinds
 
 
-def _answers_section(summary: dict, records: list[dict]) -> Section:
+def _answers_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
     section = Section("answers", "Answers and judges")
-    answers = summary.get("answers") or {}
-    judges = answers.get("judges") or {}
-    if not judges:
+    answers = summary.answers
+    if answers is None or not answers.judges:
         section.absent = "no answers were judged (retrieval only, or --skip-qa)"
         return section
+    judges = answers.judges
     kinds = _judge_kinds(records)
-    errors = answers.get("judge_errors") or {}
+    errors = answers.judge_errors
     primary = primary_judge(summary)
     rows = [[Cell(name + (" (primary)" if name == primary else "")), Cell(kinds.get(name, "score")),
-             Cell.number(judges[name].get("accuracy")),
-             Cell(f"{judges[name]['correct']} / {judges[name]['n_cases']}" if "n_cases" in judges[name] else "—"),
-             Cell.number(judges[name].get("mean")), Cell.number(judges[name].get("n")),
-             Cell.number(errors.get(name, 0))] for name in judges]
+             Cell.number(judge.accuracy),
+             Cell(f"{judge.correct} / {judge.n_cases}" if judge.n_cases is not None else "—"),
+             Cell.number(judge.mean), Cell.number(judge.n), Cell.number(errors.get(name, 0))]
+            for name, judge in judges.items()]
     section.tables.append(Table("judges", ["judge", "kind", "accuracy (all cases to answer)", "correct / cases",
                                            "mean over judged (pass rate for verdicts)", "cases judged",
                                            "judge errors"], rows, row_keys=list(judges),
@@ -207,27 +199,27 @@ def _answers_section(summary: dict, records: list[dict]) -> Section:
                                         "verdict as incorrect; the mean is over the answers the judge gave a value "
                                         "for."))
     verdicts = [n for n in judges if kinds.get(n) == "verdict"]
-    charted = [n for n in verdicts if _number(judges[n].get("accuracy", judges[n]["mean"])) is not None]
+    charted = [n for n in verdicts if _number(judges[n].value) is not None]
     if charted:
-        values = [judges[n].get("accuracy", judges[n]["mean"]) for n in charted]
-        counted = [judges[n].get("n_cases", judges[n]["n"]) for n in charted]
+        values = [judges[n].value for n in charted]
+        counted = [judges[n].n_cases if judges[n].n_cases is not None else judges[n].n for n in charted]
         fig = charts.hbars(charted, values, xlabel="share of cases to answer judged correct", title="Judges' accuracy",
                            percent=True, notes=[f"(n={n})" for n in counted],
                            colours=[charts.ORANGE if n == primary else charts.BLUE for n in charted])
         section.charts.append(charts.render(fig, "judge-pass-rates", "Judges' accuracy", "Accuracy per judge: "
                                             + ", ".join(f"{n} {v:.0%}" for n, v in zip(charted, values))))
-    counts = summary.get("counts") or {}
-    answered = (f"{fmt(answers.get('answered_non_empty'))} of {fmt(answers.get('to_answer'))} cases to answer"
-                if "to_answer" in answers else fmt(answers.get("answered")))
-    section.notes.append(f"Answered (non-empty): {answered} · QA failed: {fmt(counts.get('qa_failed'))} · judge "
-                         f"failures: {fmt(counts.get('judge_failed'))}")
+    counts = summary.counts
+    answered = (f"{fmt(answers.answered_non_empty)} of {fmt(answers.to_answer)} cases to answer"
+                if answers.to_answer is not None else fmt(answers.answered))
+    section.notes.append(f"Answered (non-empty): {answered} · QA failed: {fmt(counts.qa_failed)} · judge "
+                         f"failures: {fmt(counts.judge_failed)}")
     if primary:
-        how = answers.get("primary_chosen_by")
-        section.notes.append(f"Primary judge: {judge_description(primary, answers.get('primary_validation'))}"
+        how = answers.primary_chosen_by
+        section.notes.append(f"Primary judge: {judge_description(primary, answers.primary_validation)}"
                              + (f" (chosen: {how})" if how else "") + ".")
-    due = answers.get("cases_to_answer") or {}
+    due = answers.cases_to_answer
     if due.get("unanswerable") or due.get("no_gold"):
-        left = {n: judges[n].get("unanswerable_left_out", 0) for n in verdicts}
+        left = {n: judges[n].unanswerable_left_out or 0 for n in verdicts}
         section.notes.append(
             f"Cases to answer: {fmt(due.get('gold'))} with gold answers (always counted), "
             f"{fmt(due.get('unanswerable'))} unanswerable (counted for a judge only where it gave a verdict; left "
@@ -242,33 +234,33 @@ def _verdict_cell(value: Any) -> Cell:
     return Cell("correct" if value else "wrong", css="pass" if value else "fail")
 
 
-def _disagreement_section(summary: dict, records: list[dict]) -> Section:
+def _disagreement_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
     """The cases on which the compared judges disagree: every one in a table, the first ones in full."""
     section = Section("disagreements", "Judges disagree")
-    block = _get(summary, "answers", "disagreements") or {}
     names = disagreeing_cases(summary)
-    if not names:
-        section.absent = ("no answer had two of the compared judges" if not block.get("of")
-                          else f"the judges agree on all {block['of']} answers")
+    if not names or summary.answers is None:
+        block = summary.answers.disagreements if summary.answers else None
+        section.absent = ("no answer had two of the compared judges" if not (block and block.of)
+                          else f"the judges agree on all {block.of} answers")
         return section
-    by_name = {str(r.get("name")): r for r in records}
+    block = summary.answers.disagreements
+    by_name = {r.name: r for r in records}
     shown = [by_name[n] for n in names if n in by_name]
-    judges = [j for j in block.get("judges") or [] if any(isinstance((r.get("judges") or {}).get(j), bool)
-                                                          for r in shown)]
-    rows = [[Cell(str(r.get("name"))), *(_verdict_cell((r.get("judges") or {}).get(j)) for j in judges),
-             Cell(str((r.get("answer") or {}).get("answer", ""))[:120])] for r in shown]
+    judges = [j for j in block.judges if any(isinstance(r.judges.get(j), bool) for r in shown)]
+    rows = [[Cell(r.name), *(_verdict_cell(r.judges.get(j)) for j in judges),
+             Cell(str((r.answer or {}).get("answer", ""))[:120])] for r in shown]
     section.tables.append(Table("disagreements", ["case", *judges, "answer"], rows,
-                                row_keys=[str(r.get("name")) for r in shown],
+                                row_keys=[r.name for r in shown],
                                 caption="Every case where the judges present disagree (— = that judge gave no "
                                         "verdict); each judge's reason is in the case below."))
-    section.notes.append(disagreement_line(summary.get("answers") or {}).capitalize()
-                         + f" (judges compared where present: {', '.join(block.get('judges') or [])}). "
+    section.notes.append((disagreement_line(summary.answers) or "").capitalize()
+                         + f" (judges compared where present: {', '.join(block.judges)}). "
                          + (f"The first {DISAGREEMENT_CARDS} are shown in full." if len(shown) > DISAGREEMENT_CARDS
                             else "Each is shown in full below, with every judge's verdict and reason."))
     primary = primary_judge(summary)
     for record in shown[:DISAGREEMENT_CARDS]:
         card = case_card(record, primary)
-        verdicts = record.get("judges") or {}
+        verdicts = record.judges
         card.why = "judges disagree: " + ", ".join(
             f"{j} {'correct' if verdicts[j] else 'wrong'}" for j in judges if isinstance(verdicts.get(j), bool))
         section.cases.append(card)
@@ -281,9 +273,9 @@ def _analysis_table(index: int, analysis: dict) -> Table:
     return Table(f"analysis-{index}", list(analysis["columns"]), rows, caption=caption)
 
 
-def _agreement_section(summary: dict) -> Section:
+def _agreement_section(summary: RunSummary) -> Section:
     section = Section("agreement", "Agreement with human labels")
-    analyses = summary.get("analyses") or []
+    analyses = summary.analyses
     for i, analysis in enumerate(analyses):
         kind = analysis.get("type")
         if kind == "table":
@@ -300,9 +292,9 @@ def _agreement_section(summary: dict) -> Section:
     return section
 
 
-def _calibration_section(summary: dict, records: list[dict]) -> tuple[Section, dict]:
+def _calibration_section(summary: RunSummary, records: list[CaseRecord]) -> tuple[Section, dict]:
     section = Section("calibration", "Calibration")
-    calibrations = run_calibration(records, primary_judge(summary))
+    calibrations = run_calibration([r.model_dump(mode="json") for r in records], primary_judge(summary))
     data = {c.name: {k: v for k, v in c.to_dict().items() if k != "name"} for c in calibrations}
     usable = [c for c in calibrations if c.n]
     if not usable:
@@ -322,23 +314,22 @@ def _calibration_section(summary: dict, records: list[dict]) -> tuple[Section, d
     return section, data
 
 
-def _latency_section(summary: dict, records: list[dict]) -> Section:
+def _latency_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
     section = Section("latency", "Latency")
-    by_stage = _get(summary, "latency_ms", "by_stage") or {}
     rows, keys = [], []
-    for stage, dist in by_stage.items():
-        if not dist.get("max"):
+    for stage, dist in summary.latency_ms.by_stage.items():
+        if not dist.max:
             continue  # a stage that took 0 ms in every case did not run
-        rows.append([Cell(stage)] + [Cell.number(dist.get(k), 1) if k != "n" else Cell.number(dist.get(k))
+        rows.append([Cell(stage)] + [Cell.number(getattr(dist, k), 1) if k != "n" else Cell.number(dist.n)
                                      for k in ("n", "mean", "p50", "p95", "p99", "max")])
         keys.append(stage)
     if rows:
         section.tables.append(Table("latency", ["stage", "cases", "mean", "p50", "p95", "p99", "max"], rows,
                                     row_keys=keys, caption="Milliseconds per case."))
-    ok = [r for r in records if r.get("status") != "failed"]
+    ok = [r for r in records if r.status != "failed"]
     stages = {}
     for stage in STAGES:  # the pipeline's stages, ending in total (task.STAGES)
-        values = [v for v in (_number((r.get("latency_ms") or {}).get(stage)) for r in ok) if v is not None]
+        values = [v for v in (_number(r.latency_ms.get(stage)) for r in ok) if v is not None]
         if values and max(values) > 0:
             stages[stage] = values
     if stages:
@@ -353,13 +344,13 @@ def _latency_section(summary: dict, records: list[dict]) -> Section:
     return section
 
 
-def _tier_section(summary: dict, records: list[dict]) -> Section:
+def _tier_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
     section = Section("tiers", "Model tiers")
-    counts = summary.get("tiers") or {}
+    counts = summary.tiers
     if not counts:
         section.absent = "the system reported no model tier per case"
         return section
-    tiers = [r.get("tier") for r in records if r.get("tier")]
+    tiers = [r.tier for r in records if r.tier]
     order = [t for t in dict.fromkeys(tiers) if t in counts] + sorted(t for t in counts if t not in tiers)
     first = order[0]  # tiers in the order the cases first report them: the system's first tier first
     total = sum(counts.values())
@@ -379,16 +370,16 @@ def _tier_section(summary: dict, records: list[dict]) -> Section:
 
 # -- drill-down ----------------------------------------------------------------------------------
 
-def _badness(record: dict, primary: str | None) -> tuple[int, float] | None:
+def _badness(record: CaseRecord, primary: str | None) -> tuple[int, float] | None:
     """Sort key of a case in the drill-down (smaller = worse); None for a case with nothing to show."""
-    ndcg = _number((record.get("metrics") or {}).get("ndcg@10"))
-    if record.get("status") == "failed":
+    ndcg = _number(record.metrics.get("ndcg@10"))
+    if record.status == "failed":
         return (0, 0.0)
-    if (record.get("qa") or {}).get("status") == "failed":
+    if record.qa.status == "failed":
         return (1, ndcg or 0.0)
-    if record.get("judge_errors"):
+    if record.judge_errors:
         return (2, ndcg or 0.0)
-    if primary and (record.get("judges") or {}).get(primary) is False:
+    if primary and record.judges.get(primary) is False:
         return (3, ndcg if ndcg is not None else 1.0)
     if ndcg is not None and ndcg < 1.0:
         return (4, ndcg)
@@ -399,52 +390,52 @@ _WHY = {0: "the run failed for this case", 1: "the answer stage failed", 2: "a j
         3: "the primary judge says wrong", 4: "retrieval below perfect"}
 
 
-def worst_cases(records: list[dict], primary: str | None, limit: int = WORST_CASES) -> list[dict]:
+def worst_cases(records: list[CaseRecord], primary: str | None, limit: int = WORST_CASES) -> list[CaseRecord]:
     """The worst cases: failed runs, failed answers, failed judges, answers judged wrong, then lowest nDCG@10."""
     keyed = [(key, i, r) for i, r in enumerate(records) if (key := _badness(r, primary)) is not None]
     return [r for _, _, r in sorted(keyed, key=lambda x: (x[0], x[1]))[:limit]]
 
 
-def case_card(record: dict, primary: str | None) -> CaseCard:
+def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
     key = _badness(record, primary) or (5, 1.0)
-    relevant = {d: g for d, g in (record.get("relevant") or {}).items() if g and g > 0}
-    retrieved = list(record.get("retrieved") or [])
-    ndcg = _number((record.get("metrics") or {}).get("ndcg@10"))
+    relevant = {d: g for d, g in record.relevant.items() if g and g > 0}
+    retrieved = list(record.retrieved)
+    ndcg = _number(record.metrics.get("ndcg@10"))
     why = _WHY.get(key[0], "") + (f" · nDCG@10 = {ndcg:.3f}" if ndcg is not None else "")
     fields: list[tuple[str, str]] = []
-    answer = record.get("answer") or {}
+    answer = record.answer or {}
     if answer:
         fields.append(("answer", str(answer.get("answer", ""))))
         if answer.get("confidence") is not None:
             fields.append(("confidence", fmt(_number(answer.get("confidence")), 2)))
-    if record.get("gold_answers"):
-        fields.append(("gold answer", " | ".join(map(str, record["gold_answers"]))))
-    if record.get("label") is not None:
-        fields.append(("human label", "correct" if record["label"] else "incorrect"))
-    if record.get("tags"):
-        fields.append(("tags", ", ".join(map(str, record["tags"]))))
-    reasons = record.get("judge_reasons") or {}
+    if record.gold_answers:
+        fields.append(("gold answer", " | ".join(map(str, record.gold_answers))))
+    if record.label is not None:
+        fields.append(("human label", "correct" if record.label else "incorrect"))
+    if record.tags:
+        fields.append(("tags", ", ".join(map(str, record.tags))))
+    reasons = record.judge_reasons
     judges = []
-    for name, value in (record.get("judges") or {}).items():
+    for name, value in record.judges.items():
         if isinstance(value, bool):
             judges.append((name, "correct" if value else "wrong", "pass" if value else "fail", reasons.get(name, "")))
         else:
             judges.append((name, fmt(_number(value), 3), "", reasons.get(name, "")))
-    errors = [e for e in (record.get("error"), (record.get("qa") or {}).get("error")) if e]
-    errors += [f"{e.get('evaluator')}: {e.get('error')}" for e in record.get("judge_errors") or []]
-    raw = (record.get("qa") or {}).get("raw_text")
-    if raw and (record.get("qa") or {}).get("status") == "failed":
+    errors = [e for e in (record.error, record.qa.error) if e]
+    errors += [f"{e.evaluator}: {e.error}" for e in record.judge_errors]
+    raw = record.qa.raw_text
+    if raw and record.qa.status == "failed":
         errors.append(f"model output: {raw}")
     rank = {d: i + 1 for i, d in enumerate(retrieved)}
     expected = sorted(relevant.items(), key=lambda kv: (rank.get(kv[0], 10**9), kv[0]))
-    return CaseCard(name=str(record.get("name")), why=why, query=str(record.get("query", "")), fields=fields,
+    return CaseCard(name=record.name, why=why, query=record.query, fields=fields,
                     retrieved=[(d, d in relevant) for d in retrieved[:10]],
                     expected=[(f"{d} (rank {rank[d]})" if d in rank else f"{d} (not retrieved)", g)
                               for d, g in expected],
                     judges=judges, errors=errors)
 
 
-def _worst_section(records: list[dict], summary: dict) -> Section:
+def _worst_section(records: list[CaseRecord], summary: RunSummary) -> Section:
     section = Section("worst-cases", "Worst cases")
     primary = primary_judge(summary)
     worst = worst_cases(records, primary)
@@ -464,16 +455,18 @@ def _worst_section(records: list[dict], summary: dict) -> Section:
 
 # -- the page ------------------------------------------------------------------------------------
 
-def _facts(summary: dict) -> list[tuple[str, str]]:
-    run, dataset, counts = summary.get("run") or {}, summary.get("dataset") or {}, summary.get("counts") or {}
+def _facts(summary: RunSummary) -> list[tuple[str, str]]:
+    run, dataset = summary.run, summary.dataset
+    extra = run.model_extra or {}
     facts = [
-        ("dataset", f"{dataset.get('name', '?')} (" + ", ".join(
-            f"{fmt(dataset[k])} {k}" for k in ("queries", "documents") if dataset.get(k) is not None) + ")"),
-        ("started", str(run.get("started", "—"))),
-        ("duration", f"{fmt(_number(run.get('seconds')), 1)} s"),
-        ("search", f"{run.get('search_mode', '—')} · embedder {run.get('embedder', '—')}"),
-        ("models", f"QA {run.get('qa_model') or '—'} · judge {run.get('judge_model') or '—'}"),
-        ("cases", " · ".join(f"{k} {fmt(v)}" for k, v in counts.items())),
+        ("dataset", f"{dataset.name or '?'} (" + ", ".join(
+            f"{fmt(getattr(dataset, k))} {k}" for k in ("queries", "documents") if getattr(dataset, k) is not None)
+         + ")"),
+        ("started", str(run.started or "—")),
+        ("duration", f"{fmt(_number(run.seconds), 1)} s"),
+        ("search", f"{run.search_mode or '—'} · embedder {run.embedder or '—'}"),
+        ("models", f"QA {extra.get('qa_model') or '—'} · judge {extra.get('judge_model') or '—'}"),
+        ("cases", " · ".join(f"{k} {fmt(v)}" for k, v in summary.counts.model_dump(exclude_unset=True).items())),
     ]
     return [(k, v) for k, v in facts if v and "—" not in v and "?" not in v]
 

@@ -12,13 +12,14 @@ from pathlib import Path
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.fsutil import atomic_write_bytes, atomic_write_text
 from evaluations.reports.page import Page
+from evaluations.results.rundata import RunData
 
 
 def _run(folder: Path) -> Page:
     from evaluations.reports.run_page import build_run_page
-    from evaluations.reports.runs import read_run
+    from evaluations.results.rundata import load_run
 
-    return build_run_page(read_run(folder))
+    return build_run_page(load_run(folder))
 
 
 def _comparison(folder: Path) -> Page:
@@ -74,12 +75,22 @@ def write_reports(out_dir: str | Path) -> Written:
 
     Old ``report-*.png`` files that the new report does not use are removed.
     """
+    clock = time.perf_counter()
+    return _write(Path(out_dir), build_page(out_dir), clock)
+
+
+def write_run_reports(run: RunData) -> Written:
+    """The reports of a run given in memory (right after it finished), written into its folder."""
+    from evaluations.reports.run_page import build_run_page
+
+    clock = time.perf_counter()
+    return _write(run.path, build_run_page(run), clock)
+
+
+def _write(folder: Path, page: Page, clock: float) -> Written:
     from evaluations.reports.html import render_html
     from evaluations.reports.markdown import render_markdown
 
-    clock = time.perf_counter()
-    folder = Path(out_dir)
-    page = build_page(folder)
     pngs = []
     for chart in page.charts:
         atomic_write_bytes(folder / chart.png_name, chart.png)

@@ -2,7 +2,7 @@
 
 from evaluations.results.folder import RunFolder, slug
 from evaluations.results.records import SCHEMA, CaseRecord, is_retrieval_metric, record_from_case
-from evaluations.results.summary import markdown, summarize
+from evaluations.results.summary import summarize
 
-__all__ = ["SCHEMA", "CaseRecord", "RunFolder", "is_retrieval_metric", "markdown", "record_from_case", "slug",
+__all__ = ["SCHEMA", "CaseRecord", "RunFolder", "is_retrieval_metric", "record_from_case", "slug",
            "summarize"]

@@ -8,7 +8,7 @@ Layout while a run is going on:
 - ``partial.jsonl``: the same cases as pydantic-evals ``ReportCase``/``ReportCaseFailure`` JSON (durable too),
   from which ``--resume`` rebuilds the full report; removed once the run is finished.
 
-Finishing writes ``report.json``, ``summary.json``, ``summary.md`` and a ``cases.jsonl`` in dataset order, each
+Finishing writes ``report.json``, ``summary.json`` and a ``cases.jsonl`` in dataset order, each
 atomically (temporary file, then rename). A crash or SIGKILL at any point loses at most the case that was being
 written; a line cut in half by the crash is dropped on resume.
 """
@@ -27,6 +27,7 @@ from pydantic_evals.reporting import ReportCase, ReportCaseAdapter, ReportCaseFa
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.fsutil import DurableAppender, atomic_write_json, atomic_write_text, check_writable_dir, os_error
 from evaluations.results.records import CaseRecord, record_from_case
+from evaluations.results.rundata import RunData, RunSummary
 
 RUN_FILE = "run.json"
 CASES_FILE = "cases.jsonl"
@@ -226,16 +227,18 @@ class RunFolder:
                 pass
 
     # -- finishing ---------------------------------------------------------------------------
-    def finish(self, *, report_json: bytes, summary: dict[str, Any], markdown: str,
-               records: list[CaseRecord]) -> None:
+    def finish(self, *, report_json: bytes, summary: RunSummary, records: list[CaseRecord]) -> RunData:
+        """Write the finished run (report.json, cases.jsonl, summary.json) and return it as ``RunData``, so what
+        runs after it (reports, history, OTel) never reads the folder back."""
         from evaluations.core.fsutil import atomic_write_bytes
 
         self.close()
         atomic_write_bytes(self.path / "report.json", report_json)
         atomic_write_text(self.path / CASES_FILE, "".join(r.dump_line() for r in records))
-        atomic_write_json(self.path / "summary.json", summary)
-        atomic_write_text(self.path / "summary.md", markdown)
+        atomic_write_json(self.path / "summary.json", summary.to_dict())
+        (self.path / "summary.md").unlink(missing_ok=True)  # written by versions before report.md had it all
         try:
             (self.path / PARTIAL_FILE).unlink(missing_ok=True)
         except OSError:
             pass
+        return RunData(path=self.path, summary=summary, records=records)

@@ -1,4 +1,4 @@
-"""The answer headline people read, in one place, from ``summary.json["answers"]`` alone (console, summary.md,
+"""The answer headline people read, in one place, from ``summary.json``'s ``answers`` alone (console,
 report.html / report.md all print these sentences):
 
 - ``answer accuracy 0.22 (primary judge: combined_correct — combined judge; validated accuracy vs human labels:
@@ -17,15 +17,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaluations.judging.validation import JudgeValidation
+from evaluations.results.rundata import AnswersSummary
 
 __all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy"]
 
 
-def primary_accuracy(answers: dict[str, Any]) -> float | None:
+def primary_accuracy(answers: AnswersSummary | None) -> float | None:
     """The primary judge's accuracy over all cases to answer (None when the summary has none)."""
-    entry = (answers.get("judges") or {}).get(answers.get("primary_judge") or "") or {}
-    value = entry.get("accuracy")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    entry = answers.judges.get(answers.primary_judge or "") if answers else None
+    return float(entry.accuracy) if entry is not None and entry.accuracy is not None else None
 
 
 def judge_description(name: str, validation: dict[str, Any] | None) -> str:
@@ -40,21 +40,20 @@ def judge_description(name: str, validation: dict[str, Any] | None) -> str:
     return f"{name} — " + "; ".join(part for part in (entry.label, entry.headline()) if part)
 
 
-def answer_headline(answers: dict[str, Any]) -> str | None:
+def answer_headline(answers: AnswersSummary | None) -> str | None:
     """The one-line answer headline (module docstring); None without a primary judge's accuracy."""
     accuracy = primary_accuracy(answers)
-    if accuracy is None:
+    if answers is None or accuracy is None:
         return None
-    judge = judge_description(answers["primary_judge"], answers.get("primary_validation"))
+    judge = judge_description(answers.primary_judge or "", answers.primary_validation)
     line = f"answer accuracy {accuracy:.2f} (primary judge: {judge})"
-    if isinstance(answers.get("to_answer"), int):
-        line += f" · answered {answers.get('answered_non_empty', 0)}/{answers['to_answer']}"
+    if answers.to_answer is not None:
+        line += f" · answered {answers.answered_non_empty}/{answers.to_answer}"
     return line
 
 
-def disagreement_line(answers: dict[str, Any]) -> str | None:
+def disagreement_line(answers: AnswersSummary | None) -> str | None:
     """``judges disagree on N of M answers`` (None when no answer had two of the compared judges)."""
-    block = answers.get("disagreements") or {}
-    if not block.get("of"):
+    if answers is None or not answers.disagreements.of:
         return None
-    return f"judges disagree on {block['n']} of {block['of']} answers"
+    return f"judges disagree on {answers.disagreements.n} of {answers.disagreements.of} answers"

@@ -1,22 +1,25 @@
-"""THE registry of what compare, gate and history can measure in a run folder: one ``Family`` per kind.
+"""THE measure registry: every number the summary, segments, compare, gate, history, matrix, reports and scoring
+show is read from a ``CaseRecord`` here, with one failure rule. One ``Family`` per kind of measure.
 
-A *measure* has one value per case (the mean over the case's repeats), read from ``cases.jsonl``:
+A *measure* has one value per record (``value(name, record, run)``, None when the record has none):
 
-- retrieval: ``mrr@k``, ``map@k``, ``ndcg@k``, ``p@k``, ``recall@k``, ``hit@k`` — the names of
-  ``evaluations.results.retrieval_metrics.METRICS`` at every cut-off the run has; a failed case scores 0 (the
-  summary's averaging rule); ``hit@k`` is a binary verdict.
-- judges: every name in the cases' ``judges`` (``keyword_correct``, ``token_f1``, ``offline_correct`` …);
-  boolean verdicts are binary; ``context_waste`` (share of context tokens from non-relevant documents) is the
-  one score where lower is better.
-- ``latency_ms`` (the case's total), ``latency_<stage>_ms`` (embed, retrieve, rerank, llm, judge);
-  ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query``;
-  ``cost_per_query`` = (input × price_in + output × price_out) / 1e6, prices from the summary;
-  ``failure_rate`` (1 when the case's system failed), ``qa_failure_rate`` (1 when its QA failed).
+- retrieval: ``mrr@k``, ``map@k``, ``ndcg@k``, ``p@k``, ``recall@k``, ``hit@k`` (names parsed only by
+  ``retrieval_metrics.parse_metric_name``) at every cut-off the run has; a case without relevant documents has
+  no value; a case whose retrieval failed scores 0 (an empty result list); ``hit@k`` is a binary verdict.
+- judges: every name in the records' ``judges``. A verdict judge (``is_verdict_name``) counts as accuracy counts
+  it (``verdict_outcome``: a failed case or answer, an empty or unjudged answer on a case to answer is 0); a
+  score judge (token F1, similarity …) has its score on the cases it scored. ``context_waste`` (share of context
+  tokens from non-relevant documents) is the one score where lower is better.
+- ``latency_ms`` (the case's total), ``latency_<stage>_ms`` (embed, retrieve, rerank, llm, …): none for a failed case;
+- ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query`` (cases whose
+  answer stage ran; missing usage counts 0); ``cost_per_query`` = (input × price_in + output × price_out) / 1e6,
+  prices from the summary;
+- ``failure_rate`` (1 when the case's system failed), ``qa_failure_rate`` (1 when its answer failed).
 
-A *run-level value* (what gate rules and history use) of a measure is its mean over cases; in addition
-``latency_p50_ms``, ``latency_p95_ms``, ``latency_p99_ms`` (and ``latency_mean_ms``) are percentiles of the
-per-case ``latency_ms`` (linear interpolation, numpy's default), compared for significance through
-``latency_ms``.
+Per case (``per_case``: compare, gate) a measure is the mean over the case's repeats; a *run-level value*
+(``run_value``: gate rules, history, OTel) is its mean over cases, plus ``latency_p50_ms``, ``latency_p95_ms``,
+``latency_p99_ms`` and ``latency_mean_ms`` over the per-case ``latency_ms`` (``results.stats.percentile``).
+The summary's means (``record_means``) average the same per-record values over records (each repeat once).
 """
 
 from __future__ import annotations
@@ -26,67 +29,137 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.retrieval_metrics import METRICS, metric_key
-from evaluations.results.rundata import RunFolder
+from evaluations.results.records import VERDICT_NAMES, CaseRecord
+from evaluations.results.retrieval_metrics import METRIC_ORDER, metric_key, METRICS, parse_metric_name
+from evaluations.results.rundata import RunData
+from evaluations.results.stats import percentile
 
-Record = dict[str, Any]
-
-_RETRIEVAL = re.compile(
-    r"^(%s)@(\d+)$" % "|".join(re.escape(metric_key(m, 1)[:-2]) for m in METRICS)
-)
-_HIT_PREFIX = metric_key("hit", 1)[:-2]
 _STAGE = re.compile(r"^latency_([a-z]+)_ms$")
 _PERCENTILE = re.compile(r"^latency_p(\d{1,2})_ms$")
+PERCENTILES = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
+
+#: per-case scores (in a case's ``judges``) where less is better
+LOWER_IS_BETTER = frozenset({"context_waste"})
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)) and np.isfinite(value):
+    if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
         return float(value)
     return None
 
 
-def _has_relevant(record: Record) -> bool:
-    return any((grade or 0) > 0 for grade in (record.get("relevant") or {}).values())
+# --- the answer failure rule: which cases count for accuracy, and how -------------------------------------------
+
+def is_verdict_name(name: str) -> bool:
+    """A correctness verdict's name: in ``VERDICT_NAMES`` or ending in ``_correct`` (boolean values only count)."""
+    return name in VERDICT_NAMES or name.endswith("_correct")
 
 
-def _retrieval_value(name: str, record: Record, run: RunFolder) -> float | None:
-    if not _has_relevant(record):
+def verdict_names(records: Iterable[CaseRecord]) -> list[str]:
+    """The verdict judges of these records: names passing ``is_verdict_name`` with a boolean value somewhere."""
+    return sorted({k for r in records for k, v in r.judges.items() if isinstance(v, bool) and is_verdict_name(k)})
+
+
+def to_answer(record: CaseRecord) -> bool:
+    """The run had to answer this case: its answer stage ran (ok or failed), or the case failed before it."""
+    return record.qa.status != "skipped" or record.status == "failed"
+
+
+def has_gold(record: CaseRecord) -> bool:
+    return any(isinstance(a, str) and a.strip() for a in record.gold_answers)
+
+
+def answer_kind(record: CaseRecord) -> str:
+    """How a case to answer counts in accuracy: "gold" (answerable, with gold answers: always counts),
+    "unanswerable" (``answerable`` false: counts for a judge only where that judge gave a verdict) or "no_gold"
+    (answerable but without gold answers: no judge can judge it, never counts)."""
+    if not record.answerable:
+        return "unanswerable"
+    return "gold" if has_gold(record) else "no_gold"
+
+
+def non_empty_answer(record: CaseRecord) -> bool:
+    return bool(record.answer) and bool(str(record.answer.get("answer") or "").strip())
+
+
+def verdict_outcome(record: CaseRecord, name: str) -> bool | None:
+    """The record's contribution to judge ``name``'s accuracy: True (correct), False (incorrect: a failed
+    case or answer stage, an empty answer the judge did not pass, a judge failure, no verdict on a gold case),
+    or None (not counted: not a case to answer, no gold, or an unanswerable case without a verdict)."""
+    if not to_answer(record):
         return None
-    if record.get("status") == "failed":
+    value = record.judges.get(name)
+    verdict = value if isinstance(value, bool) else None
+    kind = answer_kind(record)
+    if kind == "gold":
+        return verdict is True
+    if kind == "unanswerable" and verdict is not None:
+        return verdict
+    return None
+
+
+def answer_accuracy(records: list[CaseRecord], name: str) -> dict[str, Any]:
+    """Accuracy of verdict judge ``name`` over all the cases the run had to answer.
+
+    With C = the cases to answer (``to_answer``) that are answerable with gold answers, U_J = the unanswerable
+    cases to answer that ``name`` gave a verdict for (a refusal can be correct there), and v_J(c) its verdict::
+
+        accuracy = |{c ∈ C ∪ U_J : v_J(c) is True}| / |C ∪ U_J|
+
+    so a failed case or answer stage, an empty answer, a judge failure or a missing verdict on a case of C is
+    incorrect. ``n_cases`` = |C ∪ U_J|, ``judged`` = the cases of C ∪ U_J with a verdict,
+    ``unanswerable_left_out`` = unanswerable cases to answer without a verdict (not in the denominator).
+    """
+    outcomes = [verdict_outcome(r, name) for r in records]
+    counted = [o for o in outcomes if o is not None]
+    unanswerable = [r for r in records if to_answer(r) and answer_kind(r) == "unanswerable"]
+    included = sum(1 for r in unanswerable if isinstance(r.judges.get(name), bool))
+    correct = sum(counted)
+    return {
+        "accuracy": correct / len(counted) if counted else None,
+        "correct": correct,
+        "n_cases": len(counted),
+        "judged": sum(1 for r, o in zip(records, outcomes) if o is not None and isinstance(r.judges.get(name), bool)),
+        "unanswerable_included": included,
+        "unanswerable_left_out": len(unanswerable) - included,
+    }
+
+
+# --- per-record values, one reader per family ------------------------------------------------------------------
+
+def _retrieval_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    if not record.has_relevant:
+        return None
+    if record.status == "failed":
         return 0.0  # a failed case counts as an empty result list
-    return _number((record.get("metrics") or {}).get(name))
+    return _number(record.metrics.get(name))
 
 
-def _judge_value(name: str, record: Record, run: RunFolder) -> float | None:
-    """A verdict judge's value is the case's contribution to its accuracy (``runs.summary.verdict_outcome``:
-    a failed or empty answer, or a missing verdict on a case to answer, is 0), so compare, gate, matrix and
-    history agree with the summary's accuracy; a score judge's value is its score on the cases it scored."""
-    from evaluations.results.records import CaseRecord
-    from evaluations.results.summary import is_verdict_name, verdict_outcome
-
-    if is_verdict_name(name) and (record.get("qa") or {}).get("status") is not None:
-        outcome = verdict_outcome(CaseRecord.model_validate(record), name)
+def _judge_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    """A verdict judge's value (a verdict name with boolean values) is the case's contribution to its accuracy
+    (``verdict_outcome``); a score judge's value (``offline_p_correct`` too) is its score on the cases it scored."""
+    value = record.judges.get(name)
+    if is_verdict_name(name) and (isinstance(value, bool) or (value is None and _judge_is_binary(name, run))):
+        outcome = verdict_outcome(record, name)
         return None if outcome is None else float(outcome)
-    return _number((record.get("judges") or {}).get(name))
+    return _number(value)
 
 
-def _latency_value(name: str, record: Record, run: RunFolder) -> float | None:
-    if record.get("status") == "failed":
+def _latency_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    if record.status == "failed":
         return None
     stage = "total" if name == "latency_ms" else _STAGE.match(name).group(1)  # type: ignore[union-attr]
-    return _number((record.get("latency_ms") or {}).get(stage))
+    return _number(record.latency_ms.get(stage))
 
 
-def _usage(record: Record) -> tuple[float, float] | None:
-    usage = record.get("usage") or {}
-    if not usage or (record.get("qa") or {}).get("status") == "skipped":
+def usage(record: CaseRecord) -> tuple[float, float] | None:
+    """(input, output) tokens of a case whose answer stage ran (missing counts 0); None when it did not run."""
+    if record.qa.status == "skipped":
         return None
-    return float(usage.get("input_tokens") or 0), float(usage.get("output_tokens") or 0)
+    return float(record.usage.get("input_tokens") or 0), float(record.usage.get("output_tokens") or 0)
 
 
 _TOKEN_PARTS: dict[str, Callable[[float, float], float]] = {
@@ -96,98 +169,93 @@ _TOKEN_PARTS: dict[str, Callable[[float, float], float]] = {
 }
 
 
-def _token_value(name: str, record: Record, run: RunFolder) -> float | None:
-    usage = _usage(record)
-    return None if usage is None else _TOKEN_PARTS[name](*usage)
+def _token_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    used = usage(record)
+    return None if used is None else _TOKEN_PARTS[name](*used)
 
 
-def price(run: RunFolder) -> tuple[float, float]:
-    """USD per 1M input/output tokens recorded in the run's summary (0, 0 when absent)."""
-    prices = (((run.summary.get("answers") or {}).get("cost_usd") or {}).get("price_per_1m_tokens")) or {}
-    return float(prices.get("input") or 0.0), float(prices.get("output") or 0.0)
+def cost(used: tuple[float, float], price: tuple[float, float]) -> float:
+    """USD of (input, output) tokens at ``price`` USD per 1M (input, output) tokens."""
+    return (used[0] * price[0] + used[1] * price[1]) / 1e6
 
 
-def _cost_value(name: str, record: Record, run: RunFolder) -> float | None:
-    usage = _usage(record)
-    if usage is None:
-        return None
-    p_in, p_out = price(run)
-    return (usage[0] * p_in + usage[1] * p_out) / 1e6
+def _cost_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    used = usage(record)
+    return None if used is None else cost(used, run.summary.price)
 
 
-_FAILURE_TEST: dict[str, Callable[[Record], bool]] = {
-    "failure_rate": lambda r: r.get("status") == "failed",
-    "qa_failure_rate": lambda r: (r.get("qa") or {}).get("status") == "failed",
+_FAILURE_TEST: dict[str, Callable[[CaseRecord], bool]] = {
+    "failure_rate": lambda r: r.status == "failed",
+    "qa_failure_rate": lambda r: r.qa.status == "failed",
 }
 
 
-def _failure_value(name: str, record: Record, run: RunFolder) -> float | None:
+def _failure_value(name: str, record: CaseRecord, run: RunData) -> float | None:
     return 1.0 if _FAILURE_TEST[name](record) else 0.0
 
 
-def _records(run: RunFolder) -> Iterable[Record]:
-    for records in run.cases.values():
-        yield from records
+# --- the names each family has in a run ------------------------------------------------------------------------
 
-
-def _retrieval_names(run: RunFolder) -> list[str]:
-    names = {k for r in _records(run) for k in (r.get("metrics") or {}) if _RETRIEVAL.match(k)}
-    order = {metric_key(m, 1)[:-2]: i for i, m in enumerate(METRICS)}
+def retrieval_names(run: RunData) -> list[str]:
+    """The run's retrieval metrics (the records' and, via ``run.ks``, every metric at the run's cut-offs), ordered
+    by cut-off, then ``METRICS`` order."""
+    names = {k for r in run.records for k in r.metrics if parse_metric_name(k)}
+    names |= {metric_key(m, k) for m in METRICS for k in run.ks}
 
     def key(n: str) -> tuple[int, int]:
-        prefix, k = _RETRIEVAL.match(n).groups()  # type: ignore[union-attr]
-        return int(k), order[prefix]
+        metric, _, k = parse_metric_name(n)  # type: ignore[misc]
+        return k, METRIC_ORDER[metric]
 
     return sorted(names, key=key)
 
 
-#: per-case scores (in a case's ``judges``) where less is better
-LOWER_IS_BETTER = frozenset({"context_waste"})
+def _scores(run: RunData) -> set[str]:
+    return {k for r in run.records for k, v in r.judges.items() if _number(v) is not None}
 
 
-def _scores(run: RunFolder) -> set[str]:
-    return {k for r in _records(run) for k, v in (r.get("judges") or {}).items() if _number(v) is not None}
-
-
-def _judge_names(run: RunFolder) -> list[str]:
+def _judge_names(run: RunData) -> list[str]:
     return sorted(_scores(run) - LOWER_IS_BETTER)
 
 
-def _waste_names(run: RunFolder) -> list[str]:
+def _waste_names(run: RunData) -> list[str]:
     return sorted(_scores(run) & LOWER_IS_BETTER)
 
 
-def _stage_names(run: RunFolder) -> list[str]:
-    stages = {k for r in _records(run) for k in (r.get("latency_ms") or {}) if k != "total"}
+def _stage_names(run: RunData) -> list[str]:
+    stages = {k for r in run.records for k in r.latency_ms if k != "total"}
     return [f"latency_{s}_ms" for s in sorted(stages)]
+
+
+def _judge_is_binary(name: str, run: RunData) -> bool:
+    return any(isinstance(r.judges.get(name), bool) for r in run.records)
 
 
 @dataclass(frozen=True)
 class Family:
-    """A kind of measure: which names it has in a run, how to read one case's value, its direction.
+    """A kind of measure: which names it has in a run, how to read one record's value, its direction.
 
     ``binary(name, run)``: the measure is a pass/fail verdict (McNemar; regressions; zero tolerance).
     ``default``: part of compare's default set (otherwise only on request with ``--metrics``).
+    ``segments``: averaged per tag in the summary's ``segments``.
     """
 
     name: str
     higher_is_better: bool
-    names: Callable[[RunFolder], list[str]]
-    owns: Callable[[str, RunFolder], bool]
-    value: Callable[[str, Record, RunFolder], float | None]
-    binary: Callable[[str, RunFolder], bool]
+    names: Callable[[RunData], list[str]]
+    owns: Callable[[str, RunData], bool]
+    value: Callable[[str, CaseRecord, RunData], float | None]
+    binary: Callable[[str, RunData], bool]
     default: bool = True
-
-
-def _judge_is_binary(name: str, run: RunFolder) -> bool:
-    return any(isinstance((r.get("judges") or {}).get(name), bool) for r in _records(run))
+    segments: bool = False
 
 
 FAMILIES: list[Family] = [
-    Family("retrieval", True, _retrieval_names, lambda n, r: bool(_RETRIEVAL.match(n)), _retrieval_value,
-           lambda n, r: n.startswith(_HIT_PREFIX + "@")),
-    Family("judge", True, _judge_names, lambda n, r: n in _judge_names(r), _judge_value, _judge_is_binary),
-    Family("context waste", False, _waste_names, lambda n, r: n in LOWER_IS_BETTER, _judge_value, lambda n, r: False),
+    Family("retrieval", True, retrieval_names, lambda n, r: parse_metric_name(n) is not None, _retrieval_value,
+           lambda n, r: parse_metric_name(n)[0] == "hit", segments=True),  # type: ignore[index]
+    Family("judge", True, _judge_names, lambda n, r: n in _judge_names(r), _judge_value, _judge_is_binary,
+           segments=True),
+    Family("context waste", False, _waste_names, lambda n, r: n in LOWER_IS_BETTER, _judge_value, lambda n, r: False,
+           segments=True),
     Family("latency", False, lambda r: ["latency_ms"], lambda n, r: n == "latency_ms", _latency_value,
            lambda n, r: False),
     Family("stage latency", False, _stage_names, lambda n, r: bool(_STAGE.match(n)) and not _PERCENTILE.match(n)
@@ -201,77 +269,95 @@ FAMILIES: list[Family] = [
 ]
 
 
-def family_of(name: str, run: RunFolder) -> Family | None:
+def family_of(name: str, run: RunData) -> Family | None:
     return next((f for f in FAMILIES if f.owns(name, run)), None)
 
 
-def per_case(name: str, run: RunFolder) -> dict[str, float]:
-    """case name -> the measure's value, the mean over the case's repeats (cases without a value omitted)."""
+def _family(name: str, run: RunData) -> Family:
     family = family_of(name, run)
     if family is None:
         raise unknown_metric(name, [run])
+    return family
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def per_case(name: str, run: RunData) -> dict[str, float]:
+    """case name -> the measure's value, the mean over the case's repeats (cases without a value omitted)."""
+    family = _family(name, run)
     out: dict[str, float] = {}
     for case, records in run.cases.items():
         values = [v for v in (family.value(name, r, run) for r in records) if v is not None]
         if values:
-            out[case] = sum(values) / len(values)
+            out[case] = _mean(values)
     return out
 
 
-def available(run: RunFolder, *, defaults_only: bool = False) -> list[str]:
+def record_means(run: RunData, names: Iterable[str], records: Iterable[CaseRecord] | None = None) -> dict[str, float]:
+    """name -> the mean of its per-record values over ``records`` (default: all; every repeat counts once);
+    names without a value are left out. The summary's, segments' and repeat spreads' averaging."""
+    chosen = list(run.records if records is None else records)
+    out = {}
+    for name in names:
+        family = _family(name, run)
+        values = [v for v in (family.value(name, r, run) for r in chosen) if v is not None]
+        if values:
+            out[name] = _mean(values)
+    return out
+
+
+def available(run: RunData, *, defaults_only: bool = False, segments_only: bool = False) -> list[str]:
     """Every per-case measure that has at least one value in ``run``, in registry order."""
     names: list[str] = []
     for family in FAMILIES:
-        if defaults_only and not family.default:
+        if (defaults_only and not family.default) or (segments_only and not family.segments):
             continue
-        names += [n for n in family.names(run) if any(
-            family.value(n, r, run) is not None for r in _records(run))]
+        names += [n for n in family.names(run) if any(family.value(n, r, run) is not None for r in run.records)]
     return names
 
 
 # Run-level values that are not a mean of a per-case measure: name -> (per-case measure, reducer).
-def _percentile_reducer(q: float) -> Callable[[list[float]], float]:
-    return lambda values: float(np.percentile(values, q))
-
-
 def aggregate_parts(name: str) -> tuple[str, Callable[[list[float]], float]]:
     """(per-case measure, reducer) of a run-level value: ``latency_p95_ms`` -> (latency_ms, 95th percentile)."""
     match = _PERCENTILE.match(name)
     if match:
-        return "latency_ms", _percentile_reducer(float(match.group(1)))
+        q = float(match.group(1))
+        return "latency_ms", lambda values: float(percentile(values, q))  # type: ignore[arg-type]
     if name == "latency_mean_ms":
-        return "latency_ms", lambda values: float(np.mean(values))
-    return name, lambda values: float(np.mean(values))
+        return "latency_ms", _mean
+    return name, _mean
 
 
-def run_value(name: str, run: RunFolder, cases: set[str] | None = None) -> float | None:
+def run_value(name: str, run: RunData, cases: set[str] | None = None) -> float | None:
     """The run-level value of ``name`` (see module docstring), over ``cases`` when given; None without values."""
     measure, reduce = aggregate_parts(name)
     values = [v for c, v in per_case(measure, run).items() if cases is None or c in cases]
     return reduce(values) if values else None
 
 
-def run_values(run: RunFolder) -> dict[str, float]:
-    """Every run-level value the run has (history records these)."""
+def run_values(run: RunData) -> dict[str, float]:
+    """Every run-level value the run has (history and OTel record these)."""
     out = {}
     for name in available(run):
         out[name] = run_value(name, run)
         if name == "latency_ms":
-            for extra in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms"):
+            for extra in PERCENTILES:
                 out[extra] = run_value(extra, run)
     return {k: v for k, v in out.items() if v is not None}
 
 
-def known_names(runs: list[RunFolder]) -> list[str]:
+def known_names(runs: list[RunData]) -> list[str]:
     names: list[str] = []
     for run in runs:
-        for n in available(run) + ["latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_mean_ms"]:
+        for n in available(run) + [*PERCENTILES, "latency_mean_ms"]:
             if n not in names:
                 names.append(n)
     return names
 
 
-def unknown_metric(name: str, runs: list[RunFolder], where: str = "metric") -> EvaluationsError:
+def unknown_metric(name: str, runs: list[RunData], where: str = "metric") -> EvaluationsError:
     return EvaluationsError(
         f"unknown metric {name!r}", where=where,
         fix="use one of: " + ", ".join(known_names(runs)) + " (retrieval metrics at the run's cut-offs, the run's "
@@ -279,7 +365,7 @@ def unknown_metric(name: str, runs: list[RunFolder], where: str = "metric") -> E
     )
 
 
-def check_metric(name: str, runs: list[RunFolder], where: str = "metric", *, per_case_only: bool = False) -> None:
+def check_metric(name: str, runs: list[RunData], where: str = "metric", *, per_case_only: bool = False) -> None:
     """EvaluationsError naming ``name`` unless every run has values for it (``per_case_only``: no run-level
     percentiles, which have no per-case values to pair)."""
     measure = aggregate_parts(name)[0]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_evals.reporting import ReportCase, ReportCaseFailure
 
 from evaluations.core.types import CaseMetadata, CaseOutput
+from evaluations.results.retrieval_metrics import is_retrieval_metric
 
 SCHEMA = 2
 
@@ -32,11 +33,6 @@ VERDICT_NAMES = (
     "keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct", "llm_judge",
     "combined_correct",
 )
-RETRIEVAL_PREFIXES = ("mrr@", "map@", "ndcg@", "p@", "recall@", "hit@")
-
-
-def is_retrieval_metric(name: str) -> bool:
-    return name.startswith(RETRIEVAL_PREFIXES)
 
 
 class QARecord(BaseModel):

@@ -156,6 +156,24 @@ def metric_key(metric: str, k: int) -> str:
     return f"{_KEY_PREFIX.get(metric, metric)}@{k}"
 
 
+#: result-key prefix -> metric, in ``METRICS`` order ("p" -> "precision", "ndcg" -> "ndcg", ...)
+_METRIC_OF_PREFIX: dict[str, str] = {_KEY_PREFIX.get(m, m): m for m in METRICS}
+METRIC_ORDER: dict[str, int] = {m: i for i, m in enumerate(METRICS)}
+
+
+def parse_metric_name(name: str) -> tuple[str, str, int] | None:
+    """THE parser of retrieval metric names: ``"p@10"`` -> ``("precision", "p", 10)``; None for any other name
+    (a judge, a latency, ``p@x``, ``p@0``)."""
+    prefix, at, k = name.partition("@")
+    if not at or prefix not in _METRIC_OF_PREFIX or not k.isdigit() or int(k) < 1:
+        return None
+    return _METRIC_OF_PREFIX[prefix], prefix, int(k)
+
+
+def is_retrieval_metric(name: str) -> bool:
+    return parse_metric_name(name) is not None
+
+
 def _check_ranking(ranking: Ranking) -> None:
     if len(set(ranking)) != len(ranking):
         seen: set[str] = set()

@@ -1,66 +1,258 @@
-"""Read a run folder (``cases.jsonl`` + ``summary.json``): the only input of compare, gate and history.
+"""A run as typed data: ``RunSummary`` (``summary.json``), ``CaseRecord`` (``cases.jsonl``) and ``RunData`` (both,
+with the folder), and THE reader of a run folder, ``load_run``.
 
-A case may appear several times in ``cases.jsonl`` (``repeat`` 0..N-1); ``RunFolder.cases`` keeps every
-record, grouped by case name, in file order. Nothing here imports the run pipeline.
+``RunSummary`` is the JSON ``summarize`` writes, field for field (the names on disk are unchanged). Every model
+keeps keys it does not declare (``extra="allow"``) and gives every field a default, so summaries written by older
+versions, and sections a later version adds, still load; ``dump_json`` writes back only what was set, so a summary
+read and written again is the same JSON.
+
+A case may appear several times in ``cases.jsonl`` (``repeat`` 0..N-1): ``RunData.records`` keeps every record in
+file order and ``RunData.cases`` groups them by case name. Nothing here imports the run pipeline.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from evaluations.core.errors import EvaluationsError
+from evaluations.results.records import CaseRecord
+
+Number = int | float
 
 
-@dataclass
-class RunFolder:
-    """One run as read from disk. ``label`` names it in comparisons (set by the caller when names clash)."""
+class _Open(BaseModel):
+    """A section of summary.json: declared fields typed, unknown (older/newer) keys kept as they are."""
 
-    path: Path
-    summary: dict[str, Any]
-    cases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    model_config = ConfigDict(extra="allow")
+
+
+class Distribution(_Open):
+    n: int = 0
+    mean: Number | None = None
+    p50: Number | None = None
+    p95: Number | None = None
+    p99: Number | None = None
+    max: Number | None = None
+
+
+class LatencySummary(_Open):
+    p50: Number | None = None
+    p95: Number | None = None
+    p99: Number | None = None
+    mean: Number | None = None
+    by_stage: dict[str, Distribution] = Field(default_factory=dict)
+
+
+class Counts(_Open):
+    cases: int = 0
+    complete: int = 0
+    incomplete: int = 0
+    failed: int = 0
+    qa_failed: int = 0
+    judge_failed: int = 0
+    no_relevant: int = 0
+    evaluator_failures: int = 0
+    evaluated_retrieval: int = 0
+
+
+class JudgeSummary(_Open):
+    """One judge: ``mean``/``n`` over the answers it judged; a verdict judge also has its accuracy over every case
+    to answer (``measures.answer_accuracy``)."""
+
+    mean: Number = 0.0
+    n: int = 0
+    accuracy: Number | None = None
+    correct: int | None = None
+    n_cases: int | None = None
+    judged: int | None = None
+    unanswerable_included: int | None = None
+    unanswerable_left_out: int | None = None
+
+    @property
+    def value(self) -> float | None:
+        """The judge's run value: a verdict's accuracy when recorded (failed and empty answers count as
+        incorrect), else its mean over the judged answers (scores; older run folders)."""
+        return self.accuracy if "accuracy" in self.model_fields_set else self.mean
+
+
+class Disagreements(_Open):
+    n: int = 0
+    of: int = 0
+    judges: list[str] = Field(default_factory=list)
+    cases: list[str] = Field(default_factory=list)
+
+
+class Tokens(_Open):
+    input: Distribution = Field(default_factory=Distribution)
+    output: Distribution = Field(default_factory=Distribution)
+    total_input: int = 0
+    total_output: int = 0
+    per_query: Number | None = None
+    per_correct_answer: Number | None = None
+
+
+class Cost(_Open):
+    per_query: Number = 0.0
+    total: Number = 0.0
+    price_per_1m_tokens: dict[str, Number] = Field(default_factory=dict)
+
+
+class AnswersSummary(_Open):
+    judges: dict[str, JudgeSummary] = Field(default_factory=dict)
+    judge_errors: dict[str, int] = Field(default_factory=dict)
+    attempted: int = 0
+    answered: int = 0
+    to_answer: int | None = None
+    answered_non_empty: int = 0
+    answered_rate: Number | None = None
+    cases_to_answer: dict[str, int] = Field(default_factory=dict)
+    qa_failed: int = 0
+    output_modes: dict[str, int] = Field(default_factory=dict)
+    primary_judge: str | None = None
+    primary_chosen_by: str | None = None
+    primary_validation: dict[str, Any] | None = None
+    disagreements: Disagreements = Field(default_factory=Disagreements)
+    correct: int = 0
+    tokens: Tokens = Field(default_factory=Tokens)
+    cost_usd: Cost = Field(default_factory=Cost)
+
+
+class Segment(_Open):
+    cases: int = 0
+    metrics: dict[str, Number] = Field(default_factory=dict)
+
+
+class DatasetInfo(_Open):
+    name: str | None = None
+    source: str | None = None
+    documents: int | None = None
+    queries: int | None = None
+    fingerprint: str | None = None
+
+
+class RunInfo(_Open):
+    started: str | None = None
+    seconds: Number | None = None
+    resumed: bool = False
+    dataset: str | None = None
+    source: str | None = None
+    search_mode: str | None = None
+    embedder: str | None = None
+
+
+class RunSummary(_Open):
+    """``summary.json`` (see ``results.summary`` for how each number is made)."""
+
+    name: str = ""
+    metrics: dict[str, Number] = Field(default_factory=dict)
+    latency_ms: LatencySummary = Field(default_factory=LatencySummary)
+    counts: Counts = Field(default_factory=Counts)
+    averaging: str = ""
+    analyses: list[dict[str, Any]] = Field(default_factory=list)
+    answers: AnswersSummary | None = None
+    segments: dict[str, Segment] = Field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
+    warnings: list[dict[str, Any]] = Field(default_factory=list)
+    tiers: dict[str, int] = Field(default_factory=dict)
+    dataset: DatasetInfo = Field(default_factory=DatasetInfo)
+    index: dict[str, Any] = Field(default_factory=dict)
+    run: RunInfo = Field(default_factory=RunInfo)
+    config: dict[str, Any] | None = None
+    config_source: str | None = None
+    model_calls: dict[str, Any] = Field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
+
+    @property
+    def primary_judge(self) -> str | None:
+        return self.answers.primary_judge if self.answers else None
+
+    @property
+    def price(self) -> tuple[float, float]:
+        """USD per 1M input/output tokens recorded for the run (0, 0 when absent)."""
+        prices = self.answers.cost_usd.price_per_1m_tokens if self.answers else {}
+        return float(prices.get("input") or 0.0), float(prices.get("output") or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of summary.json (only the keys the summary was made or read with)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def dump_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str)
+
+
+class RunData(BaseModel):
+    """One run: its folder, summary and case records (``label`` names it in comparisons when names clash)."""
+
+    path: Path = Path(".")
+    summary: RunSummary = Field(default_factory=RunSummary)
+    records: list[CaseRecord] = Field(default_factory=list)
     label: str = ""
+    #: cut-offs whose retrieval metrics a failed case scores 0 at even when no record has them (summarize sets it)
+    ks: list[int] = Field(default_factory=list)
+
+    def model_post_init(self, _: Any) -> None:
+        self.label = self.label or self.name
 
     @property
     def name(self) -> str:
-        return str(self.summary.get("name") or self.path.name)
+        return self.summary.name or self.path.name
 
     @property
-    def dataset(self) -> dict[str, Any]:
-        return self.summary.get("dataset") or {}
+    def dataset(self) -> DatasetInfo:
+        return self.summary.dataset
+
+    @cached_property
+    def cases(self) -> dict[str, list[CaseRecord]]:
+        """case name -> its records (one per repeat), in file order."""
+        out: dict[str, list[CaseRecord]] = {}
+        for record in self.records:
+            out.setdefault(record.case or record.name, []).append(record)
+        return out
 
     def tags(self) -> dict[str, set[str]]:
         """tag -> names of the cases carrying it."""
         out: dict[str, set[str]] = {}
         for name, records in self.cases.items():
-            for tag in records[0].get("tags") or []:
+            for tag in records[0].tags:
                 out.setdefault(str(tag), set()).add(name)
         return out
 
 
-def _read_cases(path: Path) -> dict[str, list[dict[str, Any]]]:
-    cases: dict[str, list[dict[str, Any]]] = {}
+def _read_records(path: Path) -> list[CaseRecord]:
+    records = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationsError(f"not valid JSON: {exc.msg}", where=f"{path}:{number}",
-                                       fix="the run was interrupted mid-write or the file was edited; re-run it"
-                                       ) from None
-            if not isinstance(record, dict) or "name" not in record:
-                raise EvaluationsError("a case record needs a 'name'", where=f"{path}:{number}",
-                                       fix="point at a run folder written by `evaluations`")
-            # schema 2 names a repeat "<case> [i/N]" and keeps the case's own name in "case"
-            cases.setdefault(str(record.get("case") or record["name"]), []).append(record)
-    return cases
+                records.append(CaseRecord.model_validate_json(line))
+            except ValidationError as exc:
+                invalid_json = any(e["type"] == "json_invalid" for e in exc.errors())
+                problem = "not valid JSON" if invalid_json else f"not a case record ({exc.errors()[0]['msg']})"
+                raise EvaluationsError(
+                    problem, where=f"{path}:{number}",
+                    fix="the run was interrupted mid-write or the file was edited; re-run it (or --resume it)",
+                ) from None
+    return records
 
 
-def load_run(path: str | Path) -> RunFolder:
+def read_summary(path: Path) -> RunSummary:
+    """``summary.json`` of any schema version (unknown keys kept, missing ones defaulted)."""
+    try:
+        return RunSummary.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = f"{path}" + (f" ({'.'.join(map(str, first['loc']))})" if first["loc"] else "")
+        problem = "not valid JSON" if first["type"] == "json_invalid" else f"not a run summary ({first['msg']})"
+        raise EvaluationsError(problem, where=where, fix="re-run to rewrite summary.json") from None
+
+
+def load_run(path: str | Path) -> RunData:
     """Read ``path/summary.json`` and ``path/cases.jsonl``; EvaluationsError naming the missing/bad file."""
     folder = Path(path)
     summary_path, cases_path = folder / "summary.json", folder / "cases.jsonl"
@@ -68,16 +260,10 @@ def load_run(path: str | Path) -> RunFolder:
         if not needed.is_file():
             raise EvaluationsError(f"{needed.name} not found: not a run folder", where=str(folder),
                                    fix="give the --out folder of a finished `evaluations` run")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise EvaluationsError(f"not valid JSON: {exc.msg}", where=f"{summary_path}:{exc.lineno}",
-                               fix="re-run to rewrite summary.json") from None
-    return RunFolder(path=folder, summary=summary, cases=_read_cases(cases_path),
-                     label=str(summary.get("name") or folder.name))
+    return RunData(path=folder, summary=read_summary(summary_path), records=_read_records(cases_path))
 
 
-def label_runs(runs: list[RunFolder]) -> None:
+def label_runs(runs: list[RunData]) -> None:
     """Give every run a unique label: its summary name, else its folder name, else ``name#i``."""
     names = [r.name for r in runs]
     for i, run in enumerate(runs):

@@ -1,38 +1,31 @@
-"""Metrics per segment: every tag the cases carry (``category:x``, ``difficulty:y``, ``topic:z`` …) is a
-segment; its values are the run-level values (``measures.run_value``) over the cases with that tag.
+"""THE segment rule: every tag the cases carry (``category:x``, ``difficulty:y``, ``system:z`` …) is a segment; its
+values are the per-record means (``measures.record_means``, the summary's averaging and failure rule: a failed
+case scores 0 on retrieval and counts as incorrect for a verdict judge) of the segment families (retrieval,
+judges, context waste) over the records carrying it.
 
-``segment_metrics(records)`` is what a run's summary reports under ``segments``; ``compare`` runs its
-statistics per segment the same way (``compare.json`` ``segments``).
+``segment_metrics(run)`` is what a run's summary reports under ``segments`` and what ``golden`` writes to
+``by_tag.json``; ``compare`` runs its statistics per tag over the same cases (``RunData.tags``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from evaluations.results import measures
-from evaluations.results.rundata import RunFolder
+from evaluations.results.records import CaseRecord
+from evaluations.results.rundata import RunData, Segment
 
 
-def run_from_records(records: Iterable[dict[str, Any]], summary: dict[str, Any] | None = None) -> RunFolder:
-    """An in-memory run (no folder) from case records, e.g. the pipeline's before it writes them."""
-    cases: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        cases.setdefault(str(record.get("case") or record["name"]), []).append(record)
-    return RunFolder(path=Path("."), summary=summary or {}, cases=cases)
-
-
-def segment_metrics(source: RunFolder | Iterable[dict[str, Any]],
-                    summary: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """``{tag: {"cases": n, "metrics": {name: value}}}`` for every tag, over the cases carrying it.
-
-    ``source``: a loaded run folder or the case records (``summary`` supplies the prices for cost).
-    """
-    run = source if isinstance(source, RunFolder) else run_from_records(source, summary)
-    names = measures.available(run, defaults_only=True)
-    out = {}
-    for tag, cases in sorted(run.tags().items()):
-        values = {name: measures.run_value(name, run, cases) for name in names}
-        out[tag] = {"cases": len(cases), "metrics": {k: v for k, v in values.items() if v is not None}}
-    return out
+def segment_metrics(source: RunData | Iterable[CaseRecord | dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{tag: {"cases": n, "metrics": {name: value}}}`` (summary.json's ``segments``) for every tag, over the
+    records carrying it. ``source``: a run, or its case records (as written to cases.jsonl)."""
+    run = source if isinstance(source, RunData) else RunData(
+        records=[r if isinstance(r, CaseRecord) else CaseRecord.model_validate(r) for r in source])
+    names = measures.available(run, segments_only=True)
+    by_tag: dict[str, list] = {}
+    for record in run.records:
+        for tag in record.tags:
+            by_tag.setdefault(tag, []).append(record)
+    return {tag: Segment(cases=len(records), metrics=measures.record_means(run, names, records)).model_dump()
+            for tag, records in sorted(by_tag.items())}

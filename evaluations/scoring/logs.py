@@ -8,7 +8,8 @@ given, the order in which tiers first appear in the file. A query's outcome is i
 
 Figures (N = queries, A = attempts):
 * retrieval: ``retrieval.metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
-  first rank kept) against the golden set's relevance, mean over queries with a relevant document;
+  first rank kept) against the golden set's relevance, mean over queries with a relevant document (each query's
+  outcome is a ``CaseRecord``; means by the measure registry, ``results.measures``, as a run's summary);
 * correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``;
 * tokens per correct answer = (input + output tokens of all attempts) / (queries whose last attempt is correct);
 * cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
@@ -35,8 +36,16 @@ from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
-from evaluations.results.retrieval_metrics import compute_all
+from evaluations.results import measures
 from evaluations.results.confidence import calibration
+from evaluations.results.records import CaseRecord
+from evaluations.results.retrieval_metrics import compute_all
+from evaluations.results.rundata import RunData
+from evaluations.results.summary import retrieval_means
+
+#: the judge name of a query's final correctness in the records the figures are averaged over (a score in the
+#: registry: its mean is over the judged queries, the log's own definition of accuracy)
+FINAL_CORRECT = "correct"  # not a verdict name (is_verdict_name): no answer-stage rule applies
 
 
 class LoggedSpan(BaseModel):
@@ -165,8 +174,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
             order.append(record.tier)
     rank = {tier: i for i, tier in enumerate(order)}
 
-    per_query_metrics, escalated, retried = [], 0, 0
-    final_correct: list[bool] = []
+    finals: list[CaseRecord] = []  # each query's outcome (its last attempt), averaged by the measure registry
+    escalated, retried = 0, 0
     confidences, outcomes, wastes, bases = [], [], [], Counter()
     tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
     tokens_in = tokens_out = 0
@@ -201,15 +210,17 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         last = attempts[-1]
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
-        if outcome is not None:
-            final_correct.append(outcome)
-        if g is not None:
-            values = compute_all(_dedupe([s.id for s in last.spans()]), g.relevant, ks)
-            if values is not None:
-                per_query_metrics.append(values)
+        ranking = _dedupe([s.id for s in last.spans()])
+        finals.append(CaseRecord(
+            name=qid, retrieved=ranking, relevant=g.relevant if g else {},
+            metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {},
+            judges={} if outcome is None else {FINAL_CORRECT: outcome}))
 
     n_queries, n_attempts = len(groups), len(records)
-    n_correct = sum(final_correct)
+    final = RunData(records=finals)
+    metrics, evaluated = retrieval_means(final)
+    n_judged = sum(FINAL_CORRECT in r.judges for r in finals)
+    n_correct = sum(r.judges.get(FINAL_CORRECT) is True for r in finals)
     retrieved_ids = {s.id for _, r in records for s in r.spans()}
     gold_ids = {d for g in gold.values() for d in g.relevant}
     summary: dict[str, Any] = {
@@ -217,12 +228,9 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "file": str(path),
         "queries": n_queries,
         "attempts": n_attempts,
-        "retrieval": {
-            "queries": len(per_query_metrics),
-            "metrics": {k: _mean([m[k] for m in per_query_metrics]) for k in (per_query_metrics[0] if per_query_metrics else {})},
-        },
-        "answers": {"judged": len(final_correct), "correct": n_correct,
-                    "accuracy": n_correct / len(final_correct) if final_correct else None},
+        "retrieval": {"queries": evaluated, "metrics": metrics},
+        "answers": {"judged": n_judged, "correct": n_correct,
+                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT)},
         "tokens": {"input": tokens_in, "output": tokens_out,
                    "per_query": (tokens_in + tokens_out) / n_queries,
                    "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},

@@ -16,7 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import canonical_order, compute_all
+from evaluations.results.rundata import RunData
+from evaluations.results.summary import retrieval_means
 
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
@@ -86,8 +89,9 @@ def evaluate_rankings(rankings: dict[str, list[str]], qrels: dict[str, dict[str,
         values = compute_all(rankings.get(qid, []), grades, ks)
         if values is not None:
             per_query[qid] = values
-    keys = next(iter(per_query.values())).keys() if per_query else []
-    means = {key: sum(v[key] for v in per_query.values()) / len(per_query) for key in keys}
+    records = [CaseRecord(name=qid, retrieved=rankings.get(qid, []), relevant=qrels[qid], metrics=values)
+               for qid, values in per_query.items()]
+    means, _ = retrieval_means(RunData(records=records))  # the measure registry's means, as a run's summary
     return {
         "metrics": means,
         "counts": {

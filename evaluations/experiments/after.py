@@ -1,0 +1,27 @@
+"""What follows a finished run, given the run in memory (never re-read from its folder): report.html/report.md,
+the history row and the OpenTelemetry export. Each failing is a warning (the run's own files are complete),
+never a lost run. The CLI and ``matrix`` hand ``after_run`` to ``pipeline.runner.run``."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from evaluations.core.config import Config
+from evaluations.core.errors import EvaluationsError
+from evaluations.results.rundata import RunData
+
+
+def after_run(run: RunData, config: Config, console: Console) -> None:
+    from evaluations.experiments.history import record_run
+    from evaluations.experiments.otel import export_run_if_configured
+    from evaluations.reports.writer import write_run_reports
+
+    for label, step in (("report.html/report.md", lambda: write_run_reports(run)),
+                        ("history", lambda: record_run(run, config)),
+                        ("OpenTelemetry export", lambda: export_run_if_configured(run))):
+        try:
+            step()
+        except EvaluationsError as exc:
+            console.print(f"[yellow]warning: {label} not written: {exc.render()}[/]")
+        except Exception as exc:  # noqa: BLE001 - an extra after the run must never lose the written run
+            console.print(f"[yellow]warning: {label} not written ({type(exc).__name__}: {exc})[/]")
