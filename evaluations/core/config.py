@@ -66,7 +66,7 @@ class QA(_Strict):
         return 2000 if self.model.provider == "embedded" else None
 
 
-#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``qa.plan`` checks the run computes it)
+#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``pipeline.plan`` checks the run computes it)
 PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyword_correct", "exact_match",
                        "contains_gold"]
 

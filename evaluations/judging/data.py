@@ -4,7 +4,7 @@
   (a string, or a list of alternatives), human ``label`` (bool, 0/1, "correct"/"incorrect",
   "true"/"false", "yes"/"no") and optional ``context`` / ``id``. JSONL (``.jsonl``, ``.jsonl.gz``),
   a JSON array (``.json``) or CSV (``.csv``; ``reference_answer`` may then be a JSON list).
-* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judges.weak_labels``.
+* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judging.weak_labels``.
 * EVOUNA (auto-detected by its ``golden_answer`` key): one record per question with
   ``golden_answer`` (alternatives separated by "/") and ``answer_<system>`` / ``judge_<system>``
   pairs. One example per (question, system) whose ``judge_<system>`` is not null, on questions

@@ -3,7 +3,7 @@
 ``load_questions(path)`` detects the format from the first row's keys (``FORMATS``, first match wins):
 
 * labelled answers (``query`` + ``reference_answer``, EVOUNA's ``golden_answer``, weak-system labels with ``ref``):
-  read by ``judges.data.load_labelled``, one question per group;
+  read by ``judging.data.load_labelled``, one question per group;
 * RepliQA (``document_extracted`` + ``question``; "The answer is not found in the document." = unanswerable);
 * CLAPNQ (``input`` + ``output``; every non-empty ``output[i].answer``; none = unanswerable);
 * SQuAD 2.0 (``answers.text``, ``context``, ``is_impossible``);

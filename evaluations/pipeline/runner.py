@@ -5,7 +5,7 @@ Order matters for the user: every configured server is checked and the output fo
 full before anything is indexed; the index is brought up to date (embedding only new/changed documents, and
 only when a vector mode needs vectors) before the first query.
 
-Every finished case is appended to ``cases.jsonl`` at once (``runs.folder``); ``--resume DIR`` runs only the
+Every finished case is appended to ``cases.jsonl`` at once (``results.folder``); ``--resume DIR`` runs only the
 cases the folder does not hold yet and then summarises all of them, so the result equals a straight run's.
 """
 
@@ -216,7 +216,7 @@ def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
 
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
         qa: Any | None = None, after: AfterRun | None = None) -> RunResult:
-    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``; ``after``
+    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``pipeline.plan``; ``after``
     gets the finished run in memory once its folder is written (reports, history, OTel: ``AfterRun``)."""
     from evaluations.core.console import make_console
 
