@@ -30,7 +30,6 @@ quality) by ``compare`` (paired tests, Holm-corrected).
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from pathlib import Path
 from typing import Any

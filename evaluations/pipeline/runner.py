@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import EvaluatorFailure, ReportEvaluatorContext
@@ -37,6 +37,11 @@ from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, s
 from evaluations.results.rundata import RunData, RunSummary
 from evaluations.pipeline.task import RagTask
 from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
+
+if TYPE_CHECKING:
+    from evaluations.index.store import IndexStats, Store
+    from evaluations.pipeline.plan import QAPlan
+    from evaluations.systems import System
 
 
 @dataclass
@@ -64,7 +69,7 @@ class RunOptions:
 class RunResult:
     out_dir: Path
     summary: RunSummary
-    report: Any
+    report: EvaluationReport
     records: list[CaseRecord] = field(default_factory=list)
     run: RunData | None = None  # the finished run as written (what the after-steps were given)
 
@@ -97,8 +102,8 @@ def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | No
         report_evaluators=report_evaluators or [])
 
 
-def _index(store: Any, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
-           console: Console) -> Any:
+def _index(store: Store, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
+           console: Console) -> IndexStats:
     with progress_bar(console, options.progress) as progress:
         task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
         kwargs = dict(
@@ -181,7 +186,7 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
 
 
 def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
-              pending_queries: list[str], system: Any | None) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
+              pending_queries: list[str], system: System | None) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
     """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
     if system is not None:
         name = getattr(system, "id", options.system)
@@ -204,7 +209,7 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
 
 
-def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
+def check_backends(config: Config, options: RunOptions, qa: QAPlan | None) -> None:
     """Every configured server answers (and serves its model) before any work."""
     if options.system is None and config.search.mode in ("vector", "hybrid"):
         from evaluations.models.embedders import build_embedder
@@ -215,7 +220,7 @@ def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
 
 
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
-        qa: Any | None = None, after: AfterRun | None = None) -> RunResult:
+        qa: QAPlan | None = None, after: AfterRun | None = None) -> RunResult:
     """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``pipeline.plan``; ``after``
     gets the finished run in memory once its folder is written (reports, history, OTel: ``AfterRun``)."""
     from evaluations.core.console import make_console
@@ -257,8 +262,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
 
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
-            console: Console, qa: Any | None, name: str, started: datetime, clock: float,
-            system: Any | None, after: AfterRun | None = None) -> RunResult:
+            console: Console, qa: QAPlan | None, name: str, started: datetime, clock: float,
+            system: System | None, after: AfterRun | None = None) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
     # were not all finished is run again whole, and its finished repeats dropped)
     done = {c.source_case_name or c.name for c in folder.done}
