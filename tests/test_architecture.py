@@ -73,3 +73,9 @@ def test_no_private_names_across_modules():
         if not ours and any(p.startswith("_") and not p.startswith("__") for p in target.split(".")):
             private.append(f"{module}:{line} imports the private module {target}")
     assert not private, "private names imported:\n" + "\n".join(private)
+
+
+def test_only_cli_imports_click():
+    clicky = [f"{module}:{line}" for module, line, target, _ in _imports()
+              if (target == "click" or target.startswith("click.")) and _layer(module) != "cli"]
+    assert not clicky, "click imported outside cli/: " + ", ".join(clicky)
