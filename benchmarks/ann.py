@@ -117,7 +117,7 @@ def main() -> None:
     numpy_exact_s = time.perf_counter() - t0
     del matrix
 
-    info = ann.ensure_index(table, settings)
+    info = ann.ensure_index(table, settings, None)
     index_mb = folder_mb(work / "db") - data_mb
 
     latency, found = [], []
