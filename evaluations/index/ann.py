@@ -73,17 +73,28 @@ def _unindexed(table: Any) -> int:
     return int(stats.num_unindexed_rows) if stats is not None else 0
 
 
-def ensure_index(table: Any, settings: ANN) -> AnnInfo | None:
-    """Build (or rebuild) the vector index when the table is big enough; None while search stays exact."""
+#: the settings each index type is built with (a change of one rebuilds the index)
+BUILD_PARAMS: dict[str, tuple[str, ...]] = {"ivf_pq": ("num_partitions", "num_sub_vectors", "num_bits"),
+                                            "ivf_hnsw_sq": ("num_partitions", "m", "ef_construction")}
+SEARCH_PARAMS = ("nprobes", "refine_factor", "ef")
+
+
+def build_params(settings: ANN) -> dict[str, Any]:
+    return {"type": settings.type, **settings.model_dump(include=set(BUILD_PARAMS[settings.type]))}
+
+
+def ensure_index(table: Any, settings: ANN, built_with: dict[str, Any] | None) -> AnnInfo | None:
+    """Build the vector index when the table is big enough, rebuild it when ``built_with`` (the build
+    parameters of the index there, as recorded) differs from the settings' or too many rows are new;
+    drop it below the threshold. None while search stays exact."""
     rows = table.count_rows()
     if not settings.min_rows or rows < settings.min_rows:
         if has_index(table):  # shrunk below the threshold: exact search again
             table.drop_index(INDEX_NAME)
         return None
-    params = settings.model_dump(include={"num_partitions", "num_sub_vectors", "num_bits", "m", "ef_construction",
-                                          "nprobes", "refine_factor", "ef"})
+    params = {**build_params(settings), **settings.model_dump(include=set(SEARCH_PARAMS))}
     info = AnnInfo(type=settings.type, rows=rows, params=params, min_recall=settings.min_recall)
-    if has_index(table) and _unindexed(table) <= STALE_SHARE * rows:
+    if has_index(table) and built_with == build_params(settings) and _unindexed(table) <= STALE_SHARE * rows:
         info.unindexed_rows = _unindexed(table)
         return info
     started = time.perf_counter()

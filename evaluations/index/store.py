@@ -387,7 +387,10 @@ class Store:
         if VECTORS not in self._table_names():
             return
         t0 = time.perf_counter()
-        info = ann.ensure_index(self._open(VECTORS), self.settings.ann)
+        recorded = self._meta().get("ann")  # build parameters of the index there
+        info = ann.ensure_index(self._open(VECTORS), self.settings.ann, recorded)
+        if (wanted := ann.build_params(self.settings.ann) if info else None) != recorded:
+            self._set_meta(ann=wanted)
         stats.ann = info.model_dump() if info else None
         stats.seconds["ann"] = time.perf_counter() - t0
 
