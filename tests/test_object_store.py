@@ -10,19 +10,14 @@ local folder: rankings, scores and metrics in cases.jsonl and summary.json must 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import write_scifact_subset
 from fake_llm_server import FakeLLMServer
 from test_cli_retrieval import REPO, run_cli
-from test_run_survives import ANSWERABLE, _cli, _env, _gold, _read, _responder
+from test_run_survives import ANSWERABLE, _cli, _env, _gold, _read, _responder, kill_after_cases
 
 from evaluations.core.config import LanceDB
 from evaluations.index.objectstore import resolve
@@ -150,19 +145,8 @@ def test_kill_and_resume_with_the_index_on_s3_equals_a_straight_run(s3, tmp_path
         assert straight.returncode == 0, straight.stderr
 
         out = tmp_path / "killed"
-        env = {**os.environ, **s3, **_env(server, tmp_path / "data-b")}
-        args = [sys.executable, "-m", "evaluations", *_cli(db, "--concurrency", "1", "--out", str(out))]
-        proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300
-        cases = out / "cases.jsonl"
-        while time.monotonic() < deadline and proc.poll() is None:
-            if cases.is_file() and len(cases.read_text().splitlines()) >= 5:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.stderr.read().decode()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        kept = len(cases.read_text().splitlines())
+        kept = kill_after_cases(_cli(db, "--concurrency", "1", "--out", str(out)),
+                                {**s3, **_env(server, tmp_path / "data-b")}, out, 5)
         assert 5 <= kept < ANSWERABLE and (out / PARTIAL_FILE).is_file()
 
         resumed = run_cli(*_cli(db, "--concurrency", "1", "--resume", str(out)),
