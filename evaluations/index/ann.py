@@ -60,6 +60,7 @@ class AnnInfo(BaseModel):
     recall_k: int = 0
     recall_queries: int = 0
     recall: float | None = None  # mean recall@k against exact search; None until measured
+    recall_seconds: float = 0.0  # the exact searches of the check (not in any case's latency)
     min_recall: float = 0.0
     recall_ok: bool | None = None
 

@@ -125,6 +125,7 @@ class Retriever:
     def _check_recall(self, found: list[Ranked], vectors) -> None:
         """Recall@k of this search against exact search on a sample of the queries, into the index stats."""
         settings = self.store.settings.ann
+        started = time.perf_counter()
         chosen = ann.sample(range(len(found)), settings.recall_queries)
         exact = self._search([vectors[i] for i in chosen], settings.recall_k, ["chunk_id", "_distance"],
                              exact=True).to_pydict()
@@ -133,6 +134,7 @@ class Retriever:
             exact_ids[qi].append(cid)
         ann_ids = [[h[0] for h in found[i].hits] for i in chosen]
         self._ann = ann.check_recall(self._ann, settings, ann_ids, exact_ids)
+        self._ann.recall_seconds = round(time.perf_counter() - started, 3)
         self.store.stats.ann = self._ann.model_dump()
         self._recall_checked = True
 
