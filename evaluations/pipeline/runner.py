@@ -199,7 +199,7 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     embedder = build_embedder(config)
     need_vectors = config.search.mode in ("vector", "hybrid")
     db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
-    store = Store(str(db_path), embedder, api_key=config.lancedb.api_key, region=config.lancedb.region)
+    store = Store(str(db_path), embedder, settings=config.lancedb)
     stats = _index(store, corpus, config, options, need_vectors, console)
     retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
                           rrf_k=config.search.rrf_k, context_limit=config.search.limit)
