@@ -18,7 +18,7 @@ with the threshold calibrated on human-labelled answers (``judges/embedded_judge
 that the reply is yes/no at all. The Llama is loaded once per file; verdicts are serialised with a lock
 and run in a worker thread. Verdicts can be cached on disk (``VerdictCache``: kind ``verdict`` of the one cache
 store, ``models.cache.open_store``, keyed by model, prompt and texts). ``EmbeddedGrader.grade`` is one verdict as
-a ``judging.llm.Grade``; the pydantic-evals evaluator is ``evaluators.llm_judges.EmbeddedLLMJudge``.
+a ``judging.grade.Grade``; the pydantic-evals evaluator is ``evaluators.llm_judges.EmbeddedLLMJudge``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.llm import Grade
+from evaluations.judging.grade import Grade
 from evaluations.judging.shipped import shipped_path
 from evaluations.models.cache import open_store
 from evaluations.models.llamacpp import load_llama

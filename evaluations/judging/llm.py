@@ -32,6 +32,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.judging.grade import Grade
 from evaluations.judging.shipped import shipped_path
 from evaluations.models.ladder import SERVED_LADDER, LadderFailed, OutputLadder, output_type
 
@@ -62,16 +63,6 @@ class GradingOutput(BaseModel):
     reason: str = ""
     pass_: bool = Field(alias="pass")
     score: float | None = None
-
-
-@dataclass
-class Grade:
-    """One verdict: ``verdict``, P(correct), the reason, and the output mode that gave it."""
-
-    verdict: bool
-    p_correct: float
-    reason: str
-    mode: str
 
 
 def load_rubric(path: Path = RUBRIC_PATH) -> str:

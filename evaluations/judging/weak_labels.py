@@ -16,8 +16,8 @@ from pathlib import Path
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.data import LabelledAnswer, parse_label
-from evaluations.judging.questions import read_row
+from evaluations.judging.labels import LabelledAnswer, parse_label
+from evaluations.judging.gold_rows import read_row
 
 __all__ = ["Question", "read_questions", "load_weak_labels", "is_weak_labels_file", "default_shared_dir"]
 
