@@ -46,6 +46,15 @@ class CaseCount(ReportEvaluator):
         return ScalarResult(title="finished cases", value=len(ctx.report.cases))
 
 
+@dataclass
+class AsyncFailedCount(ReportEvaluator):
+    """An async report evaluator (pydantic-evals awaits ``evaluate_async``): its result is recorded, not a
+    coroutine."""
+
+    async def evaluate(self, ctx: ReportEvaluatorContext) -> ScalarResult:
+        return ScalarResult(title="failed cases", value=len(ctx.report.failures))
+
+
 def test_failing_report_evaluator_keeps_its_stack_trace_and_the_run_finishes(tmp_path, monkeypatch):
     scifact = write_scifact_subset(tmp_path / "scifact", 20, 30)
     queries = [json.loads(line) for line in (scifact / "queries.jsonl").read_text().splitlines() if line.strip()]
@@ -54,7 +63,7 @@ def test_failing_report_evaluator_keeps_its_stack_trace_and_the_run_finishes(tmp
     monkeypatch.syspath_prepend(str(tmp_path / "user"))
     monkeypatch.syspath_prepend(str(Path(__file__).parent))  # scifact_bm25
     config = load_config(None, {"storage.data_dir": str(tmp_path / "home"), "cache.enabled": False})
-    qa = QAPlan(agent=None, evaluators=[], report_evaluators=[BrokenEvaluator(), CaseCount()], metadata={},
+    qa = QAPlan(agent=None, evaluators=[], report_evaluators=[BrokenEvaluator(), CaseCount(), AsyncFailedCount()], metadata={},
                 primary_judge="exact_match")
     options = RunOptions(source=scifact, out=tmp_path / "run", system="report_eval_rag:search", progress=False,
                          ks=[1, 10], skip_qa=True)
@@ -72,6 +81,6 @@ def test_failing_report_evaluator_keeps_its_stack_trace_and_the_run_finishes(tmp
     assert trace.startswith("Traceback (most recent call last):")
     assert "in _divide" in trace and "return a / b" in trace and "ZeroDivisionError: division by zero" in trace
     # the evaluator after the failing one still ran, over every case of the run
-    assert [(a.title, a.value) for a in report.analyses] == [("finished cases", len(queries))]
+    assert [(a.title, a.value) for a in report.analyses] == [("finished cases", len(queries)), ("failed cases", 0)]
     summary = json.loads((result.out_dir / "summary.json").read_text())
     assert [a["value"] for a in summary["analyses"] if a["title"] == "finished cases"] == [len(queries)]

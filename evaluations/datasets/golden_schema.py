@@ -2,7 +2,7 @@
 (JSON schema: ``datasets/schemas/golden_code_query.schema.json``)::
 
     {"query_id": "<UUID>", "query": "...",
-     "expected_spans": [{"span_hash": "<sha256 of the span text>", "path": "evaluations/run.py",
+     "expected_spans": [{"span_hash": "<sha256 of the span text>", "path": "evaluations/pipeline/runner.py",
                          "symbol": "run", "relevance_score": 2}],
      "ground_truth_answer": "...", "tags": ["definition"], "difficulty": "easy"}
 

@@ -3,7 +3,7 @@
 Documents are ranked from chunks: each document takes the score of its best chunk (for hybrid,
 reciprocal rank fusion runs over the two document-level lists:
 ``rrf(d) = sum_m 1 / (rrf_k + rank_m(d))``, ranks from 1). The final order is
-``metrics.canonical_order`` (score descending, ties by document id descending, as trec_eval does),
+``results.retrieval_metrics.canonical_order`` (score descending, ties by document id descending, as trec_eval does),
 so reported metrics equal trec_eval's on the scores we record.
 
 The QA context is the top ``context_limit`` chunks (chunk-level RRF in hybrid mode).

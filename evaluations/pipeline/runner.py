@@ -22,6 +22,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import EvaluatorFailure, ReportEvaluatorContext
 from pydantic_evals.lifecycle import CaseLifecycle
@@ -175,7 +176,7 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
     ctx = ReportEvaluatorContext(name=name, report=report, experiment_metadata=metadata)
     for evaluator in report_evaluators:
         try:
-            result = evaluator.evaluate(ctx)
+            result = anyio.run(evaluator.evaluate_async, ctx)  # sync or async evaluators alike
         except Exception as exc:
             report.report_evaluator_failures.append(EvaluatorFailure(
                 name=evaluator.get_serialization_name(), error_message=f"{type(exc).__name__}: {exc}",

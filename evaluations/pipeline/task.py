@@ -70,7 +70,7 @@ class RagTask:
             output.documents, output.scores, chunks = _from_system(response)
             output.chunks = chunks[: self.context_limit]
             reported = response.latency_ms or {}
-            for stage in ("embed", "retrieve", "rerank", "llm"):
+            for stage in STAGES[:-1]:  # every stage but the total, which is measured here
                 latency[stage] = float(reported.get(stage, 0.0))
             if not reported:
                 latency["retrieve"] = wall

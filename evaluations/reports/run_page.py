@@ -328,7 +328,7 @@ def _latency_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
                                     row_keys=keys, caption="Milliseconds per case."))
     ok = [r for r in records if r.status != "failed"]
     stages = {}
-    for stage in STAGES:  # the pipeline's stages, ending in total (task.STAGES)
+    for stage in STAGES:  # the pipeline's stages, ending in total (results.records.STAGES)
         values = [v for v in (_number(r.latency_ms.get(stage)) for r in ok) if v is not None]
         if values and max(values) > 0:
             stages[stage] = values

@@ -6,7 +6,7 @@ Each row: ``query``, ``context`` (list of strings, or one string), ``generated_a
 
 * correctness (the classic rule): ``keyword_overlap(reference, generated) > threshold`` (default 0.7,
   ``judging.lexical.keyword_correct``);
-* coverage: ``qa.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
+* coverage: ``judging.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
   averaged over rows with a context and an answer with keywords;
 * with labels on every row: the confusion matrix of that rule against the label (positive = correct),
   accuracy / precision / recall / F1, and an ``agreement`` block that is exactly ``judge-agreement --json``

@@ -20,7 +20,7 @@ Figures (N = queries, A = attempts):
   has no text the share is of spans instead of tokens (``basis`` says which);
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
-* calibration (``scoring.calibration``) of ``confidence`` against correctness over all attempts with both.
+* calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Score a TREC run file against TREC qrels with the project's retrieval metrics (equal to trec_eval's).
 
 Run file: ``qid Q0 docid rank score tag`` per line (whitespace separated). As trec_eval does, the rank column
-is ignored: each query's documents are ordered by ``metrics.canonical_order`` (score descending, ties by doc
-id descending). Qrels: ``qid iter docid grade`` per line (a BEIR ``query-id corpus-id score`` TSV with its
+is ignored: each query's documents are ordered by ``results.retrieval_metrics.canonical_order`` (score
+descending, ties by doc id descending). Qrels: ``qid iter docid grade`` per line (a BEIR ``query-id corpus-id score`` TSV with its
 header also works).
 
 Per query: ``results.retrieval_metrics.compute_all``. Means are over queries that have a relevant document in the
