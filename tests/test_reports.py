@@ -19,6 +19,7 @@ from sklearn.calibration import calibration_curve
 from evaluations.cli.root import main
 from evaluations.reports import write_reports
 from evaluations.results.calibration import run_calibration
+from evaluations.results.records import CaseRecord
 from evaluations.reports.run_page import headline_values
 
 
@@ -137,7 +138,8 @@ def test_answers_report_with_labels_calibration_and_tiers(answers_run):
     assert "Escalation rate" in html and 'id="tiers"' in html and 'id="segments"' in html
     check_markdown(answers_run, len(written.pngs))
     # ECE of the offline judge's probability against the human labels, checked against scikit-learn's bins
-    (cal,) = [c for c in run_calibration(records, "offline_correct") if c.name == "offline_p_correct"]
+    (cal,) = [c for c in run_calibration([CaseRecord.model_validate(r) for r in records], "offline_correct")
+              if c.name == "offline_p_correct"]
     p = np.array([r["judges"]["offline_p_correct"] for r in records])
     y = np.array([r["label"] for r in records], dtype=int)
     prob_true, prob_pred = calibration_curve(y, p, n_bins=10, strategy="uniform")

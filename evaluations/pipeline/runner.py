@@ -321,7 +321,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         records, name=name, ks=options.ks, scored=not options.skip_retrieval,
         primary_judge=qa.primary_judge if qa else None, price=qa.price if qa else (0.0, 0.0),
         primary_validation=qa.primary_validation if qa else None,
-        primary_chosen_by=qa.primary_chosen_by if qa else None,
+        primary_chosen_by=qa.primary_chosen_by if qa else None, calibrate=qa is not None,
         analyses=[a.model_dump(mode="json") for a in report.analyses],
         extra={
             "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
@@ -335,10 +335,6 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
             # token usage, so tokens and cost are the run's, while these counts say what was actually spent
             "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
         })
-    if qa is not None:
-        from evaluations.results.calibration import calibration_summary
-
-        summary.calibration = calibration_summary([r.model_dump(mode="json") for r in records], qa.primary_judge)
     finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                              records=records)
     if after is not None:

@@ -294,7 +294,7 @@ def _agreement_section(summary: RunSummary) -> Section:
 
 def _calibration_section(summary: RunSummary, records: list[CaseRecord]) -> tuple[Section, dict]:
     section = Section("calibration", "Calibration")
-    calibrations = run_calibration([r.model_dump(mode="json") for r in records], primary_judge(summary))
+    calibrations = run_calibration(records, primary_judge(summary))
     data = {c.name: {k: v for k, v in c.to_dict().items() if k != "name"} for c in calibrations}
     usable = [c for c in calibrations if c.n]
     if not usable:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaluations.results.confidence import calibration
+from evaluations.results.records import CaseRecord
 
 BINS = 10
 BIN_RULE = "10 equal-width bins over [0, 1], right-closed: [0, 0.1], (0.1, 0.2], …, (0.9, 1.0]"
@@ -59,17 +61,20 @@ def reliability(name: str, pairs: Iterable[tuple[float | None, bool | None]], *,
                        stats["brier"], stats["buckets"])
 
 
-def _label(record: dict) -> bool | None:
-    label = record.get("label")
-    return label if isinstance(label, bool) else None
+def _label(record: CaseRecord) -> bool | None:
+    return record.label if isinstance(record.label, bool) else None
 
 
-def _verdict(record: dict, judge: str | None) -> bool | None:
-    value = (record.get("judges") or {}).get(judge) if judge else None
+def _verdict(record: CaseRecord, judge: str | None) -> bool | None:
+    value = record.judges.get(judge) if judge else None
     return value if isinstance(value, bool) else None
 
 
-def run_calibration(records: list[dict], primary_judge: str | None) -> list[Calibration]:
+def _confidence(record: CaseRecord) -> Any:
+    return (record.answer or {}).get("confidence")
+
+
+def run_calibration(records: list[CaseRecord], primary_judge: str | None) -> list[Calibration]:
     """The calibrations a run's cases support.
 
     * ``qa_confidence``: the QA model's ``answer.confidence`` against the human label when the cases carry
@@ -79,22 +84,22 @@ def run_calibration(records: list[dict], primary_judge: str | None) -> list[Cali
     """
     out = []
     labelled = any(_label(r) is not None for r in records)
-    answered = [r for r in records if _probability((r.get("answer") or {}).get("confidence")) is not None]
+    answered = [r for r in records if _probability(_confidence(r)) is not None]
     if answered and (labelled or primary_judge):
         truth_of = _label if labelled else (lambda r: _verdict(r, primary_judge))
-        out.append(reliability("qa_confidence", (((r.get("answer") or {}).get("confidence"), truth_of(r))
+        out.append(reliability("qa_confidence", ((_confidence(r), truth_of(r))
                                                  for r in answered), probability="QA model confidence",
                                truth="human label" if labelled else f"primary judge ({primary_judge})"))
     if labelled:
-        names = sorted({k for r in records for k, v in (r.get("judges") or {}).items()
+        names = sorted({k for r in records for k, v in r.judges.items()
                         if k.endswith("_p_correct") and _probability(v) is not None})
         for name in names:
-            out.append(reliability(name, (((r.get("judges") or {}).get(name), _label(r)) for r in records),
+            out.append(reliability(name, ((r.judges.get(name), _label(r)) for r in records),
                                    probability=f"{name} (judge probability)", truth="human label"))
     return out
 
 
-def calibration_summary(records: list[dict], primary_judge: str | None) -> dict[str, dict]:
+def calibration_summary(records: list[CaseRecord], primary_judge: str | None) -> dict[str, dict]:
     """``{name: {probability, truth, n, dropped, ece, mce, brier, bin_rule}}`` for summary.json (no bins)."""
     return {c.name: {k: v for k, v in c.to_dict(with_bins=False).items() if k != "name"}
             for c in run_calibration(records, primary_judge) if c.n}

@@ -26,6 +26,7 @@ from collections import defaultdict
 from typing import Any
 
 from evaluations.results import measures
+from evaluations.results.calibration import calibration_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
 from evaluations.results.records import STAGES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, parse_metric_name
@@ -165,10 +166,11 @@ def counts(records: list[CaseRecord]) -> dict[str, int]:
 def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dict[str, Any],
               scored: bool = True, primary_judge: str | None = None, price: tuple[float, float] = (0.0, 0.0),
               analyses: list[Any] | None = None, primary_validation: dict[str, Any] | None = None,
-              primary_chosen_by: str | None = None) -> RunSummary:
+              primary_chosen_by: str | None = None, calibrate: bool = False) -> RunSummary:
     """The run's summary (module docstring). ``primary_validation``: the primary judge's entry of the shipped
     validation file (``JudgeValidation`` as a dict; None: not validated), recorded as ``answers.primary_validation``
-    for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``)."""
+    for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``); ``calibrate``
+    (a run that answers): the calibration of its probabilities (``results.calibration``)."""
     priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(price_per_1m_tokens={"input": price[0],
                                                                                   "output": price[1]})))
     run = RunData(records=records, summary=priced, ks=ks if scored else [])
@@ -200,5 +202,7 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     tiers = [r.tier for r in records if r.tier]
     if tiers:
         summary["tiers"] = {t: tiers.count(t) for t in sorted(set(tiers))}
+    if calibrate:
+        summary["calibration"] = calibration_summary(records, primary_judge)
     summary.update(extra)
     return RunSummary.model_validate(summary)
