@@ -53,7 +53,7 @@ class WorkerSetup:
     queries: list[str] = field(default_factory=list)  # the pending queries (their vectors are batched once)
     qa: bool = False  # the QA agent answers (built from config.qa.model in each worker)
     max_context_chars: int | None = None
-    name: str = "run"  # names the workers (``cases:<name>:<i>``) so they can be found on the cluster
+    name: str = "run"  # names the workers (``cases:<name>:<pool>:<i>``) so they can be found on the cluster
 
 
 class LocalExecutor:

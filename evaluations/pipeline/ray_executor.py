@@ -16,7 +16,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +32,7 @@ from evaluations.core.types import CaseOutput, RetrievalInputs
 from evaluations.pipeline.executors import ExecutorSpec, WorkerSetup
 from evaluations.pipeline.task import RagTask
 
+_POOLS = itertools.count()  # numbers this process's pools: actor names never clash
 RESTARTS = 3  # per actor: Ray restarts a dead case or embedding actor this many times
 ATTEMPTS_PER_ACTOR = 2  # a case whose call keeps failing with an actor error is tried on this many actors each
 
@@ -40,6 +43,7 @@ class RayExecutor:
     def __init__(self, spec: ExecutorSpec) -> None:
         self.spec = spec
         if not ray.is_initialized():
+            _check_reachable(spec.address)
             try:
                 ray.init(address=spec.address, include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR, configure_logging=False)
@@ -68,6 +72,21 @@ class RayExecutor:
         for pool in self.pools:
             pool.close()
         self.pools.clear()
+
+
+def _check_reachable(address: str | None) -> None:
+    """A ``HOST:PORT`` or ``ray://HOST:PORT`` address answers a TCP connection within 5 s (Ray itself retries
+    an unreachable address for minutes)."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        raise EvaluationsError(
+            f"cannot reach the Ray cluster at {address}: {exc}", where="--executor / executor",
+            fix="start it (ray start --head) and pass its address (ray:auto, ray:HOST:6379 or ray:ray://HOST:10001), "
+                "or use --executor local") from None
 
 
 # -- indexing: Ray Data ----------------------------------------------------------------------------
@@ -173,13 +192,13 @@ def _count(spent: dict[str, Any]) -> None:
 
 
 class CasePool:
-    """``RagTask.remote``: a case goes to the next idle actor (named ``cases:<run name>:<i>``)."""
+    """``RagTask.remote``: a case goes to the next idle actor (named ``cases:<run folder>:<pool>:<i>``)."""
 
     def __init__(self, setup: WorkerSetup, size: int) -> None:
         # num_cpus=0 and SPREAD: case actors never wait for CPUs another run's actors hold (matrix cells run
         # side by side), and spread over the nodes of a cluster
         self.actors = [
-            CaseWorker.options(name=f"cases:{setup.name}:{i}", max_restarts=RESTARTS, max_task_retries=RESTARTS,
+            CaseWorker.options(name=f"cases:{setup.name}:{next(_POOLS)}:{i}", max_restarts=RESTARTS, max_task_retries=RESTARTS,
                                max_concurrency=1, num_cpus=0, scheduling_strategy="SPREAD").remote(setup)
             for i in range(max(1, size))]
         self._idle: asyncio.Queue | None = None
