@@ -192,3 +192,31 @@ def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "False"
     assert json.loads((tmp_path / "local" / "summary.json").read_text())["run"]["executor"] == {"kind": "local"}
+
+
+def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli, tmp_path):
+    import yaml
+
+    subset = write_scifact_subset(tmp_path / "data", 20, 30)
+    (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\n"
+                                        f"history: {{path: {tmp_path / 'history.sqlite'}}}\n")
+    grid = {"dataset": "beir", "source": str(subset), "skip_qa": True, "k": [1, 5, 10], "config": "base.yaml",
+            "axes": {"embedder": ["embedded:all-MiniLM-L6-v2"], "search_mode": ["fts", "vector", "hybrid"]}}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "ray"), "--no-progress",
+                        "--executor", "ray"])
+    assert code == 0, err
+    assert "2 more cell(s) as Ray tasks" in err
+    ray_cells = json.loads((tmp_path / "ray" / "matrix.json").read_text())["cells"]
+    summaries = [_summary(Path(c["run_dir"])) for c in ray_cells]
+    assert all(s["run"]["executor"]["kind"] == "ray" for s in summaries)
+    # one index (the default folder per dataset and embedder): its chunks were embedded once, by one cell
+    assert len({s["index"]["path"] for s in summaries}) == 1
+    assert sum(s["index"]["embedded_chunks"] for s in summaries) == summaries[1]["index"]["chunks"]
+    (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home-local'}}}\n")
+    code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "local"), "--no-progress"])
+    assert code == 0, err
+    local_cells = json.loads((tmp_path / "local" / "matrix.json").read_text())["cells"]
+    assert [c["params"] for c in local_cells] == [c["params"] for c in ray_cells]
+    for local, remote in zip(local_cells, ray_cells):
+        _same_results(Path(local["run_dir"]), Path(remote["run_dir"]))

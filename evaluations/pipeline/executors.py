@@ -71,6 +71,10 @@ class LocalExecutor:
     def case_runner(self, setup: WorkerSetup) -> RemoteCase | None:
         return None
 
+    def map_tasks(self, fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+        """``[fn(*args) for args in calls]``, here, one after the other."""
+        return [fn(*args) for args in calls]
+
     def close(self) -> None:
         return None
 

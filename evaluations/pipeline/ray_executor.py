@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,16 @@ class RayExecutor:
         pool = CasePool(setup, min(self.workers, setup.config.evaluation.concurrency))
         self.pools.append(pool)
         return pool
+
+    def map_tasks(self, fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+        """``fn(*args)`` for every ``args`` as Ray tasks side by side, results in order. ``num_cpus=0``: a task
+        only drives (its heavy work runs on the actors it starts), so it never holds CPUs those actors need."""
+        remote = ray.remote(num_cpus=0, max_retries=0)(fn)
+        refs = [remote.remote(*args) for args in calls]
+        try:
+            return ray.get(refs)
+        except RayTaskError as exc:  # an EvaluationsError in a cell stays one message (exit 2)
+            raise exc.as_instanceof_cause() from None
 
     def close(self) -> None:
         for pool in self.pools:
