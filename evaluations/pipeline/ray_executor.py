@@ -76,7 +76,7 @@ class RayExecutor:
         try:
             return ray.get(refs)
         except RayTaskError as exc:  # an EvaluationsError in a cell stays one message (exit 2)
-            raise exc.as_instanceof_cause() from None
+            raise _cause(exc) from None
 
     def close(self) -> None:
         for pool in self.pools:
@@ -97,6 +97,11 @@ def _check_reachable(address: str | None) -> None:
             f"cannot reach the Ray cluster at {address}: {exc}", where="--executor / executor",
             fix="start it (ray start --head) and pass its address (ray:auto, ray:HOST:6379 or ray:ray://HOST:10001), "
                 "or use --executor local") from None
+
+
+def _cause(error: RayTaskError) -> BaseException:
+    """The exception the remote code raised (what a local run would have seen), when Ray could ship it."""
+    return error.cause if isinstance(error.cause, Exception) else error
 
 
 # -- indexing: Ray Data ----------------------------------------------------------------------------
@@ -224,7 +229,7 @@ class CasePool:
             try:
                 output, metrics, spent = await actor.run.remote(inputs)
             except RayTaskError as exc:  # the system itself failed: the case fails as it would locally
-                raise exc.as_instanceof_cause() from None
+                raise _cause(exc) from None
             except RayActorError as exc:  # the worker died and Ray gave up on it: try another worker
                 error = exc
                 continue
