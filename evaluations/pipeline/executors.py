@@ -53,11 +53,14 @@ class WorkerSetup:
     queries: list[str] = field(default_factory=list)  # the pending queries (their vectors are batched once)
     qa: bool = False  # the QA agent answers (built from config.qa.model in each worker)
     max_context_chars: int | None = None
+    workers: int = 1  # at most this many workers (the run's concurrency; fewer when the cluster has fewer CPUs)
     name: str = "run"  # names the workers (``cases:<name>:<pool>:<i>``) so they can be found on the cluster
 
 
 class LocalExecutor:
     """Everything in this process: no embedding hook, no remote cases."""
+
+    in_process = True  # models are shared by the run's concurrent cases (an embedded model: one at a time)
 
     def __init__(self, spec: ExecutorSpec) -> None:
         self.spec = spec

@@ -40,6 +40,8 @@ ATTEMPTS_PER_ACTOR = 2  # a case whose call keeps failing with an actor error is
 class RayExecutor:
     """Joins the cluster at ``spec.address`` (or starts a local one) unless this process already did."""
 
+    in_process = False  # every case worker loads its own models
+
     def __init__(self, spec: ExecutorSpec) -> None:
         self.spec = spec
         if not ray.is_initialized():
@@ -64,7 +66,7 @@ class RayExecutor:
         return RayEmbedder(config, self.workers)
 
     def case_runner(self, setup: WorkerSetup) -> CasePool:
-        pool = CasePool(setup, min(self.workers, setup.config.evaluation.concurrency))
+        pool = CasePool(setup, min(self.workers, setup.workers))
         self.pools.append(pool)
         return pool
 

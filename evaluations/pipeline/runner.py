@@ -298,7 +298,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
                 **(qa.metadata if qa is not None else {})}
     concurrency = options.concurrency
-    if qa is not None and qa.max_concurrency:
+    if qa is not None and qa.max_concurrency and executor.in_process:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
     metadata["concurrency"] = concurrency
     metadata["executor"] = executor.describe()
@@ -306,7 +306,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         task.remote = executor.case_runner(WorkerSetup(
             config=config, k=max(options.ks), system=options.system, db=index_info.get("path"), queries=pending,
             qa=qa is not None, max_context_chars=qa.max_context_chars if qa is not None else None,
-            name=folder.path.name))
+            name=folder.path.name, workers=concurrency))
     metadata["repeat"] = options.repeat
 
     # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)
