@@ -136,6 +136,7 @@ class RayEmbedder:
             return
         import ray.data
 
+        ray.data.DataContext.get_current().enable_progress_bars = False  # the run shows its own progress
         dataset = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
         embedded = dataset.map_batches(
             _EmbedActor, fn_constructor_args=(self.config,), batch_size=self.BATCH, batch_format="numpy",
