@@ -5,12 +5,12 @@
    ``../shared/data``; SmolLM2-135M and Qwen2.5-Coder-0.5B). The README main job's own answers
    (``datasets/labels/main_job_answers.jsonl``) are never fitted on: they are a held-out check.
 2. The embedded LLM judge's own P(correct) for every row (cached on disk: a re-run costs nothing).
-3. Every judge on the held-out splits of ``judges.heldout`` (question-grouped CV per population, leave one
+3. Every judge on the held-out splits of ``judging.heldout`` (question-grouped CV per population, leave one
    dataset out, leave one answering system out).
 4. ``--write-params``: refit the shipped parameters on all rows (``judges/{offline,embedded,combined}_judge.json``).
 5. The shipped judges (as written) on the main job's labelled answers: each judge's accuracy against the
    labels, and the share it calls correct beside the labelled share (goal: within ±0.10).
-6. Controls (``judges.controls``, as ``evaluations judge-check``) for every judge that can be primary.
+6. Controls (``judging.controls``, as ``evaluations judge-check``) for every judge that can be primary.
 7. ``judges/validation.json`` (the headline's validated accuracy; the default primary judge) and
    ``benchmarks/results/judge_validation.json`` (everything above, with the seconds per verdict).
 
@@ -92,7 +92,7 @@ def main_job_check(examples) -> dict:
 
 
 def controls(per_file: int, seed: int) -> dict:
-    """Control rejection / acceptance per judge and category (``judges.controls``)."""
+    """Control rejection / acceptance per judge and category (``judging.controls``)."""
     from evaluations.judging.agreement import JUDGES as BATCH
     from evaluations.judging.controls import build_controls, run_controls
     from evaluations.judging.questions import load_questions

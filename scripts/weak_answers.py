@@ -9,13 +9,13 @@ Questions (seeded, ``numpy.random.default_rng(0)``, from ``--shared``, default `
 * EVOUNA NQ and TQ: 15 proper questions each; no passage.
 
 Each question is answered by the two embedded models (SmolLM2-135M-Instruct, Qwen2.5-Coder-0.5B-Instruct) through
-the tool's own QA path (``qa.agent.answer_question``, the main job's agent and output modes, the model-call cache)
+the tool's own QA path (``pipeline.qa_agent.answer_question``, the main job's agent and output modes, the model-call cache)
 under a context condition: ``gold`` (its own passage, cut to ``--context-chars``), ``wrong`` (the passage of
 another sampled question of the same dataset; EVOUNA: of a SQuAD question) or ``none`` (an empty context). Both
 models answer with ``gold`` where a passage exists; each model answers one more time with ``wrong`` or ``none``
 (a seeded draw per question and model). A failed answer is kept as ``""`` with ``qa_status: failed``.
 
-Rows hold references into the shared files, never their text (``judges.weak_labels`` resolves them):
+Rows hold references into the shared files, never their text (``judging.weak_labels`` resolves them):
 ``{"id", "ref": {"dataset", "file", "key"}, "answerable", "model", "context", "answer", "qa_status",
 "label": null, "label_note": ""}``. ``--sheets DIR`` also writes reading sheets (question, gold, passage start,
 answer) for the labellers; they are not part of the project.

@@ -73,3 +73,52 @@ def test_no_private_names_across_modules():
         if not ours and any(p.startswith("_") and not p.startswith("__") for p in target.split(".")):
             private.append(f"{module}:{line} imports the private module {target}")
     assert not private, "private names imported:\n" + "\n".join(private)
+
+
+def test_only_cli_imports_click():
+    clicky = [f"{module}:{line}" for module, line, target, _ in _imports()
+              if (target == "click" or target.startswith("click.")) and _layer(module) != "cli"]
+    assert not clicky, "click imported outside cli/: " + ", ".join(clicky)
+
+
+def test_no_import_cycles_between_modules():
+    """No group of modules imports each other in a loop, counting imports inside functions (a deferred import
+    hides a cycle from Python, not from a reader). Importing one's own package (its ``__init__``) is not counted."""
+    graph: dict[str, set[str]] = {}
+    modules = {m for m, _, _, _ in _imports()} | {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in PACKAGE.rglob("*.py")}
+    for module, _, target, names in _imports():
+        for name in names or [""]:
+            full = f"{target}.{name}" if name else target
+            dest = full if full in modules else target
+            if dest in modules and dest != module and not module.startswith(dest + "."):
+                graph.setdefault(module, set()).add(dest)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    assert not cycles, f"modules importing each other in a loop: {cycles}"

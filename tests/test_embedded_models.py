@@ -16,7 +16,6 @@ import json
 import re
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from conftest import REPLIQA_20

@@ -52,9 +52,9 @@ def test_golden_file_matches_this_repository():
 
 
 def test_spans_equal_ast_source_segments():
-    path = REPO / "evaluations" / "retrieval" / "metrics.py"
+    path = REPO / "evaluations" / "results" / "retrieval_metrics.py"
     source = path.read_text()
-    spans = {s.symbol: s for s in python_spans("evaluations/retrieval/metrics.py", source)}
+    spans = {s.symbol: s for s in python_spans("evaluations/results/retrieval_metrics.py", source)}
     tree = ast.parse(source)
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list]
     assert len(functions) >= 8
@@ -63,11 +63,11 @@ def test_spans_equal_ast_source_segments():
         assert spans[node.name].hash == sha("\n".join(lines[node.lineno - 1:node.end_lineno])), node.name
         assert spans[node.name].text.startswith(ast.get_source_segment(source, node).splitlines()[0])
         assert ast.get_docstring(node) is None or ast.get_docstring(node).splitlines()[0] in spans[node.name].text
-    code = (REPO / "evaluations" / "golden" / "validate.py").read_text()
+    code = (REPO / "evaluations" / "datasets" / "golden_validate.py").read_text()
     finding = {s.symbol: s for s in python_spans("x.py", code)}
     assert "def fix(self)" not in finding["Finding"].text and "status: str" in finding["Finding"].text
     assert finding["Finding.fix"].kind == "method" and finding["Finding.fix"].text.lstrip().startswith("def fix")
-    assert "from ..adapters.code import" in finding["<module>"].text and "def validate" not in finding["<module>"].text
+    assert "from evaluations.datasets.code import" in finding["<module>"].text and "def validate" not in finding["<module>"].text
 
 
 @pytest.fixture()
@@ -82,42 +82,42 @@ def repo_copy(tmp_path) -> Path:
 def test_validate_lists_stale_spans_and_update_fixes_them(repo_copy):
     ev = repo_copy / "evaluations"
     # 1. rename a function: its span is gone
-    chunking = ev / "index" / "chunking.py"
+    chunking = ev / "datasets" / "chunking.py"
     chunking.write_text(chunking.read_text().replace("def chunk_text(", "def split_text("))
     # 2. edit a function body: same symbol, new hash
-    lexical = ev / "judges" / "lexical.py"
+    lexical = ev / "judging" / "lexical.py"
     lexical.write_text(lexical.read_text().replace("    generated_kw = keywords(generated)\n",
                                                    "    generated_kw = keywords(generated)  # once for all refs\n", 1))
     # 3. move a function unchanged to another file
-    stats = ev / "reporting" / "stats.py"
+    stats = ev / "results" / "stats.py"
     source = stats.read_text()
     node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "percentile")
     lines = source.splitlines(keepends=True)
     moved = "".join(lines[node.lineno - 1:node.end_lineno])
     stats.write_text("".join(lines[:node.lineno - 1] + lines[node.end_lineno:]))
-    (ev / "reporting" / "percentiles.py").write_text("import math\n\n\n" + moved)
+    (ev / "results" / "percentiles.py").write_text("import math\n\n\n" + moved)
 
     golden = repo_copy / "datasets" / "golden_code_queries.json"
     proc = cli("golden", "validate", str(golden), "--repo", str(repo_copy), "--json")
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     by_span = {(s["path"], s["symbol"]): s for s in report["stale"]}
-    assert by_span[("evaluations/index/chunking.py", "chunk_text")]["status"] == "missing"
-    changed = by_span[("evaluations/judges/lexical.py", "keyword_overlap")]
+    assert by_span[("evaluations/datasets/chunking.py", "chunk_text")]["status"] == "missing"
+    changed = by_span[("evaluations/judging/lexical.py", "keyword_overlap")]
     assert changed["status"] == "changed" and "--update" in changed["fix"]
     new_source = lexical.read_text()
     overlap = next(n for n in ast.parse(new_source).body if getattr(n, "name", "") == "keyword_overlap")
     assert changed["new_hash"] == sha("\n".join(new_source.splitlines()[overlap.lineno - 1:overlap.end_lineno]))
-    move = by_span[("evaluations/reporting/stats.py", "percentile")]
-    assert move["status"] == "moved" and move["new_path"] == "evaluations/reporting/percentiles.py"
+    move = by_span[("evaluations/results/stats.py", "percentile")]
+    assert move["status"] == "moved" and move["new_path"] == "evaluations/results/percentiles.py"
     assert move["new_hash"] == move["old_hash"] == sha(moved.rstrip("\n"))
     # module-level spans of the edited files changed too (their text lost/kept lines); nothing else is stale
-    assert {s["path"] for s in report["stale"]} <= {"evaluations/index/chunking.py", "evaluations/judges/lexical.py",
-                                                    "evaluations/reporting/stats.py"}
+    assert {s["path"] for s in report["stale"]} <= {"evaluations/datasets/chunking.py", "evaluations/judging/lexical.py",
+                                                    "evaluations/results/stats.py"}
 
     # the table for people, with the fix per span
     human = cli("golden", "validate", str(golden), "--repo", str(repo_copy))
-    assert human.returncode == 1 and "moved unchanged to evaluations/reporting/percentiles.py" in human.stderr
+    assert human.returncode == 1 and "moved unchanged to evaluations/results/percentiles.py" in human.stderr
 
     proc = cli("golden", "validate", str(golden), "--repo", str(repo_copy), "--update", "--json")
     assert proc.returncode == 1  # the renamed function still needs a person
@@ -127,8 +127,8 @@ def test_validate_lists_stale_spans_and_update_fixes_them(repo_copy):
     after = json.loads(cli("golden", "validate", str(golden), "--repo", str(repo_copy), "--json").stdout)
     assert {s["status"] for s in after["stale"]} == {"missing"}
     spans = {(s.path, s.symbol) for q in read_golden(golden) for s in q.expected_spans}
-    assert ("evaluations/reporting/percentiles.py", "percentile") in spans
-    assert ("evaluations/reporting/stats.py", "percentile") not in spans
+    assert ("evaluations/results/percentiles.py", "percentile") in spans
+    assert ("evaluations/results/stats.py", "percentile") not in spans
 
 
 def test_golden_run_graded_metrics_equal_pytrec_eval(tmp_path):

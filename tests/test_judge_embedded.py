@@ -7,7 +7,6 @@ them; ``evaluations.models.gguf``). Verdicts go to a per-session cache folder, s
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_evals import Case, Dataset

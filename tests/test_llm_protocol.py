@@ -434,7 +434,7 @@ def test_judge_gives_no_verdict_without_answer_or_gold():
     by_name = {c.name: c for c in report.cases}
     # no gold: nothing to judge; no answer (QA skipped or failed): counted by the summary, not judged here
     assert by_name["no-gold"].assertions == {} and by_name["no-answer"].assertions == {}
-    # a blank answer is a non-answer: incorrect, decided by the screen (judges.nonanswer) without the model
+    # a blank answer is a non-answer: incorrect, decided by the screen (judging.nonanswer) without the model
     blank = by_name["blank"]
     assert blank.assertions["llm_judge"].value is False and blank.labels["answer_kind"].value == "empty"
     assert not any(c.evaluator_failures for c in report.cases)

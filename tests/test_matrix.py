@@ -111,3 +111,42 @@ def test_a_cell_whose_answers_fail_exits_3_is_never_best_and_runs_again(tmp_path
         again = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress", env=env)
         assert again.returncode == 3
         assert again.stderr.count("skipped (finished)") == 1 and "ran again" in again.stderr
+
+
+def _cell(source: Path, out: Path, latency_scale: float) -> Path:
+    """A copy of a real run folder (SciFact, fts) whose cases' latencies are scaled (what a faster cell records)."""
+    import shutil
+
+    shutil.copytree(source, out)
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    for r in records:
+        r["latency_ms"] = {k: v * latency_scale for k, v in r["latency_ms"].items()}
+    (out / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return out
+
+
+def test_best_cell_and_fronts_follow_the_quality_measure_direction(tmp_path):
+    """A lower-is-better quality (latency, context waste, cost) picks the smallest cell as best and orients the
+    Pareto fronts; a quality no cell has is one clear error. Expected values are the cells' own case latencies."""
+    import pytest
+
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.experiments.matrix import Axes, Grid, summarize_matrix
+
+    source = Path(__file__).parent / "data" / "runs_751b299" / "retrieval"
+    slow, fast = _cell(source, tmp_path / "slow", 1.0), _cell(source, tmp_path / "fast", 0.5)
+    done = [({"cell": "slow"}, slow), ({"cell": "fast"}, fast)]
+    grid = Grid(dataset="beir", quality="latency_ms", axes=Axes(search_mode=["fts"]))
+    result = summarize_matrix(grid, done)
+    mean_latency = {name: np.mean([json.loads(line)["latency_ms"]["total"]
+                                   for line in (folder / "cases.jsonl").read_text().splitlines()])
+                    for name, folder in (("slow", slow), ("fast", fast))}
+    assert mean_latency["fast"] < mean_latency["slow"]
+    assert result["best"] == {"cell": "fast"} and result["quality_higher_is_better"] is False
+    cells = {c["params"]["cell"]: c for c in result["cells"]}
+    for name in ("slow", "fast"):
+        assert cells[name]["quality"] == pytest.approx(mean_latency[name])
+    # same cost (none) for both: only the faster cell is on the quality/latency front
+    assert (cells["fast"]["pareto"]["latency"], cells["slow"]["pareto"]["latency"]) == (True, False)
+    with pytest.raises(EvaluationsError, match="no cell has a value"):
+        summarize_matrix(Grid(dataset="beir", quality="no_such_judge", axes=Axes(search_mode=["fts"])), done)

@@ -1,4 +1,4 @@
-"""The non-answer screen (``judges.nonanswer``) and every correctness judge behind it.
+"""The non-answer screen (``judging.nonanswer``) and every correctness judge behind it.
 
 Expected kinds are written by hand from reading each answer; the EVOUNA bound is the requirement (a screen
 that rejects correct answers of strong systems is worse than none), measured on the human labels.

@@ -17,7 +17,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, format_context
+from evaluations.pipeline.context import context_text
+from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent
 from evaluations.core.types import Answer, RetrievedChunk
 
 REPLIQA_20 = Path(__file__).resolve().parents[2] / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
@@ -139,7 +140,7 @@ def test_model_settings_reach_the_model(rows):
 
 def test_format_context_prefixes_ids_in_rank_order(rows):
     chunks = _chunks(rows[9])
-    text = format_context(chunks)
+    text = context_text(chunks)
     blocks = text.split("\n\n")
     assert [b.split("] ", 1)[0][1:] for b in blocks] == [c.chunk_id for c in chunks]
     assert blocks[0] == f"[{chunks[0].chunk_id}] " + " ".join(chunks[0].text.split())
@@ -147,13 +148,13 @@ def test_format_context_prefixes_ids_in_rank_order(rows):
 
 def test_format_context_truncates_to_max_chars_keeping_the_best_chunk(rows):
     chunks = _chunks(rows[9])
-    full = format_context(chunks)
-    first_len = len(format_context(chunks[:1]))
+    full = context_text(chunks)
+    first_len = len(context_text(chunks[:1]))
     limit = first_len + 40  # room for the first chunk and the start of the second
-    cut = format_context(chunks, max_chars=limit)
+    cut = context_text(chunks, max_chars=limit)
     assert len(cut) <= limit < len(full)
-    assert cut.startswith(format_context(chunks[:1]))
+    assert cut.startswith(context_text(chunks[:1]))
     assert f"[{chunks[1].chunk_id}]" in cut and f"[{chunks[2].chunk_id}]" not in cut
-    tiny = format_context(chunks, max_chars=50)
+    tiny = context_text(chunks, max_chars=50)
     assert len(tiny) == 50 and tiny.startswith(f"[{chunks[0].chunk_id}] ")
-    assert format_context([]) == ""
+    assert context_text([]) == ""

@@ -131,6 +131,24 @@ def test_exit_code_says_cases_failed_and_max_failures_tolerates(qa_runs):
     assert (work / "qa" / "summary.json").is_file()  # a run with failures still writes everything
 
 
+def kill_after_cases(cli_args: list[str], env: dict[str, str], out: Path, cases: int) -> int:
+    """Start ``evaluations *cli_args`` writing to ``out``, SIGKILL it once ``cases`` cases are on disk; the
+    number of cases it kept."""
+    args = [sys.executable, "-m", "evaluations", *cli_args]
+    proc = subprocess.Popen(args, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    written = out / "cases.jsonl"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if written.is_file() and len(written.read_text().splitlines()) >= cases:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return len(written.read_text().splitlines())
+
+
 def test_kill_and_resume_equals_a_straight_run(tmp_path):
     gold = _gold()
     with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.4) as server:
@@ -139,19 +157,8 @@ def test_kill_and_resume_equals_a_straight_run(tmp_path):
         assert straight.returncode == 0, straight.stderr
 
         out = tmp_path / "killed"
-        env = {**os.environ, **_env(server, tmp_path / "data-b")}
-        args = [sys.executable, "-m", "evaluations", *_cli(tmp_path / "db", "--concurrency", "1", "--out", str(out))]
-        proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300
-        cases = out / "cases.jsonl"
-        while time.monotonic() < deadline and proc.poll() is None:
-            if cases.is_file() and len(cases.read_text().splitlines()) >= 5:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.stderr.read().decode()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        kept = len(cases.read_text().splitlines())
+        kept = kill_after_cases(_cli(tmp_path / "db", "--concurrency", "1", "--out", str(out)),
+                                _env(server, tmp_path / "data-b"), out, 5)
         assert 5 <= kept < ANSWERABLE and not (out / "summary.json").exists()
         assert (out / PARTIAL_FILE).is_file()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 from conftest import REPLIQA_20

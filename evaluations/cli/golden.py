@@ -1,7 +1,7 @@
 """``evaluations run DATASET_FILE``, ``evaluations golden [validate] [FILE] --repo DIR``.
 
 Both run the normal pipeline (``cli.root.run_dataset``) on a DatasetSpec built for the given files and registered
-in ``adapters.DATASETS`` for this invocation. ``golden`` adds metrics by tag (``by_tag.json`` in the run folder).
+in ``datasets.DATASETS`` for this invocation. ``golden`` adds metrics by tag (``by_tag.json`` in the run folder).
 """
 
 from __future__ import annotations

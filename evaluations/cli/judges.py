@@ -194,7 +194,7 @@ def _control_table(report, title: str) -> Table:
 
 
 def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
-    """Controls built from the answerable questions of ``files`` (``judges.questions``, ``judges.controls``)."""
+    """Controls built from the answerable questions of ``files`` (``judging.questions``, ``judging.controls``)."""
     from evaluations.judging.controls import build_controls
     from evaluations.judging.questions import load_questions
 

@@ -71,7 +71,7 @@ def _documents(corpus: Path, min_doc_chars: int) -> list:
 
 
 def _check_model(model_cfg: Any, config: Any) -> None:
-    """The server answers and serves the model (``qa.models.check_model``), with this command's flag in the fix."""
+    """The server answers and serves the model (``models.chat.check_model``), with this command's flag in the fix."""
     from evaluations.models.chat import check_model
 
     try:

@@ -66,7 +66,7 @@ class QA(_Strict):
         return 2000 if self.model.provider == "embedded" else None
 
 
-#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``qa.plan`` checks the run computes it)
+#: verdicts a run can compute that may be the primary judge (``judge.primary``; ``pipeline.plan`` checks the run computes it)
 PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyword_correct", "exact_match",
                        "contains_gold"]
 
@@ -108,10 +108,38 @@ class Storage(_Strict):
     vacuum_retention_seconds: int = 60
 
 
+class ANN(_Strict):
+    """The approximate-nearest-neighbour vector index built on ``vectors`` once it has ``min_rows`` rows.
+
+    Defaults measured in benchmarks/ann.py (1M 384-d vectors: recall@10 >= 0.99 against exact search).
+    Every run that searches the index checks its recall@``recall_k`` against exact (flat) search on up to
+    ``recall_queries`` of its queries, records it in summary.json ``index.ann`` and warns below ``min_recall``.
+    """
+
+    min_rows: int = Field(default=100_000, ge=0, description="vectors from which the index is built; 0: never")
+    type: Literal["ivf_pq", "ivf_hnsw_sq"] = "ivf_pq"
+    num_partitions: int | None = Field(default=None, gt=0, description="IVF partitions; None: rows / 8192")
+    num_sub_vectors: int | None = Field(default=None, gt=0, description="IVF-PQ sub-vectors; None: dim / 8")
+    num_bits: Literal[4, 8] = 8  # IVF-PQ bits per sub-vector code
+    m: int = Field(default=20, gt=0)  # IVF-HNSW-SQ: graph neighbours per node
+    ef_construction: int = Field(default=300, gt=0)  # IVF-HNSW-SQ: candidates while building the graph
+    nprobes: int = Field(default=32, gt=0, description="partitions searched per query")
+    refine_factor: int | None = Field(default=10, gt=0, description="re-rank refine_factor * limit hits exactly")
+    ef: int | None = Field(default=None, gt=0, description="IVF-HNSW-SQ search candidates; None: LanceDB's")
+    recall_k: int = Field(default=10, gt=0)
+    recall_queries: int = Field(default=100, gt=0, description="queries sampled for the recall check")
+    min_recall: float = Field(default=0.99, ge=0.0, le=1.0)
+
+
 class LanceDB(_Strict):
     uri: str = ""  # empty: a per-dataset, per-embedder folder under storage.data_dir
     api_key: str = ""
     region: str = ""
+    # object store options passed to LanceDB as given (aws_access_key_id, aws_secret_access_key, region,
+    # endpoint, allow_http, ...); unset ones come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    # AWS_ENDPOINT_URL, AWS_ALLOW_HTTP (evaluations/index/objectstore.py)
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    ann: ANN = Field(default_factory=ANN)
 
 
 class OllamaProvider(_Strict):
@@ -215,6 +243,9 @@ class Config(_Strict):
         data["providers"]["api_keys"] = {k: "***" for k in data["providers"]["api_keys"]}
         if data["lancedb"].get("api_key"):
             data["lancedb"]["api_key"] = "***"
+        data["lancedb"]["storage_options"] = {
+            k: "***" if any(s in k.lower() for s in ("secret", "key", "token", "password")) else v
+            for k, v in data["lancedb"]["storage_options"].items()}
         return data
 
 

@@ -8,12 +8,12 @@
   docstring, imports, constants). Functions nested in functions stay inside their parent's span.
   A repeated name in one file (a redefinition) gets ``symbol@<line>``. Spans are whole source lines (a trailing
   comment on the last line included).
-* Other text files (``TEXT_SUFFIXES``): plain chunks of ``CHUNK_TOKENS`` tokens (``index.chunking.chunk_text``),
+* Other text files (``TEXT_SUFFIXES``): plain chunks of ``CHUNK_TOKENS`` tokens (``datasets.chunking.chunk_text``),
   id ``path#<n>`` (symbol ``#<n>``).
 
 ``span_hash`` = sha256 of the span's text (UTF-8). The document indexed for a span is ``"<id>\\n<text>"`` so the
 path and name are searchable. Skipped: hidden folders, ``SKIP_DIRS`` (virtualenvs, caches, build outputs, run
-folders and ``datasets/``, which holds the golden answers), files over ``MAX_BYTES``, files that do not parse.
+folders and the root's ``datasets/``, which holds the golden answers), files over ``MAX_BYTES``, files that do not parse.
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ from evaluations.datasets.chunking import chunk_text
 from evaluations.core.types import Document
 
 TEXT_SUFFIXES = (".md", ".txt", ".rst", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh")
-SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", "env", "build", "dist", "runs", "datasets", "site-packages"})
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", "env", "build", "dist", "runs", "site-packages"})
+#: skipped at the repository's root only: ``datasets/`` there holds the golden answers (a package named
+#: ``datasets`` deeper down, such as ``evaluations/datasets``, is code)
+ROOT_SKIP_DIRS = frozenset({"datasets"})
 MAX_BYTES = 1_000_000
 CHUNK_TOKENS, CHUNK_OVERLAP = 256, 32
 MODULE = "<module>"
@@ -123,7 +126,8 @@ def text_spans(path: str, text: str) -> list[Span]:
 def iter_files(repo: Path) -> Iterator[Path]:
     for path in sorted(repo.rglob("*")):
         parts = path.relative_to(repo).parts
-        if any(p.startswith(".") or p in SKIP_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+        if any(p.startswith(".") or p in SKIP_DIRS or p.endswith(".egg-info") for p in parts[:-1]) or (
+                len(parts) > 1 and parts[0] in ROOT_SKIP_DIRS):
             continue
         if path.is_file() and (path.suffix == ".py" or path.suffix in TEXT_SUFFIXES) and not parts[-1].startswith("."):
             if path.stat().st_size <= MAX_BYTES:

@@ -6,7 +6,7 @@
                          "symbol": "run", "relevance_score": 2}],
      "ground_truth_answer": "...", "tags": ["definition"], "difficulty": "easy"}
 
-A span is ``path::symbol`` of ``adapters.code`` (``symbol`` ``<module>`` for module-level code);
+A span is ``path::symbol`` of ``datasets.code`` (``symbol`` ``<module>`` for module-level code);
 ``relevance_score`` is the graded relevance (3 = the answer, 2 = needed, 1 = related).
 """
 

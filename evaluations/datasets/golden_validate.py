@@ -1,6 +1,6 @@
 """Are a golden file's spans still the code they were written against?
 
-For each expected span, against the repository's current spans (``adapters.code.repo_spans``):
+For each expected span, against the repository's current spans (``datasets.code.repo_spans``):
 
 * ``ok``: ``path::symbol`` exists and its sha256 equals ``span_hash``;
 * ``changed``: ``path::symbol`` exists with another hash (the code was edited) -> fix: re-check the answer,

@@ -83,7 +83,7 @@ def judged_case(ctx: EvaluatorContext) -> JudgedCase | None:
 
 
 def screened(case: JudgedCase, name: str, p_name: str | None = None) -> dict[str, Any] | None:
-    """The non-answer screen's verdict (``judges.nonanswer``) as evaluator results, or None to let the judge
+    """The non-answer screen's verdict (``judging.nonanswer``) as evaluator results, or None to let the judge
     decide: ``{name: EvaluationReason(verdict, reason), p_name: 0.0 / 1.0, "answer_kind": kind}``."""
     from evaluations.judging.nonanswer import screen
 
@@ -168,7 +168,7 @@ class SemanticSimilarity(Evaluator):
 @dataclass(repr=False)
 class OfflineJudge(Evaluator):
     """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file), after
-    the non-answer screen (``judges.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
+    the non-answer screen (``judging.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
 
     params: str | None = None
     cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
@@ -194,7 +194,7 @@ class JudgeAgreement(ReportEvaluator):
     """Judge verdicts vs the human reference-correctness label (``ctx.metadata.label``).
 
     With labelled cases: accuracy, precision, recall, F1, Cohen's κ per judge (positive = correct,
-    formulas in ``judges.agreement``) with 95% bootstrap CIs over questions, plus a confusion
+    formulas in ``judging.agreement``) with 95% bootstrap CIs over questions, plus a confusion
     matrix per judge. Without labels: the pass rate of each judge. ``judges`` names the verdict
     assertions to compare; default: ``VERDICT_NAMES`` and every other ``*_correct`` assertion present.
     """

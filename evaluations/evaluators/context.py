@@ -14,7 +14,7 @@ from evaluations.judging.grounding import context_waste, coverage
 class Coverage(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """How much of the answer is grounded in the context given to the model.
 
-    ``coverage = |context_kw ∩ answer_kw| / |answer_kw|`` with ``kw`` = ``judges.text.keywords``
+    ``coverage = |context_kw ∩ answer_kw| / |answer_kw|`` with ``kw`` = ``judging.text.keywords``
     (lowercased words minus punctuation and stopwords). No score when there is no answer or it has
     no keywords.
     """

@@ -30,7 +30,6 @@ quality) by ``compare`` (paired tests, Holm-corrected).
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.rundata import AnswersSummary, RunSummary, read_summary
+from evaluations.results.rundata import AnswersSummary, RunSummary, load_run, read_summary
 
 AXES = {  # axis -> config keys it sets (provider:name references are split)
     "embedder": "embeddings.model",
@@ -210,15 +209,25 @@ def pareto(points: list[tuple[float | None, float | None]]) -> list[bool]:
 def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dict[str, Any]:
     from evaluations.experiments.compare import compare_runs
 
-    summaries = [read_summary(d / "summary.json") for _, d in done]
+    from evaluations.results.measures import aggregate_parts, family_of, run_value
+
+    runs = [load_run(d) for _, d in done]
+    summaries = [run.summary for run in runs]
     quality = _quality_name(grid, summaries)
+    # the quality's direction comes from the measure registry (context_waste, latency, cost: lower is better)
+    family = next((f for run in runs if (f := family_of(aggregate_parts(quality)[0], run)) is not None), None)
+    sign = -1.0 if family is not None and not family.higher_is_better else 1.0
     rows = []
-    for (params, folder), summary in zip(done, summaries):
+    for (params, folder), run in zip(done, runs):
+        summary = run.summary
         answers = summary.answers or AnswersSummary()
+        value = quality_of(summary, quality)
+        if value is None and family is not None:
+            value = run_value(quality, run)
         rows.append({
             "params": params,
             "metrics": {**summary.metrics, **{k: v.value for k, v in answers.judges.items()}},
-            "quality": quality_of(summary, quality),
+            "quality": value,
             "latency_ms": {k: getattr(summary.latency_ms, k) for k in ("p50", "p95", "p99", "mean")},
             "tokens": {"per_query": answers.tokens.per_query, "per_correct_answer": answers.tokens.per_correct_answer},
             "cost_per_query": answers.cost_usd.per_query,
@@ -227,19 +236,24 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
             "seconds": summary.run.seconds,  # the cell's own run time
             "run_dir": str(folder),
         })
-    points_cost = [(r["quality"], r["cost_per_query"]) for r in rows]
-    points_latency = [(r["quality"], r["latency_ms"]["p95"]) for r in rows]
+    if grid.quality and rows and all(r["quality"] is None for r in rows):
+        raise EvaluationsError(f"no cell has a value for the grid's quality {grid.quality!r}", where="quality",
+                               fix="name a metric the cells compute, e.g. ndcg@10 or a judge such as offline_correct")
+    oriented = [None if r["quality"] is None else sign * r["quality"] for r in rows]  # higher is better
+    points_cost = [(q, r["cost_per_query"]) for q, r in zip(oriented, rows)]
+    points_latency = [(q, r["latency_ms"]["p95"]) for q, r in zip(oriented, rows)]
     for row, on_cost, on_latency in zip(rows, pareto(points_cost), pareto(points_latency)):
         row["pareto"] = {"cost": on_cost, "latency": on_latency}
     # the best cell is chosen among cells whose cases completed (within max_failures)
     scored = [r for r in rows if r["quality"] is not None and r["within_max_failures"]]
-    best = max(scored, key=lambda r: r["quality"]) if scored else None
+    best = max(scored, key=lambda r: sign * r["quality"]) if scored else None
     comparisons: list[dict[str, Any]] = []
     if best is not None and len(rows) > 1:
         others = [r["run_dir"] for r in rows if r is not best]
         result = compare_runs([best["run_dir"], *others], segments=False)
         comparisons = result["comparisons"]
-    return {"grid": grid.model_dump(), "quality": quality, "best": best["params"] if best else None,
+    return {"grid": grid.model_dump(), "quality": quality, "quality_higher_is_better": sign > 0,
+            "best": best["params"] if best else None,
             "cells": rows, "comparisons": comparisons}
 
 

@@ -13,6 +13,11 @@ one LanceDB multi-vector query); each query's share of that batch time is record
 ``embed``/``vector`` latency. BM25 runs per query in ``retrieve`` on the ``chunks`` table; vector
 search runs on the ``vectors`` table, which ``prepare`` first brings up to date
 (``Store.ensure_vectors``: a no-op when the index step already built them), so ``fts`` never embeds.
+
+When ``vectors`` has an ANN index (``index/ann.py``) the search uses its ``nprobes`` /
+``refine_factor`` / ``ef``, and the first ``prepare`` checks it: on a sample of the queries, the top
+``recall_k`` chunks of this search against LanceDB's exact (flat) search, recorded in
+``store.stats.ann`` (summary.json ``index.ann``), with a warning below ``lancedb.ann.min_recall``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Literal
 
 from evaluations.results.retrieval_metrics import canonical_order
 from evaluations.core.types import RetrievedChunk
+from evaluations.index import ann
 from evaluations.index.store import Store
 
 Mode = Literal["vector", "fts", "hybrid"]
@@ -74,6 +80,8 @@ class Retriever:
         self._batch_ms: dict[str, float] = {}
         self._table = store.table  # chunks: text + BM25
         self._vectors = None  # the vectors table, opened (and completed if needed) on first vector use
+        self._ann: ann.AnnInfo | None = None  # its ANN index, None: exact search
+        self._recall_checked = False
 
     # -- batched dense stage -------------------------------------------------------------------
     def prepare(self, queries: Sequence[str]) -> None:
@@ -84,12 +92,12 @@ class Retriever:
             if not self.store.vectors_ready():
                 self.store.ensure_vectors()
             self._vectors = self.store.vectors_table
+            self._ann = self.store.ann_info()
         unique = list(dict.fromkeys(queries))
         t0 = time.perf_counter()
         vectors = self.store.query_vectors(unique)
         t1 = time.perf_counter()
-        result = (self._vectors.search(list(vectors), vector_column_name="vector").distance_type("cosine")
-                  .limit(self.chunk_limit).select(["chunk_id", "doc_id", "text", "_distance"]).to_arrow())
+        result = self._search(list(vectors), self.chunk_limit, ["chunk_id", "doc_id", "text", "_distance"])
         t2 = time.perf_counter()
         per_query: dict[int, Ranked] = {i: Ranked() for i in range(len(unique))}
         columns = result.to_pydict()
@@ -103,6 +111,32 @@ class Retriever:
             self._vector[query] = per_query[i]
         n = len(unique)
         self._batch_ms = {"embed": (t1 - t0) * 1000 / n, "vector": (t2 - t1) * 1000 / n}
+        if self._ann is not None and not self._recall_checked:
+            self._check_recall([self._vector[q] for q in unique], vectors)
+
+    def _search(self, vectors: list, limit: int, columns: list[str], *, exact: bool = False):
+        """One batched cosine search of ``vectors`` (the ANN index's parameters, or a flat scan)."""
+        query = (self._vectors.search(vectors, vector_column_name="vector").distance_type("cosine").limit(limit)
+                 .select(columns))
+        if self._ann is not None:
+            query = query.bypass_vector_index() if exact else ann.tune(query, self.store.settings.ann)
+        return query.to_arrow()
+
+    def _check_recall(self, found: list[Ranked], vectors) -> None:
+        """Recall@k of this search against exact search on a sample of the queries, into the index stats."""
+        settings = self.store.settings.ann
+        started = time.perf_counter()
+        chosen = ann.sample(range(len(found)), settings.recall_queries)
+        exact = self._search([vectors[i] for i in chosen], settings.recall_k, ["chunk_id", "_distance"],
+                             exact=True).to_pydict()
+        exact_ids: list[list[str]] = [[] for _ in chosen]
+        for qi, cid in zip(exact.get("query_index", [0] * len(exact["chunk_id"])), exact["chunk_id"]):
+            exact_ids[qi].append(cid)
+        ann_ids = [[h[0] for h in found[i].hits] for i in chosen]
+        self._ann = ann.check_recall(self._ann, settings, ann_ids, exact_ids)
+        self._ann.recall_seconds = round(time.perf_counter() - started, 3)
+        self.store.stats.ann = self._ann.model_dump()
+        self._recall_checked = True
 
     def _vector_hits(self, query: str) -> tuple[Ranked, dict[str, float]]:
         if query not in self._vector:

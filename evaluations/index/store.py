@@ -24,6 +24,13 @@ Concurrency: every write to a local folder happens under an exclusive lock file 
 once never duplicate chunks: the second finds the first one's work done. Remote URIs cannot hold a
 file lock; there chunks and vectors are written with ``merge_insert`` keyed on (key, chunk_id), so a
 concurrent writer's rows are never inserted twice.
+
+Object stores (``s3://``): credentials, region and endpoint come from ``lancedb.storage_options`` and
+the usual AWS variables (``index/objectstore.py``); the store is listed when opened, so a wrong
+endpoint, credential or bucket is one clear error before any work.
+
+ANN: once ``vectors`` holds ``lancedb.ann.min_rows`` rows a vector index is built on it
+(``index/ann.py``); ``IndexStats.ann`` records it, and the retriever adds its measured recall.
 """
 
 from __future__ import annotations
@@ -40,9 +47,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from evaluations.core.config import LanceDB
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Document
 from evaluations.datasets.chunking import Chunk, chunk_document
+from evaluations.index import ann, objectstore
 from evaluations.models.embedders import Embedder
 
 CHUNKS = "chunks"
@@ -92,7 +101,9 @@ class IndexStats:
     vectors: int = 0  # chunks that have a vector of this embedder (0 in a BM25-only index)
     deleted_documents: int = 0
     fts_rebuilt: bool = False
-    seconds: dict[str, float] = field(default_factory=dict)  # chunk, write, fts, embed, vectors, total
+    seconds: dict[str, float] = field(default_factory=dict)  # chunk, write, fts, embed, vectors, ann, total
+    # the ANN vector index (``ann.AnnInfo`` as a dict; the retriever adds its recall), None: exact search
+    ann: dict | None = None
 
 
 Progress = Callable[[int], None]
@@ -104,28 +115,40 @@ class Store:
     """A LanceDB database holding one corpus; vectors of one embedder are added when needed.
 
     ``uri`` is a local folder or a LanceDB URI string (``s3://bucket/db``, ``gs://…``, ``db://name``
-    for LanceDB Cloud with ``api_key``/``region``); it is never turned into a ``Path``.
+    for LanceDB Cloud with ``api_key``/``region``); it is never turned into a ``Path``. ``settings`` is
+    the config's ``lancedb`` section (storage options, ANN index); ``api_key``/``region`` override its own.
+    ``stats`` is the ``IndexStats`` of the last ``index``/``use_existing`` call.
     """
 
-    def __init__(self, uri: str | os.PathLike[str], embedder: Embedder, *, api_key: str = "", region: str = "",
-                 embed_batches: EmbedBatches | None = None):
+    def __init__(self, uri: str | os.PathLike[str], embedder: Embedder, *, settings: LanceDB | None = None,
+                 api_key: str = "", region: str = "", embed_batches: EmbedBatches | None = None):
         import lancedb
 
         self.path = uri if isinstance(uri, str) else os.fspath(uri)
         self.embedder = embedder
+        self.settings = settings or LanceDB()
+        self.stats = IndexStats()
         # how document chunks are embedded: the texts of every write batch in, their vectors out in the same
         # order (default: ``embedder.embed`` here; ``--executor ray``: Ray Data actors, pipeline.ray_executor)
         self.embed_batches = embed_batches or self._embed_here
         self.local = is_local(self.path)
         self._folder = Path(self.path.removeprefix("file://")) if self.local else None
-        options: dict[str, str] = {}
+        options: dict = {}
         if self.path.startswith("db://"):
-            options = {k: v for k, v in (("api_key", api_key), ("region", region)) if v}
+            options = {k: v for k, v in (("api_key", api_key or self.settings.api_key),
+                                         ("region", region or self.settings.region)) if v}
+        store = objectstore.resolve(self.path, self.settings.storage_options)
+        if store.options:
+            options["storage_options"] = store.options
         try:
             if self._folder is not None:
                 self._folder.mkdir(parents=True, exist_ok=True)
             self.db = lancedb.connect(self.path, **options)
+            if not self.local and not self.path.startswith("db://"):
+                self.db.list_tables()  # an object store: reach it now, not halfway through a run
         except Exception as exc:
+            if not self.local and not self.path.startswith("db://"):
+                raise objectstore.explain(exc, store) from None
             raise EvaluationsError(f"cannot open the LanceDB index: {exc}", where=self.path,
                                    fix="check --db / lancedb.uri (and lancedb.api_key/region for db://) "
                                        "points at a writable folder or a reachable database") from None
@@ -283,6 +306,7 @@ class Store:
             stats.seconds["write"] = time.perf_counter() - t0
             self._finish(stats, need_vectors, progress, on_total)
         stats.seconds["total"] = time.perf_counter() - started
+        self.stats = stats
         return stats
 
     def check_corpus(self, fingerprint: str, documents: int) -> None:
@@ -316,6 +340,7 @@ class Store:
             self.check_corpus(fingerprint, len(documents))
             self._finish(stats, need_vectors, progress, on_total)
         stats.seconds["total"] = time.perf_counter() - started
+        self.stats = stats
         return stats
 
     def _finish(self, stats: IndexStats, need_vectors: bool, progress: Progress | None,
@@ -330,6 +355,8 @@ class Store:
             on_total(0)
         stats.chunks = self.table.count_rows() if self.has_index() else 0
         stats.vectors = self._vector_count()
+        if need_vectors:
+            self._ensure_ann(stats)
 
     def ensure_fts(self) -> bool:
         """(Re)build the BM25 index when ``chunks`` changed since it was built. True if rebuilt."""
@@ -356,7 +383,31 @@ class Store:
         with self._writing():
             self._sync_vectors(stats, progress, on_total)
             stats.vectors = self._vector_count()
+            self._ensure_ann(stats)
+        self.stats.ann = stats.ann
         return stats
+
+    def _ensure_ann(self, stats: IndexStats) -> None:
+        """Under the lock: the ANN index of ``vectors`` built or brought up to date (``index/ann.py``)."""
+        if VECTORS not in self._table_names():
+            return
+        t0 = time.perf_counter()
+        recorded = self._meta().get("ann")  # build parameters of the index there
+        info = ann.ensure_index(self._open(VECTORS), self.settings.ann, recorded)
+        if (wanted := ann.build_params(self.settings.ann) if info else None) != recorded:
+            self._set_meta(ann=wanted)
+        stats.ann = info.model_dump() if info else None
+        stats.seconds["ann"] = time.perf_counter() - t0
+
+    def ann_info(self) -> ann.AnnInfo | None:
+        """The ANN index of ``vectors`` as recorded in ``stats`` (None: searches are exact)."""
+        if self.stats.ann is not None:
+            return ann.AnnInfo.model_validate(self.stats.ann)
+        if VECTORS in self._table_names() and ann.has_index(self._open(VECTORS)):  # built by an earlier run
+            table = self._open(VECTORS)
+            return ann.AnnInfo(type=self.settings.ann.type, rows=table.count_rows(),
+                               min_recall=self.settings.ann.min_recall)
+        return None
 
     def vectors_ready(self) -> bool:
         """True when every chunk has a vector of this embedder (and no vector is stale)."""
@@ -393,9 +444,9 @@ class Store:
         for batch, vectors in zip(batches, self.embed_batches([[c.text for _, c in b] for b in batches])):
             embed_s += time.perf_counter() - t1
             self._write_vectors(batch, vectors)
-            t1 = time.perf_counter()
             if progress:
                 progress(len(batch))
+            t1 = time.perf_counter()
         stats.seconds["embed"] = embed_s
         stats.seconds["vectors"] = time.perf_counter() - t0
 

@@ -1,7 +1,7 @@
 """Fit the offline judge on human-labelled answers; cross-validate grouped by question.
 
 Model: standardise features, then L2 logistic regression (C = 1), verdict p ≥ 0.5, fitted on the rows the
-non-answer screen passes (``judges.nonanswer``; it decides the others), the strong and weak populations
+non-answer screen passes (``judging.nonanswer``; it decides the others), the strong and weak populations
 (``heldout.population_of``) weighted equally.
 CV: GroupKFold(k) with the question as group, so no question's answers are in both the training
 and the test fold; the reported accuracy is the pooled out-of-fold accuracy

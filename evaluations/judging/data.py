@@ -4,7 +4,7 @@
   (a string, or a list of alternatives), human ``label`` (bool, 0/1, "correct"/"incorrect",
   "true"/"false", "yes"/"no") and optional ``context`` / ``id``. JSONL (``.jsonl``, ``.jsonl.gz``),
   a JSON array (``.json``) or CSV (``.csv``; ``reference_answer`` may then be a JSON list).
-* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judges.weak_labels``.
+* weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judging.weak_labels``.
 * EVOUNA (auto-detected by its ``golden_answer`` key): one record per question with
   ``golden_answer`` (alternatives separated by "/") and ``answer_<system>`` / ``judge_<system>``
   pairs. One example per (question, system) whose ``judge_<system>`` is not null, on questions
@@ -18,54 +18,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
+from evaluations.judging.labels import LabelledAnswer, parse_label
 from evaluations.judging.text import split_alternatives
 
 __all__ = ["LabelledAnswer", "load_labelled", "parse_label"]
 
 EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
-_TRUE = {"true", "1", "correct", "yes", "y", "t"}
-_FALSE = {"false", "0", "incorrect", "no", "n", "f", "wrong"}
 _CLASSIC_REQUIRED = ("query", "generated_answer", "reference_answer", "label")
-
-
-@dataclass(frozen=True, slots=True)
-class LabelledAnswer:
-    """One generated answer with its gold alternatives and the human verdict (True = correct)."""
-
-    question: str
-    references: tuple[str, ...]
-    answer: str
-    label: bool
-    group: str  # resampling/CV unit: the question (one question has several answers)
-    source: str = ""  # "file:line" for messages
-    system: str = ""  # which system produced the answer, when known
-    context: str = field(default="", repr=False)
-    answerable: bool = True  # False: the question has no answer in its source; a refusal is the correct reply
-
-
-def parse_label(value: Any, where: str) -> bool:
-    """bool, 0/1 or a word ("correct"/"incorrect", "true"/"false", "yes"/"no") -> bool, else EvaluationsError."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in _TRUE:
-            return True
-        if word in _FALSE:
-            return False
-    raise EvaluationsError(
-        f"label {value!r} is not a correctness label",
-        where=where,
-        fix='use true/false, 1/0 or "correct"/"incorrect"',
-    )
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

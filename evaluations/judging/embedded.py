@@ -18,7 +18,7 @@ with the threshold calibrated on human-labelled answers (``judges/embedded_judge
 that the reply is yes/no at all. The Llama is loaded once per file; verdicts are serialised with a lock
 and run in a worker thread. Verdicts can be cached on disk (``VerdictCache``: kind ``verdict`` of the one cache
 store, ``models.cache.open_store``, keyed by model, prompt and texts). ``EmbeddedGrader.grade`` is one verdict as
-a ``judges.llm.Grade``; the pydantic-evals evaluator is ``evaluators.llm_judges.EmbeddedLLMJudge``.
+a ``judging.grade.Grade``; the pydantic-evals evaluator is ``evaluators.llm_judges.EmbeddedLLMJudge``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.llm import Grade
+from evaluations.judging.grade import Grade
 from evaluations.judging.shipped import shipped_path
 from evaluations.models.cache import open_store
 from evaluations.models.llamacpp import load_llama
@@ -51,7 +51,7 @@ __all__ = [
 
 #: the embedded judge model (``judge.model.name`` / ``--judge embedded:NAME``)
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
-RUBRIC_PATH = shipped_path("answer_equivalence_yesno.md")  # package data: judges/ in a checkout (judges.shipped)
+RUBRIC_PATH = shipped_path("answer_equivalence_yesno.md")  # package data: judges/ in a checkout (judging.shipped)
 N_CTX = 1024  # the rubric (~230 tokens) + the case (question, gold alternatives, answer up to MAX_ANSWER_TOKENS)
 MAX_ANSWER_TOKENS = 160  # a longer candidate keeps its first tokens (the answer is stated early)
 YES = ("yes", "Yes", " yes", " Yes", "YES")
@@ -239,7 +239,7 @@ def judge_many(
     screen_answers: bool = True,
 ) -> np.ndarray:
     """P(correct) for many (question, gold alternatives, answer) items, cached verdicts reused. With
-    ``screen_answers`` the non-answer screen decides first (``judges.nonanswer``: P = 0 for a non-answer, 1 for
+    ``screen_answers`` the non-answer screen decides first (``judging.nonanswer``: P = 0 for a non-answer, 1 for
     a refusal to an unanswerable question) and the model is not run for those items."""
     from evaluations.judging.nonanswer import screen
 
@@ -286,7 +286,7 @@ def combined_params_path() -> Path:
 
 def combined_verdict(refs: Sequence[str], answer: str, p: float, question: str = "") -> tuple[float, bool, str]:
     """(``combined_p_correct``, verdict, reason): the offline judge's features plus llm_logit(p)
-    (``judges/combined_judge.json``, fitted by ``judges.heldout.write_params``)."""
+    (``judges/combined_judge.json``, fitted by ``judging.heldout.write_params``)."""
     from evaluations.judging.offline import llm_logit, load_model
 
     model = load_model(combined_params_path())

@@ -1,7 +1,7 @@
 """Grounding measures of an answer in its context, as plain functions (no pydantic-evals import):
-used by the run's evaluators (``qa.evaluators``) and by ``evaluations score`` on precomputed outputs.
+used by the run's evaluators (``evaluators.context``) and by ``evaluations score`` on precomputed outputs.
 
-* coverage = |context_kw ∩ answer_kw| / |answer_kw|, ``kw`` = ``judges.text.keywords``; None when the answer has
+* coverage = |context_kw ∩ answer_kw| / |answer_kw|, ``kw`` = ``judging.text.keywords``; None when the answer has
   no keywords;
 * context waste = tokens(chunks of non-relevant documents) / tokens(all context chunks), tokens = words and
   punctuation marks (``\\w+|[^\\w\\s]``); None without tokens.

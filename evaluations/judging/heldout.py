@@ -4,7 +4,7 @@ Rows are labelled answers (``data.LabelledAnswer``) of two populations (``popula
 
 * ``strong``: EVOUNA (NQ + TQ; FiD, GPT-3.5, ChatGPT, GPT-4, New Bing), human labels of the dataset's authors;
 * ``weak``: answers written by small embedded models (SmolLM2-135M, Qwen2.5-Coder-0.5B) to questions of the
-  shared data sets, hand-labelled under ``datasets/labels/RUBRIC.md`` (``judges.weak_labels``).
+  shared data sets, hand-labelled under ``datasets/labels/RUBRIC.md`` (``judging.weak_labels``).
 
 Splits (``splits``), each (name, train rows, test rows), disjoint in questions, datasets or systems:
 
@@ -13,7 +13,7 @@ Splits (``splits``), each (name, train rows, test rows), disjoint in questions, 
 * ``without-system:<s>``: fit on the answers of every other answering system, test on ``s``'s answers.
 
 Judges (``JUDGE_NAMES``), each fitted on the train rows only, each behind the non-answer screen
-(``judges.nonanswer``: a decided row keeps the screen's verdict, the fits see only the rows it passes):
+(``judging.nonanswer``: a decided row keeps the screen's verdict, the fits see only the rows it passes):
 
 * ``keyword``: keyword overlap > 0.7 (no fit, no screen: the classic rule, for reference);
 * ``offline``: the offline judge's logistic regression on lexical + semantic features (``offline.FEATURES``);

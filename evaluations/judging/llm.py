@@ -17,7 +17,7 @@ verdict with reason, P(correct) (the text mode's probability, else ``score``) an
 fails it raises. The pydantic-evals evaluators (non-answer screen first, results ``llm_judge``, ``llm_p_correct``,
 ``llm_judge_mode``) are ``evaluators.llm_judges``.
 
-Provider ``embedded``: ``judges.embedded.EmbeddedGrader`` (yes/no logits of an in-process model).
+Provider ``embedded``: ``judging.embedded.EmbeddedGrader`` (yes/no logits of an in-process model).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.judging.grade import Grade
 from evaluations.judging.shipped import shipped_path
 from evaluations.models.ladder import SERVED_LADDER, LadderFailed, OutputLadder, output_type
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
     from evaluations.core.config import Config, LLMModel
 
-RUBRIC_PATH = shipped_path("answer_equivalence.md")  # package data: judges/ in a checkout (judges.shipped)
+RUBRIC_PATH = shipped_path("answer_equivalence.md")  # package data: judges/ in a checkout (judging.shipped)
 MODES = SERVED_LADDER
 YES_WORDS, NO_WORDS = frozenset({"yes", "true", "correct"}), frozenset({"no", "false", "incorrect"})
 
@@ -62,16 +63,6 @@ class GradingOutput(BaseModel):
     reason: str = ""
     pass_: bool = Field(alias="pass")
     score: float | None = None
-
-
-@dataclass
-class Grade:
-    """One verdict: ``verdict``, P(correct), the reason, and the output mode that gave it."""
-
-    verdict: bool
-    p_correct: float
-    reason: str
-    mode: str
 
 
 def load_rubric(path: Path = RUBRIC_PATH) -> str:
@@ -201,7 +192,7 @@ def embedded_judge_name(model_cfg: LLMModel) -> str:
 
 
 def describe_judge(model_cfg: LLMModel, config: Config) -> dict[str, Any]:
-    """Run metadata of the LLM judge (``qa.models.describe_model``; embedded: the judge model and threshold)."""
+    """Run metadata of the LLM judge (``models.chat.describe_model``; embedded: the judge model and threshold)."""
     from evaluations.models.chat import describe_model
 
     described = describe_model(model_cfg, config)
@@ -226,10 +217,10 @@ def judge_check(model_cfg: LLMModel, config: Config) -> Callable[[], None]:
 
 # -- many verdicts at once (judge-agreement, held-out studies) -------------------------------------------
 def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, cache: bool = True) -> Any:
-    """A ``judges.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed.
+    """A ``judging.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed.
 
     Embedded: P(correct) ≥ the calibrated threshold, one verdict at a time. Served: ``concurrency`` requests
-    in flight. Verdicts are cached on disk (``judges.embedded.VerdictCache``) keyed by judge, prompt and texts;
+    in flight. Verdicts are cached on disk (``judging.embedded.VerdictCache``) keyed by judge, prompt and texts;
     ``cache`` False neither reads nor writes them.
     """
     import numpy as np

@@ -2,13 +2,13 @@
 
 p(correct | refs, answer) = σ(b + Σ_j w_j · (x_j − μ_j) / s_j),  verdict = p ≥ threshold,
 
-after the non-answer screen (``judges.nonanswer.screen``): an answer it classifies as a non-answer gets p = 0
+after the non-answer screen (``judging.nonanswer.screen``): an answer it classifies as a non-answer gets p = 0
 (a refusal to an unanswerable question p = 1) and never reaches the model,
 
 with x the features below, (μ, s) the standardisation and (w, b, threshold) read from a JSON
 file (default: ``$EVALUATIONS_JUDGES_DIR/offline_judge.json``, else the shipped package data,
 ``judges/offline_judge.json`` in the repository). Nothing is fitted here; only
-``evaluations calibrate-judge`` (``judges.calibrate``) writes that file.
+``evaluations calibrate-judge`` (``judging.calibrate``) writes that file.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _log_len(text_tokens: int) -> float:
 
 
 #: feature name -> f(question, gold alternatives, answer, semantic similarity). Order is the model's order.
-#: ``informative_recall`` and ``novelty`` are the non-answer screen's signals (``judges.nonanswer``): recall of
+#: ``informative_recall`` and ``novelty`` are the non-answer screen's signals (``judging.nonanswer``): recall of
 #: the gold's keywords that are not the question's, and the share of the answer's keywords the question lacks.
 _FEATURE_FNS: dict[str, FeatureFn] = {
     "containment": lambda q, r, a, s: float(lexical.containment(r, a)),
@@ -69,7 +69,7 @@ _FEATURE_FNS: dict[str, FeatureFn] = {
 }
 FEATURES: tuple[str, ...] = tuple(_FEATURE_FNS)
 #: features computed elsewhere and passed in ``extras``: the embedded LLM judge's log-odds
-#: llm_logit = log(p / (1 − p)), p = P(correct) clipped to [1e-4, 1 − 1e-4] (``judges.embedded``)
+#: llm_logit = log(p / (1 − p)), p = P(correct) clipped to [1e-4, 1 − 1e-4] (``judging.embedded``)
 EXTERNAL_FEATURES: tuple[str, ...] = ("llm_logit",)
 
 
@@ -125,7 +125,7 @@ JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
 
 def default_params_path(name: str = "offline_judge.json") -> Path:
     """Where parameters are read from: ``$EVALUATIONS_JUDGES_DIR/<name>`` (the folder must exist), else the
-    shipped package data (``judges.shipped``; ``judges/<name>`` in a checkout)."""
+    shipped package data (``judging.shipped``; ``judges/<name>`` in a checkout)."""
     from evaluations.core.env import env_dir
     from evaluations.judging.shipped import shipped_path
 
@@ -216,7 +216,7 @@ class OfflineJudgeModel:
         screen_answers: bool = True,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(probabilities, verdicts) for many pairs. With ``screen_answers`` the non-answer screen decides first
-        (``judges.nonanswer.screen``: p = 0 for a non-answer, p = 1 for a refusal to an unanswerable question);
+        (``judging.nonanswer.screen``: p = 0 for a non-answer, p = 1 for a refusal to an unanswerable question);
         the model scores the rest. ``questions`` None: the screen and the features see an empty question."""
         n = len(answers)
         qs = list(questions) if questions is not None else [""] * n

@@ -3,7 +3,7 @@
 ``load_questions(path)`` detects the format from the first row's keys (``FORMATS``, first match wins):
 
 * labelled answers (``query`` + ``reference_answer``, EVOUNA's ``golden_answer``, weak-system labels with ``ref``):
-  read by ``judges.data.load_labelled``, one question per group;
+  read by ``judging.data.load_labelled``, one question per group;
 * RepliQA (``document_extracted`` + ``question``; "The answer is not found in the document." = unanswerable);
 * CLAPNQ (``input`` + ``output``; every non-empty ``output[i].answer``; none = unanswerable);
 * SQuAD 2.0 (``answers.text``, ``context``, ``is_impossible``);
@@ -13,92 +13,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.text import split_alternatives
+from evaluations.judging.gold_rows import FORMATS, QAItem, read_row
 
 if TYPE_CHECKING:
     from evaluations.judging.data import LabelledAnswer
 
 __all__ = ["QAItem", "FORMATS", "load_questions", "read_row"]
-
-NOT_FOUND = "the answer is not found in the document."
-
-
-@dataclass(frozen=True)
-class QAItem:
-    """One question: gold alternatives (empty when unanswerable), the passage it is answered from ("" when none)."""
-
-    question: str
-    references: tuple[str, ...]
-    context: str
-    answerable: bool
-    group: str
-    source: str = ""
-
-
-Row = dict[str, Any]
-Reader = Callable[[Row, int], tuple[str, str, tuple[str, ...], bool, str]]  # key, question, refs, answerable, passage
-
-
-def _repliqa(row: Row, line: int):
-    answer = str(row.get("answer") or "")
-    answerable = answer.strip().lower() != NOT_FOUND
-    return (str(row.get("question_id", row.get("sample_id", f"line:{line}"))), row["question"],
-            (answer,) if answerable and answer.strip() else (), answerable, row.get("document_extracted") or "")
-
-
-def _clapnq(row: Row, line: int):
-    golds = tuple(o["answer"] for o in row.get("output") or [] if (o.get("answer") or "").strip())
-    passages = row.get("passages") or [{}]
-    return str(row["id"]), row["input"], golds, bool(golds), passages[0].get("text", "")
-
-
-def _squad(row: Row, line: int):
-    golds = tuple(dict.fromkeys(t for t in row["answers"]["text"] if t.strip()))
-    return str(row["id"]), row["question"], golds, not row.get("is_impossible") and bool(golds), row.get("context", "")
-
-
-def _with_contexts(row: Row, line: int):
-    answerable = not row.get("is_impossible") and bool((row.get("answer") or "").strip())
-    contexts = row.get("contexts") or []
-    return (str(row.get("id", f"line:{line}")), row["question"], (row["answer"],) if answerable else (), answerable,
-            contexts[0].get("text", "") if contexts else "")
-
-
-def _evouna(row: Row, line: int):
-    return f"line:{line}", row["question"], tuple(split_alternatives(row["golden_answer"])), True, ""
-
-
-def _generic(row: Row, line: int):
-    answers = tuple(a for a in row.get("answers") or [] if isinstance(a, str) and a.strip())
-    return str(row["id"]), row["query"], answers, bool(row.get("answerable", True)) and bool(answers), ""
-
-
-#: format name -> (detect(first row), reader); the labelled formats are read by ``data.load_labelled``
-FORMATS: dict[str, tuple[Callable[[Row], bool], Reader | None]] = {
-    "labelled": (lambda r: "reference_answer" in r or "golden_answer" in r or "ref" in r, None),
-    "repliqa": (lambda r: "document_extracted" in r and "question" in r, _repliqa),
-    "clapnq": (lambda r: "input" in r and "output" in r, _clapnq),
-    "squad2": (lambda r: isinstance(r.get("answers"), dict) and "question" in r, _squad),
-    "techqa/wixqa": (lambda r: "contexts" in r and "question" in r and "answer" in r, _with_contexts),
-    "generic": (lambda r: "query" in r and "id" in r, _generic),
-}
-
-
-#: format name -> its row reader: the dataset formats above, and EVOUNA's rows (question, golden_answer) read as
-#: questions (``weak_labels`` resolves its references with these)
-READERS: dict[str, Reader] = {**{name: r for name, (_, r) in FORMATS.items() if r is not None}, "evouna": _evouna}
-
-
-def read_row(fmt: str, row: Row, line: int) -> tuple[str, str, tuple[str, ...], bool, str]:
-    """(key, question, gold alternatives, answerable, passage) of one row of format ``fmt`` (``READERS``)."""
-    return READERS[fmt](row, line)
 
 
 def _from_labelled(path: Path, limit: int | None) -> list[QAItem]:

@@ -1,6 +1,6 @@
 """Semantic answer similarity: max cosine between all-MiniLM-L6-v2 embeddings of gold and answer.
 
-The model is the in-process, offline all-MiniLM-L6-v2 of ``index.embedders.EmbeddedMiniLM``
+The model is the in-process, offline all-MiniLM-L6-v2 of ``models.embedders.EmbeddedMiniLM``
 (loaded once, cached). Embeddings are cached on disk in the cache store (``models.cache.open_store``, kind
 ``judge_embedding``, float32 bytes) keyed by the SHA-256 of the model and text, so re-running a calibration or an
 agreement study over ~23k pairs is fast.

@@ -1,7 +1,7 @@
 """How far each shipped judge can be trusted: the shipped validation file ``judges/validation.json``.
 
 Written by ``benchmarks/judge_validation.py`` (never by hand); read by runs (the headline names the primary
-judge and its validated accuracy) and by ``qa.plan`` (the default primary judge is the one that validates
+judge and its validated accuracy) and by ``pipeline.plan`` (the default primary judge is the one that validates
 best on weak *and* strong answers: the highest ``min(weak, strong)`` held-out accuracy among the judges a
 run computes).
 

@@ -4,7 +4,7 @@ A row holds our model's answer and a reference to its question, never the third-
 ``{"id", "ref": {"dataset", "file", "key"}, "answerable", "model", "context", "answer", "qa_status", "label",
 "label_note"}``. ``file`` is relative to the shared data folder; ``key`` is the row's id (``sample_id`` for the
 RepliQA sample, ``id`` for CLAPNQ / SQuAD 2.0 / TechQA) or ``line:N`` (1-based) for rows without one (EVOUNA).
-Gold answers as ``judges.questions`` reads them (RepliQA, CLAPNQ, SQuAD 2.0, TechQA); EVOUNA ``golden_answer``
+Gold answers as ``judging.questions`` reads them (RepliQA, CLAPNQ, SQuAD 2.0, TechQA); EVOUNA ``golden_answer``
 split on "/", keyed by line. Unanswerable rows have no gold.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.data import LabelledAnswer, parse_label
-from evaluations.judging.questions import read_row
+from evaluations.judging.labels import LabelledAnswer, parse_label
+from evaluations.judging.gold_rows import read_row
 
 __all__ = ["Question", "read_questions", "load_weak_labels", "is_weak_labels_file", "default_shared_dir"]
 

@@ -41,3 +41,8 @@ def select_context(chunks: list[RetrievedChunk], max_chars: int | None = None) -
 def format_context(chunks: list[RetrievedChunk]) -> str:
     """The selected chunks as one string: ``[chunk_id] text`` blocks joined by a blank line."""
     return _SEP.join(_block(c) for c in chunks)
+
+
+def context_text(chunks: list[RetrievedChunk], max_chars: int | None = None) -> str:
+    """The context string a model is given for ``chunks`` within ``max_chars``: ``format_context(select_context())``."""
+    return format_context(select_context(chunks, max_chars))

@@ -6,7 +6,7 @@ contacting any server; ``QAPlan.check()`` verifies every configured server befor
 The primary judge (the verdict behind "answer accuracy" and "tokens per correct answer", ``choose_primary``):
 ``judge.primary`` when set (it must be a verdict the run computes); else, of the correctness judges the run
 computes whose shipped validation describes the judge this config runs (``VERDICTS``), the one that validates
-best on weak *and* strong answers (``judges.validation.best_judge``: highest min(weak, strong) held-out
+best on weak *and* strong answers (``judging.validation.best_judge``: highest min(weak, strong) held-out
 accuracy); else, when none is validated, the first the run computes in ``VERDICTS`` order (the LLM judge when
 one runs, else ``offline_correct``).
 """

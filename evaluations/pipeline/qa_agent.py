@@ -30,9 +30,10 @@ from pydantic_ai.settings import ModelSettings
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
+from evaluations.pipeline.context import context_text
 
 __all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
-           "build_qa_agent", "format_context", "output_modes", "qa_ladder"]
+           "build_qa_agent", "output_modes", "qa_ladder"]
 
 OUTPUT_RETRIES = 2
 
@@ -54,27 +55,6 @@ def build_qa_agent(model: Model | str, model_settings: ModelSettings | None = No
         retries={"output": OUTPUT_RETRIES},
         name="qa",
     )
-
-
-def format_context(chunks: list[RetrievedChunk], max_chars: int | None = None) -> str:
-    """The chunks as one context string, each as ``[chunk_id] text``, in rank order.
-
-    ``max_chars`` bounds the total length: whole chunks are kept while they fit, the first chunk that does not is
-    cut to the remaining room (and the rest dropped), so the best-ranked text always survives.
-    """
-    blocks: list[str] = []
-    used = 0
-    for chunk in chunks:
-        block = f"[{chunk.chunk_id}] {' '.join(chunk.text.split())}"
-        sep = 2 if blocks else 0  # the blank line joining blocks
-        if max_chars is not None and used + sep + len(block) > max_chars:
-            room = max_chars - used - sep
-            if room > len(chunk.chunk_id) + 3:
-                blocks.append(block[:room])
-            break
-        blocks.append(block)
-        used += sep + len(block)
-    return "\n\n".join(blocks)
 
 
 def _prompt(question: str, context: str) -> str:
@@ -179,7 +159,7 @@ async def answer_question(
     when every mode failed or a mode failed in a way another mode cannot change (the server unreachable after its
     retries). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
     """
-    prompt = _prompt(question, format_context(chunks, max_chars))
+    prompt = _prompt(question, context_text(chunks, max_chars))
     ladder = ladder or qa_ladder(agent, modes)
     attempts: list[ModeAttempt] = []
 

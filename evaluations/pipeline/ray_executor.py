@@ -165,7 +165,7 @@ def build_worker_task(setup: WorkerSetup) -> RagTask:
         from evaluations.models.embedders import build_embedder
         from evaluations.pipeline.runner import make_retriever
 
-        store = Store(setup.db, build_embedder(config), api_key=config.lancedb.api_key, region=config.lancedb.region)
+        store = Store(setup.db, build_embedder(config), settings=config.lancedb)
         retriever = make_retriever(store, config, setup.k)
         retriever.prepare(setup.queries)  # the driver embedded them already: read from the query cache
         task = RagTask(retriever=retriever)

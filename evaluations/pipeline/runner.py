@@ -5,7 +5,7 @@ Order matters for the user: every configured server is checked and the output fo
 full before anything is indexed; the index is brought up to date (embedding only new/changed documents, and
 only when a vector mode needs vectors) before the first query.
 
-Every finished case is appended to ``cases.jsonl`` at once (``runs.folder``); ``--resume DIR`` runs only the
+Every finished case is appended to ``cases.jsonl`` at once (``results.folder``); ``--resume DIR`` runs only the
 cases the folder does not hold yet and then summarises all of them, so the result equals a straight run's.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import EvaluatorFailure, ReportEvaluatorContext
@@ -38,6 +38,11 @@ from evaluations.results.rundata import RunData, RunSummary
 from evaluations.pipeline.executors import WorkerSetup, open_executor
 from evaluations.pipeline.task import RagTask
 from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
+
+if TYPE_CHECKING:
+    from evaluations.index.store import IndexStats, Store
+    from evaluations.pipeline.plan import QAPlan
+    from evaluations.systems import System
 
 
 @dataclass
@@ -65,7 +70,7 @@ class RunOptions:
 class RunResult:
     out_dir: Path
     summary: RunSummary
-    report: Any
+    report: EvaluationReport
     records: list[CaseRecord] = field(default_factory=list)
     run: RunData | None = None  # the finished run as written (what the after-steps were given)
 
@@ -98,8 +103,8 @@ def build_dataset(corpus: Corpus, evaluators: list, report_evaluators: list | No
         report_evaluators=report_evaluators or [])
 
 
-def _index(store: Any, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
-           console: Console) -> Any:
+def _index(store: Store, corpus: Corpus, config: Config, options: RunOptions, need_vectors: bool,
+           console: Console) -> IndexStats:
     with progress_bar(console, options.progress) as progress:
         task = progress.add_task(f"Indexing {len(corpus.documents)} documents", total=None)
         kwargs = dict(
@@ -190,7 +195,7 @@ def make_retriever(store: Any, config: Config, k: int) -> Any:
 
 
 def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
-              pending_queries: list[str], system: Any | None, executor: Any
+              pending_queries: list[str], system: System | None, executor: Any
               ) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
     """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
     if system is not None:
@@ -203,8 +208,7 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     embedder = build_embedder(config)
     need_vectors = config.search.mode in ("vector", "hybrid")
     db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
-    store = Store(str(db_path), embedder, api_key=config.lancedb.api_key, region=config.lancedb.region,
-                  embed_batches=executor.embed_batches(config))
+    store = Store(str(db_path), embedder, settings=config.lancedb, embed_batches=executor.embed_batches(config))
     stats = _index(store, corpus, config, options, need_vectors, console)
     retriever = make_retriever(store, config, max(options.ks))
     with console.status("Embedding queries") if options.progress and need_vectors else nullcontext():
@@ -213,7 +217,7 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
 
 
-def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
+def check_backends(config: Config, options: RunOptions, qa: QAPlan | None) -> None:
     """Every configured server answers (and serves its model) before any work."""
     if options.system is None and config.search.mode in ("vector", "hybrid"):
         from evaluations.models.embedders import build_embedder
@@ -224,8 +228,8 @@ def check_backends(config: Config, options: RunOptions, qa: Any | None) -> None:
 
 
 def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console | None = None,
-        qa: Any | None = None, after: AfterRun | None = None) -> RunResult:
-    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``qa.plan``; ``after``
+        qa: QAPlan | None = None, after: AfterRun | None = None) -> RunResult:
+    """Run one evaluation. ``qa`` is an optional QA plan (agent + answer evaluators), see ``pipeline.plan``; ``after``
     gets the finished run in memory once its folder is written (reports, history, OTel: ``AfterRun``)."""
     from evaluations.core.console import make_console
 
@@ -269,8 +273,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
 
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
-            console: Console, qa: Any | None, name: str, started: datetime, clock: float,
-            system: Any | None, after: AfterRun | None, executor: Any) -> RunResult:
+            console: Console, qa: QAPlan | None, name: str, started: datetime, clock: float,
+            system: System | None, after: AfterRun | None, executor: Any) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
     # were not all finished is run again whole, and its finished repeats dropped)
     done = {c.source_case_name or c.name for c in folder.done}

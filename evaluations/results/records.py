@@ -28,7 +28,7 @@ STAGES = ("embed", "retrieve", "rerank", "llm", "total")
 
 #: the answer judges whose per-case value is a verdict (accuracy over all cases, failed = incorrect)
 #: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion);
-#: ``llm_judge`` is the LLM judge's verdict (served: ``judges.llm``, embedded: ``judges.embedded``)
+#: ``llm_judge`` is the LLM judge's verdict (served: ``judging.llm``, embedded: ``judging.embedded``)
 VERDICT_NAMES = (
     "keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct", "llm_judge",
     "combined_correct",

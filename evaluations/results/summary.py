@@ -168,7 +168,7 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
               primary_chosen_by: str | None = None) -> RunSummary:
     """The run's summary (module docstring). ``primary_validation``: the primary judge's entry of the shipped
     validation file (``JudgeValidation`` as a dict; None: not validated), recorded as ``answers.primary_validation``
-    for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``qa.plan``)."""
+    for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``)."""
     priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(price_per_1m_tokens={"input": price[0],
                                                                                   "output": price[1]})))
     run = RunData(records=records, summary=priced, ks=ks if scored else [])

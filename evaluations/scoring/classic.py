@@ -1,11 +1,11 @@
 """Score a classic labelled-answer file.
 
 Each row: ``query``, ``context`` (list of strings, or one string), ``generated_answer``, ``reference_answer``
-(a string or a list of alternatives), optional human ``label`` (``judges.data.parse_label`` words) and optional
+(a string or a list of alternatives), optional human ``label`` (``judging.data.parse_label`` words) and optional
 ``latency_ms`` (or ``latency``, milliseconds). JSONL, JSON array or CSV.
 
 * correctness (the classic rule): ``keyword_overlap(reference, generated) > threshold`` (default 0.7,
-  ``judges.lexical.keyword_correct``);
+  ``judging.lexical.keyword_correct``);
 * coverage: ``qa.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
   averaged over rows with a context and an answer with keywords;
 * with labels on every row: the confusion matrix of that rule against the label (positive = correct),

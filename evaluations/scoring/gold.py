@@ -1,6 +1,6 @@
 """The golden set a log is scored against: {query_id: Gold(relevant, answers)}.
 
-Accepted: a generic dataset file (``adapters.generic``: relevance + answers), a golden code-span file
+Accepted: a generic dataset file (``datasets.generic``: relevance + answers), a golden code-span file
 (``golden``: ``expected_spans`` -> ``path::symbol`` graded by ``relevance_score``, ``ground_truth_answer``),
 or TREC/BEIR qrels (relevance only).
 """

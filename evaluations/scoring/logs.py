@@ -7,7 +7,7 @@ earlier attempt's tier is an *escalation*. Tier rank: ``tiers`` (e.g. ``--tiers 
 given, the order in which tiers first appear in the file. A query's outcome is its last attempt.
 
 Figures (N = queries, A = attempts):
-* retrieval: ``retrieval.metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
+* retrieval: ``results.retrieval_metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
   first rank kept) against the golden set's relevance, mean over queries with a relevant document (each query's
   outcome is a ``CaseRecord``; means by the measure registry, ``results.measures``, as a run's summary);
 * correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``;
@@ -15,7 +15,7 @@ Figures (N = queries, A = attempts):
 * cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
   / 1e6`` with the price of its ``model`` (or else its ``tier``) in the config's ``prices``; cost per query =
   total cost / N; unpriced attempts are counted;
-* context waste of an attempt (``qa.grounding.context_waste``): the share of the context's tokens from
+* context waste of an attempt (``judging.grounding.context_waste``): the share of the context's tokens from
   spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
   has no text the share is of spans instead of tokens (``basis`` says which);
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;

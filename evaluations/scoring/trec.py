@@ -5,7 +5,7 @@ is ignored: each query's documents are ordered by ``metrics.canonical_order`` (s
 id descending). Qrels: ``qid iter docid grade`` per line (a BEIR ``query-id corpus-id score`` TSV with its
 header also works).
 
-Per query: ``retrieval.metrics.compute_all``. Means are over queries that have a relevant document in the
+Per query: ``results.retrieval_metrics.compute_all``. Means are over queries that have a relevant document in the
 qrels; a judged query missing from the run counts with an empty ranking (all 0, trec_eval ``-c``). Queries of
 the run without qrels are counted and ignored (as trec_eval).
 """
