@@ -40,14 +40,20 @@ def matrix_table(result: dict[str, Any]) -> Table:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Matrix folder (default: the grid's).")
 @click.option("--json", "as_json", is_flag=True, help="Print matrix.json to stdout.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
-def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool) -> None:
+@click.option("--executor", help="local, ray or ray:ADDRESS: with Ray the cells run as Ray tasks (default: the "
+                                 "grid's executor, else its config's).")
+def matrix_command(grid_file: Path, out: Path | None, as_json: bool, no_progress: bool, executor: str | None) -> None:
     """Run every embedder × search mode × QA model × judge cell of GRID_FILE and compare them."""
     from evaluations.experiments.matrix import cell_slug, default_folder, load_grid, run_matrix
 
     console = make_console(stderr=True)
     grid = load_grid(grid_file)
     folder = out or default_folder(grid, grid_file)
-    result = run_matrix(grid, grid_file, folder, progress=not no_progress, console=console)
+    if executor:
+        from evaluations.pipeline.executors import parse_executor
+
+        parse_executor(executor, where="--executor")
+    result = run_matrix(grid, grid_file, folder, progress=not no_progress, console=console, executor=executor)
     console.print(matrix_table(result))
     console.print(f"[green]wrote[/] {folder / 'matrix.json'}, report.html, report.md")
     if as_json:

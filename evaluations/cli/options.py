@@ -42,6 +42,8 @@ def common_options(func):
                                       "module:function or an http(s):// endpoint."),
         click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout."),
         click.option("--no-progress", is_flag=True, help="No progress bars."),
+        click.option("--executor", help="Where cases and indexing embeddings run: local (default), ray (start or "
+                                        "join a local Ray cluster) or ray:ADDRESS (default: executor)."),
         click.option("--no-cache", is_flag=True, help="Call the models again instead of reusing cached replies "
                                                       "(cache.enabled: false)."),
     ]

@@ -35,6 +35,11 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     overrides: dict = {}
     if params.get("no_cache"):
         overrides["cache.enabled"] = False
+    if params.get("executor"):
+        from evaluations.pipeline.executors import parse_executor
+
+        parse_executor(params["executor"], where="--executor")  # a bad value fails here, naming the flag
+        overrides["executor"] = params["executor"].strip()
     if params["search_mode"]:
         overrides["search.mode"] = params["search_mode"]
     for param, flag, section in (("embedder", "--embedder", "embeddings.model"), ("qa_model", "--qa-model", "qa.model"),

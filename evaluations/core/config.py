@@ -211,6 +211,10 @@ class Config(_Strict):
     history: History = Field(default_factory=History)
     cache: Cache = Field(default_factory=Cache)
     requests: Requests = Field(default_factory=Requests)
+    # where cases and indexing embeddings run: in this process, or on a Ray cluster (``ray`` starts or joins a
+    # local one; ``ray:ADDRESS``, e.g. ``ray:auto`` or ``ray:ray://head:10001``); ``--executor`` overrides it
+    executor: str = Field(default="local", pattern=r"^(local|ray|ray:\S+)$",
+                          description="local, ray or ray:ADDRESS")
     # haiku.rag sections this tool does not use: accepted so a haiku.rag file loads as is.
     reranking: dict[str, Any] = Field(default_factory=dict)
     research: dict[str, Any] = Field(default_factory=dict)

@@ -73,6 +73,7 @@ class Grid(BaseModel):
     skip_retrieval: bool = False
     concurrency: int | None = Field(default=None, gt=0)
     max_failures: str = "0"  # per cell, as the run's --max-failures: N cases or P%
+    executor: str | None = None  # local, ray or ray:ADDRESS (default: the config's executor)
     axes: Axes
 
 
@@ -93,7 +94,7 @@ def load_grid(path: Path) -> Grid:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
         raise EvaluationsError(f"invalid grid: {problems}", where=str(path),
                                fix="keys: dataset, source, config, out, quality, limit, k, split, skip_qa, "
-                                   "skip_retrieval, concurrency, max_failures, axes {embedder, search_mode, qa_model, judge}") from None
+                                   "skip_retrieval, concurrency, max_failures, executor, axes {embedder, search_mode, qa_model, judge}") from None
 
 
 def cells(grid: Grid) -> list[dict[str, str]]:
@@ -130,8 +131,10 @@ def cell_slug(params: dict[str, str]) -> str:
     return slug("__".join(v.replace(":", "-") for v in params.values()))
 
 
-def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress: bool) -> tuple[Path, str]:
-    """Run (or skip, or resume) one cell; returns its folder and what happened."""
+def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress: bool,
+             executor: str | None = None) -> tuple[Path, str]:
+    """Run (or skip, or resume) one cell; returns its folder and what happened. ``executor`` overrides the
+    config's (``--executor``, the grid's ``executor``)."""
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config
     from evaluations.experiments.after import after_run
@@ -143,7 +146,8 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
             return out, "skipped (finished)"
         overwrite = True  # a finished cell with too many failed cases is run again, not skipped forever
     resume = out if (out / "run.json").is_file() and not overwrite else None
-    config = load_config(str(base / grid.config) if grid.config else None, _overrides(params))
+    overrides = _overrides(params) | ({"executor": executor} if executor else {})
+    config = load_config(str(base / grid.config) if grid.config else None, overrides)
     spec = get_spec(grid.dataset)
     options = RunOptions(
         source=(base / grid.source) if grid.source else None, limit=grid.limit, split=grid.split,
@@ -258,22 +262,61 @@ def default_folder(grid: Grid, grid_file: Path) -> Path:
     return grid_file.resolve().parent / grid.out if grid.out else Path("runs") / f"matrix-{grid_file.stem}"
 
 
-def run_matrix(grid: Grid, grid_file: Path, folder: Path, *, progress: bool, console: Console) -> dict[str, Any]:
+def _label(params: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _run_cells_on_ray(grid: Grid, base: Path, combos: list[dict[str, str]], folder: Path, executor: str,
+                      console: Console) -> list[tuple[dict[str, str], Path]]:
+    """The first cell of each embedder here, one after the other (it builds that embedder's index); then every
+    other cell as a Ray task, side by side, finding its index up to date."""
+    from evaluations.pipeline.executors import open_executor
+
+    cluster = open_executor(executor, where="executor")
+    leaders: list[dict[str, str]] = []
+    for params in combos:
+        if all(params.get("embedder") != leader.get("embedder") for leader in leaders):
+            leaders.append(params)
+    rest = [params for params in combos if params not in leaders]
+    finished: dict[str, tuple[Path, str]] = {}
+    for params in leaders:
+        console.print(f"[bold]cell {combos.index(params) + 1}/{len(combos)}[/] {_label(params)} (builds its index)")
+        finished[cell_slug(params)] = run_cell(grid, base, params, folder / cell_slug(params), False, executor)
+    console.print(f"[bold]{len(rest)} more cell(s)[/] as Ray tasks")
+    # a task's working folder is the worker's: it gets absolute paths (the grid's base already is one)
+    outcomes = cluster.map_tasks(run_cell, [(grid, base, p, folder.resolve() / cell_slug(p), False, executor)
+                                            for p in rest])
+    finished.update({cell_slug(p): (folder / cell_slug(p), what) for p, (_, what) in zip(rest, outcomes)})
+    for i, params in enumerate(combos, 1):
+        cell_dir, what = finished[cell_slug(params)]
+        console.print(f"cell {i}/{len(combos)} {_label(params)}: {what}: {cell_dir}")
+    return [(params, finished[cell_slug(params)][0]) for params in combos]
+
+
+def run_matrix(grid: Grid, grid_file: Path, folder: Path, *, progress: bool, console: Console,
+               executor: str | None = None) -> dict[str, Any]:
     """Run (or skip, or resume) every cell in ``folder``, then write ``matrix.json``, report.html and report.md;
-    returns matrix.json's content. Says on ``console`` which cell runs and what happened to it."""
+    returns matrix.json's content. Says on ``console`` which cell runs and what happened to it. With a Ray
+    executor (``executor``, else the grid's, else its config's) the cells run as Ray tasks."""
+    from evaluations.core.config import load_config
     from evaluations.core.fsutil import atomic_write_json
+    from evaluations.pipeline.executors import parse_executor
     from evaluations.reports.writer import write_reports
 
     base = grid_file.resolve().parent
     combos = cells(grid)
+    executor = executor or grid.executor
+    chosen = executor or load_config(str(base / grid.config) if grid.config else None).executor
     started = time.perf_counter()
     done = []
-    for i, params in enumerate(combos, 1):
-        label = ", ".join(f"{k}={v}" for k, v in params.items())
-        console.print(f"[bold]cell {i}/{len(combos)}[/] {label}")
-        cell_dir, what = run_cell(grid, base, params, folder / cell_slug(params), progress=progress)
-        console.print(f"  {what}: {cell_dir}")
-        done.append((params, cell_dir))
+    if parse_executor(chosen, where="executor").kind == "ray":
+        done = _run_cells_on_ray(grid, base, combos, folder, chosen, console)
+    else:
+        for i, params in enumerate(combos, 1):
+            console.print(f"[bold]cell {i}/{len(combos)}[/] {_label(params)}")
+            cell_dir, what = run_cell(grid, base, params, folder / cell_slug(params), progress, executor)
+            console.print(f"  {what}: {cell_dir}")
+            done.append((params, cell_dir))
     result = summarize_matrix(grid, done)
     result["seconds"] = time.perf_counter() - started  # this invocation (finished cells are skipped)
     result["cells_seconds"] = sum(c["seconds"] or 0.0 for c in result["cells"])

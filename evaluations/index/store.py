@@ -107,6 +107,8 @@ class IndexStats:
 
 
 Progress = Callable[[int], None]
+#: texts of each write batch -> their vectors, batch by batch in the same order (``Store(embed_batches=…)``)
+EmbedBatches = Callable[[list[list[str]]], Iterator[np.ndarray]]
 
 
 class Store:
@@ -119,13 +121,16 @@ class Store:
     """
 
     def __init__(self, uri: str | os.PathLike[str], embedder: Embedder, *, settings: LanceDB | None = None,
-                 api_key: str = "", region: str = ""):
+                 api_key: str = "", region: str = "", embed_batches: EmbedBatches | None = None):
         import lancedb
 
         self.path = uri if isinstance(uri, str) else os.fspath(uri)
         self.embedder = embedder
         self.settings = settings or LanceDB()
         self.stats = IndexStats()
+        # how document chunks are embedded: the texts of every write batch in, their vectors out in the same
+        # order (default: ``embedder.embed`` here; ``--executor ray``: Ray Data actors, pipeline.ray_executor)
+        self.embed_batches = embed_batches or self._embed_here
         self.local = is_local(self.path)
         self._folder = Path(self.path.removeprefix("file://")) if self.local else None
         options: dict = {}
@@ -434,15 +439,20 @@ class Store:
         if stale:  # first, so a switch of embedder (all vectors stale) may change the dimension
             self._delete_keys(VECTORS, "vector_key", stale)
         embed_s = 0.0
-        for batch in _batches(todo):
-            t1 = time.perf_counter()
-            vectors = self.embedder.embed([c.text for _, c in batch], kind="document")
+        batches = list(_batches(todo))
+        t1 = time.perf_counter()
+        for batch, vectors in zip(batches, self.embed_batches([[c.text for _, c in b] for b in batches])):
             embed_s += time.perf_counter() - t1
             self._write_vectors(batch, vectors)
             if progress:
                 progress(len(batch))
+            t1 = time.perf_counter()
         stats.seconds["embed"] = embed_s
         stats.seconds["vectors"] = time.perf_counter() - t0
+
+    def _embed_here(self, batches: list[list[str]]) -> Iterator[np.ndarray]:
+        for texts in batches:
+            yield self.embedder.embed(texts, kind="document")
 
     def _write_vectors(self, batch: list[tuple[str, Chunk]], vectors: np.ndarray) -> None:
         dim = int(vectors.shape[1])

@@ -36,6 +36,7 @@ from evaluations.core.progress import progress_bar
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
+from evaluations.pipeline.executors import WorkerSetup, open_executor
 from evaluations.pipeline.task import RagTask
 from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
 
@@ -119,7 +120,7 @@ def _identity(spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Co
     """What makes two invocations the same run (checked by --resume). Run-time knobs (concurrency, cache,
     progress) are left out: changing them does not change the cases' results."""
     public = config.public_dict()
-    for volatile in ("cache", "requests", "history"):
+    for volatile in ("cache", "requests", "history", "executor"):
         public.pop(volatile, None)
     public.get("evaluation", {}).pop("concurrency", None)
     return {"dataset": spec.name, "corpus": corpus.name, "source": corpus.source, "limit": options.limit,
@@ -186,24 +187,31 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
     return report
 
 
+def make_retriever(store: Any, config: Config, k: int) -> Any:
+    """The built-in pipeline's retriever over ``store`` (``k``: the largest cut-off of the run)."""
+    from evaluations.index.search import Retriever
+
+    return Retriever(store, config.search.mode, candidates=max(k, config.search.candidates),
+                     rrf_k=config.search.rrf_k, context_limit=config.search.limit)
+
+
 def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
-              pending_queries: list[str], system: System | None) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
+              pending_queries: list[str], system: System | None, executor: Any
+              ) -> tuple[RagTask, dict[str, Any], dict[str, Any]]:
     """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
     if system is not None:
         name = getattr(system, "id", options.system)
         return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit),
                 {"system": name}, {"system": name})
     from evaluations.models.embedders import build_embedder
-    from evaluations.index.search import Retriever
     from evaluations.index.store import Store
 
     embedder = build_embedder(config)
     need_vectors = config.search.mode in ("vector", "hybrid")
     db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
-    store = Store(str(db_path), embedder, settings=config.lancedb)
+    store = Store(str(db_path), embedder, settings=config.lancedb, embed_batches=executor.embed_batches(config))
     stats = _index(store, corpus, config, options, need_vectors, console)
-    retriever = Retriever(store, config.search.mode, candidates=max(max(options.ks), config.search.candidates),
-                          rrf_k=config.search.rrf_k, context_limit=config.search.limit)
+    retriever = make_retriever(store, config, max(options.ks))
     with console.status("Embedding queries") if options.progress and need_vectors else nullcontext():
         retriever.prepare(pending_queries)
     index = {"path": str(db_path), **{k: v for k, v in vars(stats).items()}}
@@ -230,8 +238,9 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
 
-    # 1. check every configured backend (and import the user's system) before any work
+    # 1. check every configured backend (and import the user's system, join the Ray cluster) before any work
     check_backends(config, options, qa)
+    executor = open_executor(config.executor)
     system = None
     if options.system is not None:
         from evaluations.systems import build_system
@@ -249,7 +258,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
     try:
-        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system, after)
+        return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system, after,
+                       executor)
     except EvaluationsError:
         folder.discard_if_unused()  # e.g. an unreadable index: no empty run folder is left behind
         raise
@@ -259,12 +269,13 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
                       f"finish the run with the same command and --resume {folder.path}[/]")
         raise
     finally:
+        executor.close()
         folder.close()
 
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
             console: Console, qa: QAPlan | None, name: str, started: datetime, clock: float,
-            system: System | None, after: AfterRun | None = None) -> RunResult:
+            system: System | None, after: AfterRun | None, executor: Any) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
     # were not all finished is run again whole, and its finished repeats dropped)
     done = {c.source_case_name or c.name for c in folder.done}
@@ -279,8 +290,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run")
 
     # 3. the system under test: index + retriever, or the user's system
-    task, index_info, system_meta = _pipeline(corpus, options, config, spec, console,
-                                              [c.inputs.query for c in cases], system)
+    pending = [c.inputs.query for c in cases]
+    task, index_info, system_meta = _pipeline(corpus, options, config, spec, console, pending, system, executor)
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
     report_evaluators: list = []
@@ -292,9 +303,15 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
                 **(qa.metadata if qa is not None else {})}
     concurrency = options.concurrency
-    if qa is not None and qa.max_concurrency:
+    if qa is not None and qa.max_concurrency and executor.in_process:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
     metadata["concurrency"] = concurrency
+    metadata["executor"] = executor.describe()
+    if cases:  # --executor ray: each case's system call on a worker that built the same system
+        task.remote = executor.case_runner(WorkerSetup(
+            config=config, k=max(options.ks), system=options.system, db=index_info.get("path"), queries=pending,
+            qa=qa is not None, max_context_chars=qa.max_context_chars if qa is not None else None,
+            name=folder.path.name, workers=concurrency))
     metadata["repeat"] = options.repeat
 
     # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)

@@ -16,6 +16,7 @@ Latency stages (ms) land on ``CaseOutput.latency_ms`` and as pydantic-evals case
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,8 @@ class RagTask:
     system: System | None = None  # a user's system under test (replaces the retriever)
     k: int = 100
     ladder: Any | None = None  # the QA agent's output-mode ladder (models.ladder), made on the first answer
+    # where ``run_case`` runs: None here; ``--executor ray``: a pool of Ray actors (pipeline.ray_executor)
+    remote: Callable[[RetrievalInputs], Awaitable[tuple[CaseOutput, dict[str, float]]]] | None = None
 
     async def _retrieve(self, inputs: RetrievalInputs, output: CaseOutput, latency: dict[str, float]) -> None:
         if self.system is not None:
@@ -110,20 +113,27 @@ class RagTask:
             output.answer, output.usage, output.qa_status = result.answer, dict(result.usage), "ok"
             output.qa_mode, output.raw_text = result.mode, result.raw_text or None
         latency["llm"] = (time.perf_counter() - t0) * 1000
-        for key in ("input_tokens", "output_tokens"):
-            increment_eval_metric(key, output.usage.get(key, 0))
 
-    async def __call__(self, inputs: RetrievalInputs) -> CaseOutput:
+    async def run_case(self, inputs: RetrievalInputs) -> tuple[CaseOutput, dict[str, float]]:
+        """One case through the system: its output and the pydantic-evals case metrics it gives (token counts
+        when the QA agent ran, ``<stage>_ms``). A Ray worker runs this; ``__call__`` records the metrics."""
         started = time.perf_counter()
         latency = {stage: 0.0 for stage in STAGES}
         output = CaseOutput()
+        metrics: dict[str, float] = {}
         await self._retrieve(inputs, output, latency)
         if self.agent is not None and output.answer is None:
             await self._answer(inputs, output, latency)
+            metrics.update({key: output.usage.get(key, 0) for key in ("input_tokens", "output_tokens")})
         batch = latency.pop("_batch", 0.0)
         if not latency["total"]:
             latency["total"] = (time.perf_counter() - started) * 1000 + batch
         output.latency_ms = latency
-        for stage, value in latency.items():
-            increment_eval_metric(f"{stage}_ms", value)
+        metrics.update({f"{stage}_ms": value for stage, value in latency.items()})
+        return output, metrics
+
+    async def __call__(self, inputs: RetrievalInputs) -> CaseOutput:
+        output, metrics = await (self.remote or self.run_case)(inputs)
+        for name, value in metrics.items():
+            increment_eval_metric(name, value)
         return output

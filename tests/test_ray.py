@@ -1,0 +1,222 @@
+"""``--executor ray`` on a real local Ray cluster (``ray.init(num_cpus=2)`` in this process, no mock): the same
+cases, rankings, metrics and answers as ``--executor local``; a killed worker loses and duplicates no case; a
+cached re-run makes no model call; a bad executor is one error (exit 2). The runs are the CLI's, in-process, so
+they join the fixture's cluster; what must not join one (a local run, an unreachable address) runs in a
+subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPLIQA_20, SCIFACT, write_scifact_subset
+from fake_llm_server import FakeLLMServer, tool_call
+from test_cli_retrieval import REPO, run_cli
+
+ray = pytest.importorskip("ray")  # a declared dependency (pyproject): missing means a broken install
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
+
+
+def _records(out: Path) -> dict[str, dict]:
+    rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(rows) == len({r["case"] for r in rows}), "a case was recorded twice"
+    return {r["case"]: r for r in rows}
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def _same_results(local: Path, remote: Path, *, answers: bool = False) -> None:
+    """Every case's ranking, scores, metrics (and answer) equal; the summary's metrics equal."""
+    a, b = _records(local), _records(remote)
+    assert a.keys() == b.keys()
+    for case, row in a.items():
+        other = b[case]
+        assert (other["status"], other["retrieved"], other["metrics"]) == (row["status"], row["retrieved"],
+                                                                           row["metrics"]), case
+        assert other["scores"] == pytest.approx(row["scores"], abs=1e-6), case
+        if answers:
+            assert (other["answer"], other["qa"]["status"], other["usage"]) == (row["answer"], row["qa"]["status"],
+                                                                               row["usage"]), case
+    assert _summary(remote)["metrics"] == pytest.approx(_summary(local)["metrics"], abs=1e-9)
+
+
+def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path):
+    db = tmp_path / "db"
+    args = ["beir", str(SCIFACT), "--limit", "30", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+            str(db)]
+    assert cli([*args, "--out", str(tmp_path / "local")])[0] == 0
+    code, _, err = cli([*args, "--out", str(tmp_path / "ray"), "--executor", "ray"])
+    assert code == 0, err
+    _same_results(tmp_path / "local", tmp_path / "ray")
+    assert len(_records(tmp_path / "ray")) == 30
+    executor = _summary(tmp_path / "ray")["run"]["executor"]
+    assert executor["kind"] == "ray" and executor["workers"] == 2 and re.fullmatch(r"[\d.]+:\d+", executor["address"])
+    assert _summary(tmp_path / "local")["run"]["executor"] == {"kind": "local"}
+
+
+def test_vectors_embedded_by_ray_data_equal_local_ones(cluster, cli, tmp_path):
+    """A cold index embedded on Ray Data actors ranks like one embedded here; a re-run embeds nothing new."""
+    subset = write_scifact_subset(tmp_path / "data", 30, 30)
+    args = ["beir", str(subset), "--search-mode", "vector", "--skip-qa", "--no-progress"]
+    assert cli([*args, "--db", str(tmp_path / "db-local"), "--out", str(tmp_path / "local")])[0] == 0
+    code, _, err = cli([*args, "--db", str(tmp_path / "db-ray"), "--out", str(tmp_path / "ray"), "--executor", "ray"])
+    assert code == 0, err
+    _same_results(tmp_path / "local", tmp_path / "ray")
+    local_index, ray_index = _summary(tmp_path / "local")["index"], _summary(tmp_path / "ray")["index"]
+    assert ray_index["fingerprint"] == local_index["fingerprint"]
+    assert ray_index["embedded_chunks"] == local_index["embedded_chunks"] == local_index["chunks"] > 0
+    assert ray_index["vectors"] == local_index["vectors"]
+    code, _, err = cli([*args, "--db", str(tmp_path / "db-ray"), "--out", str(tmp_path / "again"),
+                        "--executor", "ray"])
+    assert code == 0, err
+    assert _summary(tmp_path / "again")["index"]["embedded_chunks"] == 0  # content-hash rule: nothing re-embedded
+    _same_results(tmp_path / "local", tmp_path / "again")
+
+
+def _gold() -> dict[str, str]:
+    import gzip
+
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        return {row["question"]: row["answer"] for row in map(json.loads, handle)}
+
+
+def test_repliqa_answers_on_ray_equal_local_and_a_cached_rerun_calls_no_model(cluster, cli, tmp_path):
+    gold = _gold()
+
+    def responder(request):  # the QA model: the gold answer for every other question, "I don't know" otherwise
+        tool = request["tools"][0]["function"]
+        text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
+        question = text.rsplit("Question: ", 1)[1].strip()
+        answer = gold[question] if list(gold).index(question) % 2 == 0 else "I don't know"
+        return tool_call(tool["name"], {"answer": answer, "cited_ids": [], "confidence": 0.7})
+
+    with FakeLLMServer(models=("qa-llm",), responder=responder) as server:
+        args = ["repliqa", "--source", str(REPLIQA_20), "--limit", "6", "--search-mode", "fts", "--qa-model",
+                "openai:qa-llm", "--db", str(tmp_path / "db"), "--no-progress"]
+        config = tmp_path / "c.yaml"
+        config.write_text(f"qa: {{model: {{provider: openai, name: qa-llm, base_url: '{server.openai_url}'}}}}\n")
+        args += ["--config", str(config)]
+        code, _, err = cli([*args, "--out", str(tmp_path / "ray"), "--executor", "ray"])
+        assert code == 0, err
+        sent = len(server.calls("/v1/chat/completions"))
+        assert sent == 6  # one QA call per case, made by the workers
+        assert _summary(tmp_path / "ray")["model_calls"]["chat"] == {"calls": 6, "cached": 0, "live": 6, "failed": 0}
+        code, _, err = cli([*args, "--out", str(tmp_path / "local"), "--no-cache"])
+        assert code == 0, err
+        _same_results(tmp_path / "local", tmp_path / "ray", answers=True)
+        answered = [r["answer"]["answer"] for r in _records(tmp_path / "ray").values()]
+        assert sorted(answered) == sorted(gold[q] if i % 2 == 0 else "I don't know"
+                                          for i, q in enumerate(gold) if q in {r["query"] for r in
+                                                                                _records(tmp_path / "ray").values()})
+        before = len(server.calls("/v1/chat/completions"))
+        code, _, err = cli([*args, "--out", str(tmp_path / "again"), "--executor", "ray"])
+        assert code == 0, err
+        assert len(server.calls("/v1/chat/completions")) == before  # the server saw no request
+    assert _summary(tmp_path / "again")["model_calls"]["chat"] == {"calls": 6, "cached": 6, "live": 0, "failed": 0}
+    _same_results(tmp_path / "ray", tmp_path / "again", answers=True)
+
+
+def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path):
+    db = tmp_path / "db"
+    args = ["beir", str(SCIFACT), "--limit", "300", "--search-mode", "fts", "--skip-qa", "--no-progress",
+            "--db", str(db)]
+    assert cli([*args, "--out", str(tmp_path / "local")])[0] == 0
+    out = tmp_path / "killrun"
+    killed: list[str] = []
+
+    def kill_a_worker():
+        cases = out / "cases.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if cases.is_file() and len(cases.read_text().splitlines()) >= 20:
+                name = next(n for n in ray.util.list_named_actors() if n.startswith("cases:killrun:"))
+                actor = ray.get_actor(name)
+                ray.kill(actor, no_restart=False)  # Ray restarts it; its case is retried
+                killed.append(f"after {len(cases.read_text().splitlines())} cases")
+                return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    code, _, err = cli([*args, "--out", str(out), "--executor", "ray", "--concurrency", "2"])
+    killer.join()
+    assert code == 0, err
+    assert killed, "the run ended before a worker could be killed"
+    done = len(_records(out))
+    assert done == 300 and int(killed[0].split()[1]) < 300, killed  # the kill landed mid-run
+    _same_results(tmp_path / "local", out)
+
+
+def test_bad_executor_is_one_error(cli, tmp_path):
+    code, _, err = cli(["beir", str(SCIFACT), "--limit", "3", "--executor", "spark", "--out", str(tmp_path / "o")])
+    assert code == 2 and "unknown executor 'spark'" in err and "Traceback" not in err
+    config = tmp_path / "c.yaml"
+    config.write_text("executor: rai\n")
+    code, _, err = cli(["beir", str(SCIFACT), "--limit", "3", "--config", str(config), "--out", str(tmp_path / "o")])
+    assert code == 2 and "executor" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_path):
+    """In a fresh process (this one runs a cluster): an address nobody listens on fails fast, exit 2; the
+    default run never imports ray."""
+    import socket
+
+    with socket.socket() as sock:  # a free port, closed again: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_cli("beir", str(SCIFACT), "--limit", "3", "--search-mode", "fts", "--skip-qa", "--no-progress",
+                   "--db", str(tmp_path / "db"), "--out", str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}")
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+    script = ("import sys\nfrom evaluations.cli.root import main\ntry:\n    main(sys.argv[1:])\n"
+              "except SystemExit as exc:\n    assert not exc.code, exc.code\nprint('ray' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", script, "beir", str(SCIFACT), "--limit", "3", "--search-mode",
+                           "fts", "--skip-qa", "--no-progress", "--db", str(tmp_path / "db"), "--out",
+                           str(tmp_path / "local")], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False"
+    assert json.loads((tmp_path / "local" / "summary.json").read_text())["run"]["executor"] == {"kind": "local"}
+
+
+def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli, tmp_path):
+    import yaml
+
+    subset = write_scifact_subset(tmp_path / "data", 20, 30)
+    (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\n"
+                                        f"history: {{path: {tmp_path / 'history.sqlite'}}}\n")
+    grid = {"dataset": "beir", "source": str(subset), "skip_qa": True, "k": [1, 5, 10], "config": "base.yaml",
+            "axes": {"embedder": ["embedded:all-MiniLM-L6-v2"], "search_mode": ["fts", "vector", "hybrid"]}}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "ray"), "--no-progress",
+                        "--executor", "ray"])
+    assert code == 0, err
+    assert "2 more cell(s) as Ray tasks" in err
+    ray_cells = json.loads((tmp_path / "ray" / "matrix.json").read_text())["cells"]
+    summaries = [_summary(Path(c["run_dir"])) for c in ray_cells]
+    assert all(s["run"]["executor"]["kind"] == "ray" for s in summaries)
+    # one index (the default folder per dataset and embedder): its chunks were embedded once, by one cell
+    assert len({s["index"]["path"] for s in summaries}) == 1
+    assert sum(s["index"]["embedded_chunks"] for s in summaries) == summaries[1]["index"]["chunks"]
+    (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home-local'}}}\n")
+    code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "local"), "--no-progress"])
+    assert code == 0, err
+    local_cells = json.loads((tmp_path / "local" / "matrix.json").read_text())["cells"]
+    assert [c["params"] for c in local_cells] == [c["params"] for c in ray_cells]
+    for local, remote in zip(local_cells, ray_cells):
+        _same_results(Path(local["run_dir"]), Path(remote["run_dir"]))
