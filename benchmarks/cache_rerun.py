@@ -25,7 +25,7 @@ pydantic-ai/LanceDB, opening the index, retrieval, writing the reports): against
 per call that fixed part is most of the cold run too, so the ratio that says what the cache saves a user is the
 real server's.
 
-    python benchmarks/cache_rerun.py [--cases 100] [--latency 0.2] [--concurrency 4] [--real-cases 20]
+    python benchmarks/cache_rerun.py [--cases 100] [--latency 0.2] [--concurrency 4] [--real-cases 20] [--out DIR]
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--skip-cli", action="store_true", help="Only the in-process model stage.")
     parser.add_argument("--real-cases", type=int, default=20, help="Cases against the real llama.cpp server (0: none).")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="Folder for cache_rerun.json.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cache_rerun-"))
     source = work / "cases.jsonl"
@@ -177,8 +178,8 @@ def main() -> None:
         result["real_server"] = real_server(args.real_cases, work / "real")
     result["targets"] = {"warm_model_calls": 0, "warm_over_cold_max": 0.10}
     result["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "cache_rerun.json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "cache_rerun.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.02)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="Folder for fault_injection.json.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fault_injection-"))
     source = work / "cases.jsonl"
@@ -102,8 +103,8 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)},
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fault_injection.json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fault_injection.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

@@ -13,7 +13,7 @@ answers (20 per (dataset, system) cell, seed 7, the first 160 screened in) and t
 (``datasets/labels/weak_answers.jsonl``). Reported: ROC AUC of P(yes) against the human labels, the best accuracy
 over thresholds, seconds per verdict.
 
-    EVALUATIONS_LLM_THREADS=2 python benchmarks/judge_prompt_ab.py [--variants plain,system,turns]
+    EVALUATIONS_LLM_THREADS=2 python benchmarks/judge_prompt_ab.py [--variants plain,system,turns] [--out FILE]
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def measure(j: E.YesNoJudge, rows) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--variants", default="plain,system,turns")
+    parser.add_argument("--out", type=Path, default=OUT, help="JSON file to write (default: the stored result).")
     args = parser.parse_args()
     evouna = load_evouna(ROOT.parent / "shared" / "data" / "evouna")
     strong = [evouna[i] for i in stratified_sample(evouna, 20, seed=7)]
@@ -97,7 +98,7 @@ def main() -> None:
         j = judge(variant)
         results[variant] = {"prefix_tokens": len(j.prefix), "strong": measure(j, strong), "weak": measure(j, weak)}
         print(variant, json.dumps(results[variant]), flush=True)
-    OUT.write_text(json.dumps(results, indent=2) + "\n")
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

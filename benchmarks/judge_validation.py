@@ -142,6 +142,7 @@ def main() -> None:
     parser.add_argument("--write-params", action="store_true")
     parser.add_argument("--control-questions", type=int, default=60, help="answerable questions per control file")
     parser.add_argument("--no-controls", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT, help="JSON file to write (default: the stored result).")
     args = parser.parse_args()
 
     evouna = heldout.load_evouna(SHARED / "evouna")
@@ -171,7 +172,7 @@ def main() -> None:
         "timing": speed, "seconds_llm_verdicts": judged_seconds, "heldout": results, "main_job": main,
         "controls": control, "written": written, "validation": validation,
     }
-    OUT.write_text(json.dumps(payload, indent=2) + "\n")
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
     summary = {split: {j: round(r[j]["accuracy"]["value"], 3) for j in heldout.JUDGE_NAMES}
                for split, r in results.items()}
     print(json.dumps({"heldout": summary, "main_job": main, "timing": speed}, indent=1))
