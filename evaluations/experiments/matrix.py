@@ -249,8 +249,9 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
     best = max(scored, key=lambda r: sign * r["quality"]) if scored else None
     comparisons: list[dict[str, Any]] = []
     if best is not None and len(rows) > 1:
-        others = [r["run_dir"] for r in rows if r is not best]
-        result = compare_runs([best["run_dir"], *others], segments=False)
+        loaded = {row["run_dir"]: run for row, run in zip(rows, runs)}  # each cell read once, above
+        others = [loaded[r["run_dir"]] for r in rows if r is not best]
+        result = compare_runs([loaded[best["run_dir"]], *others], segments=False)
         comparisons = result["comparisons"]
     return {"grid": grid.model_dump(), "quality": quality, "quality_higher_is_better": sign > 0,
             "best": best["params"] if best else None,
