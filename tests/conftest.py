@@ -26,6 +26,16 @@ def _model_call_cache_per_session(tmp_path_factory):
     mp.undo()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _reference_free_judges_off_by_default():
+    """Runs of the suite (and the CLI processes they start) do not load the embedded judge model for faithfulness
+    and context relevance unless a test asks for them (``judge.reference_free``, ``--reference-free``)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    yield
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
 def _model_call_cache_per_test(_model_call_cache_per_session, tmp_path_factory, monkeypatch):
     """Each test (and the CLI processes it starts) gets its own empty model-call cache."""

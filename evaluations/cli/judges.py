@@ -29,12 +29,21 @@ def _progress() -> Progress:
     return progress_bar(make_console(stderr=True), transient=True, spinner=False)
 
 
-def _load(files: tuple[str, ...], limit: int | None):
+def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
+    """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free judges
+    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr)."""
     from evaluations.judging.data import load_labelled
+    from evaluations.judging.passage_rows import load_passage_rows
 
     examples = []
     for file in files:
-        examples.extend(load_labelled(file, limit=limit))
+        if not passages:
+            examples.extend(load_labelled(file, limit=limit))
+            continue
+        rows = load_passage_rows(file, limit=limit)
+        if rows.not_applicable:
+            click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
+        examples.extend(rows)
     return examples
 
 
@@ -55,11 +64,13 @@ def _load(files: tuple[str, ...], limit: int | None):
 @click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
 def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed, judge_model, concurrency,
                     config_path, no_cache):
-    """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files)."""
-    from evaluations.judging.agreement import run_judges
+    """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files); the
+    reference-free judges (faithfulness, context_relevance) read rows of query, context (passages),
+    generated_answer and label (``judging.passage_rows``)."""
+    from evaluations.judging.agreement import PASSAGE_JUDGES, run_judges
 
     names = parse_judges(judges)
-    examples = _load(files, limit)
+    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
     llm = None
     if "llm" in names:
         from evaluations.core.config import load_config, parse_model_ref
@@ -68,8 +79,8 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
         llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=not no_cache)
     with _progress() as progress:
-        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined") else None)
-                 for n in names}
+        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *PASSAGE_JUDGES)
+                                      else None) for n in names}
 
         def step(name: str, k: int) -> None:
             progress.update(tasks[name], advance=k)
@@ -91,7 +102,8 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     n_questions = len({e.group for e in examples})
     table = Table(
         title=f"Judge agreement with human labels: {len(examples)} answers, {n_questions} questions",
-        caption="positive = correct; under each value its 95% CI (bootstrap over questions)",
+        caption="positive = the label's property (correct; supported; needed); under each value its 95% CI "
+                "(bootstrap over questions)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -104,7 +116,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         ]
         table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}", str(r.n))
     _out().print(table)
-    click.echo(f"human says correct: {results[0].human_positive_rate:.1%}" if results else "")
+    click.echo(f"human says positive: {results[0].human_positive_rate:.1%}" if results else "")
 
 
 @click.command("calibrate-judge")
@@ -173,9 +185,10 @@ def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions
         click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
 
 
-def _control_table(report, title: str) -> Table:
+def _control_table(report, title: str, categories: dict | None = None) -> Table:
     from evaluations.judging.controls import CATEGORIES
 
+    categories = CATEGORIES if categories is None else categories
     table = Table(title=title, caption=f"rate = rejected (negative) or accepted (positive); 95% Wilson CI; "
                   f"✗ below {report.min_rate:g}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("category", no_wrap=True)
@@ -183,7 +196,7 @@ def _control_table(report, title: str) -> Table:
     for judge in report.judges:
         table.add_column(judge, justify="right", no_wrap=True)
     rows = {judge: {r.category: r for r in results} for judge, results in report.judges.items()}
-    for category, (kind, _, _) in CATEGORIES.items():
+    for category, (kind, _, _) in categories.items():
         cells = []
         for judge in report.judges:
             r = rows[judge][category]
@@ -221,11 +234,18 @@ def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
               help="Config file (server URLs, storage.data_dir).")
 @click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
 def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, config_path, no_cache):
-    """Controls: does each judge reject non-answers and accept gold answers? Exit 1 when a category fails."""
-    from evaluations.judging.agreement import JUDGES
+    """Controls: does each judge reject non-answers and accept gold answers? The reference-free judges get their
+    own (faithfulness: a copied passage sentence vs one with a swapped fact; context_relevance: the question's own
+    passage vs another question's). Exit 1 when a category fails."""
+    from evaluations.judging.agreement import JUDGES, PASSAGE_JUDGES
     from evaluations.judging.controls import run_controls
 
     names = parse_judges(judges)
+    passage_judges = [n for n in names if n in PASSAGE_JUDGES]
+    names = [n for n in names if n not in PASSAGE_JUDGES]
+    if not names:
+        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache)
+        return
     items, controls = controls_for(files, limit, seed)
     batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache) for name in names}
     if "llm" in names and judge_model != "embedded":
@@ -239,15 +259,54 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         report = run_controls(controls, batch, min_rate=min_rate,
                               progress=lambda name, k: progress.update(tasks[name], advance=k))
     failures = report.failures()
-    if as_json:
+    if as_json and not passage_judges:
         click.echo(json.dumps({"files": list(files), "controls": len(controls), **report.to_dict()}, indent=2))
-    else:
+    elif not as_json:
         skipped = sum(1 for i in items if not (i.answerable and i.references))
         _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} answers; "
                                              f"{skipped} unanswerable questions skipped)"))
         click.echo("every judge passes every category" if not failures else
                    "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+    if passage_judges:
+        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache,
+                       failed=bool(failures), answers=report.to_dict() if as_json else None)
     if failures:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, no_cache: bool,
+                   failed: bool = False, answers: dict | None = None) -> None:
+    """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
+    from the questions of ``files`` that carry a passage."""
+    from evaluations.judging.agreement import JUDGES
+    from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls, run_controls
+    from evaluations.judging.questions import load_questions
+
+    items = [item for file in files for item in load_questions(file, limit=limit)]
+    reports = {}
+    for name in judges:
+        controls = build_passage_controls(items, name, seed=seed)
+        if not controls:
+            raise EvaluationsError(f"no answerable question with a gold answer and a passage to build {name} "
+                                   "controls from", where=", ".join(files),
+                                   fix="give dataset files whose questions carry their passage (SQuAD, CLAPNQ, …)")
+        with _progress() as progress:
+            task = progress.add_task(f"judge {name}", total=len(controls))
+            reports[name] = (len(controls), run_controls(
+                controls, {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache)}, min_rate=min_rate,
+                progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
+    failures = [f for _, report in reports.values() for f in report.failures()]
+    if as_json:
+        payload = {"files": list(files), "reference_free": {n: {"controls": k, **r.to_dict()}
+                                                            for n, (k, r) in reports.items()}}
+        click.echo(json.dumps({**(answers or {}), **payload}, indent=2))
+    else:
+        for name, (count, report) in reports.items():
+            _out().print(_control_table(report, f"{name} controls from {report.questions} questions ({count})",
+                                        PASSAGE_CONTROLS[name]))
+        click.echo("every reference-free judge passes every category" if not failures else
+                   "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+    if failures or failed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 

@@ -46,6 +46,9 @@ def common_options(func):
                                         "join a local Ray cluster) or ray:ADDRESS (default: executor)."),
         click.option("--no-cache", is_flag=True, help="Call the models again instead of reusing cached replies "
                                                       "(cache.enabled: false)."),
+        click.option("--reference-free/--no-reference-free", "reference_free", default=None,
+                     help="Run (or not) the reference-free judges: faithfulness, answer_relevance, "
+                          "context_relevance (default: judge.reference_free, all three)."),
     ]
     for option in reversed(options):
         func = option(func)

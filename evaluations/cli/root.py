@@ -35,6 +35,10 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     overrides: dict = {}
     if params.get("no_cache"):
         overrides["cache.enabled"] = False
+    if params.get("reference_free") is not None:
+        from evaluations.core.config import REFERENCE_FREE_JUDGES
+
+        overrides["judge.reference_free"] = list(REFERENCE_FREE_JUDGES) if params["reference_free"] else []
     if params.get("executor"):
         from evaluations.pipeline.executors import parse_executor
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -71,6 +71,27 @@ PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyw
                        "contains_gold"]
 
 
+#: the reference-free judges a run may compute (no gold needed): ``judge.reference_free`` lists those it computes
+ReferenceFreeJudge = Literal["faithfulness", "answer_relevance", "context_relevance"]
+REFERENCE_FREE_JUDGES: tuple[str, ...] = get_args(ReferenceFreeJudge)
+REFERENCE_FREE_ENV = "EVALUATIONS_REFERENCE_FREE"
+
+
+def reference_free_default() -> list[str]:
+    """All reference-free judges, unless ``$EVALUATIONS_REFERENCE_FREE`` lists some (comma separated; ``none``: no
+    judge), e.g. to keep a test suite's runs off the judge model."""
+    value = env_str(REFERENCE_FREE_ENV)
+    if not value:
+        return list(REFERENCE_FREE_JUDGES)
+    names = [n.strip() for n in value.split(",") if n.strip() and n.strip().lower() != "none"]
+    unknown = [n for n in names if n not in REFERENCE_FREE_JUDGES]
+    if unknown:
+        raise EvaluationsError(f"{REFERENCE_FREE_ENV}={value!r}: unknown judge(s) {', '.join(unknown)}",
+                               where=REFERENCE_FREE_ENV,
+                               fix=f"list some of {','.join(REFERENCE_FREE_JUDGES)}, or 'none'")
+    return names
+
+
 class Judge(_Strict):
     model: LLMModel | None = None  # the LLM judge runs only when a model is set (or --judge)
     keyword_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
@@ -78,6 +99,9 @@ class Judge(_Strict):
     # the verdict behind "answer accuracy"; None: the judge that validates best on weak and strong answers
     # (judges/validation.json), else llm_judge when an LLM judge runs, else offline_correct
     primary: PrimaryJudge | None = None
+    # the reference-free judges (faithfulness and answer relevance when the run answers, context relevance of the
+    # retrieved chunks when it scores retrieval), run on the embedded model; [] turns them off (--no-reference-free)
+    reference_free: list[ReferenceFreeJudge] = Field(default_factory=reference_free_default)
 
 
 class Processing(_Strict):

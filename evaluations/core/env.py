@@ -10,6 +10,7 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``EVALUATIONS_JUDGES_DIR``: a folder holding ``offline_judge.json``;
 - ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
 - ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files);
+- ``EVALUATIONS_REFERENCE_FREE``: the default of ``judge.reference_free`` (comma-separated judges, or ``none``);
 - ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
 
 Empty values count as unset.

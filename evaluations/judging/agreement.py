@@ -26,7 +26,7 @@ import numpy as np
 from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
 
-__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
+__all__ = ["METRICS", "JUDGES", "PASSAGE_JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
            "offline_batch"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
@@ -223,6 +223,53 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
+def _passages_of(e: LabelledAnswer) -> list[Any]:
+    from evaluations.judging.passages import Passage
+
+    return [Passage(id=str(rank), text=text) for rank, text in enumerate(e.passages, 1)]
+
+
+def _verdict_cache(cache: bool) -> Any:
+    from evaluations.judging.embedded import VerdictCache
+
+    return VerdictCache() if cache else None
+
+
+def _faithful(e: LabelledAnswer, cache: bool) -> float:
+    """``judging.faithfulness``: 1 when every claim of the answer is supported by the passages, NaN (not judged)
+    when the judge does not apply (a refusal, an empty answer, no passage)."""
+    from evaluations.judging.faithfulness import judge_faithfulness
+
+    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache))
+    return float(all(c.supported for c in result.claims)) if result.applicable else float("nan")
+
+
+def _context_relevant(e: LabelledAnswer, cache: bool) -> float:
+    """``judging.context_relevance``: 1 when a passage of the example is judged needed to answer the question."""
+    from evaluations.judging.context_relevance import judge_context_relevance
+
+    result = judge_context_relevance(e.question, _passages_of(e), cache=_verdict_cache(cache))
+    return float(any(c.relevant for c in result.chunks)) if result.applicable else float("nan")
+
+
+def _per_example_value(rule: Callable[[LabelledAnswer, bool], float], cache: bool) -> BatchJudge:
+    """A batch judge of a per-example rule that may not apply (NaN), one progress step per example."""
+
+    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+        values = []
+        for e in examples:
+            values.append(rule(e, cache))
+            if progress is not None:
+                progress(1)
+        return np.array(values, dtype=float)
+
+    return run
+
+
+#: judges of a property other than correctness, read from rows with passages (``judging.passage_rows``): their
+#: label is "supported by the context" / "needed to answer", and their controls are ``controls.PASSAGE_CONTROLS``
+PASSAGE_JUDGES = ("faithfulness", "groundedness", "context_relevance")
+
 #: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
 #: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk unless ``cache=False``).
 #: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
@@ -235,6 +282,9 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
     "semantic": lambda _t, cache=True: _semantic,
     "offline": lambda _t, cache=True: _offline,
+    "faithfulness": lambda _t, cache=True: _per_example_value(_faithful, cache),
+    "groundedness": lambda _t, cache=True: _per_example_value(_faithful, cache),  # faithfulness's other name
+    "context_relevance": lambda _t, cache=True: _per_example_value(_context_relevant, cache),
 }
 
 

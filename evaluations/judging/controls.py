@@ -13,6 +13,13 @@ another way — "October 10, 2023" -> "10 October 2023", "1,000" -> "1000", "3" 
 alternative, else "It is G."). The paraphrase is only as varied as these rules: it checks format tolerance, not
 synonymy.
 
+The reference-free judges have their own controls (``PASSAGE_CONTROLS``: judge -> categories, built by
+``build_passage_controls`` from any question file whose rows carry their passage):
+``faithfulness`` — ``copied_sentence`` (a sentence of the passage, the one holding the gold answer when there is
+one: supported) and ``swapped_fact`` (that sentence with one number, else one capitalised name, replaced by one
+absent from the passage: not supported); ``context_relevance`` — ``own_passage`` (the question's own passage:
+needed) and ``other_passage`` (another question's passage that does not contain this question's gold: not needed).
+
 ``run_controls`` gives each judge's rate per category: rejection rate (share judged incorrect) for negatives,
 acceptance rate for positives, with the Wilson 95% interval
     (p̂ + z²/2n ± z·sqrt(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n),  z = 1.96
@@ -33,8 +40,8 @@ from evaluations.judging.data import LabelledAnswer
 from evaluations.judging.questions import QAItem
 from evaluations.judging.text import STOPWORDS, keywords
 
-__all__ = ["CATEGORIES", "Control", "build_controls", "run_controls", "ControlReport", "restate", "heading",
-           "paraphrase"]
+__all__ = ["CATEGORIES", "PASSAGE_CONTROLS", "Control", "build_controls", "build_passage_controls", "run_controls",
+           "ControlReport", "restate", "heading", "paraphrase", "swap_fact"]
 
 REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that from the information given.",
             "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
@@ -170,6 +177,92 @@ CATEGORIES: dict[str, tuple[str, Builder, str]] = {
 }
 
 
+_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]{2,}\b")
+
+
+def _copied(item: QAItem) -> str | None:
+    """The passage sentence holding the gold answer, else its first sentence of 6 to 60 words."""
+    gold = item.references[0].rstrip(".") if item.references else ""
+    found = _sentence_with(item.context, gold) if gold else None
+    if found:
+        return found
+    return next((s.strip() for s in re.split(r"(?<=[.!?])\s+", item.context) if 6 <= len(s.split()) <= 60), None)
+
+
+def swap_fact(sentence: str, passage: str, names: Sequence[str], rng: np.random.Generator) -> str | None:
+    """``sentence`` with one number replaced by a number absent from ``passage`` (first choice), else one
+    capitalised word inside the sentence replaced by one of ``names`` absent from ``passage``; None when neither."""
+    numbers = _NUMBER.findall(sentence)
+    if numbers:
+        number = numbers[int(rng.integers(len(numbers)))]
+        digits = number.replace(",", "")
+        value = float(digits) if "." in digits else int(digits)
+        for step in (7, 13, 29, 101):
+            new = str(value + step)
+            if new not in passage:
+                return re.sub(rf"\b{re.escape(number)}\b", new, sentence, count=1)
+    inside = [m.group(0) for m in _NAME.finditer(sentence)]
+    fresh = [n for n in names if n not in passage]
+    if inside and fresh:
+        old = inside[int(rng.integers(len(inside)))]
+        return re.sub(rf"\b{re.escape(old)}\b", fresh[int(rng.integers(len(fresh)))], sentence)
+    return None
+
+
+def _swapped(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    copied = _copied(item)
+    if copied is None:
+        return None
+    other = _other(item, rng, pool, accept=lambda p: p.context != item.context)
+    names = sorted({m.group(0) for m in _NAME.finditer(other.context)}) if other is not item else []
+    return swap_fact(copied, item.context, names, rng)
+
+
+def _other_passage(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    gold = _gold_words(tuple(item.references))
+    other = _other(item, rng, pool, accept=lambda p: bool(p.context) and p.context != item.context
+                   and not gold & keywords(p.context))
+    return None if other is item else other.context
+
+
+PassageBuilder = Callable[[QAItem, np.random.Generator, Sequence[QAItem]], "tuple[str, str] | None"]
+#: reference-free judge -> category -> (kind, builder -> (answer, passage) or None, description)
+PASSAGE_CONTROLS: dict[str, dict[str, tuple[str, PassageBuilder, str]]] = {
+    "faithfulness": {
+        "copied_sentence": ("positive", lambda i, r, p: (a, i.context) if (a := _copied(i)) else None,
+                            "a sentence copied from the passage"),
+        "swapped_fact": ("negative", lambda i, r, p: (a, i.context) if (a := _swapped(i, r, p)) else None,
+                         "a passage sentence with one number or name swapped for one absent from the passage"),
+    },
+    "context_relevance": {
+        "own_passage": ("positive", lambda i, r, p: ("", i.context), "the question's own passage"),
+        "other_passage": ("negative", lambda i, r, p: ("", c) if (c := _other_passage(i, r, p)) else None,
+                          "another question's passage, without this question's gold"),
+    },
+}
+PASSAGE_CONTROLS["groundedness"] = PASSAGE_CONTROLS["faithfulness"]
+
+
+def build_passage_controls(items: Sequence[QAItem], judge: str, seed: int = 0) -> list[Control]:
+    """The controls of reference-free ``judge`` (``PASSAGE_CONTROLS``) for every answerable question with gold
+    and a passage."""
+    rng = np.random.default_rng(seed)
+    pool = [i for i in items if i.answerable and i.references and i.context.strip()]
+    out = []
+    for item in pool:
+        for category, (kind, build, _) in PASSAGE_CONTROLS[judge].items():
+            made = build(item, rng, pool)
+            if made is None:
+                continue
+            answer, passage = made
+            out.append(Control(category, LabelledAnswer(
+                question=item.question, references=tuple(item.references), answer=answer,
+                label=kind == "positive", group=item.group, source=item.source, system=f"control:{category}",
+                context=passage, passages=(passage,))))
+    return out
+
+
 def informative(item: QAItem) -> bool:
     """Every gold alternative says something the question does not (a keyword outside the question's): else a
     restatement of the question states the gold, and is no control ("where is Oak Island filmed" / "Oak Island")."""
@@ -235,19 +328,22 @@ class ControlReport:
 
 
 def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np.ndarray]], *, min_rate: float = 0.95,
-                 progress: Callable[[str, int], None] | None = None) -> ControlReport:
-    """Each batch judge (``agreement.BatchJudge``) on every control; rates per category (module docstring)."""
+                 progress: Callable[[str, int], None] | None = None,
+                 categories: dict[str, tuple[str, Any, str]] | None = None) -> ControlReport:
+    """Each batch judge (``agreement.BatchJudge``) on every control; rates per category (module docstring).
+    ``categories``: the registry the controls come from (default ``CATEGORIES``; ``PASSAGE_CONTROLS[judge]``)."""
+    categories = CATEGORIES if categories is None else categories
     from statsmodels.stats.proportion import proportion_confint
 
     examples = [c.answer for c in controls]
-    categories = np.array([c.category for c in controls])
+    names = np.array([c.category for c in controls])
     report = ControlReport(min_rate, len({e.group for e in examples}))
     for name, run in judges.items():
         step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
         verdicts = np.asarray(run(examples, step), dtype=float)
         rows = []
-        for category, (kind, _, _) in CATEGORIES.items():
-            mask = categories == category
+        for category, (kind, _, _) in categories.items():
+            mask = names == category
             judged = mask & ~np.isnan(verdicts)
             n = int(judged.sum())
             hits = int(((verdicts[judged] > 0.5) == (kind == "positive")).sum())

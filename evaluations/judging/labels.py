@@ -24,6 +24,7 @@ class LabelledAnswer:
     system: str = ""  # which system produced the answer, when known
     context: str = field(default="", repr=False)
     answerable: bool = True  # False: the question has no answer in its source; a refusal is the correct reply
+    passages: tuple[str, ...] = field(default=(), repr=False)  # the retrieved passages (reference-free judges)
 
 
 def parse_label(value: Any, where: str) -> bool:

@@ -33,6 +33,7 @@ from evaluations.datasets import DatasetSpec, LoadOptions
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
+from evaluations.evaluators.reference_free import reference_free_evaluators
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
@@ -294,6 +295,9 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     task, index_info, system_meta = _pipeline(corpus, options, config, spec, console, pending, system, executor)
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
+    evaluators += reference_free_evaluators(
+        config, answers=qa is not None, retrieval=not options.skip_retrieval,
+        texts={d.id: d.text for d in corpus.documents} if system is not None else None)
     report_evaluators: list = []
     if qa is not None:
         evaluators += qa.evaluators

@@ -121,13 +121,13 @@ def _headline_section(summary: RunSummary) -> Section:
 def _retrieval_section(summary: RunSummary) -> Section:
     metrics = summary.metrics
     section = Section("retrieval", "Retrieval")
-    if not metrics:
-        section.absent = "retrieval was not scored"
-        return section
     grid: dict[str, dict[int, float]] = {}
     for name, value in metrics.items():
         if parsed := parse_metric_name(name):
             grid.setdefault(parsed[1], {})[parsed[2]] = value
+    if not grid:  # summary.metrics may hold only the reference-free means
+        section.absent = "retrieval was not scored"
+        return section
     ks = sorted({k for row in grid.values() for k in row})
     rows = [[Cell(_PREFIX_LABEL.get(m, m))] + [Cell.number(grid[m].get(k)) for k in ks] for m in grid]
     section.tables.append(Table("retrieval-metrics", ["metric", *[f"@{k}" for k in ks]], rows, row_keys=list(grid),
@@ -163,6 +163,42 @@ def _segment_section(summary: RunSummary) -> Section:
                              title="Metrics by segment (cases)" + (" — 25 largest" if len(ordered) > 25 else ""))
         section.charts.append(charts.render(fig, "segments", "Metrics by segment",
                                             f"Heatmap of {', '.join(map(metric_label, names))} per tag"))
+    return section
+
+
+def _reference_free_section(summary: RunSummary) -> Section:
+    """The reference-free judges' metrics (``summary.json`` ``reference_free``, as written)."""
+    section = Section("reference-free", "Reference-free judges")
+    block = (summary.model_extra or {}).get("reference_free") or {}
+    metrics = block.get("metrics") or {}
+    if not metrics:
+        section.absent = "no reference-free judge ran (judge.reference_free, --reference-free)"
+        return section
+    rows = []
+    for name, entry in metrics.items():
+        ci = entry.get("ci95")
+        rows.append([Cell(name), Cell.number(_number(entry.get("mean"))), Cell.number(entry.get("n")),
+                     Cell.number(entry.get("not_applicable")),
+                     Cell(f"{ci[0]:.2f}–{ci[1]:.2f}" if ci else "—"),
+                     Cell(", ".join(f"{k} {v}" for k, v in (entry.get("kinds") or {}).items()))])
+    section.tables.append(Table("reference-free", ["metric", "mean", "n", "not applicable", "95% CI", "kinds"],
+                                rows, row_keys=list(metrics),
+                                caption="Means over the cases each judge applies to (faithfulness: supported claims "
+                                        "/ claims; context_relevance: share of the retrieved chunks judged needed; "
+                                        "answer_relevance: answers that address the question). A refusal, an "
+                                        "empty answer or no retrieved context is not applicable, never a score. "
+                                        "Not correctness verdicts."))
+    agreed = (metrics.get("context_relevance") or {}).get("qrels_agreement")
+    if agreed:
+        accuracy, kappa = agreed["accuracy"], agreed["kappa"]
+        section.tables.append(Table(
+            "context-relevance-qrels", ["chunks", "cases", "accuracy", "κ", "judge says relevant",
+                                        "qrels say relevant", "precision by qrels"],
+            [[Cell.number(agreed["chunks"]), Cell.number(agreed["cases"]), Cell.number(_number(accuracy["value"])),
+              Cell.number(_number(kappa["value"])), Cell.number(_number(agreed["judge_relevant_rate"])),
+              Cell.number(_number(agreed["qrels_relevant_rate"])), Cell.number(_number(agreed["qrels_precision"]))]],
+            caption="Agreement of the per-chunk context-relevance verdicts with the qrels (" + agreed["rule"] + ")."))
+    section.notes.append(f"Judge model forward passes this run: {block.get('model_calls', 0)} (0: all cached).")
     return section
 
 
@@ -383,11 +419,30 @@ def _badness(record: CaseRecord, primary: str | None) -> tuple[int, float] | Non
         return (3, ndcg if ndcg is not None else 1.0)
     if ndcg is not None and ndcg < 1.0:
         return (4, ndcg)
+    faithfulness = _number(record.judges.get("faithfulness"))
+    if faithfulness is not None and faithfulness < 1.0:
+        return (5, faithfulness)
+    if _number(record.judges.get("context_relevance")) == 0.0:
+        return (6, 0.0)
     return None
 
 
 _WHY = {0: "the run failed for this case", 1: "the answer stage failed", 2: "a judge failed",
-        3: "the primary judge says wrong", 4: "retrieval below perfect"}
+        3: "the primary judge says wrong", 4: "retrieval below perfect", 5: "claims not supported by the context",
+        6: "no retrieved chunk judged relevant"}
+
+
+def evidence_rows(record: CaseRecord) -> list[tuple[str, str, str, str]]:
+    """The reference-free judges' evidence as drill-down rows (judge, verdict, css, detail): every claim (verdict,
+    P(supported), the passage that supports it best) and every chunk verdict (rank, id, P(relevant))."""
+    rows = []
+    for i, c in enumerate(record.claims or [], 1):
+        rows.append((f"claim {i}", "supported" if c.supported else "not supported", "pass" if c.supported else "fail",
+                     f"p {c.p:.2f} · passage {c.passage or '—'} · {c.claim}"))
+    for c in record.chunk_relevance or []:
+        rows.append((f"chunk {c.rank}", "relevant" if c.relevant else "not relevant", "pass" if c.relevant else "fail",
+                     f"p {c.p:.2f} · {c.id}" + (f" (document {c.doc})" if c.doc and c.doc != c.id else "")))
+    return rows
 
 
 def worst_cases(records: list[CaseRecord], primary: str | None, limit: int = WORST_CASES) -> list[CaseRecord]:
@@ -426,6 +481,7 @@ def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
     raw = record.qa.raw_text
     if raw and record.qa.status == "failed":
         errors.append(f"model output: {raw}")
+    judges += evidence_rows(record)
     rank = {d: i + 1 for i, d in enumerate(retrieved)}
     expected = sorted(relevant.items(), key=lambda kv: (rank.get(kv[0], 10**9), kv[0]))
     return CaseCard(name=record.name, why=why, query=record.query, fields=fields,
@@ -443,7 +499,8 @@ def _worst_section(records: list[CaseRecord], summary: RunSummary) -> Section:
         section.absent = "no case failed, and every case has perfect retrieval and a correct answer"
         return section
     section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
-                         "failed judges, answers the primary judge rejects, then the lowest nDCG@10. "
+                         "failed judges, answers the primary judge rejects, the lowest nDCG@10, then "
+                         "answers with unsupported claims and contexts with no relevant chunk. "
                          "Relevant documents among the retrieved are marked ✓.")
     split = set(disagreeing_cases(summary))
     section.cases = [case_card(r, primary) for r in worst]
@@ -480,6 +537,7 @@ def build_run_page(run: RunData) -> Page:
         _retrieval_section(summary),
         _segment_section(summary),
         _answers_section(summary, records),
+        _reference_free_section(summary),
         _disagreement_section(summary, records),
         _agreement_section(summary),
         calibration,

@@ -6,7 +6,9 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
 - retrieval: ``mrr@k``, ``map@k``, ``ndcg@k``, ``p@k``, ``recall@k``, ``hit@k`` (names parsed only by
   ``retrieval_metrics.parse_metric_name``) at every cut-off the run has; a case without relevant documents has
   no value; a case whose retrieval failed scores 0 (an empty result list); ``hit@k`` is a binary verdict.
-- judges: every name in the records' ``judges``. A verdict judge (``is_verdict_name``) counts as accuracy counts
+- reference-free: ``faithfulness`` and ``context_relevance`` (``records.REFERENCE_FREE_SCORES``), scores in [0, 1]
+  where higher is better, on the cases the judge applies to (none where it does not: a refusal, no context);
+- judges: every other name in the records' ``judges``. A verdict judge (``is_verdict_name``) counts as accuracy counts
   it (``verdict_outcome``: a failed case or answer, an empty or unjudged answer on a case to answer is 0); a
   score judge (token F1, similarity …) has its score on the cases it scored. ``context_waste`` (share of context
   tokens from non-relevant documents) is the one score where lower is better.
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.records import VERDICT_NAMES, CaseRecord
+from evaluations.results.records import REFERENCE_FREE_SCORES, VERDICT_NAMES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, metric_key, METRICS, parse_metric_name
 from evaluations.results.rundata import RunData
 from evaluations.results.stats import percentile
@@ -214,7 +216,16 @@ def _scores(run: RunData) -> set[str]:
 
 
 def _judge_names(run: RunData) -> list[str]:
-    return sorted(_scores(run) - LOWER_IS_BETTER)
+    return sorted(_scores(run) - LOWER_IS_BETTER - set(REFERENCE_FREE_SCORES))
+
+
+def _reference_free_names(run: RunData) -> list[str]:
+    scored = _scores(run)
+    return [n for n in REFERENCE_FREE_SCORES if n in scored]
+
+
+def _score_value(name: str, record: CaseRecord, run: RunData) -> float | None:
+    return _number(record.judges.get(name))
 
 
 def _waste_names(run: RunData) -> list[str]:
@@ -254,6 +265,8 @@ FAMILIES: list[Family] = [
            lambda n, r: parse_metric_name(n)[0] == "hit", segments=True),  # type: ignore[index]
     Family("judge", True, _judge_names, lambda n, r: n in _judge_names(r), _judge_value, _judge_is_binary,
            segments=True),
+    Family("reference-free", True, _reference_free_names, lambda n, r: n in REFERENCE_FREE_SCORES, _score_value,
+           lambda n, r: False, segments=True),
     Family("context waste", False, _waste_names, lambda n, r: n in LOWER_IS_BETTER, _judge_value, lambda n, r: False,
            segments=True),
     Family("latency", False, lambda r: ["latency_ms"], lambda n, r: n == "latency_ms", _latency_value,

@@ -8,6 +8,10 @@ raised: the case's retrieval / system call itself failed). Stages fail separatel
   (what the model actually said) are kept and the retrieval fields stay intact;
 - ``judge_errors``: evaluators (judges) that raised for this case; the other verdicts stay.
 
+The reference-free judges keep their evidence (``claims``: every claim of the answer with its verdict, P(supported)
+and the passage that supports it best; ``chunk_relevance``: every retrieved chunk's verdict; ``first_relevant_rank``)
+in typed optional fields, absent from a line when the judge did not run (so older lines and runs read as before).
+
 Schema version ``SCHEMA``; older records (version 1: no ``qa`` block) still load.
 """
 
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_evals.reporting import ReportCase, ReportCaseFailure
 
 from evaluations.core.types import CaseMetadata, CaseOutput
@@ -33,6 +37,60 @@ VERDICT_NAMES = (
     "keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct", "llm_judge",
     "combined_correct",
 )
+
+
+#: per-case scores of the reference-free judges (in a record's ``judges``, in [0, 1], absent where the judge does
+#: not apply): ``faithfulness`` = supported claims / claims of the answer, ``context_relevance`` = precision@k of
+#: the retrieved chunks judged relevant. Not correctness verdicts: never a primary judge, never in "judges disagree".
+REFERENCE_FREE_SCORES = ("faithfulness", "context_relevance")
+
+
+class ClaimRecord(BaseModel):
+    """One claim of the answer as the faithfulness judge saw it."""
+
+    claim: str
+    supported: bool
+    p: float  # P(supported)
+    passage: str | None = None  # id of the passage that supports it best (None: no passage)
+
+
+class ChunkRecord(BaseModel):
+    """One retrieved chunk as the context-relevance judge saw it (``rank`` 1-based, in the order given)."""
+
+    rank: int
+    id: str
+    doc: str = ""  # the document id the chunk belongs to (what qrels name); "" when unknown
+    relevant: bool
+    p: float  # P(relevant)
+
+
+class FaithfulnessEvidence(BaseModel):
+    """What the ``faithfulness`` evaluator hands to the record (label ``faithfulness_claims``, JSON)."""
+
+    claims: list[ClaimRecord] = Field(default_factory=list)
+    model_calls: int = 0
+
+    def record_fields(self) -> dict[str, Any]:
+        return {"claims": self.claims}
+
+
+class ContextEvidence(BaseModel):
+    """What the ``context_relevance`` evaluator hands to the record (label ``context_relevance_chunks``, JSON)."""
+
+    chunks: list[ChunkRecord] = Field(default_factory=list)
+    first_relevant_rank: int | None = None
+    model_calls: int = 0
+
+    def record_fields(self) -> dict[str, Any]:
+        return {"chunk_relevance": self.chunks, "first_relevant_rank": self.first_relevant_rank}
+
+
+#: evaluator label (a JSON string; pydantic-evals' results are scalars) -> its evidence type; ``record_from_case``
+#: moves them into the record's typed fields instead of ``judge_labels``
+EVIDENCE_LABELS: dict[str, type[FaithfulnessEvidence] | type[ContextEvidence]] = {
+    "faithfulness_claims": FaithfulnessEvidence,
+    "context_relevance_chunks": ContextEvidence,
+}
 
 
 class QARecord(BaseModel):
@@ -75,6 +133,11 @@ class CaseRecord(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     tier: str | None = None
     model: str | None = None
+    # the reference-free judges' evidence (None: the judge did not run on this case; left out of the line then)
+    claims: list[ClaimRecord] | None = None
+    chunk_relevance: list[ChunkRecord] | None = None
+    first_relevant_rank: int | None = None
+    reference_free_calls: int | None = None  # model forward passes the reference-free judges made for this case
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -95,7 +158,51 @@ class CaseRecord(BaseModel):
         return stages
 
     def dump_line(self) -> str:
-        return self.model_dump_json(by_alias=True) + "\n"
+        unset = {k for k in _OPTIONAL_EVIDENCE if getattr(self, k) is None}
+        if self.chunk_relevance is not None:
+            unset.discard("first_relevant_rank")  # None there says: no chunk was judged relevant
+        return self.model_dump_json(by_alias=True, exclude=unset) + "\n"
+
+
+_OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls")
+
+
+def evidence_fields(labels: dict[str, Any]) -> dict[str, Any]:
+    """The record fields of the evidence labels among ``labels`` (``EVIDENCE_LABELS``; an unreadable one is left
+    out): ``claims``, ``chunk_relevance``, ``first_relevant_rank``, ``reference_free_calls``."""
+    fields: dict[str, Any] = {}
+    calls = 0
+    for name, kind in EVIDENCE_LABELS.items():
+        if name not in labels:
+            continue
+        try:
+            evidence = kind.model_validate_json(str(labels[name]))
+        except ValidationError:
+            continue
+        calls += evidence.model_calls
+        fields.update(evidence.record_fields())
+    if fields:
+        fields["reference_free_calls"] = calls
+    return fields
+
+
+def results_fields(results: dict[str, Any]) -> dict[str, Any]:
+    """The record fields (``judges``, ``judge_reasons``, ``judge_labels`` and the evidence) of evaluator results
+    made outside a pydantic-evals run (``scoring.logs``), read as ``record_from_case`` reads a case's: a text is a
+    label, a number or boolean a judge value (an ``EvaluationReason``'s reason kept)."""
+    judges: dict[str, bool | float] = {}
+    reasons: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    for name, result in results.items():
+        value = getattr(result, "value", result)
+        if isinstance(value, str):
+            labels[name] = value
+            continue
+        judges[name] = value if isinstance(value, bool) else float(value)
+        if getattr(result, "reason", None):
+            reasons[name] = result.reason
+    return {"judges": judges, "judge_reasons": reasons,
+            "judge_labels": {k: v for k, v in labels.items() if k not in EVIDENCE_LABELS}, **evidence_fields(labels)}
 
 
 def _metadata(value: Any) -> CaseMetadata:
@@ -137,7 +244,8 @@ def record_from_case(case: ReportCase | ReportCaseFailure) -> CaseRecord:
         qa=QARecord(status=out.qa_status, error=out.qa_error, raw_text=out.raw_text, mode=out.qa_mode),
         answer=out.answer.model_dump() if out.answer else None,
         judges=judges, judge_reasons=reasons,
-        judge_labels={k: str(v.value) for k, v in case.labels.items()},
+        judge_labels={k: str(v.value) for k, v in case.labels.items() if k not in EVIDENCE_LABELS},
+        **evidence_fields({k: v.value for k, v in case.labels.items()}),
         judge_errors=[JudgeError(evaluator=f.name, error=f.error_message) for f in case.evaluator_failures],
         context=[c.chunk_id for c in out.chunks], context_text=out.context_text,
         latency_ms=out.latency_ms, usage=out.usage, tier=out.tier, model=out.model, **common,

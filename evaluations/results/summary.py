@@ -14,6 +14,9 @@ Averaging rules:
 - segments and repeat spreads average the same per-case values: retrieval as above, a verdict judge's value on a
   case it should have judged but did not is 0 (so a segment's verdict mean is its accuracy), scores over the
   cases that have them;
+- reference-free metrics (``faithfulness``, ``answer_relevance``, ``context_relevance``: ``reference_free_summary``)
+  are means over the cases the judge applies to, beside ``n``, the cases it did not apply to and a 95% CI; their
+  means are also in ``metrics`` (compare, gate, matrix and history read them through the measure registry);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -29,6 +32,7 @@ from evaluations.results import measures
 from evaluations.results.calibration import calibration_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
 from evaluations.results.records import STAGES, CaseRecord
+from evaluations.results.reference_free import reference_free_summary
 from evaluations.results.retrieval_metrics import METRIC_ORDER, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, Cost, RunData, RunSummary
 from evaluations.results.segments import segment_metrics
@@ -54,6 +58,9 @@ def retrieval_means(run: RunData) -> tuple[dict[str, float], int]:
     return measures.record_means(run, names), evaluated
 
 
+#: per-case judges of the retrieved context, not of the answer: not in ``answers``
+RETRIEVAL_JUDGES = frozenset({"context_relevance"})
+
 #: the correctness judges compared for "judges disagree on N of M answers" (boolean verdicts; a run computes some)
 DISAGREEMENT_JUDGES = ("offline_correct", "llm_judge", "combined_correct", "semantic_correct", "keyword_correct")
 
@@ -75,6 +82,8 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
     errors: dict[str, int] = defaultdict(int)
     for record in records:
         for name, value in record.judges.items():
+            if name in RETRIEVAL_JUDGES:
+                continue  # a judge of the retrieved context, not of the answer (``reference_free``)
             if isinstance(value, (bool, int, float)) and math.isfinite(float(value)):
                 values[name].append(float(value))
         for err in record.judge_errors:
@@ -191,8 +200,12 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         "averaging": AVERAGING,
         "analyses": analyses or [],
     }
-    if any(r.qa.status != "skipped" or r.judges for r in records):
+    if any(r.qa.status != "skipped" or set(r.judges) - RETRIEVAL_JUDGES for r in records):
         summary["answers"] = _answer_summary(run, primary_judge, primary_validation, primary_chosen_by)
+    if (reference_free := reference_free_summary(run)) is not None:
+        summary["reference_free"] = reference_free
+        summary["metrics"].update({name: entry["mean"] for name, entry in reference_free["metrics"].items()
+                                   if entry["mean"] is not None})
     if any(r.tags for r in records):
         summary["segments"] = segment_metrics(run)
     if (spread := _repeat_spread(run)) is not None:

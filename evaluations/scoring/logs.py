@@ -20,12 +20,18 @@ Figures (N = queries, A = attempts):
   has no text the share is of spans instead of tokens (``basis`` says which);
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
-* calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both.
+* calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
+* reference-free judges (``reference_free``, default none; the CLI passes ``judge.reference_free``) on each query's
+  last attempt, from its ``query``, the logged context (the ``context`` spans, else all ``retrieved`` spans, with
+  their ``text``) and its ``answer``: ``faithfulness`` and ``context_relevance`` as in a run
+  (``evaluators.reference_free``), summarised as a run's (``results.reference_free``: the ``reference_free``
+  section). A span without text is left out of the context; an attempt without ``query`` is not judged.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +44,8 @@ from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
-from evaluations.results.records import CaseRecord
+from evaluations.results.records import CaseRecord, QARecord, results_fields
+from evaluations.results.reference_free import reference_free_summary
 from evaluations.results.retrieval_metrics import compute_all
 from evaluations.results.rundata import RunData
 from evaluations.results.summary import retrieval_means
@@ -155,13 +162,33 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     return usage.input_tokens * price.input / 1e6 + usage.output_tokens * price.output / 1e6
 
 
+def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dict[str, Any]:
+    """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring)."""
+    from evaluations.evaluators.reference_free import context_relevance_results, faithfulness_results
+    from evaluations.judging.passages import Passage
+
+    if not record.query or not names:
+        return {}
+    spans = {s.id: s for s in record.spans()}
+    ids = record.context if record.context is not None else list(spans)
+    passages = [Passage(id=i, text=spans[i].text) for i in ids if i in spans and (spans[i].text or "").strip()]
+    results: dict[str, Any] = {}
+    if "faithfulness" in names and record.answer is not None:
+        results.update(faithfulness_results(record.query, record.answer, passages, cache=cache))
+    if "context_relevance" in names:
+        results.update(context_relevance_results(record.query, passages, cache=cache))
+    return results_fields(results)
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
-               prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10) -> dict:
-    """The summary of one log file (module docstring)."""
+               prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
+               reference_free: Sequence[str] = (), cache: bool = True) -> dict:
+    """The summary of one log file (module docstring). ``reference_free``: the reference-free judges to run
+    (``cache`` False: verdicts neither read from nor written to the verdict store)."""
     records = read_logs(path)
     gold, prices, ks = gold or {}, prices or {}, ks or [1, 3, 5, 10]
     groups = _ordered_groups(records)
@@ -211,10 +238,12 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
         ranking = _dedupe([s.id for s in last.spans()])
+        judged = _reference_free(last, reference_free, cache)
+        judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
         finals.append(CaseRecord(
-            name=qid, retrieved=ranking, relevant=g.relevant if g else {},
-            metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {},
-            judges={} if outcome is None else {FINAL_CORRECT: outcome}))
+            name=qid, query=last.query or "", retrieved=ranking, relevant=g.relevant if g else {},
+            metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {}, judges=judges,
+            qa=QARecord(status="ok" if last.answer is not None else "skipped"), **judged))
 
     n_queries, n_attempts = len(groups), len(records)
     final = RunData(records=finals)
@@ -230,7 +259,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "attempts": n_attempts,
         "retrieval": {"queries": evaluated, "metrics": metrics},
         "answers": {"judged": n_judged, "correct": n_correct,
-                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT)},
+                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged else None},
         "tokens": {"input": tokens_in, "output": tokens_out,
                    "per_query": (tokens_in + tokens_out) / n_queries,
                    "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},
@@ -248,6 +277,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
         "calibration": calibration(confidences, outcomes, bins),
     }
+    if (judged_free := reference_free_summary(final)) is not None:
+        summary["reference_free"] = judged_free
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
         summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
                               f"of the golden set probably differ (log: {sorted(retrieved_ids)[:3]}, "

@@ -1,0 +1,157 @@
+"""The reference-free evaluators: ``faithfulness`` (is the answer supported by the retrieved context?) and
+``context_relevance`` (is each retrieved chunk needed to answer the question?). Neither needs gold answers or
+relevance labels; the judges themselves are ``judging.faithfulness`` and ``judging.context_relevance`` (embedded
+model, verdicts cached in the verdict store unless ``cache`` is False), run in a worker thread.
+
+The passages are the retrieved items given as context (``CaseOutput.chunks``, in order), each with its text; when a
+system returned ids only, the text is looked up in the corpus by id (``texts``; an item without text anywhere is
+left out). Results per case, only where the judge applies:
+
+- ``faithfulness`` (score in [0, 1], with "k of n claims supported" as reason), ``faithfulness_kind`` (label:
+  "claims", or why it does not apply: "refusal", "empty", "no_context", …), ``faithfulness_claims`` (the claims,
+  ``results.records.FaithfulnessEvidence`` as JSON: the record keeps them as ``claims``);
+- ``context_relevance`` (precision@k of the judged chunks), ``context_relevance_kind`` ("chunks" or
+  "no_context"), ``context_relevance_chunks`` (``results.records.ContextEvidence``: every chunk verdict and the
+  first relevant rank; the record keeps them as ``chunk_relevance`` / ``first_relevant_rank``).
+
+No answer (faithfulness) gives ``{}``: the summary counts the case as not applicable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
+
+from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs, RetrievedChunk
+from evaluations.results.records import ChunkRecord, ClaimRecord, ContextEvidence, FaithfulnessEvidence
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
+
+__all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
+           "reference_free_evaluators"]
+
+
+def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
+                  ) -> list[tuple[RetrievedChunk, str]]:
+    """(chunk, text) of every chunk that has a text: its own, else the corpus text of its id (``texts``: id ->
+    document text, for systems that return ids only). Chunks without text anywhere are left out."""
+    items = []
+    for chunk in chunks:
+        text = chunk.text if chunk.text and chunk.text.strip() else ""
+        if not text and texts:
+            text = texts.get(chunk.chunk_id) or texts.get(chunk.doc_id) or ""
+        if text.strip():
+            items.append((chunk, text))
+    return items
+
+
+def _verdict_cache(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from evaluations.judging.embedded import VerdictCache
+
+    return VerdictCache()
+
+
+def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list[Any], list[str]]:
+    """The judge's passages (``judging.passages.Passage``: chunk id and text) and each one's document id."""
+    from evaluations.judging.passages import Passage
+
+    items = context_items(output.chunks, texts)
+    return [Passage(id=c.chunk_id, text=t) for c, t in items], [c.doc_id for c, _ in items]
+
+
+def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True) -> dict[str, Any]:
+    """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims."""
+    from evaluations.judging.faithfulness import judge_faithfulness
+
+    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache))
+    evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
+                                    model_calls=result.model_calls)
+    out: dict[str, Any] = {"faithfulness_kind": result.kind, "faithfulness_claims": evidence.model_dump_json()}
+    if result.applicable and result.score is not None:
+        supported = sum(c.supported for c in result.claims)
+        out["faithfulness"] = EvaluationReason(
+            float(result.score), reason=f"{supported} of {len(result.claims)} claims supported by the context")
+    return out
+
+
+def context_relevance_results(question: str, passages: list[Any], docs: list[str] | None = None, *,
+                              cache: bool = True) -> dict[str, Any]:
+    """The ``context_relevance`` results of one retrieved list (module docstring); ``docs``: each passage's document
+    id (what qrels name; default: the passage id)."""
+    from evaluations.judging.context_relevance import judge_context_relevance
+
+    result = judge_context_relevance(question, passages, cache=_verdict_cache(cache))
+    docs = docs if docs is not None else [p.id for p in passages]
+    evidence = ContextEvidence(
+        chunks=[ChunkRecord(rank=c.rank, id=c.id, doc=docs[c.rank - 1] if 0 < c.rank <= len(docs) else "",
+                            relevant=c.relevant, p=c.p) for c in result.chunks],
+        first_relevant_rank=result.first_relevant_rank, model_calls=result.model_calls)
+    out: dict[str, Any] = {"context_relevance_kind": "chunks" if result.applicable else "no_context",
+                           "context_relevance_chunks": evidence.model_dump_json()}
+    if result.applicable and result.score is not None:
+        relevant = sum(c.relevant for c in result.chunks)
+        first = result.first_relevant_rank
+        out["context_relevance"] = EvaluationReason(
+            float(result.score), reason=f"{relevant} of {len(result.chunks)} chunks relevant; first relevant rank "
+                                        f"{first if first is not None else 'none'}")
+    return out
+
+
+@dataclass(repr=False)
+class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """``faithfulness`` = supported claims / claims of the answer (``judging.faithfulness``); see module docstring.
+    ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
+    corpus id -> text, for systems that return ids only."""
+
+    cache: bool = True
+    texts: Mapping[str, str] | None = field(default=None, compare=False)
+
+    async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
+        answer = ctx.output.answer
+        if answer is None:
+            return {}
+        passages, _ = _passages(ctx.output, self.texts)
+        return await anyio.to_thread.run_sync(functools.partial(
+            faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache))
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return {"cache": self.cache}  # never the corpus texts
+
+
+@dataclass(repr=False)
+class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+    """``context_relevance`` = share of the retrieved chunks judged needed to answer the question
+    (``judging.context_relevance``); see module docstring. ``cache``, ``texts``: as for ``Faithfulness``."""
+
+    cache: bool = True
+    texts: Mapping[str, str] | None = field(default=None, compare=False)
+
+    async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
+        passages, docs = _passages(ctx.output, self.texts)
+        return await anyio.to_thread.run_sync(functools.partial(
+            context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache))
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return {"cache": self.cache}  # never the corpus texts
+
+
+def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
+                              texts: Mapping[str, str] | None = None) -> list[Evaluator]:
+    """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` when the run answers, ``context_relevance``
+    when it scores retrieval (not with ``--skip-retrieval``). ``texts``: the corpus (id -> text), for systems that
+    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.)"""
+    wanted = set(config.judge.reference_free)
+    made: list[Evaluator] = []
+    if answers and "faithfulness" in wanted:
+        made.append(Faithfulness(cache=config.cache.enabled, texts=texts))
+    if retrieval and "context_relevance" in wanted:
+        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts))
+    return made

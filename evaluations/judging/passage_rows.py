@@ -1,0 +1,125 @@
+"""Labelled rows for the reference-free judges (``judge-agreement --judges faithfulness,context_relevance``).
+
+A row (JSONL, JSON array or CSV, ``datasets.rows``) holds ``query``, ``context`` (a list of passage texts, or one
+text; in CSV a JSON list), ``generated_answer`` (not needed for context relevance), ``label`` (the property the
+judge measures: the answer is supported by the context / the passage is needed to answer; true/false, 1/0,
+yes/no; null = not applicable, left out of the agreement) and optional ``id`` (the question: the resampling unit),
+``system``, ``reference_answer``. The hand-labelled sets of this project are read by their own loaders, detected
+from their first row (``LOADERS``): faithfulness labels (``judging.faith_labels``) and context-relevance labels
+(``judging.context_labels``). Every row becomes a ``LabelledAnswer`` whose ``passages`` are the context.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.rows import iter_rows
+from evaluations.judging.labels import LabelledAnswer, parse_label
+
+__all__ = ["LOADERS", "PassageRows", "load_passage_rows"]
+
+_FIX = 'each row needs "query", "context" (a list of passages) and "label"; faithfulness also "generated_answer"'
+
+
+class PassageRows(list[LabelledAnswer]):
+    """The labelled rows of a file, and how many rows were not applicable (label null, left out)."""
+
+    not_applicable: int = 0
+
+
+def _json_list(value: str) -> Any:
+    """A CSV cell holding a JSON list, parsed; any other text as it is."""
+    try:
+        return json.loads(value) if value.lstrip().startswith("[") else value
+    except json.JSONDecodeError:
+        return value
+
+
+def _passages(value: Any, where: str) -> tuple[str, ...]:
+    value = _json_list(value) if isinstance(value, str) else value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    raise EvaluationsError(f"field 'context' must be a list of passage texts, got {value!r:.80}", where=where,
+                           fix=_FIX)
+
+
+def _example(row: dict[str, Any], where: str, n: int) -> LabelledAnswer | None:
+    for key in ("query", "context", "label"):
+        if key not in row:
+            raise EvaluationsError(f"missing field {key!r}", where=where, fix=_FIX)
+    if not isinstance(row["query"], str):
+        raise EvaluationsError(f"field 'query' must be a string, got {row['query']!r}", where=where, fix=_FIX)
+    if row["label"] is None:
+        return None
+    passages = _passages(row["context"], where)
+    refs = row.get("reference_answer") or ()
+    return LabelledAnswer(
+        question=row["query"], references=(refs,) if isinstance(refs, str) else tuple(refs),
+        answer=str(row.get("generated_answer") or ""), label=parse_label(row["label"], where),
+        group=str(row.get("group") or row.get("id") or f"row{n}"), source=where, system=str(row.get("system") or ""),
+        context="\n\n".join(passages), passages=passages)
+
+
+def _generic(path: Path) -> PassageRows:
+    rows = PassageRows()
+    for line, row in iter_rows(path):
+        where = f"{path}:{line}"
+        if not isinstance(row, dict):
+            raise EvaluationsError(f"expected a JSON object, got {type(row).__name__}", where=where, fix=_FIX)
+        example = _example(row, where, line)
+        if example is None:
+            rows.not_applicable += 1
+        else:
+            rows.append(example)
+    return rows
+
+
+def _typed(module: str, detect: str, load: str) -> tuple[Callable[[Path], bool], Callable[[Path], PassageRows]]:
+    """A hand-label loader of ``judging.<module>`` (rows with query, context, label and group)."""
+
+    def detects(path: Path) -> bool:
+        try:
+            return bool(getattr(importlib.import_module(f"evaluations.judging.{module}"), detect)(path))
+        except ModuleNotFoundError:  # that label set is not part of this checkout
+            return False
+
+    def loads(path: Path) -> PassageRows:
+        rows = PassageRows()
+        for n, row in enumerate(getattr(importlib.import_module(f"evaluations.judging.{module}"), load)(path)):
+            data = row.model_dump()
+            example = _example({**data, "context": list(data["context"])}, str(data.get("source") or path), n)
+            if example is None:
+                rows.not_applicable += 1
+            else:
+                rows.append(example)
+        return rows
+
+    return detects, loads
+
+
+#: format -> (detect(path), load(path)); the first that detects the file reads it, else the generic rows
+LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], PassageRows]]] = {
+    "faithfulness labels": _typed("faith_labels", "is_faithfulness_labels_file", "load_faithfulness_labels"),
+    "context-relevance labels": _typed("context_labels", "is_context_labels_file", "load_context_labels"),
+}
+
+
+def load_passage_rows(path: str | Path, limit: int | None = None) -> PassageRows:
+    """The labelled rows of ``path`` (module docstring); ``limit``: the first N labelled rows."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationsError("file not found", where=str(path), fix="give a JSONL/JSON/CSV file of labelled rows")
+    load = next((loads for detects, loads in LOADERS.values() if detects(path)), _generic)
+    rows = load(path)
+    if limit is not None:
+        kept = PassageRows(rows[:limit])
+        kept.not_applicable = rows.not_applicable
+        return kept
+    return rows

@@ -1,0 +1,112 @@
+"""``summary.json``'s ``reference_free`` section: the reference-free judges' metrics over the case records.
+
+For each metric M of ``METRICS`` that the run computed (a record has its score or its ``M_kind`` label), with D the
+records M applies to in principle (its *domain*: the cases to answer for the answer judges, every case for context
+relevance) and v(r) the record's value in the measure registry (``results.measures``; None where M does not apply:
+a refusal, no retrieved context, no answer):
+
+* ``mean`` = Σ v(r) / n over the n records of D with a value; ``not_applicable`` = |D| − n;
+* ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
+  (``statsmodels.stats.proportion.proportion_confint(method="wilson")``); other scores: the Student t interval
+  mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
+* ``kinds``: how many records of D had each ``M_kind`` label ("claims", "refusal", "no_context", …).
+
+Where the cases have qrels, ``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a
+chunk is relevant by the qrels when its document has grade > 0; a document absent from the qrels counts as not
+relevant, the BEIR/trec_eval convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
+cases (``judging.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels.
+``model_calls`` = forward passes the reference-free judges made for the records (0 on a fully cached run).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from evaluations.results import measures
+from evaluations.results.records import CaseRecord
+from evaluations.results.rundata import RunData
+
+__all__ = ["METRICS", "mean_ci", "qrels_agreement", "reference_free_summary"]
+
+#: metric -> its domain (the records it applies to in principle), in report order
+METRICS: dict[str, Callable[[CaseRecord], bool]] = {
+    "faithfulness": measures.to_answer,
+    "answer_relevance": measures.to_answer,
+    "context_relevance": lambda record: True,
+}
+
+
+def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The confidence interval of the mean of ``values`` (module docstring)."""
+    n = len(values)
+    if n == 0:
+        return None
+    if all(v in (0.0, 1.0) for v in values):
+        from statsmodels.stats.proportion import proportion_confint
+
+        low, high = proportion_confint(int(sum(values)), n, alpha=1 - level, method="wilson")
+        return float(low), float(high)
+    if n < 2:
+        return None
+    from scipy import stats
+
+    data = np.asarray(values, dtype=float)
+    sem = float(data.std(ddof=1) / np.sqrt(n))
+    if sem == 0:
+        return float(data.mean()), float(data.mean())
+    low, high = stats.t.interval(level, n - 1, loc=float(data.mean()), scale=sem)
+    return max(0.0, float(low)), min(1.0, float(high))
+
+
+def _ran(name: str, records: list[CaseRecord]) -> bool:
+    return any(name in r.judges or f"{name}_kind" in r.judge_labels for r in records)
+
+
+def _metric(name: str, run: RunData) -> dict[str, Any]:
+    family = measures.family_of(name, run)
+    domain = [r for r in run.records if METRICS[name](r)]
+    values = [v for r in domain if family is not None and (v := family.value(name, r, run)) is not None]
+    ci = mean_ci(values)
+    kinds = Counter(r.judge_labels.get(f"{name}_kind", "not judged") for r in domain)
+    return {"mean": sum(values) / len(values) if values else None, "n": len(values),
+            "not_applicable": len(domain) - len(values), "ci95": list(ci) if ci else None,
+            "kinds": dict(sorted(kinds.items()))}
+
+
+def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
+    """The chunk verdicts of the cases with qrels against the qrels (module docstring); None without any."""
+    from evaluations.judging.agreement import agreement
+
+    labels, verdicts, groups, precision = [], [], [], []
+    for record in records:
+        if not record.has_relevant or not record.chunk_relevance:
+            continue
+        by_qrels = [record.relevant.get(c.doc or c.id, 0) > 0 for c in record.chunk_relevance]
+        labels += by_qrels
+        verdicts += [c.relevant for c in record.chunk_relevance]
+        groups += [record.case or record.name] * len(by_qrels)
+        precision.append(sum(by_qrels) / len(by_qrels))
+    if not labels:
+        return None
+    result = agreement("context_relevance", labels, verdicts, groups, resamples=resamples, seed=seed).to_dict()
+    return {"chunks": result["n"], "cases": len(precision), "confusion": result["confusion"],
+            "accuracy": result["accuracy"], "kappa": result["kappa"],
+            "judge_relevant_rate": result["judge_positive_rate"], "qrels_relevant_rate": result["human_positive_rate"],
+            "qrels_precision": sum(precision) / len(precision),
+            "rule": "a chunk is relevant by the qrels when its document has grade > 0 (absent: not relevant)"}
+
+
+def reference_free_summary(run: RunData) -> dict[str, Any] | None:
+    """The section (module docstring), or None when the run computed no reference-free metric."""
+    names = [name for name in METRICS if _ran(name, run.records)]
+    if not names:
+        return None
+    section: dict[str, Any] = {"metrics": {name: _metric(name, run) for name in names}}
+    if "context_relevance" in names and (agreed := qrels_agreement(run.records)) is not None:
+        section["metrics"]["context_relevance"]["qrels_agreement"] = agreed
+    section["model_calls"] = sum(r.reference_free_calls or 0 for r in run.records)
+    return section
