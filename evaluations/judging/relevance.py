@@ -22,8 +22,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    * time ("when …" at the start, "what/which year / date / month / day / century / decade / time"): the answer has
      no time marker (a digit, a number word, a month, a weekday, a time word such as "century", "during", or a
      condition: "when", "if", "while");
-   * person or place ("who", "whom", "whose", "where" at the start): the answer is only numbers and time words
-     ("1995" to "who wrote …");
+   * person or place ("who", "whom", "whose", "where" at the start; "what/which [adjective] country / city /
+     person / name / language / religion / team …"): the answer is only numbers and time words ("1995" to "who
+     wrote …", "10th century" to "from which countries …");
    * polar (the question starts with an auxiliary such as "is", "did", "can", and offers no "or"): the answer has
      no polarity word (yes, no, not, true, false …) and is not a statement of at least ``POLAR_MIN_WORDS`` words
      ("1995" to "Is Paris the capital of France?").
@@ -162,7 +163,10 @@ ASKED: dict[str, Asked] = {
                     _has_number, "no number"),
     "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)|\b(what|which) (year|date|month|day|century|"
                              r"decade|time)\b", re.I), _has_time, "no date or time"),
-    "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b", re.I),
+    "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b|\b(what|which)\s+(\w+\s+)?(country|"
+                                        r"countries|city|cities|state|place|person|people|name|team|company|"
+                                        r"language|religion|group|organi[sz]ation|author|artist|band)\b|\bwhat is "
+                                        r"(it|he|she|this|that) called\b", re.I),
                              lambda a: not _only_numbers_or_time(a), "only numbers or time words"),
     "polar": Asked(_AUX_START, _polar_ok, f"no yes/no word and fewer than {POLAR_MIN_WORDS} words"),
 }
