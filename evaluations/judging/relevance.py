@@ -51,11 +51,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.nonanswer import FILLER, MONTH, NUMBER_WORDS, is_refusal, screen, similar, stems
+from evaluations.judging.nonanswer import FILLER, MONTH, NUMBER_WORDS, has_number, is_refusal, screen, similar, stems
 from evaluations.judging.text import normalize
 
-__all__ = ["KINDS", "ASKED", "GENERIC", "MIN_SUPPORT", "MIN_RELATED", "POLAR_MIN_WORDS", "Relevance", "answer_relevance",
-           "asked_type"]
+__all__ = ["KINDS", "ASKED", "GENERIC", "MIN_SUPPORT", "MIN_RELATED", "POLAR_MIN_WORDS", "Relevance",
+           "answer_relevance", "asked_type"]
 
 #: rejection kind -> what it means: the screen's non-answer kinds, then this judge's own ("relevant" is the pass)
 KINDS: dict[str, str] = {
@@ -117,15 +117,14 @@ def _question_stems(question: str) -> frozenset[str]:
 
 
 def _titled(answer: str) -> bool:
-    """Shaped like a title: no final period, and every keyword capitalised (ignoring words of one letter)."""
+    """Shaped like a title: no final period, and every word of more than 3 letters (``GENERIC`` aside) capitalised."""
     words = [w for w in re.findall(r"[^\W\d_][\w'’-]+", answer) if w.lower() not in GENERIC]
     return bool(words) and not answer.strip().endswith(".") and all(w[0].isupper() for w in words if len(w) > 3)
 
 
 def _has_number(text: str) -> bool:
-    return any(ch.isdigit() for ch in text) or bool(
-        {w for w in normalize(text).split()} & (NUMBER_WORDS | _QUANTITY)
-        or {s for s in stems(text)} & _QUANTITY)
+    """``nonanswer.has_number``, or a quantity word ("several", "hundreds")."""
+    return has_number(normalize(text)) or bool((set(normalize(text).split()) | stems(text)) & _QUANTITY)
 
 
 def _has_time(text: str) -> bool:
@@ -136,12 +135,9 @@ def _has_time(text: str) -> bool:
 
 def _only_numbers_or_time(text: str) -> bool:
     """Every keyword of the answer is a number, a month, a weekday or a time word (and there is one)."""
-    words = [w for w in normalize(text).split() if w]
-    content = [s for s in stems(text)]
-    if not content:
-        return False
-    return all(s.isdigit() or s in NUMBER_WORDS or s in _TIME_STEMS or s in _WEEKDAYS or MONTH.fullmatch(s)
-               or re.fullmatch(r"\d+(st|nd|rd|th|s)?", s) for s in content) and bool(words)
+    content = stems(text)
+    return bool(content) and all(s in NUMBER_WORDS or s in _TIME_STEMS or s in _WEEKDAYS or MONTH.fullmatch(s)
+                                 or re.fullmatch(r"\d+(st|nd|rd|th|s)?", s) for s in content)
 
 
 def _polar_ok(answer: str) -> bool:
