@@ -242,10 +242,10 @@ def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, c
 
 
 def test_a_logged_answer_and_context_give_the_metrics(tmp_path, squad_runs, cli, monkeypatch):
-    """``score --format log``: the logged query, the context spans' text and the answer give faithfulness and
-    context relevance, as in a run (same verdicts: the cache of the runs answers every call)."""
+    """``score --format log``: the logged query, the context spans' text and the answer give faithfulness, answer
+    relevance and context relevance, as in a run (same verdicts: the cache of the runs answers every call)."""
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", squad_runs["env"]["EVALUATIONS_CACHE_DIR"])
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,answer_relevance,context_relevance")
     plan, rows = squad_runs["plan"], squad_runs["rows"]
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps({
@@ -257,6 +257,7 @@ def test_a_logged_answer_and_context_give_the_metrics(tmp_path, squad_runs, cli,
     run = _summary(squad_runs["dirs"]["copy"])["reference_free"]
     assert logged["metrics"]["faithfulness"]["mean"] == pytest.approx(run["metrics"]["faithfulness"]["mean"])
     assert logged["metrics"]["context_relevance"]["n"] == CASES
+    assert logged["metrics"]["answer_relevance"]["n"] == CASES
     assert logged["model_calls"] == 0
 
 

@@ -270,8 +270,16 @@ def _per_example_value(rule: Callable[[LabelledAnswer, bool], float], cache: boo
 #: label is "supported by the context" / "needed to answer", and their controls are ``controls.PASSAGE_CONTROLS``
 PASSAGE_JUDGES = ("faithfulness", "groundedness", "context_relevance")
 
+def _relevance(e: LabelledAnswer) -> bool:
+    """``judging.relevance``: reference-free, from the question, the answer and the example's context."""
+    from evaluations.judging.relevance import answer_relevance
+
+    return answer_relevance(e.question, e.answer, e.context, answerable=e.answerable).verdict
+
+
 #: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
 #: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk unless ``cache=False``).
+#: ``answer_relevance`` does not read the references: its label is "addresses the question", not "correct".
 #: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
 JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "llm": lambda _t, cache=True: functools.partial(_llm, cache=cache),
@@ -285,6 +293,7 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "faithfulness": lambda _t, cache=True: _per_example_value(_faithful, cache),
     "groundedness": lambda _t, cache=True: _per_example_value(_faithful, cache),  # faithfulness's other name
     "context_relevance": lambda _t, cache=True: _per_example_value(_context_relevant, cache),
+    "answer_relevance": lambda _t, cache=True: _per_example(_relevance),
 }
 
 

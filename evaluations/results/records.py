@@ -38,6 +38,11 @@ VERDICT_NAMES = (
     "combined_correct",
 )
 
+#: reference-free verdicts (no gold needed: ``answer_relevance``, ``judging.relevance``): a verdict on every case
+#: to answer, gold or not (``measures.verdict_outcome``); not correctness, so neither a primary judge nor compared
+#: with correctness labels
+REFERENCE_FREE_VERDICTS = ("answer_relevance",)
+
 
 #: per-case scores of the reference-free judges (in a record's ``judges``, in [0, 1], absent where the judge does
 #: not apply): ``faithfulness`` = supported claims / claims of the answer, ``context_relevance`` = precision@k of

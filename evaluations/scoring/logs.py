@@ -23,8 +23,8 @@ Figures (N = queries, A = attempts):
 * calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
 * reference-free judges (``reference_free``, default none; the CLI passes ``judge.reference_free``) on each query's
   last attempt, from its ``query``, the logged context (the ``context`` spans, else all ``retrieved`` spans, with
-  their ``text``) and its ``answer``: ``faithfulness`` and ``context_relevance`` as in a run
-  (``evaluators.reference_free``), summarised as a run's (``results.reference_free``: the ``reference_free``
+  their ``text``) and its ``answer``: ``faithfulness``, ``context_relevance`` and ``answer_relevance`` as in a run
+  (``evaluators.reference_free``, ``judging.relevance``), summarised as a run's (``results.reference_free``: the ``reference_free``
   section). A span without text is left out of the context; an attempt without ``query`` is not judged.
 """
 
@@ -177,6 +177,14 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dic
         results.update(faithfulness_results(record.query, record.answer, passages, cache=cache))
     if "context_relevance" in names:
         results.update(context_relevance_results(record.query, passages, cache=cache))
+    if "answer_relevance" in names and record.answer is not None:
+        from pydantic_evals.evaluators import EvaluationReason
+
+        from evaluations.judging.relevance import answer_relevance
+
+        relevance = answer_relevance(record.query, record.answer, "\n\n".join(p.text for p in passages))
+        results.update(answer_relevance=EvaluationReason(relevance.verdict, reason=relevance.reason),
+                       answer_relevance_kind=relevance.kind)
     return results_fields(results)
 
 
