@@ -8,11 +8,11 @@ system returned ids only, the text is looked up in the corpus by id (``texts``; 
 left out). Results per case, only where the judge applies:
 
 - ``faithfulness`` (score in [0, 1], with "k of n claims supported" as reason), ``faithfulness_kind`` (label:
-  "claims", or why it does not apply: "refusal", "empty", "no_context", …), ``faithfulness_claims`` (the claims,
-  ``results.records.FaithfulnessEvidence`` as JSON: the record keeps them as ``claims``);
+  "claims", or why it does not apply: "refusal", "empty", "no_context", …; its reason holds the claims as
+  ``results.records.FaithfulnessEvidence`` JSON: the record keeps them as ``claims``);
 - ``context_relevance`` (precision@k of the judged chunks), ``context_relevance_kind`` ("chunks" or
-  "no_context"), ``context_relevance_chunks`` (``results.records.ContextEvidence``: every chunk verdict and the
-  first relevant rank; the record keeps them as ``chunk_relevance`` / ``first_relevant_rank``).
+  "no_context"; its reason holds ``results.records.ContextEvidence`` JSON: every chunk verdict and the first
+  relevant rank, kept as the record's ``chunk_relevance`` / ``first_relevant_rank``).
 
 No answer (faithfulness) gives ``{}``: the summary counts the case as not applicable.
 """
@@ -74,7 +74,7 @@ def faithfulness_results(question: str, answer: str, passages: list[Any], *, cac
     result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache))
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
                                     model_calls=result.model_calls)
-    out: dict[str, Any] = {"faithfulness_kind": result.kind, "faithfulness_claims": evidence.model_dump_json()}
+    out: dict[str, Any] = {"faithfulness_kind": EvaluationReason(result.kind, reason=evidence.model_dump_json())}
     if result.applicable and result.score is not None:
         supported = sum(c.supported for c in result.claims)
         out["faithfulness"] = EvaluationReason(
@@ -94,8 +94,8 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
         chunks=[ChunkRecord(rank=c.rank, id=c.id, doc=docs[c.rank - 1] if 0 < c.rank <= len(docs) else "",
                             relevant=c.relevant, p=c.p) for c in result.chunks],
         first_relevant_rank=result.first_relevant_rank, model_calls=result.model_calls)
-    out: dict[str, Any] = {"context_relevance_kind": "chunks" if result.applicable else "no_context",
-                           "context_relevance_chunks": evidence.model_dump_json()}
+    out: dict[str, Any] = {"context_relevance_kind": EvaluationReason("chunks" if result.applicable else "no_context",
+                                                                      reason=evidence.model_dump_json())}
     if result.applicable and result.score is not None:
         relevant = sum(c.relevant for c in result.chunks)
         first = result.first_relevant_rank

@@ -8,7 +8,7 @@ from pydantic_evals.reporting import ReportCaseAggregate
 from rich.console import Console
 from rich.table import Table
 
-from evaluations.results.headline import answer_headline, disagreement_line
+from evaluations.results.headline import answer_headline, disagreement_line, reference_free_line
 from evaluations.results.retrieval_metrics import is_retrieval_metric, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, LatencySummary, RunSummary
 
@@ -93,6 +93,8 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
         console.print(answers_table(summary.answers))
         for line in answer_lines(summary.answers):
             console.print(line, markup=False, highlight=False)
+    if (line := reference_free_line(summary)) is not None:
+        console.print(line, markup=False, highlight=False)
     console.print(latency_table(summary.latency_ms))
     lat = summary.latency_ms
     if lat.p50 is not None:

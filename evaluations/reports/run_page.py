@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluations.results.headline import answer_headline, disagreement_line, judge_description
+from evaluations.results.headline import answer_headline, disagreement_line, judge_description, reference_free_line
 from evaluations.results.records import STAGES
 from evaluations.reports import charts
 from evaluations.results.calibration import BIN_RULE, run_calibration
@@ -114,7 +114,8 @@ def _headline_section(summary: RunSummary) -> Section:
                           "count as 0; answer accuracy: over every case to answer, failed and empty answers "
                           "count as incorrect)." + (f" Not measured in this run: {', '.join(missing)}."
                                                    if missing else ""))
-    lead = [line for line in (answer_headline(summary.answers), disagreement_line(summary.answers)) if line]
+    lead = [line for line in (answer_headline(summary.answers), disagreement_line(summary.answers),
+                              reference_free_line(summary)) if line]
     return Section("headline", "Headline", lead=lead, tables=[table])
 
 

@@ -3,7 +3,9 @@ report.html / report.md all print these sentences):
 
 - ``answer accuracy 0.22 (primary judge: combined_correct — combined judge; validated accuracy vs human labels:
   weak systems 0.91, strong systems 0.88) · answered 18/20``;
-- ``judges disagree on 3 of 18 answers``.
+- ``judges disagree on 3 of 18 answers``;
+- ``reference-free: faithfulness 0.93 (n 18, 2 not applicable) · context_relevance 0.41 (n 20)`` (summary.json's
+  ``reference_free`` section; these are not correctness verdicts).
 
 The validated figures are the primary judge's entry of the shipped validation file as the run recorded it
 (``answers.primary_validation``, see ``evaluations.judging.validation``); a judge without one is "not validated".
@@ -17,9 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaluations.judging.validation import JudgeValidation
-from evaluations.results.rundata import AnswersSummary
+from evaluations.results.rundata import AnswersSummary, RunSummary
 
-__all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy"]
+__all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy", "reference_free_line"]
 
 
 def primary_accuracy(answers: AnswersSummary | None) -> float | None:
@@ -57,3 +59,14 @@ def disagreement_line(answers: AnswersSummary | None) -> str | None:
     if answers is None or not answers.disagreements.of:
         return None
     return f"judges disagree on {answers.disagreements.n} of {answers.disagreements.of} answers"
+
+
+def reference_free_line(summary: RunSummary) -> str | None:
+    """``reference-free: faithfulness 0.93 (n 18, 2 not applicable) · …`` (None without the section)."""
+    metrics = ((summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}
+    parts = []
+    for name, entry in metrics.items():
+        mean, n, na = entry.get("mean"), entry.get("n", 0), entry.get("not_applicable", 0)
+        value = f"{mean:.2f}" if isinstance(mean, (int, float)) else "—"
+        parts.append(f"{name} {value} (n {n}" + (f", {na} not applicable)" if na else ")"))
+    return "reference-free: " + " · ".join(parts) if parts else None

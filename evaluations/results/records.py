@@ -70,7 +70,8 @@ class ChunkRecord(BaseModel):
 
 
 class FaithfulnessEvidence(BaseModel):
-    """What the ``faithfulness`` evaluator hands to the record (label ``faithfulness_claims``, JSON)."""
+    """What the ``faithfulness`` evaluator hands to the record (the reason of its label ``faithfulness_kind``,
+    as JSON)."""
 
     claims: list[ClaimRecord] = Field(default_factory=list)
     model_calls: int = 0
@@ -80,7 +81,8 @@ class FaithfulnessEvidence(BaseModel):
 
 
 class ContextEvidence(BaseModel):
-    """What the ``context_relevance`` evaluator hands to the record (label ``context_relevance_chunks``, JSON)."""
+    """What the ``context_relevance`` evaluator hands to the record (the reason of its label
+    ``context_relevance_kind``, as JSON)."""
 
     chunks: list[ChunkRecord] = Field(default_factory=list)
     first_relevant_rank: int | None = None
@@ -90,11 +92,11 @@ class ContextEvidence(BaseModel):
         return {"chunk_relevance": self.chunks, "first_relevant_rank": self.first_relevant_rank}
 
 
-#: evaluator label (a JSON string; pydantic-evals' results are scalars) -> its evidence type; ``record_from_case``
-#: moves them into the record's typed fields instead of ``judge_labels``
+#: evaluator label whose reason carries the evidence as JSON (pydantic-evals' results are scalars; a reason is
+#: kept in report.json but not printed) -> its evidence type; ``record_from_case`` reads it into typed fields
 EVIDENCE_LABELS: dict[str, type[FaithfulnessEvidence] | type[ContextEvidence]] = {
-    "faithfulness_claims": FaithfulnessEvidence,
-    "context_relevance_chunks": ContextEvidence,
+    "faithfulness_kind": FaithfulnessEvidence,
+    "context_relevance_kind": ContextEvidence,
 }
 
 
@@ -172,16 +174,16 @@ class CaseRecord(BaseModel):
 _OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls")
 
 
-def evidence_fields(labels: dict[str, Any]) -> dict[str, Any]:
-    """The record fields of the evidence labels among ``labels`` (``EVIDENCE_LABELS``; an unreadable one is left
-    out): ``claims``, ``chunk_relevance``, ``first_relevant_rank``, ``reference_free_calls``."""
+def evidence_fields(reasons: dict[str, str | None]) -> dict[str, Any]:
+    """The record fields of the evidence in the reasons of ``EVIDENCE_LABELS`` labels (label -> its reason; an
+    unreadable one is left out): ``claims``, ``chunk_relevance``, ``first_relevant_rank``, ``reference_free_calls``."""
     fields: dict[str, Any] = {}
     calls = 0
     for name, kind in EVIDENCE_LABELS.items():
-        if name not in labels:
+        if not reasons.get(name):
             continue
         try:
-            evidence = kind.model_validate_json(str(labels[name]))
+            evidence = kind.model_validate_json(str(reasons[name]))
         except ValidationError:
             continue
         calls += evidence.model_calls
@@ -198,16 +200,16 @@ def results_fields(results: dict[str, Any]) -> dict[str, Any]:
     judges: dict[str, bool | float] = {}
     reasons: dict[str, str] = {}
     labels: dict[str, str] = {}
+    label_reasons: dict[str, str | None] = {}
     for name, result in results.items():
-        value = getattr(result, "value", result)
+        value, reason = getattr(result, "value", result), getattr(result, "reason", None)
         if isinstance(value, str):
-            labels[name] = value
+            labels[name], label_reasons[name] = value, reason
             continue
         judges[name] = value if isinstance(value, bool) else float(value)
-        if getattr(result, "reason", None):
-            reasons[name] = result.reason
-    return {"judges": judges, "judge_reasons": reasons,
-            "judge_labels": {k: v for k, v in labels.items() if k not in EVIDENCE_LABELS}, **evidence_fields(labels)}
+        if reason:
+            reasons[name] = reason
+    return {"judges": judges, "judge_reasons": reasons, "judge_labels": labels, **evidence_fields(label_reasons)}
 
 
 def _metadata(value: Any) -> CaseMetadata:
@@ -249,8 +251,8 @@ def record_from_case(case: ReportCase | ReportCaseFailure) -> CaseRecord:
         qa=QARecord(status=out.qa_status, error=out.qa_error, raw_text=out.raw_text, mode=out.qa_mode),
         answer=out.answer.model_dump() if out.answer else None,
         judges=judges, judge_reasons=reasons,
-        judge_labels={k: str(v.value) for k, v in case.labels.items() if k not in EVIDENCE_LABELS},
-        **evidence_fields({k: v.value for k, v in case.labels.items()}),
+        judge_labels={k: str(v.value) for k, v in case.labels.items()},
+        **evidence_fields({k: v.reason for k, v in case.labels.items()}),
         judge_errors=[JudgeError(evaluator=f.name, error=f.error_message) for f in case.evaluator_failures],
         context=[c.chunk_id for c in out.chunks], context_text=out.context_text,
         latency_ms=out.latency_ms, usage=out.usage, tier=out.tier, model=out.model, **common,
