@@ -31,7 +31,11 @@ short answer claims), and windows the runs of ``WINDOW`` consecutive sentences o
   passage has: a copied sentence has all, a sentence with one word swapped loses the two around it;
 * ``anchor_context``: the share of the claim's anchors that some passage has beside the same neighbouring word as
   the claim (1 without anchors, or for a one-word claim): a name of the passage moved into another slot ("At Action, we" where the
-  passage says "At Sterling Horizons, we") keeps neither neighbour.
+  passage says "At Sterling Horizons, we") keeps neither neighbour;
+* ``slot_gaps``: the number of short gaps (at most ``GAP_BIGRAMS`` bigrams no passage has) inside a copied run
+  (at least ``FLANK_BIGRAMS`` bigrams some passage has on each side, or twice that on the one side of a gap at
+  the claim's start or end): a sentence copied with one word swapped has
+  one, a copy none, a paraphrase or an answer of the model's own words hardly any flanked gap.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ __all__ = [
     "numbers", "entities", "claim_signals", "passage_windows",
 ]
 
+GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
+FLANK_BIGRAMS = 2  # ... with at least this many present bigrams on each side
 REFUSAL_WORDS = 15  # a sentence this short with a refusal phrase states nothing
 WINDOW = 2  # sentences per window of a passage (a claim's support is one or two adjacent sentences)
 
@@ -257,6 +263,7 @@ class ClaimSignals:
     novel_coverage: float
     bigram_coverage: float
     anchor_context: float
+    slot_gaps: float
 
     def values(self) -> list[float]:
         return [float(getattr(self, name)) for name in SIGNALS]
@@ -315,6 +322,28 @@ def _bigram_coverage(claim: str, context: str) -> float:
     return sum(g in have for g in grams) / len(grams) if grams else 1.0
 
 
+def _slot_gaps(claim: str, context: str) -> int:
+    words = [stem(w) for w in normalize(claim).split()]
+    have = _context_bigrams(context)
+    present = [g in have for g in zip(words, words[1:])]
+    runs: list[tuple[bool, int]] = []  # (present, length) of consecutive bigrams
+    for flag in present:
+        if runs and runs[-1][0] == flag:
+            runs[-1] = (flag, runs[-1][1] + 1)
+        else:
+            runs.append((flag, 1))
+    gaps = 0
+    for i, (present_run, length) in enumerate(runs):
+        if present_run or length > GAP_BIGRAMS:
+            continue
+        left = runs[i - 1][1] if i > 0 else 0
+        right = runs[i + 1][1] if i + 1 < len(runs) else 0
+        inner = left >= FLANK_BIGRAMS and right >= FLANK_BIGRAMS
+        edge = (left == 0 and right >= 2 * FLANK_BIGRAMS) or (right == 0 and left >= 2 * FLANK_BIGRAMS)
+        gaps += inner or edge
+    return gaps
+
+
 def _anchor_context(claim: str, context: str, context_stems: frozenset[str]) -> float:
     """Share of the claim's anchor words (a word of a present name, or a present number) whose left or right
     neighbour in the claim is its neighbour in some passage too."""
@@ -348,4 +377,5 @@ def claim_signals(question: str, claim: Claim, passages: Sequence[str]) -> Claim
         novel_coverage=max((_share(novel, win) for win in windows), default=0.0) if novel else 1.0,
         bigram_coverage=_bigram_coverage(claim.text, context),
         anchor_context=_anchor_context(claim.text, context, context_stems),
+        slot_gaps=float(_slot_gaps(claim.text, context)),
     )

@@ -16,7 +16,8 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    three sentences is ~100 tokens, a retrieved passage 300-500), the model reads the few sentences that matter
    instead of a long text, and no passage is ever longer than the model's window. (The cost: the passage state is
    not shared with the context-relevance judge, which reads whole passages.)
-4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) and the alignment signals of ``claims.claim_signals``
+4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) (in the column ``llm_logit_short`` for a short
+   claim, ``llm_logit`` otherwise, 0 in the other: each kind gets its own weight) and the alignment signals of ``claims.claim_signals``
    (``FEATURES``). P(supported) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) with the parameters of
    ``judges/faithfulness.json`` (``FaithfulnessParams``, fitted by ``benchmarks/faithfulness.py --write-params``
    on hand labels: the answer-level label "every claim supported" against the answer's worst-claim features
@@ -64,10 +65,10 @@ ASKS: dict[str, str] = {
               "Answer yes or no.",
 }
 SHORT_ASK = "answer"  # a short (verbless) claim is always read as an answer to the question
-FEATURES: tuple[str, ...] = ("llm_logit", *SIGNALS, "short")
+FEATURES: tuple[str, ...] = ("llm_logit", "llm_logit_short", *SIGNALS, "short")
 #: features where lower means less support (the worst claim has the minimum); the others are counts of missing
 #: things (the worst claim has the maximum)
-SUPPORT_FEATURES = frozenset({"llm_logit", "coverage", "window_coverage", "pair_support", "novel_coverage"})
+SUPPORT_FEATURES = frozenset({"llm_logit", "llm_logit_short", "coverage", "window_coverage", "pair_support", "novel_coverage"})
 WINDOW_SENTENCES = 3  # the model reads a window of this many consecutive sentences of a passage
 
 
@@ -209,7 +210,8 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
             calls += int(called)
             if p > best_p:
                 best, best_p = index, p
-    features = (_logit(best_p), *signals.values(), float(claim.short))
+    logit = _logit(best_p)  # a short claim's own column: the model reads a bare answer differently
+    features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
     return ClaimEvidence(claim, features, best, best_p, calls)
 
 
