@@ -64,21 +64,28 @@ def test_scifact_rows_match_the_qrels_and_corpus_read_here(loaded):
 
 
 def test_question_file_rows_match_the_rows_read_here(loaded):
-    passages = {}
+    text_of = {"squad2": lambda r: r["context"], "clapnq": lambda r: r["passages"][0]["text"],
+               "repliqa": lambda r: r["document_extracted"], "techqa": lambda r: r["contexts"][0]["text"],
+               "wixqa": lambda r: r["contexts"][0]["text"]}
+    rows_by_key: dict[str, dict] = {}
+    checked = 0
     for raw in _rows():
         ref = raw["passage_ref"]
         if raw["label"] is None or ref["dataset"] == "scifact":
             continue
-        if ref["file"] not in passages:
-            rows = _gz(SHARED / ref["file"])
-            text = {"squad2": lambda r: r["context"], "clapnq": lambda r: r["passages"][0]["text"],
-                    "repliqa": lambda r: r["document_extracted"]}.get(ref["dataset"], lambda r: r["contexts"][0]["text"])
-            key = (lambda r, i: str(r["id"])) if ref["dataset"] != "repliqa" else (
-                lambda r, i: str(r["sample_id"]) if "sample_id" in r else f"line:{i}")
-            passages[ref["file"]] = {key(r, i): text(r) for i, r in enumerate(rows, 1)}
+        if ref["file"] not in rows_by_key:  # keys: row id, RepliQA sample_id, or line:N for rows without one
+            rows_by_key[ref["file"]] = {
+                str(r["id"]) if "id" in r else str(r["sample_id"]) if "sample_id" in r else f"line:{i}": r
+                for i, r in enumerate(_gz(SHARED / ref["file"]), 1)}
+        qref = raw["question_ref"]
+        if qref["file"] == ref["file"]:
+            question_row = rows_by_key[ref["file"]][qref["key"]]
+            assert loaded[raw["id"]].query == question_row.get("question", question_row.get("input")), raw["id"]
         start = raw.get("passage_start", 0)
-        expected = passages[ref["file"]][ref["key"]][start:start + raw["passage_chars"]]
-        assert loaded[raw["id"]].context[0] == expected, raw["id"]
+        text = text_of[ref["dataset"]](rows_by_key[ref["file"]][ref["key"]])
+        assert loaded[raw["id"]].context[0] == text[start:start + raw["passage_chars"]], raw["id"]
+        checked += 1
+    assert checked >= 200
 
 
 def test_label_file_is_a_balanced_set_with_notes():
