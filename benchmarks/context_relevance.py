@@ -16,7 +16,7 @@ top 5 of a TF-IDF retriever (scikit-learn, over the whole corpus) and 5 random c
 with the shipped parameters; mean context relevance of each retriever (goal: random ≥ 0.3 below TF-IDF), and
 the per-chunk verdicts on the TF-IDF results against the qrels (accuracy, Cohen's κ).
 
-    python benchmarks/context_relevance.py validate [--write-params]
+    python benchmarks/context_relevance.py validate [--write-params] [--only-cached]
     python benchmarks/context_relevance.py discrimination [--questions 50]
 
 Both write their section of ``benchmarks/results/context_relevance.json``.
@@ -50,6 +50,32 @@ JUDGES = ("judge", "qwen@0.5", "qwen@train_best", "word_overlap@train_best")
 
 
 # -- signals ----------------------------------------------------------------------------------------------------
+class CacheOnly:
+    """A stand-in scorer with the real scorer's id that never runs the model (``--only-cached``)."""
+
+    def __init__(self, scorer):
+        self.id = scorer.id
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        raise LookupError("not cached")
+
+
+def cached_rows(rows: list[ContextRow], cache: VerdictCache) -> list[ContextRow]:
+    """The rows whose P(yes) is in the verdict store for every wording."""
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer
+
+    scorer = CacheOnly(load_scorer(PASSAGE_SYSTEM))
+    kept = []
+    for row in rows:
+        try:
+            for wording in cr.WORDINGS.values():
+                cached_probability(scorer, cr.passage_text(row.context[0]), wording.format(question=row.query), cache)
+        except LookupError:
+            continue
+        kept.append(row)
+    return kept
+
+
 def model_p(rows: list[ContextRow], cache: VerdictCache) -> dict[str, np.ndarray]:
     """P(yes) per wording per row; all wordings of one passage are asked together (one passage evaluation)."""
     out = {name: np.empty(len(rows)) for name in cr.WORDINGS}
@@ -124,10 +150,11 @@ def oracle(y: np.ndarray, s: np.ndarray) -> dict:
 
 
 # -- validate -----------------------------------------------------------------------------------------------------
-def validate(write_params: bool) -> dict:
+def validate(write_params: bool, only_cached: bool = False) -> dict:
     from sklearn.model_selection import GroupKFold
 
-    rows = load_context_labels(LABELS, SHARED)
+    labelled = load_context_labels(LABELS, SHARED)
+    rows = cached_rows(labelled, VerdictCache()) if only_cached else labelled
     y = np.array([r.label for r in rows], bool)
     groups = np.array([r.group for r in rows])
     datasets = np.array([r.dataset for r in rows])
@@ -165,11 +192,12 @@ def validate(write_params: bool) -> dict:
     fitted = cr.fit(x[wording], y, cr.WORDINGS[wording])
     result = {
         "date": dt.date.today().isoformat(), "labels": str(LABELS.relative_to(ROOT)), "pairs": int(len(y)),
+        "labelled_pairs_not_scored": len(labelled) - len(rows),
         "questions": int(len(set(groups.tolist()))), "relevant_share": round(float(y.mean()), 4),
         "datasets": {d: int((datasets == d).sum()) for d in sorted(set(datasets.tolist()))},
         "goal": "held-out accuracy >= 0.85 at the shipped threshold",
         "cv5_question_grouped": cv, "leave_one_dataset_out": lodo,
-        "fitted_on_all": {"wording": wording, **fitted.model_dump()},
+        "fitted_on_all": {"wording_name": wording, **fitted.model_dump()},
         "wording_auc_on_all": {name: score(y, p[name], p[name] >= 0.5, groups, resamples=0)["roc_auc"]
                                for name in cr.WORDINGS},
     }
@@ -179,7 +207,8 @@ def validate(write_params: bool) -> dict:
             "model": "logistic regression (scikit-learn, L2, C=1) on standardised features; threshold maximising "
                      "accuracy on the fitting rows; wording: highest ROC AUC of P(yes) on them",
             "features": "judging/context_relevance.py module docstring",
-            "training_data": {k: result[k] for k in ("labels", "pairs", "questions", "relevant_share", "datasets")},
+            "training_data": {k: result[k] for k in ("labels", "pairs", "labelled_pairs_not_scored", "questions",
+                                                     "relevant_share", "datasets")},
             "fitted": result["date"],
             "validation": {
                 "cv5_question_grouped": {j: cv[j] for j in JUDGES},
@@ -210,7 +239,9 @@ def discrimination(n_questions: int, k: int = 5, seed: int = 0) -> dict:
     matrix = vectorizer.fit_transform([d.text for d in docs])
     fitted = cr.params(PARAMS)
     cache = VerdictCache()
-    means: dict[str, list[float]] = {"tfidf": [], "random": []}
+    cutoffs = [c for c in (1, 3) if c < k] + [k]
+    means: dict[str, dict[int, list[float]]] = {"tfidf": {c: [] for c in cutoffs}, "random": {c: [] for c in cutoffs}}
+    qrels_p: dict[int, list[float]] = {c: [] for c in cutoffs}
     labels, verdicts, per_question, calls, start = [], [], [], 0, time.time()
     for i, q in enumerate(sample):
         sims = linear_kernel(vectorizer.transform([q.text]), matrix)[0]
@@ -223,7 +254,10 @@ def discrimination(n_questions: int, k: int = 5, seed: int = 0) -> dict:
                     calls += cr.ask(q.text, d.text, wording, cache=cache)[1]
             verdict = cr.judge_context_relevance(q.text, [Passage(id=d.id, text=d.text) for d in hits],
                                                  cache=cache, params=fitted)
-            means[name].append(verdict.score)
+            for c in cutoffs:  # precision@c of the first c chunks' verdicts
+                means[name][c].append(float(np.mean([v.relevant for v in verdict.chunks[:c]])))
+                if name == "tfidf":
+                    qrels_p[c].append(float(np.mean([q.relevant.get(d.id, 0) > 0 for d in hits[:c]])))
             row[name] = {"score": verdict.score, "first_relevant_rank": verdict.first_relevant_rank,
                          "qrels_relevant": sum(q.relevant.get(d.id, 0) > 0 for d in hits)}
             if name == "tfidf":
@@ -232,19 +266,21 @@ def discrimination(n_questions: int, k: int = 5, seed: int = 0) -> dict:
         per_question.append(row)
         print(f"  {i + 1}/{len(sample)} questions, {calls} model calls, {time.time() - start:.0f} s", file=sys.stderr)
     y, v = np.array(labels), np.array(verdicts)
-    tfidf, random = float(np.mean(means["tfidf"])), float(np.mean(means["random"]))
+    tfidf, random = float(np.mean(means["tfidf"][k])), float(np.mean(means["random"][k]))
     return {
         "date": dt.date.today().isoformat(), "questions": len(sample), "k": k, "seed": seed,
         "sample": "SciFact test claims with qrels, not in the labelled set",
         "mean_context_relevance": {"tfidf": round(tfidf, 4), "random": round(random, 4)},
         "difference": round(tfidf - random, 4), "goal": "random at least 0.3 below tfidf",
         "goal_met": bool(tfidf - random >= 0.3),
+        "mean_precision_at": {f"{name}@{c}": round(float(np.mean(v)), 4) for name, by in means.items()
+                              for c, v in by.items()},
+        "qrels_precision_at_tfidf": {f"@{c}": round(float(np.mean(v)), 4) for c, v in qrels_p.items()},
         "qrels_agreement_tfidf_chunks": {
             "n": int(len(y)), "accuracy": round(float((y == v).mean()), 4),
             "cohen_kappa": round(float(cohen_kappa_score(y, v)), 4),
             "qrels_relevant_share": round(float(y.mean()), 4), "judge_relevant_share": round(float(v.mean()), 4),
         },
-        "qrels_precision_at_k_tfidf": round(float(y.mean()), 4),
         "model_calls": calls, "seconds": round(time.time() - start, 1),
         "per_question": per_question,
     }
@@ -255,10 +291,13 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate")
     v.add_argument("--write-params", action="store_true")
+    v.add_argument("--only-cached", action="store_true",
+                   help="use only the labelled pairs whose P(yes) is already in the verdict store (no model call)")
     d = sub.add_parser("discrimination")
     d.add_argument("--questions", type=int, default=50)
     args = parser.parse_args()
-    result = validate(args.write_params) if args.command == "validate" else discrimination(args.questions)
+    result = (validate(args.write_params, args.only_cached) if args.command == "validate"
+              else discrimination(args.questions))
     stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     stored[args.command] = result
     RESULTS.write_text(json.dumps(stored, indent=2) + "\n", encoding="utf-8")

@@ -14,6 +14,11 @@ passage's evaluation), ``tail`` = the fitted wording with the question, and lexi
   (a name, a year or date, a number) occurs within WINDOW words of a question term in the passage, −1 when none
   does; 0 for other questions.
 
+No signal is normalised within the case (e.g. a passage's BM25 score over the case's best): a case whose
+passages are all off-topic (a random retriever) would still get a "best" passage, and the labelled pairs, one
+needed passage beside one distractor per question, would reward exactly that comparison. Every feature reads
+one (question, passage) pair, so a verdict does not depend on the other passages retrieved with it.
+
 Then p(relevant) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) and the verdict is p ≥ threshold, with (wording, μ, s, w, b,
 threshold) read from ``judges/context_relevance.json`` (``judging.shipped``; fitted by ``fit`` in
 ``benchmarks/context_relevance.py --write-params`` on hand-labelled pairs, never at run time). A case's score is
