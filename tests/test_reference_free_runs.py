@@ -9,6 +9,7 @@ recomputed with scikit-learn from the verdicts the run recorded.
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import os
 import re
@@ -175,10 +176,10 @@ def test_the_run_report_shows_the_metrics_and_the_claims(squad_runs):
     from evaluations.results.rundata import load_run
 
     run = load_run(squad_runs["dirs"]["unrelated"])
-    html = render_html(build_run_page(run))
-    assert "Reference-free judges" in html and "faithfulness" in html and "context_relevance" in html
-    claim = run.records[0].claims[0]
-    assert "not supported" in html and claim.claim[:40] in html.replace("&#39;", "'").replace("&quot;", '"')
+    page = html.unescape(render_html(build_run_page(run)))
+    assert "Reference-free judges" in page and "faithfulness" in page and "context_relevance" in page
+    unsupported = [c for r in run.records for c in r.claims or [] if not c.supported]
+    assert unsupported and "not supported" in page and unsupported[0].claim in page
 
 
 def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_path):
@@ -227,11 +228,11 @@ def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, c
     result = json.loads(out)["judges"][0]
     assert "1 row(s) labelled not applicable" in err
 
-    from evaluations.judging.agreement import JUDGES
+    from evaluations.judging.passage_judges import PASSAGE_JUDGES
     from evaluations.judging.passage_rows import load_passage_rows
 
     examples = load_passage_rows(path)
-    verdicts = JUDGES["faithfulness"](0.0)(examples, None)
+    verdicts = PASSAGE_JUDGES["faithfulness"]()(examples, None)
     judged = [(e.label, bool(v > 0.5)) for e, v in zip(examples, verdicts) if v == v]
     labels, said = zip(*judged)
     assert result["n"] == len(judged)

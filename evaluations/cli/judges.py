@@ -67,10 +67,12 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files); the
     reference-free judges (faithfulness, context_relevance) read rows of query, context (passages),
     generated_answer and label (``judging.passage_rows``)."""
-    from evaluations.judging.agreement import PASSAGE_JUDGES, run_judges
+    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.passage_judges import PASSAGE_JUDGES
 
     names = parse_judges(judges)
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
+    batch = {n: PASSAGE_JUDGES[n](cache=not no_cache) for n in names if n in PASSAGE_JUDGES}
     llm = None
     if "llm" in names:
         from evaluations.core.config import load_config, parse_model_ref
@@ -87,7 +89,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
         results = run_judges(
             examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
-            llm=llm, cache=not no_cache,
+            llm=llm, cache=not no_cache, batch=batch,
         )
     if as_json:
         payload = {
@@ -237,8 +239,9 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     """Controls: does each judge reject non-answers and accept gold answers? The reference-free judges get their
     own (faithfulness: a copied passage sentence vs one with a swapped fact; context_relevance: the question's own
     passage vs another question's). Exit 1 when a category fails."""
-    from evaluations.judging.agreement import JUDGES, PASSAGE_JUDGES
+    from evaluations.judging.agreement import JUDGES
     from evaluations.judging.controls import run_controls
+    from evaluations.judging.passage_judges import PASSAGE_JUDGES
 
     names = parse_judges(judges)
     passage_judges = [n for n in names if n in PASSAGE_JUDGES]
@@ -278,8 +281,8 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
                    failed: bool = False, answers: dict | None = None) -> None:
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
     from the questions of ``files`` that carry a passage."""
-    from evaluations.judging.agreement import JUDGES
     from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls, run_controls
+    from evaluations.judging.passage_judges import PASSAGE_JUDGES
     from evaluations.judging.questions import load_questions
 
     items = [item for file in files for item in load_questions(file, limit=limit)]
@@ -293,7 +296,7 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
         with _progress() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))
             reports[name] = (len(controls), run_controls(
-                controls, {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache)}, min_rate=min_rate,
+                controls, {name: PASSAGE_JUDGES[name](cache=not no_cache)}, min_rate=min_rate,
                 progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
     failures = [f for _, report in reports.values() for f in report.failures()]
     if as_json:

@@ -67,15 +67,18 @@ def parse_ks(text: str) -> list[int]:
 
 
 def parse_judges(value: str) -> list[str]:
-    """``--judges keyword,f1`` -> the names, each one of ``judging.agreement.JUDGES``."""
+    """``--judges keyword,f1`` -> the names, each one of ``judging.agreement.JUDGES`` or of the reference-free
+    ``judging.passage_judges.PASSAGE_JUDGES``."""
     from evaluations.judging.agreement import JUDGES
+    from evaluations.judging.passage_judges import PASSAGE_JUDGES
 
+    known = {**JUDGES, **PASSAGE_JUDGES}
     names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in JUDGES]
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise EvaluationsError(
             f"unknown judge(s) {', '.join(unknown) or '(none given)'}",
             where="--judges",
-            fix=f"choose from {','.join(JUDGES)}",
+            fix=f"choose from {','.join(known)}",
         )
     return names

@@ -26,7 +26,7 @@ import numpy as np
 from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
 
-__all__ = ["METRICS", "JUDGES", "PASSAGE_JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
+__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
            "offline_batch"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
@@ -223,53 +223,6 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
-def _passages_of(e: LabelledAnswer) -> list[Any]:
-    from evaluations.judging.passages import Passage
-
-    return [Passage(id=str(rank), text=text) for rank, text in enumerate(e.passages, 1)]
-
-
-def _verdict_cache(cache: bool) -> Any:
-    from evaluations.judging.embedded import VerdictCache
-
-    return VerdictCache() if cache else None
-
-
-def _faithful(e: LabelledAnswer, cache: bool) -> float:
-    """``judging.faithfulness``: 1 when every claim of the answer is supported by the passages, NaN (not judged)
-    when the judge does not apply (a refusal, an empty answer, no passage)."""
-    from evaluations.judging.faithfulness import judge_faithfulness
-
-    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache))
-    return float(all(c.supported for c in result.claims)) if result.applicable else float("nan")
-
-
-def _context_relevant(e: LabelledAnswer, cache: bool) -> float:
-    """``judging.context_relevance``: 1 when a passage of the example is judged needed to answer the question."""
-    from evaluations.judging.context_relevance import judge_context_relevance
-
-    result = judge_context_relevance(e.question, _passages_of(e), cache=_verdict_cache(cache))
-    return float(any(c.relevant for c in result.chunks)) if result.applicable else float("nan")
-
-
-def _per_example_value(rule: Callable[[LabelledAnswer, bool], float], cache: bool) -> BatchJudge:
-    """A batch judge of a per-example rule that may not apply (NaN), one progress step per example."""
-
-    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
-        values = []
-        for e in examples:
-            values.append(rule(e, cache))
-            if progress is not None:
-                progress(1)
-        return np.array(values, dtype=float)
-
-    return run
-
-
-#: judges of a property other than correctness, read from rows with passages (``judging.passage_rows``): their
-#: label is "supported by the context" / "needed to answer", and their controls are ``controls.PASSAGE_CONTROLS``
-PASSAGE_JUDGES = ("faithfulness", "groundedness", "context_relevance")
-
 def _relevance(e: LabelledAnswer) -> bool:
     """``judging.relevance``: reference-free, from the question, the answer and the example's context."""
     from evaluations.judging.relevance import answer_relevance
@@ -290,9 +243,6 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
     "semantic": lambda _t, cache=True: _semantic,
     "offline": lambda _t, cache=True: _offline,
-    "faithfulness": lambda _t, cache=True: _per_example_value(_faithful, cache),
-    "groundedness": lambda _t, cache=True: _per_example_value(_faithful, cache),  # faithfulness's other name
-    "context_relevance": lambda _t, cache=True: _per_example_value(_context_relevant, cache),
     "answer_relevance": lambda _t, cache=True: _per_example(_relevance),
 }
 
@@ -307,10 +257,12 @@ def run_judges(
     progress: Callable[[str, int], None] | None = None,
     llm: BatchJudge | None = None,
     cache: bool = True,
+    batch: dict[str, BatchJudge] | None = None,
 ) -> list[Agreement]:
     """Run each named judge over ``examples`` and measure its agreement with the human labels.
 
-    ``llm``: the batch judge behind the name ``llm`` (default: the embedded LLM judge). Examples a judge
+    ``llm``: the batch judge behind the name ``llm`` (default: the embedded LLM judge); ``batch``: batch judges by
+    name that are not in ``JUDGES`` (``judging.passage_judges``). Examples a judge
     failed on (NaN verdict) are left out of that judge's statistics (its ``n`` says how many were judged).
     """
     labels = np.array([e.label for e in examples], dtype=bool)
@@ -318,7 +270,10 @@ def run_judges(
     results = []
     for name in judges:
         step = (lambda k, _n=name: progress(_n, k)) if progress is not None else None
-        run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold, cache=cache)
+        if batch is not None and name in batch:
+            run = batch[name]
+        else:
+            run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold, cache=cache)
         verdicts = np.asarray(run(examples, step), dtype=float)
         judged = ~np.isnan(verdicts)
         results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],
