@@ -282,3 +282,31 @@ def test_a_log_without_gold_or_logged_correctness_scores(tmp_path, cli):
     assert code == 0, err
     answers = json.loads(out)["answers"]
     assert (answers["judged"], answers["accuracy"]) == (0, None)
+
+
+def test_passage_controls_are_what_they_claim_on_real_passages():
+    """judge-check's controls, built from SQuAD 2.0: a copied sentence is a sentence of the passage; a swapped one
+    differs from it by words absent from the passage (so it is unsupported by construction); another question's
+    passage is not the question's own and does not contain its gold. Checked here from the texts, no judge."""
+    from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls
+    from evaluations.judging.questions import load_questions
+
+    items = load_questions(SQUAD, limit=120)
+    own = {i.question: i for i in items}
+    faith = build_passage_controls(items, "faithfulness")
+    copied = [c for c in faith if c.category == "copied_sentence"]
+    swapped = [c for c in faith if c.category == "swapped_fact"]
+    assert len(copied) >= 100 and len(swapped) >= 30
+    assert all(c.answer.answer in c.answer.passages[0] for c in copied)
+    for c in swapped:
+        passage = c.answer.passages[0]
+        new_words = set(re.findall(r"[\w.]+", c.answer.answer)) - set(re.findall(r"[\w.]+", passage))
+        assert c.answer.answer not in passage and new_words, c.answer.answer
+        assert c.answer.label is False
+    relevance = build_passage_controls(items, "context_relevance")
+    others = [c for c in relevance if c.category == "other_passage"]
+    assert len(others) >= 100 and set(PASSAGE_CONTROLS["context_relevance"]) == {c.category for c in relevance}
+    for c in others:
+        item = own[c.answer.question]
+        assert c.answer.passages[0] != item.context
+        assert all(ref.lower() not in c.answer.passages[0].lower() for ref in item.references[:1])
