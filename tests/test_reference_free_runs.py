@@ -209,10 +209,11 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
         assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
 
 
-def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, cli, monkeypatch):
+def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, cli, monkeypatch, squad_runs):
     """Rows of query, context (passages), generated_answer and label: copied sentences (label true) and another
-    article's sentence (label false); the CLI's accuracy and κ equal scikit-learn's on the judge's own verdicts."""
-    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path / "judge_cache"))
+    article's sentence (label false); the CLI's accuracy and κ equal scikit-learn's on the judge's own verdicts
+    (the same texts as the runs': their verdict cache answers the model calls)."""
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", squad_runs["env"]["EVALUATIONS_CACHE_DIR"])
     rows_data, plan, _ = _squad_plan()
     rows = []
     for row in rows_data:
