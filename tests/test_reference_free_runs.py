@@ -311,3 +311,21 @@ def test_passage_controls_are_what_they_claim_on_real_passages():
         item = own[c.answer.question]
         assert c.answer.passages[0] != item.context
         assert all(ref.lower() not in c.answer.passages[0].lower() for ref in item.references[:1])
+
+
+def test_judge_agreement_reads_the_hand_labelled_sets():
+    """The faithfulness and context-relevance label files (references into ../shared/data) are recognised and read
+    as labelled rows with their passages; rows labelled not applicable (null) are counted, not judged."""
+    from evaluations.judging.context_labels import load_context_labels
+    from evaluations.judging.faith_labels import load_faithfulness_labels
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    for path, typed in ((ROOT / "datasets/labels/faithfulness.jsonl", load_faithfulness_labels),
+                        (ROOT / "datasets/labels/context_relevance.jsonl", load_context_labels)):
+        expected = typed(path)
+        rows = load_passage_rows(path)
+        assert len(rows) + rows.not_applicable == len(expected)
+        assert rows.not_applicable == sum(r.label is None for r in expected)
+        labelled = [r for r in expected if r.label is not None]
+        assert [(e.question, e.passages, e.label) for e in rows] == [
+            (r.query, tuple(r.context), r.label) for r in labelled]

@@ -11,7 +11,6 @@ from their first row (``LOADERS``): faithfulness labels (``judging.faith_labels`
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -81,33 +80,47 @@ def _generic(path: Path) -> PassageRows:
     return rows
 
 
-def _typed(module: str, detect: str, load: str) -> tuple[Callable[[Path], bool], Callable[[Path], PassageRows]]:
-    """A hand-label loader of ``judging.<module>`` (rows with query, context, label and group)."""
+def _labelled(rows: list[Any], path: Path) -> PassageRows:
+    """Typed hand-label rows (query, context, label, group, source) as labelled answers."""
+    out = PassageRows()
+    for n, row in enumerate(rows):
+        data = row.model_dump()
+        example = _example({**data, "context": list(data["context"])}, str(data.get("source") or path), n)
+        if example is None:
+            out.not_applicable += 1
+        else:
+            out.append(example)
+    return out
 
-    def detects(path: Path) -> bool:
-        try:
-            return bool(getattr(importlib.import_module(f"evaluations.judging.{module}"), detect)(path))
-        except ModuleNotFoundError:  # that label set is not part of this checkout
-            return False
 
-    def loads(path: Path) -> PassageRows:
-        rows = PassageRows()
-        for n, row in enumerate(getattr(importlib.import_module(f"evaluations.judging.{module}"), load)(path)):
-            data = row.model_dump()
-            example = _example({**data, "context": list(data["context"])}, str(data.get("source") or path), n)
-            if example is None:
-                rows.not_applicable += 1
-            else:
-                rows.append(example)
-        return rows
+def _is_faithfulness_labels(path: Path) -> bool:
+    from evaluations.judging.faith_labels import is_faithfulness_labels_file
 
-    return detects, loads
+    return is_faithfulness_labels_file(path)
+
+
+def _faithfulness_labels(path: Path) -> PassageRows:
+    from evaluations.judging.faith_labels import load_faithfulness_labels
+
+    return _labelled(load_faithfulness_labels(path), path)
+
+
+def _is_context_labels(path: Path) -> bool:
+    from evaluations.judging.context_labels import is_context_labels_file
+
+    return is_context_labels_file(path)
+
+
+def _context_labels(path: Path) -> PassageRows:
+    from evaluations.judging.context_labels import load_context_labels
+
+    return _labelled(load_context_labels(path), path)
 
 
 #: format -> (detect(path), load(path)); the first that detects the file reads it, else the generic rows
 LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], PassageRows]]] = {
-    "faithfulness labels": _typed("faith_labels", "is_faithfulness_labels_file", "load_faithfulness_labels"),
-    "context-relevance labels": _typed("context_labels", "is_context_labels_file", "load_context_labels"),
+    "faithfulness labels": (_is_faithfulness_labels, _faithfulness_labels),
+    "context-relevance labels": (_is_context_labels, _context_labels),
 }
 
 
