@@ -142,7 +142,7 @@ def build_qa_plan(config: Config) -> QAPlan:
     evaluators: list = [
         KeywordOverlap(threshold=config.judge.keyword_threshold), TokenF1(), ExactMatch(), Containment(),
         SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
-        Coverage(), ContextWaste(), AnswerRelevance(),  # reference-free: never a primary (not in VERDICTS)
+        Coverage(), ContextWaste(), AnswerRelevance(cache=config.cache.enabled),  # reference-free score
     ]
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}

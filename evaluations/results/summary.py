@@ -14,6 +14,10 @@ Averaging rules:
 - segments and repeat spreads average the same per-case values: retrieval as above, a verdict judge's value on a
   case it should have judged but did not is 0 (so a segment's verdict mean is its accuracy), scores over the
   cases that have them;
+- a reference-free score (``records.REFERENCE_FREE_SCORES``: ``answer_relevance`` …, no gold needed) has
+  ``mean``/``n`` over the cases it applies to, ``ci95`` (Wilson for 0/1 values, Student t otherwise) and
+  ``not_applicable`` (cases to answer without a value: no answer, a failed stage, a judge that does not apply);
+  it is not a verdict and never in ``disagreements`` (``DISAGREEMENT_JUDGES``: correctness judges only);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -28,7 +32,7 @@ from typing import Any
 from evaluations.results import measures
 from evaluations.results.calibration import calibration_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
-from evaluations.results.records import STAGES, CaseRecord
+from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, Cost, RunData, RunSummary
 from evaluations.results.segments import segment_metrics
@@ -52,6 +56,29 @@ def retrieval_means(run: RunData) -> tuple[dict[str, float], int]:
     names = sorted(measures.retrieval_names(run), key=_metric_order)
     evaluated = sum(1 for r in run.records if r.has_relevant and (r.status == "failed" or r.metrics))
     return measures.record_means(run, names), evaluated
+
+
+def reference_free(records: list[CaseRecord], name: str) -> dict[str, Any]:
+    """A reference-free score's summary: ``mean``/``n`` over the records with a value, ``ci95`` (the Wilson
+    interval when every value is 0 or 1, ``statsmodels.stats.proportion.proportion_confint``; else the Student t
+    interval of the mean, ``scipy.stats.t``; None for n < 2 when not 0/1) and ``not_applicable`` (records to
+    answer without a value)."""
+    from scipy import stats
+    from statsmodels.stats.proportion import proportion_confint
+
+    values = [float(v) for r in records if isinstance(v := r.judges.get(name), (int, float))
+              and math.isfinite(float(v))]
+    n = len(values)
+    mean = sum(values) / n if n else None
+    if n and all(v in (0.0, 1.0) for v in values):
+        ci: list[float] | None = [float(x) for x in proportion_confint(int(sum(values)), n, method="wilson")]
+    elif n >= 2:
+        sem = statistics.stdev(values) / math.sqrt(n)
+        ci = [mean, mean] if sem == 0 else [float(x) for x in stats.t.interval(0.95, n - 1, loc=mean, scale=sem)]
+    else:
+        ci = None
+    not_applicable = sum(1 for r in records if to_answer(r) and not isinstance(r.judges.get(name), (int, float)))
+    return {"mean": mean, "n": n, "ci95": ci, "not_applicable": not_applicable}
 
 
 #: the correctness judges compared for "judges disagree on N of M answers" (boolean verdicts; a run computes some)
@@ -85,6 +112,8 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
         judges[name] = {"mean": sum(v) / len(v), "n": len(v)}
         if name in verdicts:
             judges[name].update(answer_accuracy(records, name))
+        elif name in REFERENCE_FREE_SCORES:
+            judges[name].update(reference_free(records, name))
     answered = [r for r in records if r.answer is not None]
     used = [u for r in records if (u := measures.usage(r)) is not None]  # the cases whose answer stage ran
     due = [r for r in records if to_answer(r)]

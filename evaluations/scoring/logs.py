@@ -20,7 +20,11 @@ Figures (N = queries, A = attempts):
   has no text the share is of spans instead of tokens (``basis`` says which);
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
-* calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both.
+* calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
+* answer relevance (``judging.relevance``, no gold needed) of each query's last attempt that logged its ``query`` and
+  ``answer``, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
+  query, the mean with n and a 95% CI (``results.summary.reference_free``), ``not_applicable`` = queries without
+  both, and how many of each kind.
 """
 
 from __future__ import annotations
@@ -36,12 +40,13 @@ from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
+from evaluations.judging.relevance import answer_relevance_batch
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
 from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import compute_all
 from evaluations.results.rundata import RunData
-from evaluations.results.summary import retrieval_means
+from evaluations.results.summary import reference_free, retrieval_means
 
 #: the judge name of a query's final correctness in the records the figures are averaged over (a score in the
 #: registry: its mean is over the judged queries, the log's own definition of accuracy)
@@ -145,6 +150,26 @@ def _waste(record: LogRecord, gold: Gold | None) -> tuple[float, str] | None:
     return sum(i not in relevant for i in ids) / len(ids), "spans"
 
 
+def _context_text(record: LogRecord) -> str:
+    """The text of the spans given to the model (``context`` ids), else of every retrieved span ("" when none)."""
+    spans = {s.id: s for s in record.spans()}
+    ids = record.context if record.context is not None else list(spans)
+    return "\n\n".join(spans[i].text for i in ids if i in spans and spans[i].text)
+
+
+def _relevance(finals: list[CaseRecord], lasts: list[LogRecord]) -> dict[str, Any]:
+    """Answer relevance of each query's last attempt (module docstring), set in ``finals``' judges."""
+    judged = [(f, a) for f, a in zip(finals, lasts) if a.query and a.answer is not None]
+    results = answer_relevance_batch([(a.query or "", a.answer or "", _context_text(a), True) for _, a in judged])
+    for (final, _), result in zip(judged, results):
+        final.judges["answer_relevance"] = 1.0 if result.verdict else 0.0
+        final.judge_reasons["answer_relevance"] = result.reason
+        final.judge_labels["answer_relevance_kind"] = result.kind
+    kinds = Counter(r.kind for r in results)
+    return {**reference_free(finals, "answer_relevance"), "not_applicable": len(finals) - len(judged),
+            "kinds": dict(sorted(kinds.items()))}
+
+
 def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     if record.cost_usd is not None:
         return record.cost_usd
@@ -175,6 +200,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     rank = {tier: i for i, tier in enumerate(order)}
 
     finals: list[CaseRecord] = []  # each query's outcome (its last attempt), averaged by the measure registry
+    lasts: list[LogRecord] = []
     escalated, retried = 0, 0
     confidences, outcomes, wastes, bases = [], [], [], Counter()
     tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
@@ -208,6 +234,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
                 latencies.append(attempt.latency_ms)
         retried += len(attempts) > 1
         last = attempts[-1]
+        lasts.append(last)
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
         ranking = _dedupe([s.id for s in last.spans()])
@@ -230,7 +257,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "attempts": n_attempts,
         "retrieval": {"queries": evaluated, "metrics": metrics},
         "answers": {"judged": n_judged, "correct": n_correct,
-                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT)},
+                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged
+                    else None},  # no gold and no logged ``correct``: nothing to judge correctness by
         "tokens": {"input": tokens_in, "output": tokens_out,
                    "per_query": (tokens_in + tokens_out) / n_queries,
                    "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},
@@ -247,6 +275,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
                        "attempts_per_query": n_attempts / n_queries},
         "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
         "calibration": calibration(confidences, outcomes, bins),
+        "answer_relevance": _relevance(finals, lasts),
     }
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
         summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
