@@ -74,6 +74,17 @@ def test_wrong_context_rows_are_given_another_questions_passage():
         assert own not in rows[line["id"]].context
 
 
+def test_weak_rows_carry_the_weak_models_own_answers():
+    weak = {r["id"]: r for r in map(json.loads, (ROOT / "datasets" / "labels" / "weak_answers.jsonl").read_text(
+        encoding="utf-8").splitlines())}
+    rows = [r for r in _raw_rows() if r["origin"].startswith("weak:")]
+    assert sum(r["label"] is not None for r in rows) >= 200
+    for row in rows:
+        source = weak[row["weak_ref"]]
+        assert (row["answer"], row["system"], row["origin"]) == (source["answer"], source["model"], f"weak:{source['context']}")
+        assert row["question_ref"] == source["ref"]
+
+
 def _write(tmp_path: Path, rows: list) -> Path:
     path = tmp_path / "faith.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
