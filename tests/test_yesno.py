@@ -1,0 +1,47 @@
+"""The shared yes/no scorer of the reference-free judges: kept passage states give the logits of a fresh pass."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is a core dependency; scripts/setup.sh installs it")
+
+from evaluations.judging.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.yesno import PASSAGE_SYSTEM, YesNoScorer, cached_probability, load_scorer  # noqa: E402
+
+A = "Passage:\nThe Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n\n"
+B = "Passage:\nMount Everest is 8,849 metres high and lies on the border of Nepal and China.\n\n"
+TAIL = "Statement: {s}\nDoes the passage support the statement?"
+
+
+def test_reused_states_equal_a_fresh_pass(tmp_path):
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    asks = [(A, "The tower was completed in 1889."), (B, "Everest is in Nepal."), (A, "The tower is in Rome."),
+            (B, "Everest is 5,000 metres high."), (A, "The tower was completed in 1889.")]
+    got = [scorer.probability(shared, TAIL.format(s=s))[0] for shared, s in asks]
+    assert got[0] == pytest.approx(got[4], abs=1e-6)  # the same question after others: state restored
+    for (shared, s), p in zip(asks, got):
+        scorer.model.llm.reset()
+        scorer.model.states.clear()
+        assert scorer.probability(shared, TAIL.format(s=s))[0] == pytest.approx(p, abs=1e-4)
+    # the model reads the passage: supported statements above their contradicted twins
+    assert got[0] > got[2] and got[1] > got[3]
+
+
+def test_cached_probability_makes_no_second_call(tmp_path):
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    p1, called1 = cached_probability(scorer, A, TAIL.format(s="It is in Paris."), cache)
+    before = scorer.calls
+    p2, called2 = cached_probability(scorer, A, TAIL.format(s="It is in Paris."), cache)
+    assert (called1, called2) == (True, False) and scorer.calls == before and p1 == p2
+
+
+def test_long_passage_is_cut_to_the_window():
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    tail = TAIL.format(s="The tower was completed in 1889.")
+    long = "Passage:\n" + "The tower is made of iron. " * 800 + "\n\n"
+    cut = scorer.fit(long, tail)
+    assert len(scorer.text_tokens(cut)) <= scorer.room(tail) and cut.endswith(" ...")
+    assert 0.0 <= scorer.probability(long, tail)[0] <= 1.0
+    assert isinstance(scorer, YesNoScorer)
