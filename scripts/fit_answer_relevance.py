@@ -7,7 +7,9 @@ and paraphrased (label 1), of 300 answerable questions per file (``judging.contr
 passes rules 1-2 and which have a context. Each example's signals are ``relevance.topic``'s; the model is
 scikit-learn's ``LogisticRegression(C=10)`` with each (dataset, label) weighted equally; the threshold is the one
 (step 0.05) that maximises the smallest per-category rate on the fit datasets. Prints the constants to paste into
-``judging/relevance.py``. Run from the repository root: ``python scripts/fit_answer_relevance.py``.
+``judging/relevance.py``, then the diagnostic of the docs' last row: each gold answer (bare) with the context of
+another question of its file (question k gets the passage of question (7k + 13) mod n), which the judge should accept.
+Run from the repository root: ``python scripts/fit_answer_relevance.py``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ def rates(rows: list[dict], score, threshold: float) -> dict[tuple[str, str], fl
     return out
 
 
+def wrong_context(file: str) -> tuple[int, int]:
+    """(accepted, n): gold answers judged with another question's context (module docstring)."""
+    golds = [c.answer for c in build_controls(load_questions(SHARED / file, limit=300)) if c.category == "gold_bare"]
+    cases = [(g.question, g.answer, other, True) for k, g in enumerate(golds)
+             if (other := golds[(7 * k + 13) % len(golds)].context) and other != g.context]
+    return sum(r.verdict for r in answer_relevance_batch(cases)), len(cases)
+
+
 def main() -> None:
     rows = [r for name, file in {**FIT, **HELD_OUT}.items() for r in examples(name, file)]
     train = [r for r in rows if r["dataset"] in FIT and r["topic"] is not None]
@@ -75,6 +85,9 @@ def main() -> None:
     print(f"TOPIC_BIAS = {model.intercept_[0]:.2f}\nTOPIC_THRESHOLD = {threshold:.2f}")
     for (dataset, category), rate in rates(rows, score, threshold).items():
         print(f"{dataset:8s} {category:14s} {rate:.3f} {'fit' if dataset in FIT else 'held out'}")
+    for name, file in {**FIT, **HELD_OUT}.items():
+        accepted, n = wrong_context(file)
+        print(f"{name:8s} gold with another question's context accepted {accepted}/{n} = {accepted / n:.3f}")
 
 
 if __name__ == "__main__":
