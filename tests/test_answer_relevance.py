@@ -35,8 +35,10 @@ def _rates(file: str, limit: int = 300) -> dict[str, tuple[float, int]]:
     return {r.category: (r.rate, r.n) for r in report.judges["answer_relevance"]}
 
 
-@pytest.mark.parametrize(("file", "n_min"), [("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 290),
-                                             ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", 150)])
+@pytest.mark.parametrize(("file", "n_min"), [
+    ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 290),
+    ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", 150),
+])
 def test_held_out_sets_every_control_category_at_95_percent(file, n_min):
     """CLAPNQ (Wikipedia passage) and WixQA (help-centre article), neither used to fit the off-topic score: every
     non-answer category rejected, every form of the gold accepted, another question's gold included."""

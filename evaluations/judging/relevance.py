@@ -174,8 +174,9 @@ class Asked:
 ASKED: dict[str, Asked] = {
     "number": Asked(re.compile(r"\bhow (many|much|old)\b|\bwhat (percentage|percent|number|proportion)\b", re.I),
                     _has_number, "no number"),
-    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)|\b(what|which) (year|date|month|day|century|"
-                             r"decade|time)\b", re.I), _has_time, "no date or time"),
+    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)"
+                             r"|\b(what|which) (year|date|month|day|century|decade|time)\b", re.I),
+                  _has_time, "no date or time"),
     "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b|\b(what|which)\s+(\w+\s+)?(country|"
                                         r"countries|city|cities|state|place|person|people|name|team|company|"
                                         r"language|religion|group|organi[sz]ation|author|artist|band)\b|\bwhat is "
