@@ -1,8 +1,10 @@
 """``answer_relevance`` (``judging.relevance``): the reference-free judge of "does the answer address the question".
 
 Validated without labels, as issue 20 asks: on controls built from real data (``judging.controls``) it rejects
-≥ 95% of each non-answer category and accepts ≥ 95% of gold answers in every form. Every expected verdict and kind
-below is written by hand from the texts; the run test's accuracy is counted by hand from the six cases it makes.
+≥ 95% of each non-answer category and accepts ≥ 95% of gold answers in every form. The off-topic score was fitted on
+SQuAD 2.0 and TechQA (``scripts/fit_answer_relevance.py``): CLAPNQ and WixQA below are held out. Every expected
+verdict and kind below is written by hand from the texts; the run's and the log's numbers are counted by hand from
+the cases they make, and the CIs computed here with statsmodels from those counts.
 """
 
 from __future__ import annotations
@@ -33,40 +35,58 @@ def _rates(file: str, limit: int = 300) -> dict[str, tuple[float, int]]:
     return {r.category: (r.rate, r.n) for r in report.judges["answer_relevance"]}
 
 
-def test_clapnq_every_control_category_at_95_percent():
-    """CLAPNQ answerable (Wikipedia passages as context): every category, other_gold included."""
-    rates = _rates("clapnq_dev/clapnq_dev_answerable.jsonl.gz")
-    for category in NEGATIVE + POSITIVE:
-        rate, n = rates[category]
-        if category == "options":
-            assert n == 0  # CLAPNQ golds are sentences and its questions offer no options: no such control
-            continue
-        assert n >= 290 and rate >= MIN_RATE, (category, rate, n)
-
-
-@pytest.mark.parametrize("file", ["squad2_dev_cs224n/questions.jsonl.gz", "evouna/NQ.jsonl.gz",
-                                  "wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz"])
-def test_non_answers_rejected_and_answers_accepted_at_95_percent(file):
-    """SQuAD 2.0 (paragraph context), EVOUNA NQ (no context) and WixQA (long answers): every non-answer category
-    but other_gold, every positive category. other_gold is the off-topic rule's limit, measured separately."""
+@pytest.mark.parametrize(("file", "n_min"), [
+    ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 290),
+    ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", 150),
+])
+def test_held_out_sets_every_control_category_at_95_percent(file, n_min):
+    """CLAPNQ (Wikipedia passage) and WixQA (help-centre article), neither used to fit the off-topic score: every
+    non-answer category rejected, every form of the gold accepted, another question's gold included."""
     rates = _rates(file)
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
-        if category == "other_gold" or n == 0:
+        if category == "options":
+            assert n == 0  # their golds are sentences and their questions offer no options: no such control
             continue
-        assert n >= 150 and rate >= MIN_RATE, (category, rate, n)
+        assert n >= n_min and rate >= MIN_RATE, (category, rate, n)
 
 
-def test_another_questions_gold_is_rejected_as_off_topic_only_when_the_context_is_known():
-    """another question's gold: rejected ≥ 95% on CLAPNQ (its own passage as context, above); SQuAD's other gold
-    comes from the same article, so its words are often in this paragraph (measured 0.81: floor 0.75); without a
-    context (EVOUNA NQ) only the asked-type rule can reject it, and the reason says the off-topic rule did not run."""
-    assert _rates("squad2_dev_cs224n/questions.jsonl.gz")["other_gold"][0] >= 0.75
+def test_squad_controls_and_its_other_gold_from_the_same_article():
+    """SQuAD 2.0 (a fit set): every category at 95% but another question's gold, which comes from another paragraph
+    of the same article (its words are often in this paragraph): measured 0.947, 284 of 300 (floor 0.93)."""
+    rates = _rates("squad2_dev_cs224n/questions.jsonl.gz")
+    for category in NEGATIVE + POSITIVE:
+        rate, n = rates[category]
+        assert n >= 250 and rate >= (0.93 if category == "other_gold" else MIN_RATE), (category, rate, n)
+
+
+def test_without_a_context_another_questions_gold_cannot_be_told_from_an_answer():
+    """EVOUNA NQ has no context: every other category at 95%, but another question's gold (a bare value) is only
+    rejected by the asked-type rule ("1995" to "who …"): measured 0.19, reported apart, never counted as passing."""
+    rates = _rates("evouna/NQ.jsonl.gz")
+    for category in NEGATIVE + POSITIVE:
+        rate, n = rates[category]
+        if category != "other_gold":
+            assert n >= 250 and rate >= MIN_RATE, (category, rate, n)
+    assert rates["other_gold"][0] < 0.5
     result = answer_relevance("who wrote the declaration of independence", "the Pacific Ocean")
     assert result.verdict and "no context" in result.reason
     result = answer_relevance("who wrote the declaration of independence", "the Pacific Ocean",
                               "The Declaration of Independence was drafted by Thomas Jefferson in 1776.")
     assert not result.verdict and result.kind == "off_topic"
+
+
+def test_the_context_decides_only_when_it_is_about_the_question():
+    """A right answer the context does not hold, when the context is about something else (retrieval failed), is not
+    rejected (no sentence is about the question); a number is found as that number ("$1,000,000" in
+    "US$1,000,000"); the same value off the context's topic is rejected."""
+    unrelated = "The Pacific Ocean is the largest and deepest of Earth's oceans."
+    assert answer_relevance("Who wrote Dracula?", "Bram Stoker", unrelated).verdict
+    prize = "The Clay Institute offers a prize of US$1,000,000 for a solution of the P versus NP problem."
+    assert answer_relevance("What is the prize offered for a solution to P versus NP?", "$1,000,000", prize).verdict
+    result = answer_relevance("What is the prize offered for a solution to P versus NP?", "the Amazon rainforest",
+                              prize)
+    assert (result.verdict, result.kind) == (False, "off_topic")
 
 
 @pytest.mark.parametrize(("question", "answer", "context", "kind", "reason"), [
@@ -114,7 +134,7 @@ def test_a_refusal_answers_a_question_marked_unanswerable():
 
 SYSTEM = '''
 ANSWERS = {"q1": "Bram Stoker wrote it.", "q2": "How many moons does Mars have?", "q3": "Phobos and Deimos",
-           "q4": "I don't know.", "q5": "Canberra"}
+           "q4": "I don't know.", "q5": "Sydney is the capital of Australia."}
 DOCS = {"q1": "d1", "q2": "d2", "q3": "d3", "q4": "d4", "q5": "d4"}
 TEXTS = {"d1": "Dracula is an 1897 novel by Bram Stoker.", "d2": "Mars has two moons.",
          "d3": "The Berlin Wall fell on 9 November 1989.", "d4": "Canberra is the capital city of Australia."}
@@ -128,15 +148,26 @@ def answer(request):
 '''
 
 
-def test_a_run_on_questions_only_reports_answer_relevance(tmp_path):
-    """Rows with only id and query, a callable system that answers: summary.json has answer_relevance as a
-    verdict over every case to answer (the failed case counts as not relevant), per-case kinds and reasons, and
-    the measure registry treats it as a binary verdict. Hand count: q1 relevant (a person), q2 echo, q3 a name to
-    "when" (wrong_type), q4 refusal, q5 relevant (in its context), q6 failed -> 2 relevant of 6 cases to answer."""
-    questions = ["Who wrote Dracula?", "How many moons does Mars have?", "When did the Berlin Wall fall?",
-                 "What is the capital of Australia?", "What is the capital of Australia?", "Who painted it?"]
+def _wilson(hits: int, n: int) -> list[float]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    return [float(x) for x in proportion_confint(hits, n, alpha=0.05, method="wilson")]
+
+
+def test_a_run_reports_answer_relevance_as_a_score_outside_the_disagreement_count(tmp_path):
+    """Rows with only id and query (q1 and q5 also have a gold answer), a callable system that answers. Hand
+    count: q1 relevant, q2 echo, q3 a name to "when" (wrong_type), q4 refusal, q5 relevant but wrong (Sydney),
+    q6 failed (not applicable) -> answer_relevance 2 of 5, n 5, Wilson CI of 2/5, one not applicable. It is a
+    score: not a verdict, not the primary judge, and the "judges disagree" count is that of the correctness verdicts
+    alone, although answer_relevance (1) and keyword_correct (False) differ on q5."""
+    rows = [{"id": "q1", "query": "Who wrote Dracula?", "answers": ["Bram Stoker"]},
+            {"id": "q2", "query": "How many moons does Mars have?"},
+            {"id": "q3", "query": "When did the Berlin Wall fall?"},
+            {"id": "q4", "query": "What is the capital of Australia?"},
+            {"id": "q5", "query": "What is the capital of Australia?", "answers": ["Canberra"]},
+            {"id": "q6", "query": "Who painted it?"}]
     data = tmp_path / "questions.jsonl"
-    data.write_text("".join(json.dumps({"id": f"q{i}", "query": q}) + "\n" for i, q in enumerate(questions, 1)))
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(1, 5)))
     (tmp_path / "relsys.py").write_text(SYSTEM)
@@ -148,19 +179,95 @@ def test_a_run_on_questions_only_reports_answer_relevance(tmp_path):
     assert proc.returncode == 3, proc.stderr[-2000:]  # one case failed (--max-failures 0)
     summary = json.loads((out / "summary.json").read_text())
     judge = summary["answers"]["judges"]["answer_relevance"]
-    assert (judge["correct"], judge["n_cases"], judge["judged"]) == (2, 6, 5)
-    assert judge["accuracy"] == pytest.approx(2 / 6) and judge["mean"] == pytest.approx(2 / 5)
-    assert summary["answers"]["primary_judge"] != "answer_relevance"
+    assert (judge["n"], judge["not_applicable"]) == (5, 1) and judge["mean"] == pytest.approx(2 / 5)
+    assert judge["ci95"] == pytest.approx(_wilson(2, 5))
+    assert "accuracy" not in judge  # a score, not a verdict
     records = {r["name"]: r for r in map(json.loads, (out / "cases.jsonl").read_text().splitlines())}
     kinds = {name: r["judge_labels"].get("answer_relevance_kind") for name, r in records.items()}
     assert kinds == {"q1": "relevant", "q2": "echo", "q3": "wrong_type", "q4": "refusal", "q5": "relevant",
                      "q6": None}
+    assert {n: r["judges"].get("answer_relevance") for n, r in records.items()} == {
+        "q1": 1.0, "q2": 0.0, "q3": 0.0, "q4": 0.0, "q5": 1.0, "q6": None}
     assert records["q3"]["judge_reasons"]["answer_relevance"].startswith("wrong_type: the question asks for a time")
+
+    answers = summary["answers"]
+    assert answers["primary_judge"] != "answer_relevance"
+    assert records["q5"]["judges"]["keyword_correct"] is False  # it would disagree if it were counted
+    compared = answers["disagreements"]["judges"]
+    assert "answer_relevance" not in compared
+    split = [n for n, r in records.items()
+             if len({r["judges"][j] for j in compared if isinstance(r["judges"].get(j), bool)}) > 1]
+    of = [n for n, r in records.items() if sum(isinstance(r["judges"].get(j), bool) for j in compared) >= 2]
+    assert (answers["disagreements"]["n"], answers["disagreements"]["of"]) == (len(split), len(of))
+    assert set(of) == {"q1", "q5"}
 
     from evaluations.results import measures
     from evaluations.results.rundata import load_run
 
     run = load_run(out)
     family = measures.family_of("answer_relevance", run)
-    assert family is not None and family.binary("answer_relevance", run)
-    assert measures.run_value("answer_relevance", run) == pytest.approx(2 / 6)
+    assert family is not None and not family.binary("answer_relevance", run)
+    assert not measures.is_verdict_name("answer_relevance")
+    assert measures.run_value("answer_relevance", run) == pytest.approx(2 / 5)
+
+
+def test_answer_relevance_is_no_primary_judge_candidate():
+    """Neither chosen (``plan.VERDICTS``) nor accepted as ``judge.primary`` (the config refuses it)."""
+    from pydantic import ValidationError
+
+    from evaluations.core.config import Config
+    from evaluations.pipeline.plan import VERDICTS
+
+    assert "answer_relevance" not in {v.name for v in VERDICTS}
+    with pytest.raises(ValidationError, match="judge.primary"):
+        Config.model_validate({"judge": {"primary": "answer_relevance"}})
+
+
+def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_path):
+    """Query a: the last of two attempts (Bram Stoker, in its context) is relevant; b: an answer about a mountain
+    with a context about Canberra is off topic; c: no query logged (not applicable). Mean 1/2, Wilson CI of 1/2."""
+    log = [{"query_id": "a", "attempt": 0, "query": "Who wrote Dracula?", "answer": "I don't know.",
+            "retrieved": [{"id": "d1", "text": "Dracula is an 1897 novel by Bram Stoker."}]},
+           {"query_id": "a", "attempt": 1, "query": "Who wrote Dracula?", "answer": "Bram Stoker",
+            "retrieved": [{"id": "d1", "text": "Dracula is an 1897 novel by Bram Stoker."}]},
+           {"query_id": "b", "query": "What is the capital of Australia?", "answer": "Mount Everest is in Nepal.",
+            "retrieved": [{"id": "d4", "text": "Canberra is the capital city of Australia."}, {"id": "d9"}],
+            "context": ["d4"]},
+           {"query_id": "c", "answer": "Blue."}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as main
+
+    result = CliRunner().invoke(main, ["score", str(path), "--format", "log", "--json"])
+    assert result.exit_code == 0, result.output
+    relevance = json.loads(result.output)["answer_relevance"]
+    assert (relevance["n"], relevance["not_applicable"], relevance["mean"]) == (2, 1, 0.5)
+    assert relevance["kinds"] == {"off_topic": 1, "relevant": 1}
+    assert relevance["ci95"] == pytest.approx(_wilson(1, 2))
+    table = CliRunner().invoke(main, ["score", str(path), "--format", "log"])
+    assert table.exit_code == 0 and "answer_relevance.mean" in table.output
+
+
+def test_judge_agreement_reads_rows_without_gold_and_a_list_of_passages(tmp_path):
+    """Rows of query, context (a list of passages), generated_answer and label (addresses the question), no
+    reference answer. Hand verdicts: relevant, echo, off topic, relevant; labels 1, 0, 0, 0 -> accuracy 3/4."""
+    context = ["Dracula is an 1897 novel.", "It was written by Bram Stoker."]
+    rows = [{"query": "Who wrote Dracula?", "context": context, "generated_answer": "Bram Stoker", "label": 1},
+            {"query": "Who wrote Dracula?", "context": context, "generated_answer": "Who wrote Dracula?", "label": 0},
+            {"query": "Who wrote Dracula?", "context": context, "generated_answer": "the Amazon rainforest",
+             "label": 0},
+            {"query": "Who wrote Dracula?", "context": context, "generated_answer": "Bram Stoker wrote it in 1897.",
+             "label": 0}]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as main
+
+    result = CliRunner().invoke(main, ["judge-agreement", str(path), "--judges", "answer_relevance", "--json",
+                                       "--resamples", "0"])
+    assert result.exit_code == 0, result.output
+    judge = json.loads(result.output)["judges"][0]
+    assert judge["judge"] == "answer_relevance" and judge["accuracy"]["value"] == pytest.approx(3 / 4)

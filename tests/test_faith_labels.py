@@ -4,6 +4,7 @@ read directly (gzip + json), not through the loader's readers."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "datasets" / "labels" / "faithfulness.jsonl"
 SHARED = ROOT.parent / "shared" / "data"
 SQUAD = "squad2_dev_cs224n/questions.jsonl.gz"
+TAKEN = ("copy", "short", "swap_entity", "swap_number", "swap_date")  # answers taken from a passage: stored as recipes
 
 pytestmark = pytest.mark.skipif(not (SHARED / SQUAD).is_file(), reason="needs ../shared/data")
 
@@ -37,10 +39,14 @@ def test_every_shipped_row_resolves_with_the_cut_and_the_labels_of_the_file():
     for row, line in zip(rows, raw):
         assert len(row.context) == len(line["passage_refs"]) and all(row.context)
         assert all(len(p) <= line["context_chars"] for p in row.context)
-        assert row.label is line["label"] and row.generated_answer == line["answer"]
+        assert row.label is line["label"]
+        # the label stays attached to the text it was given for: sha256 recorded before the recipes replaced the text
+        assert hashlib.sha256(row.generated_answer.encode("utf-8")).hexdigest() == line["answer_sha256"]
+        if "answer" in line:
+            assert row.generated_answer == line["answer"]
         assert row.group == f"{line['question_ref']['dataset']}:{line['question_ref']['key']}"
     labelled = Counter(r["label"] for r in raw if r["label"] is not None)
-    assert sum(labelled.values()) >= 250  # first batch; 300 once every row is read
+    assert sum(labelled.values()) >= 300
     assert min(labelled.values()) >= 0.35 * sum(labelled.values())  # both classes >= 35 %
     assert all(r["label_note"] for r in raw if r["label"] is False)  # every false row names its failing claim
 
@@ -59,9 +65,37 @@ def test_squad_passages_are_the_shared_text_cut_and_hold_the_gold_answer():
         golds = [g for g in source["answers"]["text"] if g.strip()]
         assert not golds or any(g in cut for g in golds)  # unanswerable questions have no gold
         checked += bool(golds)
-        if line["origin"] == "copy":
-            assert line["answer"] in cut  # an unedited copy is a sentence of that passage
+        if line["origin"] == "copy":  # an unedited copy is a sentence of that passage, rebuilt from its offsets
+            taken = line["answer_from"]
+            assert line["passage_refs"][taken["passage"]] == own
+            assert rows[line["id"]].generated_answer == " ".join(cut[taken["start"]:taken["end"]].split())
     assert checked >= 30
+
+
+def test_answers_taken_from_passages_are_stored_as_recipes_not_text():
+    squad = _squad_by_id()
+    rows = {r.id: r for r in load_faithfulness_labels(LABELS, SHARED)}
+    raw = _raw_rows()
+    assert {r["origin"] for r in raw} >= set(TAKEN)
+    swapped = 0
+    for line in raw:
+        if line["origin"] not in TAKEN:
+            assert "answer" in line and "answer_from" not in line  # ours (a weak model's answer, a paraphrase)
+            continue
+        assert "answer" not in line and set(line["answer_from"]) in ({"passage", "start", "end"}, {"gold"})
+        edit = line.get("edit")
+        assert (edit is not None) == line["origin"].startswith("swap_")
+        if edit:  # only the swapped entity / number / date is ours to store
+            assert len(edit["old"].split()) <= 6 and len(edit["new"].split()) <= 6
+        ref = line["passage_refs"][line["answer_from"]["passage"]]
+        if ref["dataset"] != "squad2":
+            continue
+        cut = squad[ref["key"]]["context"][: line["context_chars"]]
+        taken = " ".join(cut[line["answer_from"]["start"]:line["answer_from"]["end"]].split())
+        expected = taken.replace(edit["old"], edit["new"], 1) if edit else taken
+        assert rows[line["id"]].generated_answer == expected
+        swapped += bool(edit)
+    assert swapped >= 10
 
 
 def test_wrong_context_rows_are_given_another_questions_passage():
@@ -72,6 +106,17 @@ def test_wrong_context_rows_are_given_another_questions_passage():
     for line in wrong:
         own = squad[line["question_ref"]["key"]]["context"][: line["context_chars"]]
         assert own not in rows[line["id"]].context
+
+
+def test_weak_rows_carry_the_weak_models_own_answers():
+    weak = {r["id"]: r for r in map(json.loads, (ROOT / "datasets" / "labels" / "weak_answers.jsonl").read_text(
+        encoding="utf-8").splitlines())}
+    rows = [r for r in _raw_rows() if r["origin"].startswith("weak:")]
+    assert sum(r["label"] is not None for r in rows) >= 200
+    for row in rows:
+        source = weak[row["weak_ref"]]
+        assert (row["answer"], row["system"], row["origin"]) == (source["answer"], source["model"], f"weak:{source['context']}")
+        assert row["question_ref"] == source["ref"]
 
 
 def _write(tmp_path: Path, rows: list) -> Path:
@@ -89,6 +134,26 @@ def test_malformed_rows_name_the_line(tmp_path):
         with pytest.raises(EvaluationsError) as err:
             load_faithfulness_labels(_write(tmp_path, [good, bad]), SHARED)
         assert f"{tmp_path / 'faith.jsonl'}:2" in str(err.value)
+
+
+def test_malformed_answer_recipes_name_the_line(tmp_path):
+    raw = _raw_rows()
+    good = next(r for r in raw if r["origin"].startswith("swap_") and r["answer_from"]["start"] > 0)
+    taken = good["answer_from"]
+    broken = [dict(good, answer_from={**taken, "end": taken["start"]}),  # empty slice
+              dict(good, answer_from={"passage": taken["passage"], "start": taken["start"]}),  # no end
+              dict(good, answer_from={**taken, "passage": len(good["passage_refs"])}),  # no such passage
+              dict(good, answer_from={**taken, "end": good["context_chars"] + 1}),  # past the cut
+              dict(good, answer_from={"gold": 99}), dict(good, answer_from={**taken, "gold": 0}),
+              dict(good, edit={"old": "no such words here", "new": "x"}), dict(good, edit={"new": "x"}),
+              dict(good, answer="text as well"), {k: v for k, v in good.items() if k != "answer_from"},
+              dict(good, answer_from={**taken, "start": taken["start"] + 1})]  # another text: answer_sha256 differs
+    for bad in broken:
+        with pytest.raises(EvaluationsError) as err:
+            load_faithfulness_labels(_write(tmp_path, [good, bad]), SHARED)
+        assert f"{tmp_path / 'faith.jsonl'}:2" in str(err.value)
+    ok = load_faithfulness_labels(_write(tmp_path, [good, {k: v for k, v in good.items() if k != "answer_sha256"}]), SHARED)
+    assert ok[0].generated_answer == ok[1].generated_answer  # answer_sha256 is a check, not needed to resolve
 
 
 def test_a_missing_shared_file_is_an_evaluations_error(tmp_path):

@@ -1,9 +1,11 @@
 """The reference-free ``answer_relevance`` evaluator: does the answer address the question (``judging.relevance``)?
 
-Runs on every case that has an answer, with or without gold answers: ``answer_relevance`` is a verdict (with the
-rule that decided it as its reason) and ``answer_relevance_kind`` a label (``relevant`` or a ``relevance.KINDS``
-key). No answer (QA skipped or failed) gives ``{}``: the summary counts those cases, as for every judge. The
-context is the text of the chunks given to the QA model, or returned by the system (none when it returned ids only).
+Runs on every case that has an answer, with or without gold answers: ``answer_relevance`` is a score, 1.0 or 0.0
+(with the rule that decided it as its reason), and ``answer_relevance_kind`` a label (``relevant`` or a
+``relevance.KINDS`` key). It is not a correctness verdict: never the primary judge, never in "judges disagree"
+(``results.records.REFERENCE_FREE_SCORES``). No answer (QA skipped or failed) gives ``{}``: not applicable, counted
+by the summary. The context is the text of the chunks given to the QA model, or returned by the system (none when
+it returned ids only: then the off-topic rule does not apply).
 """
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ __all__ = ["AnswerRelevance"]
 
 @dataclass(repr=False)
 class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
-    """``answer_relevance`` (verdict) and ``answer_relevance_kind`` (label) of the case's answer."""
+    """``answer_relevance`` (score 1/0) and ``answer_relevance_kind`` (label) of the case's answer; ``cache``: the
+    judge's embeddings cached on disk (``judging.semantic``)."""
+
+    cache: bool = True
 
     def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
         if answer is None:
             return {}
-        context = "\n\n".join(c.text for c in ctx.output.chunks)
+        context = "\n\n".join(c.text for c in ctx.output.chunks if c.text)
         answerable = ctx.metadata.answerable if ctx.metadata is not None else True
-        result = answer_relevance(str(ctx.inputs.query), answer.answer, context, answerable=answerable)
-        return {"answer_relevance": EvaluationReason(result.verdict, reason=result.reason),
+        result = answer_relevance(str(ctx.inputs.query), answer.answer, context, answerable=answerable,
+                                  cache=self.cache)
+        return {"answer_relevance": EvaluationReason(1.0 if result.verdict else 0.0, reason=result.reason),
                 "answer_relevance_kind": result.kind}

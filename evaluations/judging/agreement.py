@@ -223,11 +223,17 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
-def _relevance(e: LabelledAnswer) -> bool:
-    """``judging.relevance``: reference-free, from the question, the answer and the example's context."""
-    from evaluations.judging.relevance import answer_relevance
+def _relevance(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True
+               ) -> np.ndarray:
+    """``judging.relevance``: reference-free, from the question, the answer and the example's context (the
+    references are not read: its label is "addresses the question", not "correct")."""
+    from evaluations.judging.relevance import answer_relevance_batch
 
-    return answer_relevance(e.question, e.answer, e.context, answerable=e.answerable).verdict
+    cases = [(e.question, e.answer, e.context, e.answerable) for e in examples]
+    verdicts = np.array([r.verdict for r in answer_relevance_batch(cases, cache=cache)], dtype=bool)
+    if progress is not None:
+        progress(len(examples))
+    return verdicts
 
 
 #: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
@@ -243,7 +249,7 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
     "semantic": lambda _t, cache=True: _semantic,
     "offline": lambda _t, cache=True: _offline,
-    "answer_relevance": lambda _t, cache=True: _per_example(_relevance),
+    "answer_relevance": lambda _t, cache=True: functools.partial(_relevance, cache=cache),
 }
 
 

@@ -1,8 +1,10 @@
 """Labelled answers for judge agreement and calibration: loaders for two formats.
 
 * classic: one record per answer with ``query``, ``generated_answer``, ``reference_answer``
-  (a string, or a list of alternatives), human ``label`` (bool, 0/1, "correct"/"incorrect",
-  "true"/"false", "yes"/"no") and optional ``context`` / ``id``. JSONL (``.jsonl``, ``.jsonl.gz``),
+  (a string, or a list of alternatives; may be absent for the reference-free judges, such as ``answer_relevance``,
+  whose ``label`` is then the property they measure), human ``label`` (bool, 0/1, "correct"/"incorrect",
+  "true"/"false", "yes"/"no") and optional ``context`` (a string or a list of passages) / ``id``. JSONL
+  (``.jsonl``, ``.jsonl.gz``),
   a JSON array (``.json``) or CSV (``.csv``; ``reference_answer`` may then be a JSON list).
 * weak-system labels (``datasets/labels/*.jsonl``, detected by ``ref`` + ``model``): ``judging.weak_labels``.
 * EVOUNA (auto-detected by its ``golden_answer`` key): one record per question with
@@ -29,7 +31,7 @@ from evaluations.judging.text import split_alternatives
 __all__ = ["LabelledAnswer", "load_labelled", "parse_label"]
 
 EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
-_CLASSIC_REQUIRED = ("query", "generated_answer", "reference_answer", "label")
+_CLASSIC_REQUIRED = ("query", "generated_answer", "label")  # reference_answer too, unless judged reference-free
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -75,13 +77,16 @@ def _classic(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnsw
     question = _string(record, "query", where)
     answer = _string(record, "generated_answer", where, nullable=True) or ""
     context = record.get("context") or ""
-    if not isinstance(context, str):
+    if isinstance(context, list) and all(isinstance(c, str) for c in context):
+        context = "\n\n".join(context)  # a list of passages
+    elif not isinstance(context, str):
         context = json.dumps(context)
     group = str(record.get("id") or record.get("query_id") or question)
     return [
         LabelledAnswer(
             question=question,
-            references=_references(record["reference_answer"], where + " field 'reference_answer'"),
+            references=(_references(record["reference_answer"], where + " field 'reference_answer'")
+                        if "reference_answer" in record else ()),  # reference-free judges need none
             answer=answer,
             label=parse_label(record["label"], f"{where} field 'label'"),
             group=group,

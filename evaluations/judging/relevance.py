@@ -1,8 +1,9 @@
 """``answer_relevance``: does the answer address the question, whether or not it is right? No gold answer needed.
 
-Reference-free: it reads the question, the answer and (when there is one) the context the system was given. It
-is lexical (no model), so it runs on every case that has an answer, in microseconds. It is deliberately *not*
-RAGAS's "questions generated back from the answer" similarity, which an echo of the question passes.
+Reference-free: it reads the question, the answer and (when there is one) the context the system was given. Its
+rules 1-2 are lexical; rule 3 adds a small sentence-embedding model (all-MiniLM-L6-v2, in process) when there is a
+context. It is deliberately *not* RAGAS's "questions generated back from the answer" similarity, which an echo of
+the question passes.
 
 The rules, checked in this order (the first that applies rejects the answer; ``KINDS`` is the registry):
 
@@ -28,16 +29,28 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    * polar (the question starts with an auxiliary such as "is", "did", "can", and offers no "or"): the answer has
      no polarity word (yes, no, not, true, false …) and is not a statement of at least ``POLAR_MIN_WORDS`` words
      ("1995" to "Is Paris the capital of France?").
-3. ``off_topic`` (an answer about something else), only when the context is known (has a keyword): with S = kw(A) − ``GENERIC``
-   less the keywords holding a digit (numbers, versions and codes do not say what an answer is about), and a
-   keyword *related* when it is similar (``nonanswer.similar``: equal, or a shared prefix of ≥ 5 characters and
-   ≥ 70% of the shorter word) to a keyword of the question or of the context,
-       support = |{s ∈ S : s related}| / |S|,
-       off_topic  iff  S ≠ ∅ and support < ``MIN_SUPPORT`` and |{s ∈ S : s related}| < ``MIN_RELATED``
-   (a long answer with several related keywords is on topic even when it says more than its context).
-   Without a context a bare value cannot be told from an answer about something else by words alone ("Paris" to
-   "what is the capital of France" shares no word with the question), so the rule does not apply then, and the
-   reason says so.
+3. ``off_topic`` (an answer about something else), only when the context is known and about the question. With
+   e(x) the L2-normalised all-MiniLM-L6-v2 embedding (``semantic.embed_texts``, cached), the context split into
+   sentences s_i (``sentences``), and the sentences *near the question* = the ``NEAR_TOP`` s_i of highest
+   cos(e(Q), e(s_i)) with their neighbours, the signals (``Topic``, ``topic``) are:
+   * grounding = share of kw(A) − ``GENERIC`` that occur in the context or the question (``nonanswer.similar``;
+     a keyword with a digit must occur as that number: "$1,000,000" matches "US$1,000,000");
+   * close = max over the near sentences of cos(e(A), e(s_i)): the answer's meaning against the passage that
+     answers the question;
+   * asked = cos(e(Q), e(A)); about = max_i cos(e(Q), e(s_i)); length = min(1, words(A) / ``LONG_WORDS``);
+   and, with each signal split into a short part ((1 − length)·x) and a long part (length·x) (a bare value is
+   judged by its grounding, a long answer also by its meaning),
+       score = ``TOPIC_BIAS`` + Σ ``TOPIC_WEIGHTS``[f]·f,   off_topic  iff  about ≥ ``MIN_ABOUT`` and
+       score < ``TOPIC_THRESHOLD``.
+   The weights are a logistic regression fitted on the controls of SQuAD 2.0 and TechQA only
+   (``scripts/fit_answer_relevance.py``); CLAPNQ, WixQA and RepliQA are held out (``docs/answers-and-judges.md``).
+   Grounding is over the whole context (grounding near the question only measured worse: SQuAD's other golds come
+   from the same article). A context with no sentence about the question (about < ``MIN_ABOUT``: retrieval
+   failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then.
+   Without a context a bare value of the asked type cannot be told from an answer about something else ("Paris"
+   to "what is the capital of France" shares no word with the question), so the rule does not apply, and the
+   reason says so. The question echoed back is not rewarded: rules 1-2 run first, and this rule measures the
+   answer against the context, not questions generated back from the answer (RAGAS's answer relevancy).
 
 Anything else is ``relevant``. Validated without labels by ``evaluations judge-check --judges answer_relevance``
 (``judging.controls``: non-answer controls must be rejected, gold answers in every form accepted); the measured
@@ -46,25 +59,29 @@ rates are in ``docs/answers-and-judges.md``.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.nonanswer import FILLER, MONTH, NUMBER_WORDS, has_number, is_refusal, screen, similar, stems
+from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
-__all__ = ["KINDS", "ASKED", "GENERIC", "MIN_SUPPORT", "MIN_RELATED", "POLAR_MIN_WORDS", "Relevance",
-           "answer_relevance", "asked_type"]
+__all__ = ["KINDS", "ASKED", "GENERIC", "NEAR_TOP", "MIN_ABOUT", "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
+           "POLAR_MIN_WORDS", "Relevance", "Topic", "topic", "sentences", "answer_relevance_batch",
+           "answer_relevance", "answer_form", "asked_type"]
 
 #: rejection kind -> what it means: the screen's non-answer kinds, then this judge's own ("relevant" is the pass)
 KINDS: dict[str, str] = {
     **{kind: NONANSWER_KINDS[kind] for kind in ("empty", "refusal", "echo", "options", "restatement", "heading")},
     "wrong_type": "the answer's form cannot be the asked type",
-    "off_topic": "an answer about something else: its words relate to neither the question nor the context",
+    "off_topic": "an answer about something else: neither its words nor its meaning are those of the context "
+                 "near the question",
 }
-MIN_SUPPORT = 0.5
-MIN_RELATED = 5  # ... or this many related keywords: a long answer that says more than its context is on topic
 POLAR_MIN_WORDS = 4
 #: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
 GENERIC = FILLER | frozenset("person people name place thing answer overview introduction summary".split())
@@ -157,8 +174,9 @@ class Asked:
 ASKED: dict[str, Asked] = {
     "number": Asked(re.compile(r"\bhow (many|much|old)\b|\bwhat (percentage|percent|number|proportion)\b", re.I),
                     _has_number, "no number"),
-    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)|\b(what|which) (year|date|month|day|century|"
-                             r"decade|time)\b", re.I), _has_time, "no date or time"),
+    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)"
+                             r"|\b(what|which) (year|date|month|day|century|decade|time)\b", re.I),
+                  _has_time, "no date or time"),
     "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b|\b(what|which)\s+(\w+\s+)?(country|"
                                         r"countries|city|cities|state|place|person|people|name|team|company|"
                                         r"language|religion|group|organi[sz]ation|author|artist|band)\b|\bwhat is "
@@ -176,6 +194,88 @@ def asked_type(question: str) -> str | None:
     return None
 
 
+Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> L2-normalised vectors, one row per text
+
+#: the context's sentences most similar to the question (cosine of all-MiniLM-L6-v2), each with its neighbours,
+#: are the passage "near the question's words" the answer's meaning is compared with
+NEAR_TOP = 3
+MAX_SENTENCES = 200
+#: the off-topic rule applies only when some context sentence is about the question (cosine ≥ MIN_ABOUT): a
+#: context about something else (retrieval failed) cannot tell what is on topic
+MIN_ABOUT = 0.25
+LONG_WORDS = 12  # an answer of this many words or more is "long" (length weight 1)
+#: the fitted linear score of being on topic (``Topic.score``; logistic regression on the controls of SQuAD 2.0
+#: and TechQA, ``scripts/fit_answer_relevance.py``); off_topic iff score < TOPIC_THRESHOLD
+TOPIC_WEIGHTS: dict[str, float] = {"short_grounding": 1.53, "long_grounding": 2.08, "short_close": 0.47,
+                                   "long_close": 1.13, "short_asked": 0.27, "long_asked": 0.94, "length": -0.10}
+TOPIC_BIAS = -1.53
+TOPIC_THRESHOLD = -0.25
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SEPARATOR = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
+
+
+def sentences(context: str) -> list[str]:
+    """The context's sentences (split after . ! ? and at line breaks; the first ``MAX_SENTENCES``)."""
+    return [s.strip() for s in _SENTENCE.split(context) if len(s.strip()) > 1][:MAX_SENTENCES]
+
+
+def _digits(text: str) -> str:
+    """The text with thousands separators dropped ("1,000,000" -> "1000000"), lowercased."""
+    return _SEPARATOR.sub("", text.lower())
+
+
+@dataclass(frozen=True)
+class Topic:
+    """What says an answer is about its question, given a context (module docstring, rule 3)."""
+
+    found: int  # answer keywords that occur in the context or the question
+    total: int  # answer keywords
+    close: float  # max cosine of the answer to the sentences near the question
+    asked: float  # cosine of the answer to the question
+    about: float  # max cosine of the question to a context sentence
+    length: float  # min(1, words / LONG_WORDS)
+
+    @property
+    def grounding(self) -> float:
+        return self.found / self.total
+
+    def features(self) -> dict[str, float]:
+        short, long = 1.0 - self.length, self.length
+        return {"short_grounding": short * self.grounding, "long_grounding": long * self.grounding,
+                "short_close": short * self.close, "long_close": long * self.close,
+                "short_asked": short * self.asked, "long_asked": long * self.asked, "length": self.length}
+
+    def score(self) -> float:
+        return TOPIC_BIAS + sum(TOPIC_WEIGHTS[k] * v for k, v in self.features().items())
+
+
+def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | None:
+    """The ``Topic`` signals of an answer, or None without a context or without an answer keyword."""
+    parts = sentences(context)
+    words = frozenset(stems(_digits(answer)) - GENERIC)
+    if not parts or not words:
+        return None
+    vectors = embed([question, answer, *parts])
+    q, a, s = vectors[0], vectors[1], vectors[2:]
+    to_question = s @ q
+    near = sorted({j for i in np.argsort(-to_question)[:NEAR_TOP] for j in (i - 1, i, i + 1) if 0 <= j < len(parts)})
+    known, digits = stems(context) | _question_stems(question), _digits(context)
+    found = sum(1 for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
+                                     else similar(w, known)))
+    return Topic(found, len(words), float(np.max(s[near] @ a)), float(q @ a), float(np.max(to_question)),
+                 min(1.0, len(answer.split()) / LONG_WORDS))
+
+
+def _off_topic(question: str, answer: str, context: str, embed: Embed) -> str | None:
+    """Why the answer is about something else, or None (module docstring, rule 3)."""
+    signals = topic(question, answer, context, embed)
+    if signals is None or signals.about < MIN_ABOUT or signals.score() >= TOPIC_THRESHOLD:
+        return None
+    return (f"score {signals.score():.2f} < {TOPIC_THRESHOLD:g}: {signals.found} of {signals.total} answer keywords "
+            f"occur in the context, meaning close to the sentences near the question {signals.close:.2f}, to the "
+            f"question {signals.asked:.2f}")
+
+
 @dataclass(frozen=True)
 class Relevance:
     verdict: bool
@@ -183,11 +283,8 @@ class Relevance:
     reason: str  # names the rule
 
 
-def answer_relevance(question: str, answer: str, context: str | None = None, *, answerable: bool = True
-                     ) -> Relevance:
-    """Judge one answer (module docstring). ``context``: the text the system was given (None or "" when unknown);
-    ``answerable`` False: the question has no answer, and a refusal is the relevant reply."""
-    answer = answer or ""
+def answer_form(question: str, answer: str, answerable: bool) -> Relevance | None:
+    """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass."""
     if not answerable and is_refusal(answer):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
@@ -201,15 +298,37 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     if asked is not None and not ASKED[asked].accepts(answer):
         return Relevance(False, "wrong_type",
                          f"wrong_type: the question asks for a {asked}, the answer has {ASKED[asked].needs}")
-    context_words = stems(context or "")
-    words = {w for w in stems(answer) - GENERIC if not _DIGIT.search(w)}  # numbers, codes, versions: no topic
-    if context_words and words:
-        known = _question_stems(question) | context_words
-        related = [w for w in words if similar(w, known)]
-        support = len(related) / len(words)
-        if support < MIN_SUPPORT and len(related) < MIN_RELATED:
-            return Relevance(False, "off_topic",
-                             f"off_topic: {len(related)} of {len(words)} answer keywords relate to the question or "
-                             f"the context (support {support:.2f} < {MIN_SUPPORT:g}, fewer than {MIN_RELATED})")
+    return None
+
+
+def answer_relevance(question: str, answer: str, context: str | None = None, *, answerable: bool = True,
+                     embed: Embed | None = None, cache: bool = True) -> Relevance:
+    """Judge one answer (module docstring). ``context``: the text the system was given (None or "" when unknown);
+    ``answerable`` False: the question has no answer, and a refusal is the relevant reply. ``embed``: texts ->
+    L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk unless ``cache`` is False)."""
+    answer = answer or ""
+    form = answer_form(question, answer, answerable)
+    if form is not None:
+        return form
+    topic = _off_topic(question, answer, context or "", embed or functools.partial(embed_texts, cache_path=cache))
+    if topic is not None:
+        return Relevance(False, "off_topic", f"off_topic: {topic}")
+    asked = asked_type(question)
     return Relevance(True, "relevant", "relevant: " + (f"a {asked} as asked" if asked else "addresses the question")
-                     + ("" if context_words else " (no context: the off-topic rule did not apply)"))
+                     + ("" if sentences(context or "") else " (no context: the off-topic rule did not apply)"))
+
+
+def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *, cache: bool = True,
+                           progress: Callable[[int], None] | None = None) -> list[Relevance]:
+    """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
+    reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
+    texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok) is None and sentences(c or "")
+             for t in (q, a or "", *sentences(c or ""))]
+    unique = list(dict.fromkeys(texts))
+    vectors = embed_texts(unique, cache_path=cache, progress=progress)
+    row = {t: i for i, t in enumerate(unique)}
+
+    def lookup(batch: Sequence[str]) -> np.ndarray:
+        return vectors[[row[t] for t in batch]]
+
+    return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases]

@@ -145,7 +145,7 @@ def build_qa_plan(config: Config) -> QAPlan:
         Coverage(), ContextWaste(),
     ]
     if "answer_relevance" in config.judge.reference_free:  # reference-free: never a primary (not in VERDICTS)
-        evaluators.append(AnswerRelevance())
+        evaluators.append(AnswerRelevance(cache=config.cache.enabled))
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}
     primary = choose_primary(config)

@@ -6,8 +6,9 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
 - retrieval: ``mrr@k``, ``map@k``, ``ndcg@k``, ``p@k``, ``recall@k``, ``hit@k`` (names parsed only by
   ``retrieval_metrics.parse_metric_name``) at every cut-off the run has; a case without relevant documents has
   no value; a case whose retrieval failed scores 0 (an empty result list); ``hit@k`` is a binary verdict.
-- reference-free: ``faithfulness`` and ``context_relevance`` (``records.REFERENCE_FREE_SCORES``), scores in [0, 1]
-  where higher is better, on the cases the judge applies to (none where it does not: a refusal, no context);
+- reference-free: ``faithfulness``, ``answer_relevance`` and ``context_relevance`` (``records.REFERENCE_FREE_SCORES``),
+  scores in [0, 1] where higher is better, on the cases the judge applies to (none where it does not: a refusal, no
+  answer, no context);
 - judges: every other name in the records' ``judges``. A verdict judge (``is_verdict_name``) counts as accuracy counts
   it (``verdict_outcome``: a failed case or answer, an empty or unjudged answer on a case to answer is 0); a
   score judge (token F1, similarity …) has its score on the cases it scored. ``context_waste`` (share of context
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.records import REFERENCE_FREE_SCORES, REFERENCE_FREE_VERDICTS, VERDICT_NAMES, CaseRecord
+from evaluations.results.records import REFERENCE_FREE_SCORES, VERDICT_NAMES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, metric_key, METRICS, parse_metric_name
 from evaluations.results.rundata import RunData
 from evaluations.results.stats import percentile
@@ -56,9 +57,8 @@ def _number(value: Any) -> float | None:
 # --- the answer failure rule: which cases count for accuracy, and how -------------------------------------------
 
 def is_verdict_name(name: str) -> bool:
-    """A verdict's name: in ``VERDICT_NAMES`` or ``REFERENCE_FREE_VERDICTS``, or ending in ``_correct`` (boolean
-    values only count)."""
-    return name in VERDICT_NAMES or name in REFERENCE_FREE_VERDICTS or name.endswith("_correct")
+    """A correctness verdict's name: in ``VERDICT_NAMES`` or ending in ``_correct`` (boolean values only count)."""
+    return name in VERDICT_NAMES or name.endswith("_correct")
 
 
 def verdict_names(records: Iterable[CaseRecord]) -> list[str]:
@@ -91,15 +91,11 @@ def non_empty_answer(record: CaseRecord) -> bool:
 def verdict_outcome(record: CaseRecord, name: str) -> bool | None:
     """The record's contribution to judge ``name``'s accuracy: True (correct), False (incorrect: a failed
     case or answer stage, an empty answer the judge did not pass, a judge failure, no verdict on a gold case),
-    or None (not counted: not a case to answer, no gold, or an unanswerable case without a verdict).
-    A reference-free verdict (``REFERENCE_FREE_VERDICTS``) needs no gold: every case to answer counts, and one
-    without its verdict (a failed case or answer stage, a judge failure) is False."""
+    or None (not counted: not a case to answer, no gold, or an unanswerable case without a verdict)."""
     if not to_answer(record):
         return None
     value = record.judges.get(name)
     verdict = value if isinstance(value, bool) else None
-    if name in REFERENCE_FREE_VERDICTS:
-        return verdict is True
     kind = answer_kind(record)
     if kind == "gold":
         return verdict is True

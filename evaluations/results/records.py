@@ -38,16 +38,13 @@ VERDICT_NAMES = (
     "combined_correct",
 )
 
-#: reference-free verdicts (no gold needed: ``answer_relevance``, ``judging.relevance``): a verdict on every case
-#: to answer, gold or not (``measures.verdict_outcome``); not correctness, so neither a primary judge nor compared
-#: with correctness labels
-REFERENCE_FREE_VERDICTS = ("answer_relevance",)
-
-
-#: per-case scores of the reference-free judges (in a record's ``judges``, in [0, 1], absent where the judge does
-#: not apply): ``faithfulness`` = supported claims / claims of the answer, ``context_relevance`` = precision@k of
-#: the retrieved chunks judged relevant. Not correctness verdicts: never a primary judge, never in "judges disagree".
-REFERENCE_FREE_SCORES = ("faithfulness", "context_relevance")
+#: reference-free scores (no gold needed; per case in [0, 1], in a record's ``judges`` as floats): ``faithfulness``,
+#: ``answer_relevance`` (``judging.relevance``: 1 or 0) and ``context_relevance``. A case the judge does not apply
+#: to has no value (not applicable). Not correctness: never a verdict (``measures.is_verdict_name``), a primary
+#: judge, nor in the "judges disagree" count (``summary.DISAGREEMENT_JUDGES``); summarised with n and a 95% CI
+#: (``results.reference_free``). ``faithfulness`` = supported claims / claims of the answer, ``context_relevance``
+#: = precision@k of the retrieved chunks judged relevant.
+REFERENCE_FREE_SCORES = ("faithfulness", "answer_relevance", "context_relevance")
 
 
 class ClaimRecord(BaseModel):

@@ -30,7 +30,7 @@ from evaluations.results import measures
 from evaluations.results.records import CaseRecord
 from evaluations.results.rundata import RunData
 
-__all__ = ["METRICS", "mean_ci", "qrels_agreement", "reference_free_summary"]
+__all__ = ["METRICS", "mean_ci", "qrels_agreement", "reference_free_summary", "score_summary"]
 
 #: metric -> its domain (the records it applies to in principle), in report order
 METRICS: dict[str, Callable[[CaseRecord], bool]] = {
@@ -66,7 +66,9 @@ def _ran(name: str, records: list[CaseRecord]) -> bool:
     return any(name in r.judges or f"{name}_kind" in r.judge_labels for r in records)
 
 
-def _metric(name: str, run: RunData) -> dict[str, Any]:
+def score_summary(records: list[CaseRecord] | RunData, name: str) -> dict[str, Any]:
+    """One metric's entry (module docstring): ``mean``, ``n``, ``not_applicable``, ``ci95``, ``kinds``."""
+    run = records if isinstance(records, RunData) else RunData(records=records)
     family = measures.family_of(name, run)
     domain = [r for r in run.records if METRICS[name](r)]
     values = [v for r in domain if family is not None and (v := family.value(name, r, run)) is not None]
@@ -105,7 +107,7 @@ def reference_free_summary(run: RunData) -> dict[str, Any] | None:
     names = [name for name in METRICS if _ran(name, run.records)]
     if not names:
         return None
-    section: dict[str, Any] = {"metrics": {name: _metric(name, run) for name in names}}
+    section: dict[str, Any] = {"metrics": {name: score_summary(run, name) for name in names}}
     if "context_relevance" in names and (agreed := qrels_agreement(run.records)) is not None:
         section["metrics"]["context_relevance"]["qrels_agreement"] = agreed
     section["model_calls"] = sum(r.reference_free_calls or 0 for r in run.records)

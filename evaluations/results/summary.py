@@ -14,9 +14,12 @@ Averaging rules:
 - segments and repeat spreads average the same per-case values: retrieval as above, a verdict judge's value on a
   case it should have judged but did not is 0 (so a segment's verdict mean is its accuracy), scores over the
   cases that have them;
-- reference-free metrics (``faithfulness``, ``answer_relevance``, ``context_relevance``: ``reference_free_summary``)
-  are means over the cases the judge applies to, beside ``n``, the cases it did not apply to and a 95% CI; their
-  means are also in ``metrics`` (compare, gate, matrix and history read them through the measure registry);
+- a reference-free score (``records.REFERENCE_FREE_SCORES``: ``faithfulness``, ``answer_relevance``,
+  ``context_relevance``; no gold needed) is a mean over the cases it applies to, beside ``n``, ``not_applicable``
+  and a 95% ``ci95`` (``results.reference_free``: Wilson for 0/1 values, Student t otherwise); the answer judges
+  have these in ``answers.judges``, all three are in the ``reference_free`` section (with the qrels agreement of
+  context relevance) and their means in ``metrics`` (compare, gate, matrix and history read them through the
+  measure registry). They are not verdicts, and never in ``disagreements`` (correctness judges only);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -31,8 +34,8 @@ from typing import Any
 from evaluations.results import measures
 from evaluations.results.calibration import calibration_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
-from evaluations.results.records import STAGES, CaseRecord
-from evaluations.results.reference_free import reference_free_summary
+from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES, CaseRecord
+from evaluations.results.reference_free import reference_free_summary, score_summary
 from evaluations.results.retrieval_metrics import METRIC_ORDER, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, Cost, RunData, RunSummary
 from evaluations.results.segments import segment_metrics
@@ -94,6 +97,8 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
         judges[name] = {"mean": sum(v) / len(v), "n": len(v)}
         if name in verdicts:
             judges[name].update(answer_accuracy(records, name))
+        elif name in REFERENCE_FREE_SCORES:
+            judges[name].update(score_summary(run, name))
     answered = [r for r in records if r.answer is not None]
     used = [u for r in records if (u := measures.usage(r)) is not None]  # the cases whose answer stage ran
     due = [r for r in records if to_answer(r)]

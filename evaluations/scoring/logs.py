@@ -21,11 +21,14 @@ Figures (N = queries, A = attempts):
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
 * calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
-* reference-free judges (``reference_free``, default none; the CLI passes ``judge.reference_free``) on each query's
-  last attempt, from its ``query``, the logged context (the ``context`` spans, else all ``retrieved`` spans, with
-  their ``text``) and its ``answer``: ``faithfulness``, ``context_relevance`` and ``answer_relevance`` as in a run
-  (``evaluators.reference_free``, ``judging.relevance``), summarised as a run's (``results.reference_free``: the ``reference_free``
-  section). A span without text is left out of the context; an attempt without ``query`` is not judged.
+* answer relevance (``judging.relevance``, no gold needed) of each query's last attempt that logged its ``query`` and
+  ``answer``, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
+  query, the mean with n and a 95% CI (``results.summary.reference_free``), ``not_applicable`` = queries without
+  both, and how many of each kind.
+* faithfulness and context relevance (``reference_free``, default none; the CLI passes ``judge.reference_free``)
+  of each query's last attempt that logged its ``query``, from the same context spans (a span without text is
+  left out) and its ``answer``, as in a run (``evaluators.reference_free``); all reference-free metrics are
+  summarised as a run's (``results.reference_free``: the ``reference_free`` section).
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
+from evaluations.judging.relevance import answer_relevance_batch
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
 from evaluations.results.records import CaseRecord, QARecord, results_fields
-from evaluations.results.reference_free import reference_free_summary
+from evaluations.results.reference_free import reference_free_summary, score_summary
 from evaluations.results.retrieval_metrics import compute_all
 from evaluations.results.rundata import RunData
 from evaluations.results.summary import retrieval_means
@@ -152,6 +156,32 @@ def _waste(record: LogRecord, gold: Gold | None) -> tuple[float, str] | None:
     return sum(i not in relevant for i in ids) / len(ids), "spans"
 
 
+def _context_spans(record: LogRecord) -> list[tuple[str, str]]:
+    """(id, text) of the spans given to the model (``context`` ids), else of every retrieved span; spans without
+    text are left out."""
+    spans = {s.id: s for s in record.spans()}
+    ids = record.context if record.context is not None else list(spans)
+    return [(i, spans[i].text) for i in ids if i in spans and spans[i].text and spans[i].text.strip()]
+
+
+def _context_text(record: LogRecord) -> str:
+    """The text of the context spans (``_context_spans``), "" when none."""
+    return "\n\n".join(text for _, text in _context_spans(record))
+
+
+def _relevance(finals: list[CaseRecord], lasts: list[LogRecord]) -> dict[str, Any]:
+    """Answer relevance of each query's last attempt (module docstring), set in ``finals``' judges."""
+    judged = [(f, a) for f, a in zip(finals, lasts) if a.query and a.answer is not None]
+    results = answer_relevance_batch([(a.query or "", a.answer or "", _context_text(a), True) for _, a in judged])
+    for (final, _), result in zip(judged, results):
+        final.judges["answer_relevance"] = 1.0 if result.verdict else 0.0
+        final.judge_reasons["answer_relevance"] = result.reason
+        final.judge_labels["answer_relevance_kind"] = result.kind
+    kinds = Counter(r.kind for r in results)
+    return {**score_summary(finals, "answer_relevance"), "not_applicable": len(finals) - len(judged),
+            "kinds": dict(sorted(kinds.items()))}
+
+
 def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     if record.cost_usd is not None:
         return record.cost_usd
@@ -169,22 +199,12 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dic
 
     if not record.query or not names:
         return {}
-    spans = {s.id: s for s in record.spans()}
-    ids = record.context if record.context is not None else list(spans)
-    passages = [Passage(id=i, text=spans[i].text) for i in ids if i in spans and (spans[i].text or "").strip()]
+    passages = [Passage(id=i, text=text) for i, text in _context_spans(record)]
     results: dict[str, Any] = {}
     if "faithfulness" in names and record.answer is not None:
         results.update(faithfulness_results(record.query, record.answer, passages, cache=cache))
     if "context_relevance" in names:
         results.update(context_relevance_results(record.query, passages, cache=cache))
-    if "answer_relevance" in names and record.answer is not None:
-        from pydantic_evals.evaluators import EvaluationReason
-
-        from evaluations.judging.relevance import answer_relevance
-
-        relevance = answer_relevance(record.query, record.answer, "\n\n".join(p.text for p in passages))
-        results.update(answer_relevance=EvaluationReason(relevance.verdict, reason=relevance.reason),
-                       answer_relevance_kind=relevance.kind)
     return results_fields(results)
 
 
@@ -210,6 +230,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     rank = {tier: i for i, tier in enumerate(order)}
 
     finals: list[CaseRecord] = []  # each query's outcome (its last attempt), averaged by the measure registry
+    lasts: list[LogRecord] = []
     escalated, retried = 0, 0
     confidences, outcomes, wastes, bases = [], [], [], Counter()
     tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
@@ -243,6 +264,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
                 latencies.append(attempt.latency_ms)
         retried += len(attempts) > 1
         last = attempts[-1]
+        lasts.append(last)
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
         ranking = _dedupe([s.id for s in last.spans()])
@@ -267,7 +289,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "attempts": n_attempts,
         "retrieval": {"queries": evaluated, "metrics": metrics},
         "answers": {"judged": n_judged, "correct": n_correct,
-                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged else None},
+                    "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged
+                    else None},  # no gold and no logged ``correct``: nothing to judge correctness by
         "tokens": {"input": tokens_in, "output": tokens_out,
                    "per_query": (tokens_in + tokens_out) / n_queries,
                    "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},
@@ -284,6 +307,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
                        "attempts_per_query": n_attempts / n_queries},
         "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
         "calibration": calibration(confidences, outcomes, bins),
+        "answer_relevance": _relevance(finals, lasts),
     }
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
