@@ -63,8 +63,8 @@ def sample(shared: Path, rng: np.random.Generator) -> list[Question]:
     return picked
 
 
-def conditions(questions: list[Question], rng: np.random.Generator) -> list[tuple[Question, str, str, str]]:
-    """(question, model, condition, passage) to answer."""
+def draws(questions: list[Question], rng: np.random.Generator) -> list[tuple[Question, str, str, Question | None]]:
+    """(question, model, condition, the question whose passage is given: itself, another one or None), in row order."""
     by_dataset: dict[str, list[Question]] = {}
     for q in questions:
         by_dataset.setdefault(q.dataset, []).append(q)
@@ -75,11 +75,15 @@ def conditions(questions: list[Question], rng: np.random.Generator) -> list[tupl
                   if o.key != q.key and o.passage]
         for model in MODELS:
             if q.passage:
-                jobs.append((q, model, "gold", q.passage))
+                jobs.append((q, model, "gold", q))
             extra = "wrong" if rng.random() < 0.5 and others else "none"
-            passage = others[int(rng.integers(len(others)))].passage if extra == "wrong" else ""
-            jobs.append((q, model, extra, passage))
+            jobs.append((q, model, extra, others[int(rng.integers(len(others)))] if extra == "wrong" else None))
     return jobs
+
+
+def conditions(questions: list[Question], rng: np.random.Generator) -> list[tuple[Question, str, str, str]]:
+    """(question, model, condition, passage) to answer."""
+    return [(q, model, condition, given.passage if given else "") for q, model, condition, given in draws(questions, rng)]
 
 
 async def answer_all(jobs, context_chars: int, log_every: int = 20, on_row=None) -> list[dict]:

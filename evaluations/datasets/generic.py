@@ -5,8 +5,9 @@ Query record (``DatasetRecord``; JSON schema in ``datasets/schemas/dataset_recor
     {"id": "q1", "query": "...", "relevant_doc_ids": ["d1"], "graded_relevance": {"d2": 2},
      "answers": ["..."], "tags": ["x"], "category": "how-to", "difficulty": "easy"}
 
-``relevant_doc_ids`` count as grade 1 unless ``graded_relevance`` grades them; a record needs relevance or
-answers. ``category`` and ``difficulty`` become the tags ``category:<x>`` / ``difficulty:<y>``. A JSON file is
+``relevant_doc_ids`` count as grade 1 unless ``graded_relevance`` grades them; a record may have neither
+relevance nor answers (``id`` and ``query`` only): the reference-free judges (``answer_relevance``) still measure
+its answer. ``category`` and ``difficulty`` become the tags ``category:<x>`` / ``difficulty:<y>``. A JSON file is
 an array of records or ``{"queries": [...]}``; a YAML file a list of records.
 
 Documents: ``--corpus FILE`` (JSONL/JSON/CSV rows with ``id`` (or ``_id``/``doc_id``), ``text`` and optional
@@ -22,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
@@ -51,12 +52,6 @@ class DatasetRecord(BaseModel):
     @classmethod
     def _id_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    @model_validator(mode="after")
-    def _has_gold(self) -> DatasetRecord:
-        if not self.relevant_doc_ids and not self.graded_relevance and not self.answers:
-            raise ValueError("needs relevant_doc_ids, graded_relevance or answers")
-        return self
 
     def relevance(self) -> dict[str, int]:
         return {**{d: 1 for d in self.relevant_doc_ids}, **self.graded_relevance}
@@ -208,8 +203,11 @@ def _load(options: LoadOptions) -> Corpus:
 
 
 def spec_for(dataset_file: str | Path, corpus: str | Path | None, *, name: str = "run") -> DatasetSpec:
-    """A DatasetSpec for one dataset file + its documents (what ``evaluations run`` registers)."""
-    has_answers = any(r.answers for r in read_records(dataset_file))
+    """A DatasetSpec for one dataset file + its documents (what ``evaluations run`` registers). Answers are
+    generated and judged when a record has gold answers, or when no record has any gold (questions only: the
+    answers are all there is to measure, by the reference-free judges)."""
+    records = read_records(dataset_file)
+    has_answers = any(r.answers for r in records) or not any(r.relevance() for r in records)
 
     def load(options: LoadOptions) -> Corpus:
         return apply_limit(load_dataset_file(options.source or dataset_file, corpus), options.limit)

@@ -223,8 +223,16 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
+def _relevance(e: LabelledAnswer) -> bool:
+    """``judging.relevance``: reference-free, from the question, the answer and the example's context."""
+    from evaluations.judging.relevance import answer_relevance
+
+    return answer_relevance(e.question, e.answer, e.context, answerable=e.answerable).verdict
+
+
 #: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
 #: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk unless ``cache=False``).
+#: ``answer_relevance`` does not read the references: its label is "addresses the question", not "correct".
 #: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
 JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "llm": lambda _t, cache=True: functools.partial(_llm, cache=cache),
@@ -235,6 +243,7 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
     "semantic": lambda _t, cache=True: _semantic,
     "offline": lambda _t, cache=True: _offline,
+    "answer_relevance": lambda _t, cache=True: _per_example(_relevance),
 }
 
 

@@ -7,7 +7,7 @@ rule is reversed: a refusal is the correct answer and anything else is not. Ever
 judge (``Screen.decided is None``).
 
 The screen uses signals, not per-dataset patterns. With kw(x) the keyword stems of x (``text.keywords``, light
-suffix stemming, ``_stem``) and Q, A, G the question, the answer and one gold alternative:
+suffix stemming, ``stem``) and Q, A, G the question, the answer and one gold alternative:
 
 * novel(A)  = kw(A) − kw(Q) − FILLER: what the answer adds beyond the question's words;
 * inf(G)    = kw(G) − kw(Q), less words similar to a question word (below): the gold's *informative* keywords (RepliQA-style golds restate the question,
@@ -48,7 +48,8 @@ from functools import lru_cache
 from evaluations.judging import lexical
 from evaluations.judging.text import STOPWORDS, normalize, tokens
 
-__all__ = ["KINDS", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall"]
+__all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
+           "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -85,13 +86,13 @@ _REFUSAL = re.compile(
     r"(?:im|i am) (?:sorry|not sure)|as an ai|no way to (?:know|tell)|is not clear|unclear)\b"
 )
 _LETTER = re.compile(r"\w")
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _MONTHS = (
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
 ).split()
-_MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
-_NUMBER_WORDS = frozenset(
+MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
+NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
     "billion trillion dozen half quarter once twice single double triple none".split()
@@ -126,7 +127,7 @@ _IRREGULAR = dict(
 
 
 @lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A light English suffix stripper (plural, past, -ing, -ly), enough to match 'launched' with 'launch';
     irregular past forms and number words through ``_IRREGULAR``."""
     if word in _IRREGULAR:
@@ -140,8 +141,9 @@ def _stem(word: str) -> str:
     return word
 
 
-def _kw(text: str) -> frozenset[str]:
-    return frozenset(_stem(t) for t in tokens(text) if t not in STOPWORDS)
+def stems(text: str) -> frozenset[str]:
+    """kw(text): the stems (``stem``) of its non-stopword tokens."""
+    return frozenset(stem(t) for t in tokens(text) if t not in STOPWORDS)
 
 
 def is_refusal(answer: str) -> bool:
@@ -169,7 +171,7 @@ class Signals:
         return self.contains_gold or (self.recall or 0.0) > 0
 
 
-def _similar(word: str, others: frozenset[str]) -> bool:
+def similar(word: str, others: frozenset[str]) -> bool:
     """``word`` is in ``others``, or shares a prefix of ≥ 5 characters and ≥ 70% of the shorter word with one of
     them ("mitochondria" ~ "mitochondrion", "hellenismos" ~ "hellenism")."""
     if word in others:
@@ -184,14 +186,14 @@ def _similar(word: str, others: frozenset[str]) -> bool:
 
 
 def signals(question: str, refs: Sequence[str], answer: str) -> Signals:
-    q, a = _kw(question), _kw(answer)
+    q, a = stems(question), stems(answer)
     recalls = []
     contains = bool(refs) and lexical.containment(list(refs), answer)
     for ref in refs:
-        gold = _kw(ref)
-        informative = frozenset(w for w in gold - q if not _similar(w, q))  # "canadian" is not news after "canada"
+        gold = stems(ref)
+        informative = frozenset(w for w in gold - q if not similar(w, q))  # "canadian" is not news after "canada"
         if informative:
-            recalls.append(sum(_similar(w, a) for w in informative) / len(informative))
+            recalls.append(sum(similar(w, a) for w in informative) / len(informative))
         elif gold and gold <= a:
             contains = True  # every gold keyword is in the answer (and in the question)
     return Signals(frozenset(a - q - FILLER), len(a), len(a & q), max(recalls) if recalls else None, contains)
@@ -199,8 +201,8 @@ def signals(question: str, refs: Sequence[str], answer: str) -> Signals:
 
 def novelty(question: str, answer: str) -> float:
     """|novel(A)| / |kw(A)|: the share of the answer's keywords that are not the question's (0 for no keywords)."""
-    a = _kw(answer)
-    return len(a - _kw(question) - FILLER) / len(a) if a else 0.0
+    a = stems(answer)
+    return len(a - stems(question) - FILLER) / len(a) if a else 0.0
 
 
 def informative_recall(question: str, refs: Sequence[str], answer: str) -> float:
@@ -270,7 +272,7 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
     parts = [p for p in _OR.split(normalize(answer)) if p.strip()]
     if len(parts) < 2 or any(len(p.split()) > OPTION_MAX_WORDS for p in parts):
         return []
-    keyworded = [p for p in parts if _kw(p)]
+    keyworded = [p for p in parts if stems(p)]
     if len(keyworded) < 2:
         return []
     gold = [p for p in keyworded if refs and (lexical.containment(list(refs), p) or _gold_recall(refs, question, p))]
@@ -279,7 +281,7 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
 
 def _gold_recall(refs: Sequence[str], question: str, part: str) -> bool:
     s = signals(question, refs, part)
-    return s.contains_gold or (s.recall or 0.0) >= 0.5 or any(_similar(w, _kw(r)) for w in _kw(part) for r in refs)
+    return s.contains_gold or (s.recall or 0.0) >= 0.5 or any(similar(w, stems(r)) for w in stems(part) for r in refs)
 
 
 def _is_heading(question: str, answer: str) -> bool:
@@ -297,7 +299,7 @@ def _is_heading(question: str, answer: str) -> bool:
     capitalised = sum(1 for w in content if w[0].isupper())
     if capitalised / len(content) < 0.6:
         return False
-    if _WHO.search(question) and not (_kw(answer) & _kw(question)):
+    if _WHO.search(question) and not (stems(answer) & stems(question)):
         return False  # a name answering "who"
     return True
 
@@ -305,13 +307,14 @@ def _is_heading(question: str, answer: str) -> bool:
 def _fragment(question: str, refs: Sequence[str], answer: str) -> str | None:
     q, a = normalize(question), normalize(answer)
     golds = [normalize(r) for r in refs]
-    if _ASKS_DATE.search(q) and golds and all(_MONTH.search(g) for g in golds):
-        if _YEAR.search(a) and not _MONTH.search(a):
+    if _ASKS_DATE.search(q) and golds and all(MONTH.search(g) for g in golds):
+        if YEAR.search(a) and not MONTH.search(a):
             return f"{KINDS['fragment']}: the question asks for a date, the answer gives only a year"
-    if _ASKS_NUMBER.search(q) and golds and all(_has_number(g) for g in golds) and not _has_number(a):
+    if _ASKS_NUMBER.search(q) and golds and all(has_number(g) for g in golds) and not has_number(a):
         return f"{KINDS['fragment']}: the question asks for a number, the answer has none"
     return None
 
 
-def _has_number(text: str) -> bool:
-    return bool(_DIGIT.search(text)) or any(t in _NUMBER_WORDS for t in text.split())
+def has_number(text: str) -> bool:
+    """A digit, or a number word (``NUMBER_WORDS``) among the normalised text's words."""
+    return bool(_DIGIT.search(text)) or any(t in NUMBER_WORDS for t in text.split())

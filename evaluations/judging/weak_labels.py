@@ -38,7 +38,8 @@ class Question:
 
 _READERS = {
     "repliqa": partial(read_row, "repliqa"), "clapnq": partial(read_row, "clapnq"),
-    "squad2": partial(read_row, "squad2"), "techqa": partial(read_row, "techqa/wixqa"), "evouna": partial(read_row, "evouna"),
+    "squad2": partial(read_row, "squad2"), "techqa": partial(read_row, "techqa/wixqa"),
+    "wixqa": partial(read_row, "techqa/wixqa"), "evouna": partial(read_row, "evouna"),
 }
 
 

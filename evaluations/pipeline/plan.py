@@ -31,6 +31,7 @@ from evaluations.evaluators.answers import (
 from evaluations.judging.validation import Validation, best_judge, load_validation
 from evaluations.pipeline.qa_agent import build_qa_agent
 from evaluations.evaluators.context import ContextWaste, Coverage
+from evaluations.evaluators.relevance import AnswerRelevance
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings
 
 
@@ -141,7 +142,7 @@ def build_qa_plan(config: Config) -> QAPlan:
     evaluators: list = [
         KeywordOverlap(threshold=config.judge.keyword_threshold), TokenF1(), ExactMatch(), Containment(),
         SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
-        Coverage(), ContextWaste(),
+        Coverage(), ContextWaste(), AnswerRelevance(),  # reference-free: never a primary (not in VERDICTS)
     ]
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}

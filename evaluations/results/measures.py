@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.records import VERDICT_NAMES, CaseRecord
+from evaluations.results.records import REFERENCE_FREE_VERDICTS, VERDICT_NAMES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, metric_key, METRICS, parse_metric_name
 from evaluations.results.rundata import RunData
 from evaluations.results.stats import percentile
@@ -54,8 +54,9 @@ def _number(value: Any) -> float | None:
 # --- the answer failure rule: which cases count for accuracy, and how -------------------------------------------
 
 def is_verdict_name(name: str) -> bool:
-    """A correctness verdict's name: in ``VERDICT_NAMES`` or ending in ``_correct`` (boolean values only count)."""
-    return name in VERDICT_NAMES or name.endswith("_correct")
+    """A verdict's name: in ``VERDICT_NAMES`` or ``REFERENCE_FREE_VERDICTS``, or ending in ``_correct`` (boolean
+    values only count)."""
+    return name in VERDICT_NAMES or name in REFERENCE_FREE_VERDICTS or name.endswith("_correct")
 
 
 def verdict_names(records: Iterable[CaseRecord]) -> list[str]:
@@ -88,11 +89,15 @@ def non_empty_answer(record: CaseRecord) -> bool:
 def verdict_outcome(record: CaseRecord, name: str) -> bool | None:
     """The record's contribution to judge ``name``'s accuracy: True (correct), False (incorrect: a failed
     case or answer stage, an empty answer the judge did not pass, a judge failure, no verdict on a gold case),
-    or None (not counted: not a case to answer, no gold, or an unanswerable case without a verdict)."""
+    or None (not counted: not a case to answer, no gold, or an unanswerable case without a verdict).
+    A reference-free verdict (``REFERENCE_FREE_VERDICTS``) needs no gold: every case to answer counts, and one
+    without its verdict (a failed case or answer stage, a judge failure) is False."""
     if not to_answer(record):
         return None
     value = record.judges.get(name)
     verdict = value if isinstance(value, bool) else None
+    if name in REFERENCE_FREE_VERDICTS:
+        return verdict is True
     kind = answer_kind(record)
     if kind == "gold":
         return verdict is True

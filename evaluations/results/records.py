@@ -34,6 +34,11 @@ VERDICT_NAMES = (
     "combined_correct",
 )
 
+#: reference-free verdicts (no gold needed: ``answer_relevance``, ``judging.relevance``): a verdict on every case
+#: to answer, gold or not (``measures.verdict_outcome``); not correctness, so neither a primary judge nor compared
+#: with correctness labels
+REFERENCE_FREE_VERDICTS = ("answer_relevance",)
+
 
 class QARecord(BaseModel):
     status: Literal["ok", "failed", "skipped"] = "skipped"

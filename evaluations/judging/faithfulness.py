@@ -1,0 +1,260 @@
+"""``faithfulness`` (alias ``groundedness``): is every claim of the answer supported by the retrieved passages?
+
+Reference-free: it reads the question, the answer and the passages, never a gold answer. Steps:
+
+1. Not applicable (``Faithfulness.applicable`` False, no score) when the answer is empty or the question echoed or
+   restated (the non-answer screen without gold, ``nonanswer.screen(question, (), answer)``: ``NOT_APPLICABLE``),
+   there is no passage (``no_context``), or no claim is left (``refusal`` when the screen saw a refusal: its
+   sentences are no claims, ``no_claim`` otherwise). An answer with a refusal phrase beside claims is judged.
+2. Claims: ``claims.split_claims`` (sentences, then clauses; filler and restated question words dropped; a verbless
+   answer is one ``short`` claim read with the question).
+3. Per claim, the passages are cut into windows of ``WINDOW_SENTENCES`` consecutive sentences (``windows``), and
+   the ``top_m`` windows with the highest lexical coverage of the claim's keywords are asked to the embedded model
+   (``judging.yesno``, ``PASSAGE_SYSTEM``, shared = ``"Passage:\\n{window}\\n\\n"``, tail = the question, the claim
+   and the ask of ``ASKS[params.ask]``); p_llm = the highest P(yes); the passage of that window is the claim's
+   supporting passage. Windows, not whole passages: a forward pass costs in proportion to its tokens (a window of
+   three sentences is ~100 tokens, a retrieved passage 300-500), the model reads the few sentences that matter
+   instead of a long text, and no passage is ever longer than the model's window. (The cost: the passage state is
+   not shared with the context-relevance judge, which reads whole passages.)
+4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) (in the column ``llm_logit_short`` for a short
+   claim, ``llm_logit`` otherwise, 0 in the other: each kind gets its own weight) and the alignment signals of ``claims.claim_signals``
+   (``FEATURES``). P(supported) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) with the parameters of
+   ``judges/faithfulness.json`` (``FaithfulnessParams``, fitted by ``benchmarks/faithfulness.py --write-params``
+   on hand labels: the answer-level label "every claim supported" against the answer's worst-claim features
+   ``worst``: min of the support signals, max of the missing counts); a claim is supported when P ≥ threshold.
+5. Score = supported claims / claims.
+
+Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts are cached in the one
+``VerdictCache`` (``yesno.cached_probability``), so a re-run makes no model call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.claims import SIGNALS, Claim, claim_signals, sentences, split_claims
+from evaluations.judging.embedded import VerdictCache
+from evaluations.judging.nonanswer import FILLER, screen, similar, stems
+from evaluations.judging.passages import Passage, as_passages
+
+__all__ = [
+    "ASKS", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness", "FaithfulnessParams",
+    "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params", "params_path", "shared_text",
+    "windows", "applicability", "fit_params",
+]
+
+#: screen kinds (without gold) that make an answer not applicable: it states nothing to check
+NOT_APPLICABLE = ("empty", "refusal", "echo", "restatement")
+#: the ask after the claim; the wording is chosen on a fitting split (``FaithfulnessParams.ask``)
+ASKS: dict[str, str] = {
+    "statement": "Question: {question}\nStatement: {claim}\nIs the statement supported by the passage? "
+                 "Answer yes or no.",
+    "stated": "Question: {question}\nClaim: {claim}\nDoes the passage state this claim (not only mention its "
+              "words)? Answer yes or no.",
+    "answer": "Question: {question}\nAnswer: {claim}\nDoes the passage support this answer to the question? "
+              "Answer yes or no.",
+}
+SHORT_ASK = "answer"  # a short (verbless) claim is always read as an answer to the question
+FEATURES: tuple[str, ...] = ("llm_logit", "llm_logit_short", *SIGNALS, "short")
+#: features where lower means less support (the worst claim has the minimum); the others are counts of missing
+#: things (the worst claim has the maximum)
+SUPPORT_FEATURES = frozenset({"llm_logit", "llm_logit_short", "coverage", "window_coverage", "pair_support", "novel_coverage"})
+WINDOW_SENTENCES = 3  # the model reads a window of this many consecutive sentences of a passage
+
+
+def shared_text(text: str) -> str:
+    """The shared prefix of a passage question (the same for context relevance: one passage evaluation)."""
+    return f"Passage:\n{text}\n\n"
+
+
+class FaithfulnessParams(BaseModel):
+    """The fitted claim model: σ(intercept + Σ coef_j (x_j − mean_j) / scale_j) ≥ threshold, plus how to ask."""
+
+    features: list[str] = Field(default_factory=lambda: list(FEATURES))
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    threshold: float = 0.5
+    ask: str = "statement"
+    top_m: int = 1
+    info: dict[str, Any] = Field(default_factory=dict)
+
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+        z = self.intercept + ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef)
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def params_path() -> Path:
+    from evaluations.judging.offline import default_params_path
+
+    return default_params_path("faithfulness.json")
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime: int) -> FaithfulnessParams:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        params = FaithfulnessParams.model_validate(data)
+    except FileNotFoundError:
+        raise EvaluationsError("faithfulness parameters not found", where=path,
+                               fix="restore judges/faithfulness.json, or run benchmarks/faithfulness.py "
+                                   "--write-params") from None
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise EvaluationsError(f"invalid faithfulness parameters ({exc})", where=path,
+                               fix="re-run benchmarks/faithfulness.py --write-params") from None
+    unknown = [f for f in params.features if f not in FEATURES]
+    if unknown or len({len(params.features), len(params.mean), len(params.scale), len(params.coef)}) != 1:
+        raise EvaluationsError(f"features {params.features} do not match the judge's {list(FEATURES)} or the "
+                               "coefficients", where=path, fix="re-run benchmarks/faithfulness.py --write-params")
+    if params.ask not in ASKS:
+        raise EvaluationsError(f"unknown ask {params.ask!r}", where=path, fix=f"one of {sorted(ASKS)}")
+    return params
+
+
+def load_params(path: str | Path | None = None) -> FaithfulnessParams:
+    """The shipped parameters (``judges/faithfulness.json``, or ``$EVALUATIONS_JUDGES_DIR``), read once per mtime."""
+    path = Path(path) if path else params_path()
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _load(str(path), mtime)
+
+
+class ClaimVerdict(BaseModel):
+    claim: str
+    supported: bool
+    p: float  # P(supported), the fitted model's
+    passage: str | None  # id of the passage that supports it best (highest P(yes)); None when no passage
+
+
+class Faithfulness(BaseModel):
+    applicable: bool
+    kind: str  # "claims" when applicable, else why not ("empty", "refusal", "echo", "no_context", "no_claim", ...)
+    score: float | None  # supported claims / claims; None when not applicable
+    claims: list[ClaimVerdict]
+    model_calls: int  # forward passes made for this verdict (0 when all cached)
+
+
+@dataclass(frozen=True)
+class ClaimEvidence:
+    """What the judge measured for one claim: features (``FEATURES`` order), the best passage's index and P(yes)."""
+
+    claim: Claim
+    features: tuple[float, ...]
+    passage: int | None
+    p_llm: float
+    calls: int
+
+
+def applicability(question: str, answer: str, passages: Sequence[Passage]) -> tuple[str | None, list[Claim]]:
+    """(why the judge does not apply, a ``Faithfulness.kind``, or None when it does; the answer's claims)."""
+    kind = screen(question, (), answer or "").kind
+    if kind in NOT_APPLICABLE and kind != "refusal":
+        return kind, []
+    if not [p for p in passages if p.text.strip()]:
+        return "no_context", []
+    claims = split_claims(question, answer)
+    if not claims:
+        return ("refusal" if kind == "refusal" else "no_claim"), []
+    return None, claims  # a refusal phrase beside claims ("X is not available as a service when ...") is judged
+
+
+def _coverage(claim_stems: frozenset[str], text: str) -> float:
+    have = stems(text)
+    return sum(similar(w, have) for w in claim_stems) / len(claim_stems) if claim_stems else 0.0
+
+
+def windows(text: str, size: int = WINDOW_SENTENCES) -> list[str]:
+    """Runs of ``size`` consecutive sentences of a passage (stride 1; the whole text when it has fewer)."""
+    sents = list(sentences(text)) or [text]
+    if len(sents) <= size:
+        return [" ".join(sents)]
+    return [" ".join(sents[i:i + size]) for i in range(len(sents) - size + 1)]
+
+
+def _logit(p: float) -> float:
+    q = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(q / (1 - q))
+
+
+def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, scorer: Any,
+                   cache: VerdictCache | None, ask: str = "statement", top_m: int = 1) -> ClaimEvidence:
+    """Features of one claim against the passages (module docstring, steps 3-4). ``scorer`` None: no model,
+    p_llm = 0.5 (llm_logit 0; used only to measure the alignment signals alone)."""
+    from evaluations.judging.yesno import cached_probability
+
+    texts = [p.text for p in passages]
+    signals = claim_signals(question, claim, texts)
+    words = stems(f"{question} {claim.text}" if claim.short else claim.text) - FILLER
+    pieces = [(i, w) for i, p in enumerate(passages) if p.text.strip() for w in windows(p.text)]
+    ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
+    template = ASKS[SHORT_ASK if claim.short else ask]
+    tail = template.format(question=question.strip(), claim=claim.text.strip())
+    best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
+    if scorer is not None:
+        for index, text in ranked:
+            p, called = cached_probability(scorer, shared_text(text), tail, cache)
+            calls += int(called)
+            if p > best_p:
+                best, best_p = index, p
+    logit = _logit(best_p)  # a short claim's own column: the model reads a bare answer differently
+    features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
+    return ClaimEvidence(claim, features, best, best_p, calls)
+
+
+def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> list[float]:
+    """The answer's worst-claim features: min over claims of the support features, max of the others."""
+    x = np.asarray(rows, dtype=np.float64)
+    return [float(x[:, j].min() if name in SUPPORT_FEATURES else x[:, j].max()) for j, name in enumerate(names)]
+
+
+def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | str], *,
+                       cache: VerdictCache | None = None, params: FaithfulnessParams | None = None,
+                       scorer: Any = None) -> Faithfulness:
+    """The verdict on one answer (module docstring). ``scorer``: a ``yesno.YesNoScorer`` (default: the embedded
+    judge model's with ``PASSAGE_SYSTEM``)."""
+    items = as_passages(passages)
+    kind, claims = applicability(question, answer, items)
+    if kind is not None:
+        return Faithfulness(applicable=False, kind=kind, score=None, claims=[], model_calls=0)
+    params = params or load_params()
+    if scorer is None:
+        from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+
+        scorer = load_scorer(PASSAGE_SYSTEM)
+    evidence = [claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask, top_m=params.top_m)
+                for c in claims]
+    order = [FEATURES.index(f) for f in params.features]
+    probs = params.probability(np.array([[e.features[j] for j in order] for e in evidence]))
+    verdicts = [ClaimVerdict(claim=e.claim.text, supported=bool(p >= params.threshold), p=float(p),
+                             passage=items[e.passage].id if e.passage is not None else None)
+                for e, p in zip(evidence, probs)]
+    score = sum(v.supported for v in verdicts) / len(verdicts)
+    return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,
+                        model_calls=sum(e.calls for e in evidence))
+
+
+def fit_params(x: np.ndarray, y: np.ndarray, *, names: Sequence[str] = FEATURES, c: float = 1.0,
+               weights: np.ndarray | None = None, **extra: Any) -> FaithfulnessParams:
+    """Standardise, L2 logistic regression (scikit-learn) of the answer labels ``y`` on the answers' worst-claim
+    features ``x`` (``worst``); ``extra``: the other ``FaithfulnessParams`` fields (ask, top_m, info)."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y.astype(int), sample_weight=weights)
+    return FaithfulnessParams(features=list(names), mean=mean.tolist(), scale=scale.tolist(),
+                              coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), **extra)
