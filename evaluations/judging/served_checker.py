@@ -204,7 +204,8 @@ class ServedChecker:
             if kind == "claims":
                 schema, instructions = Claims, CLAIMS_INSTRUCTIONS
             else:
-                schema, instructions = YesNo, f"{self.system}\n\n{ONE_WORD if mode == 'text' else STRUCTURED}"
+                line = ONE_WORD if mode == "text" else STRUCTURED
+                schema, instructions = YesNo, self.system if self.system.endswith(line) else f"{self.system}\n\n{line}"
             self._agents[kind, mode] = Agent(self.model, output_type=output_type(mode, schema),
                                              instructions=instructions, retries=self.retries)
         return self._agents[kind, mode]
