@@ -1,0 +1,286 @@
+"""Served checkers of the reference-free judges (evaluations/judging/served_checker.py).
+
+Faults (a server that refuses tool calls and JSON-schema output, a dead server) are scripted with the fake
+server (tests/fake_llm_server.py); what a model can do is asked of a real one: Qwen2.5-Coder-0.5B-Instruct behind
+llama-cpp-python's OpenAI-compatible server (tests/llama_server.py), on passages of RepliQA documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import REPLIQA_20
+from fake_llm_server import FakeLLMServer, Fault, closed_port_url, tool_call
+from llama_server import start_llama_server, stop_llama_server
+
+from evaluations.core.config import Config, LLMModel
+from evaluations.core.errors import EvaluationsError
+from evaluations.judging.served_checker import (
+    FALLBACK_RUBRIC,
+    MAX_CHARS,
+    ONE_WORD,
+    CheckFailed,
+    ServedChecker,
+    checker_for,
+    claims_from_model,
+    served_rubric,
+)
+from evaluations.judging.yesno import PASSAGE_SYSTEM
+from evaluations.models.cache import CALL_STATS
+from evaluations.models.chat import build_model, model_settings
+
+ASK = "Statement: {statement}\nIs the statement supported by the passage? Answer yes or no."
+
+
+def _config(tmp_path: Path, **sections) -> Config:
+    base = {"cache": {"path": str(tmp_path / "calls.sqlite")}, "requests": {"retries": 0, "timeout": 60},
+            "judge": {"retries": 1}}
+    return Config.model_validate({**base, **sections})
+
+
+def _mode(body: dict) -> str:
+    """The output mode a request asks for, as the server sees it."""
+    if body.get("tools"):
+        return "tool"
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        return "native"
+    system = " ".join(str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system")
+    return "text" if system.rstrip().endswith(ONE_WORD) else "prompted"
+
+
+def _modes(server: FakeLLMServer) -> list[str]:
+    return [_mode(r.body) for r in server.calls("/v1/chat/completions")]
+
+
+# -- faults: a scripted server ---------------------------------------------------------------------
+def test_a_server_refusing_tools_and_json_schema_is_asked_in_plain_text(tmp_path):
+    """tool: the llama.cpp-style 500 naming a validation error; native: HTTP 400; prompted: prose, not JSON;
+    text: one word. The ladder goes down to text once, then starts there."""
+
+    def responder(body: dict) -> object:
+        mode = _mode(body)
+        return {"tool": Fault("500-rejected"), "native": Fault("400"), "prompted": "I think it is supported.",
+                "text": "Yes."}[mode]
+
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _config(tmp_path)
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        checker = checker_for(model_cfg, config, judge="faithfulness")
+        shared, tail = "Passage:\nThe bridge opened in 1932.\n\n", ASK.format(statement="The bridge opened in 1932.")
+        assert checker.probability(shared, tail) == (1.0, 1.0)  # a one-word reply without logprobs: the word
+        per_mode = config.judge.retries + 1  # output retries apply to replies that do not parse, not to refusals
+        assert _modes(server) == ["tool", "native"] + ["prompted"] * per_mode + ["text"]
+        assert checker.ladder.worked == "text" and checker.calls == 1
+        text = server.calls("/v1/chat/completions")[-1].body
+        assert text["logprobs"] is True and text["top_logprobs"] == 10 and text["max_tokens"] == 4
+        system, user = text["messages"][0]["content"], text["messages"][-1]["content"]
+        assert system.startswith(PASSAGE_SYSTEM) and served_rubric("faithfulness").strip() in system
+        assert user == shared + tail
+
+        # the next question starts at the mode that worked: no refused request is sent again
+        sent = len(server.requests)
+        no = checker.probability(shared, ASK.format(statement="The bridge opened in 1950."))
+        assert no == (1.0, 1.0) and _modes(server)[sent - 1:] == ["text"]  # (-1: the /v1/models check)
+        assert checker.calls == 2
+
+        # the same questions from a new checker on the same cache (a re-run): no request reaches the server
+        again = ServedChecker(build_model(model_cfg, config), served_rubric("faithfulness"),
+                              identity="the same model", settings=model_settings(model_cfg),
+                              retries=config.judge.retries)
+        sent, live = len(server.requests), CALL_STATS["chat"].misses
+        assert again.probability(shared, tail) == (1.0, 1.0)
+        assert len(server.requests) == sent and CALL_STATS["chat"].misses == live and again.calls == 0
+
+
+def test_the_faithfulness_judge_asks_through_a_served_checker(tmp_path):
+    """``judge_faithfulness(..., scorer=checker)``: the claims' questions go to the server, about the passage; a
+    second verdict on the same texts is read from the verdict cache (no call)."""
+    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.faithfulness import judge_faithfulness
+    from evaluations.judging.passages import Passage
+
+    with FakeLLMServer(models=("judge",), responder=lambda body: "Yes.") as server:
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        checker = checker_for(model_cfg, _config(tmp_path), judge="faithfulness", modes=("text",))
+        passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932 after eight years of work.")
+        cache = VerdictCache(tmp_path / "verdicts.sqlite")
+        verdict = judge_faithfulness("When did the Harbour Bridge open?", "It opened in 1932.", [passage],
+                                     cache=cache, scorer=checker)
+        asked = server.calls("/v1/chat/completions")
+        assert verdict.applicable and verdict.claims and verdict.model_calls == checker.calls == len(asked) > 0
+        assert all(passage.text in r.body["messages"][-1]["content"] for r in asked)
+        again = judge_faithfulness("When did the Harbour Bridge open?", "It opened in 1932.", [passage],
+                                   cache=cache, scorer=checker)
+        assert again.model_calls == 0 and len(server.calls("/v1/chat/completions")) == len(asked)
+        assert again.claims == verdict.claims
+
+
+def test_a_reply_neither_yes_nor_no_in_any_mode_fails_the_question(tmp_path):
+    with FakeLLMServer(models=("judge",), responder=lambda body: "Perhaps.") as server:
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        checker = checker_for(model_cfg, _config(tmp_path, judge={"retries": 0}), modes=("prompted", "text"))
+        with pytest.raises(CheckFailed) as failed:
+            checker.probability("Passage:\nA text.\n\n", ASK.format(statement="A claim."))
+        assert [mode for mode, _ in failed.value.failures] == ["prompted", "text"]
+        assert "neither yes nor no" in str(failed.value)
+
+
+def test_claims_come_from_structured_output_only(tmp_path):
+    claims = ["The bridge opened in 1932.", "The bridge is in Sydney."]
+
+    def tools_work(body: dict) -> object:
+        if body.get("tools"):
+            return tool_call(body["tools"][0]["function"]["name"], {"claims": claims + [" ", claims[0]]})
+        return "unexpected"
+
+    with FakeLLMServer(models=("judge",), responder=tools_work) as server:
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        got = claims_from_model("When did the bridge open?", "It opened in 1932 in Sydney.", model_cfg,
+                                _config(tmp_path))
+        assert got == claims  # blank and repeated claims dropped, order kept
+        request = server.calls("/v1/chat/completions")[0].body
+        assert "Answer: It opened in 1932 in Sydney." in request["messages"][-1]["content"]
+
+    def nothing_structured(body: dict) -> object:
+        mode = _mode(body)
+        return Fault("500-rejected") if mode in ("tool", "native") else "The bridge opened in 1932."
+
+    with FakeLLMServer(models=("judge",), responder=nothing_structured) as server:
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        assert claims_from_model("When?", "In 1932.", model_cfg, _config(tmp_path / "b")) is None
+        assert set(_modes(server)) == {"tool", "native", "prompted"}  # never asked for plain text
+
+
+def test_an_unreachable_server_is_one_error_naming_its_url(tmp_path):
+    url = closed_port_url() + "/v1"
+    model_cfg = LLMModel(provider="openai", name="judge", base_url=url)
+    with pytest.raises(EvaluationsError) as checked:
+        checker_for(model_cfg, _config(tmp_path))  # the server is asked first
+    assert url in str(checked.value) and checked.value.where == "judge.model.base_url"
+
+    checker = checker_for(model_cfg, _config(tmp_path), check=False)  # a server that went away during a run
+    with pytest.raises(EvaluationsError) as asked:
+        checker.probability("Passage:\nA text.\n\n", ASK.format(statement="A claim."))
+    assert url in str(asked.value) and asked.value.where == "judge.model.base_url"
+    assert checker.calls == 1
+
+
+def test_an_ollama_server_is_named_by_its_provider_key(tmp_path):
+    url = closed_port_url()
+    config = _config(tmp_path, providers={"ollama": {"base_url": url}})
+    checker = checker_for(LLMModel(provider="ollama", name="judge"), config, check=False)
+    with pytest.raises(EvaluationsError) as asked:
+        checker.probability("Passage:\nA text.\n\n", ASK.format(statement="A claim."))
+    assert url + "/v1" in str(asked.value) and asked.value.where == "providers.ollama.base_url"
+
+
+def test_fit_cuts_the_passage_by_characters():
+    checker = ServedChecker(build_model(LLMModel(provider="openai", name="m", base_url="http://127.0.0.1:9/v1"),
+                                        Config.model_validate({"cache": {"enabled": False}})),
+                            "rubric", identity="m", max_chars=100)
+    tail = "Statement: x\nSupported?"  # 24 characters
+    short = "Passage:\n" + "word " * 10
+    assert checker.fit(short, tail) == short
+    long = "Passage:\n" + " ".join(f"w{i}" for i in range(100))
+    cut = checker.fit(long, tail)
+    assert len(cut) + len(tail) <= 100 and cut.endswith(" ...\n\n")
+    kept = cut.removesuffix(" ...\n\n")
+    assert long.startswith(kept) and long[len(kept)] == " "  # cut at a space, from the end
+    assert MAX_CHARS >= 4000  # a passage of ~1,000 tokens fits by default
+
+
+def test_rubrics_and_ids():
+    assert served_rubric() == served_rubric("no_such_judge") == (Path("judges") / FALLBACK_RUBRIC).read_text()
+    model = build_model(LLMModel(provider="openai", name="m", base_url="http://127.0.0.1:9/v1"),
+                        Config.model_validate({"cache": {"enabled": False}}))
+    a = ServedChecker(model, "rubric A", identity="m")
+    assert a.id == ServedChecker(model, "rubric A", identity="m").id
+    assert len({a.id, ServedChecker(model, "rubric B", identity="m").id,
+                ServedChecker(model, "rubric A", identity="n").id,
+                ServedChecker(model, "rubric A", identity="m", modes=("text",)).id}) == 4
+
+
+def test_the_embedded_provider_gets_the_embedded_scorer(tmp_path):
+    from evaluations.judging.embedded import DEFAULT_JUDGE
+    from evaluations.judging.yesno import load_scorer
+
+    config = Config()
+    scorer = checker_for(LLMModel(provider="embedded"), config)
+    assert scorer is load_scorer(PASSAGE_SYSTEM, DEFAULT_JUDGE, data_dir=config.data_dir())
+    assert claims_from_model("q", "a", LLMModel(provider="embedded"), config) is None
+
+
+# -- a real server --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def qwen_server(tmp_path_factory):
+    """Qwen2.5-Coder-0.5B-Instruct behind llama-cpp-python's OpenAI-compatible server."""
+    from evaluations.models.llamacpp import gguf_path
+
+    server = start_llama_server(gguf_path("qwen2.5-coder-0.5b"), tmp_path_factory.mktemp("qwen") / "server.log")
+    try:
+        yield server
+    finally:
+        stop_llama_server(server.process)
+
+
+def _statements(n: int) -> list[tuple[str, str, str]]:
+    """(passage, a sentence of it, a sentence of another document): a passage is three sentences of a RepliQA
+    document, the sentence its middle one; the other sentence comes from the next document (another topic)."""
+    documents = []
+    with gzip.open(REPLIQA_20, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            paragraph = max(json.loads(line)["document_extracted"].split("\n"), key=len)
+            sentences = [s for s in re.split(r"(?<=[.!?])\s+", paragraph.strip()) if 8 <= len(s.split()) <= 40]
+            if len(sentences) >= 3:
+                documents.append(sentences[:3])
+    assert len(documents) > n, "the sample has too few documents with three sentences"
+    return [(" ".join(doc), doc[1], documents[i + 1][1]) for i, doc in enumerate(documents[:n])]
+
+
+def test_a_real_server_prefers_the_supported_statement(qwen_server, tmp_path):
+    """P(yes) from the first token's top_logprobs: a sentence copied from the passage is more likely supported
+    than a sentence of another document. That is all a 0.5B model is asked here: measured on RepliQA passages,
+    it is near chance between a sentence and the same sentence with a year changed (e.g. 0.424 vs 0.424)."""
+    model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
+    config = _config(tmp_path)
+    checker = checker_for(model_cfg, config, judge="faithfulness", modes=("text",))
+    cases = _statements(2)
+    results = []
+    for passage, supported, other in cases:
+        shared = f"Passage:\n{passage}\n\n"
+        p_yes, mass = checker.probability(shared, ASK.format(statement=supported))
+        p_other, _ = checker.probability(shared, ASK.format(statement=other))
+        results.append((p_yes, p_other))
+        assert 0.0 <= p_other <= 1.0 and 0.5 < mass <= 1.0 + 1e-9  # the first token is yes or no, mostly
+    print("\nP(yes) copied sentence vs another document's:", results)
+    assert all(p_yes > p_other for p_yes, p_other in results), results
+    assert checker.calls == 4
+
+    # asked from a worker thread while an event loop runs in the main thread (as the judges are run)
+    passage, supported, _ = cases[0]
+    shared, tail = f"Passage:\n{passage}\n\n", ASK.format(statement=supported)
+
+    async def in_a_loop() -> tuple[tuple[float, float], tuple[float, float]]:
+        by_asyncio = await asyncio.to_thread(checker.probability, shared, tail)
+        by_anyio = await anyio.to_thread.run_sync(checker.probability, shared, tail)
+        return by_asyncio, by_anyio
+
+    by_asyncio, by_anyio = asyncio.run(in_a_loop())
+    assert by_asyncio[0] == by_anyio[0] == results[0][0]
+
+    # a re-run (a new checker on the same cache): every answer from the cache, none sent to the server
+    again = ServedChecker(build_model(model_cfg, config), served_rubric("faithfulness"), identity="the same",
+                          settings=model_settings(model_cfg), modes=("text",))
+    live = CALL_STATS["chat"].misses
+    for (passage, supported, other), expected in zip(cases, results):
+        shared = f"Passage:\n{passage}\n\n"
+        assert (again.probability(shared, ASK.format(statement=supported))[0],
+                again.probability(shared, ASK.format(statement=other))[0]) == expected
+    assert again.calls == 0 and CALL_STATS["chat"].misses == live
+    checker.close()
