@@ -48,7 +48,8 @@ def common_options(func):
                                                       "(cache.enabled: false)."),
         click.option("--reference-free/--no-reference-free", "reference_free", default=None,
                      help="Run (or not) the reference-free judges: faithfulness, answer_relevance, "
-                          "context_relevance (default: judge.reference_free, all three)."),
+                          "context_relevance (default: judge.reference_free, auto: all three, context "
+                          "relevance only when the dataset has no relevance labels)."),
     ]
     for option in reversed(options):
         func = option(func)

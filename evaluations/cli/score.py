@@ -91,7 +91,7 @@ def score(file, fmt, qrels, golden, ks, config_path, tiers, bins, judges, keywor
         summary = score_logs(file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
                              prices=dict(config.prices), bins=bins,
                              tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                             reference_free=config.judge.reference_free, cache=config.cache.enabled)
+                             reference_free=config.judge.reference_free_judges(has_qrels=False), cache=config.cache.enabled)
     if as_json:
         click.echo(dumps(summary))
     else:

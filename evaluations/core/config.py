@@ -77,18 +77,18 @@ REFERENCE_FREE_JUDGES: tuple[str, ...] = get_args(ReferenceFreeJudge)
 REFERENCE_FREE_ENV = "EVALUATIONS_REFERENCE_FREE"
 
 
-def reference_free_default() -> list[str]:
-    """All reference-free judges, unless ``$EVALUATIONS_REFERENCE_FREE`` lists some (comma separated; ``none``: no
-    judge), e.g. to keep a test suite's runs off the judge model."""
+def reference_free_default() -> list[str] | Literal["auto"]:
+    """``auto`` (see ``Judge.reference_free_judges``), unless ``$EVALUATIONS_REFERENCE_FREE`` lists some (comma
+    separated; ``none``: no judge; ``auto``), e.g. to keep a test suite's runs off the judge model."""
     value = env_str(REFERENCE_FREE_ENV)
-    if not value:
-        return list(REFERENCE_FREE_JUDGES)
+    if not value or value.strip().lower() == "auto":
+        return "auto"
     names = [n.strip() for n in value.split(",") if n.strip() and n.strip().lower() != "none"]
     unknown = [n for n in names if n not in REFERENCE_FREE_JUDGES]
     if unknown:
         raise EvaluationsError(f"{REFERENCE_FREE_ENV}={value!r}: unknown judge(s) {', '.join(unknown)}",
                                where=REFERENCE_FREE_ENV,
-                               fix=f"list some of {','.join(REFERENCE_FREE_JUDGES)}, or 'none'")
+                               fix=f"list some of {','.join(REFERENCE_FREE_JUDGES)}, or 'none' or 'auto'")
     return names
 
 
@@ -100,8 +100,17 @@ class Judge(_Strict):
     # (judges/validation.json), else llm_judge when an LLM judge runs, else offline_correct
     primary: PrimaryJudge | None = None
     # the reference-free judges (faithfulness and answer relevance when the run answers, context relevance of the
-    # retrieved chunks when it scores retrieval), run on the embedded model; [] turns them off (--no-reference-free)
-    reference_free: list[ReferenceFreeJudge] = Field(default_factory=reference_free_default)
+    # retrieved chunks when it scores retrieval), run on the embedded model; [] turns them off (--no-reference-free),
+    # "auto": all but context relevance on a dataset with relevance labels (reference_free_judges)
+    reference_free: list[ReferenceFreeJudge] | Literal["auto"] = Field(default_factory=reference_free_default)
+
+    def reference_free_judges(self, *, has_qrels: bool) -> list[str]:
+        """The reference-free judges a run computes. ``auto``: faithfulness and answer relevance always, context
+        relevance only when the dataset has no relevance labels (with qrels it costs one judge pass per retrieved
+        chunk and case, and the qrels metrics already measure retrieval: ask with --reference-free)."""
+        if self.reference_free == "auto":
+            return [n for n in REFERENCE_FREE_JUDGES if n != "context_relevance" or not has_qrels]
+        return list(self.reference_free)
 
 
 class Processing(_Strict):

@@ -143,12 +143,13 @@ class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         return {"cache": self.cache}  # never the corpus texts
 
 
-def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
+def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool, has_qrels: bool = False,
                               texts: Mapping[str, str] | None = None) -> list[Evaluator]:
     """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` when the run answers, ``context_relevance``
-    when it scores retrieval (not with ``--skip-retrieval``). ``texts``: the corpus (id -> text), for systems that
+    when it scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
+    (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
     return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.)"""
-    wanted = set(config.judge.reference_free)
+    wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
     made: list[Evaluator] = []
     if answers and "faithfulness" in wanted:
         made.append(Faithfulness(cache=config.cache.enabled, texts=texts))

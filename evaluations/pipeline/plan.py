@@ -144,7 +144,7 @@ def build_qa_plan(config: Config) -> QAPlan:
         SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
         Coverage(), ContextWaste(),
     ]
-    if "answer_relevance" in config.judge.reference_free:  # reference-free: never a primary (not in VERDICTS)
+    if "answer_relevance" in config.judge.reference_free_judges(has_qrels=False):  # reference-free: never a primary (not in VERDICTS)
         evaluators.append(AnswerRelevance(cache=config.cache.enabled))
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}

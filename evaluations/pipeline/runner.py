@@ -297,6 +297,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
     evaluators += reference_free_evaluators(
         config, answers=qa is not None, retrieval=not options.skip_retrieval,
+        has_qrels=any(q.relevant for q in corpus.queries),
         texts={d.id: d.text for d in corpus.documents} if system is not None else None)
     report_evaluators: list = []
     if qa is not None:

@@ -1,0 +1,105 @@
+"""The reference-free triad without labels (issue 20): discrimination, run time and a cached re-run.
+
+    python benchmarks/triad.py [--shared ../shared/data] [--n 50] [--out benchmarks/results]
+
+50 answerable SQuAD 2.0 dev questions (seeded draw, ``numpy.random.default_rng(0)``), written as a dataset file of
+rows with only ``id`` and ``query`` (no gold answer, no relevance label), over the 646 SQuAD paragraphs as corpus.
+The same questions are run, as a user would (``evaluations run FILE --corpus … --system …``), against the systems
+of ``benchmarks/triad_systems.py``:
+
+* ``copy_sentence`` (TF-IDF top-k, answer = a sentence copied from the top passage): faithfulness goal >= 0.9;
+* ``unrelated`` (same retrieval, answer = a sentence of an unrelated article): faithfulness goal <= 0.2;
+* ``random_retriever`` (k random paragraphs): context relevance goal at least 0.3 below ``copy_sentence``'s
+  (the TF-IDF retriever);
+* ``copy_sentence`` again on the same cache: 0 model calls.
+
+The first run's wall time is the "50-question triad run with the embedded models" (goal <= 10 min; the first run
+uses a fresh cache folder so every verdict is computed). Writes ``triad.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("copy_sentence", "unrelated", "random_retriever")
+
+
+def questions(shared: Path, n: int) -> list[dict]:
+    with gzip.open(shared / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    answerable = [r for r in rows if r.get("answers")]
+    pick = np.random.default_rng(0).choice(len(answerable), size=n, replace=False)
+    return [{"id": str(answerable[i]["id"]), "query": answerable[i]["question"]} for i in sorted(pick)]
+
+
+def judge_gguf() -> Path:
+    """The assembled judge model file (assembled once, outside the timed runs)."""
+    sys.path[:0] = [str(ROOT)]
+    from evaluations.judging.embedded import embedded_judge_path
+
+    return embedded_judge_path()
+
+
+def run(work: Path, name: str, system: str, corpus: Path, data: Path, cache_dir: Path) -> dict:
+    out = work / name
+    command = [sys.executable, "-m", "evaluations", "run", str(data), "--corpus", str(corpus), "--system",
+               f"triad_systems:{system}", "--k", "1,3,5", "--no-progress", "--out", str(out)]
+    env = {**os.environ, "TRIAD_CORPUS": str(corpus), "PYTHONPATH": f"{ROOT / 'benchmarks'}{os.pathsep}{ROOT}",
+           "HAIKU_RAG_CONFIG_PATH": "", "XDG_DATA_HOME": str(cache_dir), "EVALUATIONS_JUDGE_GGUF": str(judge_gguf())}
+    t0 = time.perf_counter()
+    proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{name} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    metrics = summary["metrics"]
+    pick = {k: metrics.get(k) for k in ("faithfulness", "answer_relevance", "context_relevance")}
+    return {"system": system, "wall_s": seconds, "metrics": pick,
+            "n": {k: (summary.get("reference_free", {}).get(k) or {}).get("n") for k in pick},
+            "model_calls": summary.get("model_calls"), "exit": proc.returncode}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-triad-"))
+    data = work / "questions.jsonl"
+    data.write_text("".join(json.dumps(q) + "\n" for q in questions(args.shared, args.n)))
+    corpus = args.shared / "squad2_dev_cs224n" / "paragraphs.jsonl.gz"
+    cache_dir = work / "data"  # a fresh data dir (caches start empty); the judge GGUF is the assembled one
+    results = {name: run(work, name, name, corpus, data, cache_dir) for name in SYSTEMS}
+    results["copy_sentence_rerun"] = run(work, "copy_sentence_rerun", "copy_sentence", corpus, data, cache_dir)
+    copy, unrelated, rand = (results[s]["metrics"] for s in SYSTEMS)
+    summary = {
+        "questions": args.n, "corpus": "squad2_dev_cs224n/paragraphs.jsonl.gz", "runs": results,
+        "load_average_1m_end": os.getloadavg()[0], "cpus": os.cpu_count(),
+        "targets": {
+            "copy faithfulness >= 0.9": (copy["faithfulness"] or 0) >= 0.9,
+            "unrelated faithfulness <= 0.2": (unrelated["faithfulness"] or 1) <= 0.2,
+            "random context_relevance <= tfidf - 0.3":
+                (rand["context_relevance"] or 1) <= (copy["context_relevance"] or 0) - 0.3,
+            "triad run <= 600 s": results["copy_sentence"]["wall_s"] <= 600,
+            "cached re-run 0 model calls": results["copy_sentence_rerun"]["model_calls"],
+        },
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "triad.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
