@@ -11,7 +11,8 @@ Rows (seeded, ``numpy.random.default_rng(--seed)``; the labels are added by read
 2. Edited answers written by this script from passages of SQuAD 2.0, CLAPNQ, RepliQA and TechQA: the sentence of the
    passage that holds the gold answer (``copy``), the bare gold answer of a SQuAD question (``short``), or one of
    them with one named entity, number or year swapped for another of the same type taken from the same passage
-   where possible (``swap_entity``, ``swap_number``, ``swap_date``).
+   where possible (``swap_entity``, ``swap_number``, ``swap_date``); in the second batch some copies are replaced by
+   paraphrases written by hand (``paraphrase``, ``scripts/faithfulness_paraphrases.json``).
 3. For a quarter of the rows the context is a list of 2-3 passages: the one above plus passages of other questions
    of the same dataset, in a seeded order.
 
@@ -41,17 +42,25 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from evaluations.judging.weak_labels import Question, read_questions  # noqa: E402
 from weak_answers import draws, sample  # noqa: E402
 
-#: weak-model rows kept per context condition, and failed/empty rows kept as not applicable
-WEAK = {"gold": 120, "wrong": 55, "none": 55}
-NOT_APPLICABLE = 10
-#: dataset -> (file, edited rows)
-EDITS = {
-    "squad2": ("squad2_dev_cs224n/questions.jsonl.gz", 40),
-    "clapnq": ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 25),
-    "repliqa": ("repliqa_samples/repliqa_sample20.jsonl.gz", 10),
-    "techqa": ("techqa_rag_eval_sample/techqa_rag_eval_sample480.jsonl.gz", 15),
+FILES = {
+    "squad2": "squad2_dev_cs224n/questions.jsonl.gz",
+    "clapnq": "clapnq_dev/clapnq_dev_answerable.jsonl.gz",
+    "repliqa": "repliqa_samples/repliqa_sample20.jsonl.gz",
+    "techqa": "techqa_rag_eval_sample/techqa_rag_eval_sample480.jsonl.gz",
 }
+#: the batches, each drawn with its own seed (--seed + index) and appended, so that a later batch leaves the ids
+#: and answers of the earlier ones unchanged: weak-model rows per context condition ("na": failed/empty answers
+#: kept as not applicable; later batches skip weak rows already used) and edited rows per dataset
+BATCHES = (
+    {"weak": {"gold": 120, "wrong": 55, "none": 55, "na": 10},
+     "edits": {"squad2": 40, "clapnq": 25, "repliqa": 10, "techqa": 15}},
+    {"weak": {"gold": 25, "wrong": 10, "none": 0, "na": 0},
+     "edits": {"squad2": 15, "clapnq": 12, "techqa": 8}},
+)
 MULTI_SHARE = 0.25
+#: "dataset:key" -> a paraphrase written by hand of that question's copied sentence (second batch)
+PARAPHRASES = {k: v for k, v in json.loads((ROOT / "scripts" / "faithfulness_paraphrases.json").read_text(
+    encoding="utf-8")).items() if not k.startswith("_")}
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
@@ -117,31 +126,32 @@ def swap(text: str, passage: str, other: str, rng: np.random.Generator, target: 
     return text.replace(old, new, 1), kind
 
 
-def weak_rows(shared: Path, rng: np.random.Generator, weak_file: Path) -> list[dict]:
+def weak_rows(shared: Path, rng: np.random.Generator, weak_file: Path, counts: dict[str, int],
+              used: set[str]) -> list[dict]:
     questions_rng = np.random.default_rng(0)  # the seed scripts/weak_answers.py used
     jobs = draws(sample(shared, questions_rng), questions_rng)
     weak = [json.loads(line) for line in weak_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(jobs) == len(weak), "weak_answers.jsonl no longer matches the seeded draw of scripts/weak_answers.py"
-    pools: dict[str, list[dict]] = {c: [] for c in (*WEAK, "na")}
+    pools: dict[str, list[dict]] = {c: [] for c in counts}
     for (q, model, condition, given), row in zip(jobs, weak):
         assert (q.ref(), model, condition) == (row["ref"], row["model"], row["context"]), row["id"]
         passage_q = given if condition != "none" else (q if q.passage else None)
-        if passage_q is None:
+        if passage_q is None or row["id"] in used:
             continue  # EVOUNA / unanswerable TechQA from memory: no own passage to judge against
         out = {"question_ref": q.ref(), "passage_q": passage_q, "origin": f"weak:{condition}", "system": model,
                "answer": row["answer"], "weak_ref": row["id"]}
         pools["na" if row["qa_status"] == "failed" or not row["answer"].strip() else condition].append(out)
     picked = []
-    for condition, n in (*WEAK.items(), ("na", NOT_APPLICABLE)):
+    for condition, n in counts.items():
         pool = pools[condition]
         picked.extend(pool[i] for i in sorted(rng.permutation(len(pool))[:n]))
     return picked
 
 
-def edit_rows(shared: Path, rng: np.random.Generator, cut: int, used: set[str]) -> list[dict]:
+def edit_rows(shared: Path, rng: np.random.Generator, cut: int, counts: dict[str, int], used: set[str]) -> list[dict]:
     out = []
-    for dataset, (file, n) in EDITS.items():
-        rows = [q for q in read_questions(shared, dataset, file) if q.answerable and q.passage]
+    for dataset, n in counts.items():
+        rows = [q for q in read_questions(shared, dataset, FILES[dataset]) if q.answerable and q.passage]
         fresh = [q for q in rows if q.key not in used] or rows
         seen_passages: set[str] = set()
         for i in rng.permutation(len(fresh)):
@@ -180,12 +190,19 @@ def add_distractors(rows: list[dict], shared: Path, rng: np.random.Generator) ->
 
 
 def build(shared: Path, seed: int, cut: int, weak_file: Path) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    weak = weak_rows(shared, rng, weak_file)
-    edits = edit_rows(shared, rng, cut, {r["question_ref"]["key"] for r in weak})
-    rows = weak + edits
-    add_distractors(rows, shared, rng)
-    rows = [rows[int(i)] for i in rng.permutation(len(rows))]  # every batch of 100 mixes origins
+    rows: list[dict] = []
+    for index, batch in enumerate(BATCHES):
+        rng = np.random.default_rng(seed + index)
+        used_weak = {r["weak_ref"] for r in rows if r["weak_ref"]}
+        weak = weak_rows(shared, rng, weak_file, batch["weak"], used_weak)
+        used_keys = {r["question_ref"]["key"] for r in rows + weak}
+        part = weak + edit_rows(shared, rng, cut, batch["edits"], used_keys)
+        for row in part:  # our hand-written paraphrases replace some copies (seeds untouched)
+            key = f"{row['question_ref']['dataset']}:{row['question_ref']['key']}"
+            if row["origin"] == "copy" and key in PARAPHRASES:
+                row["answer"], row["origin"] = PARAPHRASES[key], "paraphrase"
+        add_distractors(part, shared, rng)
+        rows += [part[int(i)] for i in rng.permutation(len(part))]  # every batch of 100 mixes origins
     return [{"id": f"fa-{i + 1:04d}", "question_ref": r["question_ref"],
              "passage_refs": [q.ref() for q in r["passages"]], "context_chars": cut, "origin": r["origin"],
              "system": r["system"], "answer": r["answer"], "label": None, "label_note": "",

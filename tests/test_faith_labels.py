@@ -40,7 +40,7 @@ def test_every_shipped_row_resolves_with_the_cut_and_the_labels_of_the_file():
         assert row.label is line["label"] and row.generated_answer == line["answer"]
         assert row.group == f"{line['question_ref']['dataset']}:{line['question_ref']['key']}"
     labelled = Counter(r["label"] for r in raw if r["label"] is not None)
-    assert sum(labelled.values()) >= 250  # first batch; 300 once every row is read
+    assert sum(labelled.values()) >= 300
     assert min(labelled.values()) >= 0.35 * sum(labelled.values())  # both classes >= 35 %
     assert all(r["label_note"] for r in raw if r["label"] is False)  # every false row names its failing claim
 
@@ -72,6 +72,17 @@ def test_wrong_context_rows_are_given_another_questions_passage():
     for line in wrong:
         own = squad[line["question_ref"]["key"]]["context"][: line["context_chars"]]
         assert own not in rows[line["id"]].context
+
+
+def test_weak_rows_carry_the_weak_models_own_answers():
+    weak = {r["id"]: r for r in map(json.loads, (ROOT / "datasets" / "labels" / "weak_answers.jsonl").read_text(
+        encoding="utf-8").splitlines())}
+    rows = [r for r in _raw_rows() if r["origin"].startswith("weak:")]
+    assert sum(r["label"] is not None for r in rows) >= 200
+    for row in rows:
+        source = weak[row["weak_ref"]]
+        assert (row["answer"], row["system"], row["origin"]) == (source["answer"], source["model"], f"weak:{source['context']}")
+        assert row["question_ref"] == source["ref"]
 
 
 def _write(tmp_path: Path, rows: list) -> Path:
