@@ -271,13 +271,15 @@ def write_params(records: list[dict], result: dict, ask: str = "statement") -> P
     import collections
     import datetime as dt
 
+    from evaluations.judging.faithfulness import SUPPORT_FEATURES
+
     table = Table(records, ask)
     params = fit(table, np.ones(len(table.y), bool))
     params.ask, params.top_m = ask, TOP_M
     params.info = {
         "model": "logistic regression (scikit-learn, L2, C=1) on standardised worst-claim features of the answer "
-                 "(min of llm_logit, coverage, window_coverage, pair_support, novel_coverage; max of missing "
-                 "numbers/entities, short); applied per claim; a claim is supported when P >= threshold",
+                 f"(min over claims of {sorted(SUPPORT_FEATURES)}, max of the others); applied per claim; a claim "
+                 "is supported when P >= threshold",
         "training_data": {
             "file": result.get("labels_file"), "labelled_rows": int(len(table.y)),
             "fitted_rows": int(table.applicable.sum()), "supported": int(table.y.sum()),

@@ -75,6 +75,8 @@ def test_worst_claim_features_take_the_least_support():
     expected = [min(x, y) if name in SUPPORT_FEATURES else max(x, y) for name, x, y in zip(FEATURES, a, b)]
     assert worst([a, b]) == expected
     assert "llm_logit" in SUPPORT_FEATURES and "missing_numbers" not in SUPPORT_FEATURES
+    # a claim with fewer copied bigrams / kept anchor neighbours is the less supported one
+    assert {"bigram_coverage", "anchor_context"} <= SUPPORT_FEATURES
 
 
 def test_windows_are_runs_of_sentences():
