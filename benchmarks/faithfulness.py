@@ -1,21 +1,26 @@
 """Fit and validate the ``faithfulness`` judge on the hand-labelled answers (``datasets/labels/faithfulness.jsonl``).
 
-    python benchmarks/faithfulness.py [--labels FILE] [--cache PATH] [--write-params] [--limit N]
+    python benchmarks/faithfulness.py [--labels FILE] [--cache PATH] [--evidence PATH] [--ask WORDING]
+                                      [--cached-only] [--timing PATH] [--write-params]
 
-1. Evidence: for every labelled row (the not-applicable rows are checked to be not applicable), the claims
-   (``claims.split_claims``) and their features (``faithfulness.claim_evidence``) for each ask of ``ASKS_TRIED``,
-   with the embedded model (``judging.yesno``, cached in the verdict store: a re-run makes no model call); also the
-   baseline "Qwen single yes/no on the whole answer" (P(yes) of the whole answer under the ``answer`` ask, the
-   highest over the passages, verdict at 0.5) and the word-overlap baseline (every content word of the answer
-   occurs in the passages or the question).
-2. The ask: chosen by question-grouped CV accuracy on a fitting split (the rows of fold 0 of a GroupKFold by
-   question); the results on the other rows are reported beside it.
-3. Validation, held out: question-grouped 5-fold CV and leave-one-origin-out (weak models' own answers vs edited
-   answers), per subset (weak answers, edited answers) accuracy with Wilson 95% CIs, beside the two baselines.
-   The answer's verdict is "every claim supported" (the fitted model applied per claim); the fit is on the
-   answer's worst-claim features (``faithfulness.worst``) against the answer's label.
-4. ``--write-params``: refit on every labelled row, write ``judges/faithfulness.json`` (parameters, the training
-   data, the validation) and ``benchmarks/results/faithfulness.json``. Also measured: seconds per claim check.
+1. Evidence (``collect``): for every row (not-applicable rows included: they must come out not applicable), the
+   claims and their features (``faithfulness.applicability``, ``faithfulness.claim_evidence``: the embedded model
+   over the claim's best sentence window, verdicts cached in the verdict store, so a re-run makes no model call),
+   and two baselines: the issue's word-overlap rule (every content word of the answer occurs in the passages or
+   the question) and "Qwen single yes/no on the whole answer" (P(yes) of the whole answer under the ``answer``
+   ask over its best window, verdict at 0.5). Rows are taken in a seeded random order; one JSON line per row in
+   ``--evidence`` (resumed).
+2. The ask wording: the wordings of ``ASKS_TRIED`` are compared on a fitting split only (fold 0 of a
+   question-grouped 5-fold split) by the ROC AUC of the answer's worst-claim P(yes); ``--ask`` overrides.
+3. Validation, held out: question-grouped 5-fold CV and leave-one-population-out (weak models' own answers vs
+   edited/copied answers), accuracy with Wilson 95% CIs and Cohen's κ per population and per origin, beside the
+   two baselines and the alignment signals alone. The answer's verdict is "every claim supported" (the fitted
+   model applied per claim, P ≥ threshold); a labelled row the judge finds not applicable counts as an error.
+   The fit: logistic regression of the answer label on the answer's worst-claim features (``faithfulness.worst``).
+4. ``--write-params``: refit on every labelled row, write ``judges/faithfulness.json`` (parameters, training data,
+   validation) and ``benchmarks/results/faithfulness.json``. ``seconds_per_claim_check``: wall time of the
+   evidence pass per claim and per model call (``--timing``: an evidence file written with model calls, when this
+   run read its verdicts from the store).
 """
 
 from __future__ import annotations
@@ -178,7 +183,7 @@ class Table:
         self.pop = np.array([population(r["origin"]) for r in self.rows])
         self.origin = np.array([r["origin"] for r in self.rows])
         self.applicable = np.array([r["kind"] is None and bool(r["claims"]) for r in self.rows])
-        self.claims = [[[c.get(ask, c["statement"])["features"][j] for j in keep] for c in r["claims"]]
+        self.claims = [[[c[ask]["features"][j] for j in keep] for c in r["claims"]]
                        for r in self.rows]
         self.x = np.array([worst(c, self.names) if c else [0.0] * len(keep) for c in self.claims])
         self.overlap = np.array([bool(r["overlap"]) for r in self.rows])
@@ -253,10 +258,12 @@ def seconds_per_claim(records: list[dict]) -> dict:
     timed = [r for r in records if r.get("calls") and r["claims"]]
     claims = sum(len(r["claims"]) for r in timed)
     total = sum(r["seconds"] for r in timed)
+    calls = sum(r["calls"] for r in timed)
     return {"claims": claims, "seconds": total, "seconds_per_claim": total / claims if claims else None,
-            "model_calls": sum(r["calls"] for r in timed), "cpus": os.cpu_count(),
-            "note": "wall time of the evidence pass (all passages of a row, every ask tried, the whole-answer "
-                    "baseline), on a machine shared with other model jobs"}
+            "model_calls": calls, "seconds_per_model_call": total / calls if calls else None,
+            "cpus": os.cpu_count(),
+            "note": "wall time of the evidence pass with model calls (per claim its best sentence window; the whole-answer "
+                    "baseline call beside it), EVALUATIONS_LLM_THREADS=1, on a machine shared with other model jobs"}
 
 
 def write_params(records: list[dict], result: dict, ask: str = "statement") -> Path:
@@ -264,13 +271,15 @@ def write_params(records: list[dict], result: dict, ask: str = "statement") -> P
     import collections
     import datetime as dt
 
+    from evaluations.judging.faithfulness import SUPPORT_FEATURES
+
     table = Table(records, ask)
     params = fit(table, np.ones(len(table.y), bool))
     params.ask, params.top_m = ask, TOP_M
     params.info = {
         "model": "logistic regression (scikit-learn, L2, C=1) on standardised worst-claim features of the answer "
-                 "(min of llm_logit, coverage, window_coverage, pair_support, novel_coverage; max of missing "
-                 "numbers/entities, short); applied per claim; a claim is supported when P >= threshold",
+                 f"(min over claims of {sorted(SUPPORT_FEATURES)}, max of the others); applied per claim; a claim "
+                 "is supported when P >= threshold",
         "training_data": {
             "file": result.get("labels_file"), "labelled_rows": int(len(table.y)),
             "fitted_rows": int(table.applicable.sum()), "supported": int(table.y.sum()),
@@ -292,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evidence", default="/tmp/faithfulness_evidence.jsonl")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--collect-only", action="store_true")
+    parser.add_argument("--timing", default=None, help="an evidence file written with model calls, for the "
+                        "seconds per claim check (default: this run's)")
+    parser.add_argument("--ask", default=None, choices=ASKS_TRIED, help="the wording used on every row (default: "
+                        "the one chosen on the fitting split)")
     parser.add_argument("--asks-only", action="store_true", help="only the wordings' evidence on the fitting split")
     parser.add_argument("--cached-only", action="store_true", help="no model call: rows with every verdict stored")
     parser.add_argument("--write-params", action="store_true")
@@ -313,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.collect_only:
         return 0
     result = {"ask_selection": choose_ask(fitting)}
-    ask = result["ask_selection"]["chosen"]
+    ask = args.ask or result["ask_selection"]["chosen"]
+    result["ask_used"] = ask
     if ask != DEFAULT_ASK:  # the chosen wording on every row
         records = collect(rows, cache, evidence.with_suffix(f".{ask}.jsonl"), args.limit,
                           cached_only=args.cached_only, asks=(ask,))
@@ -321,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     result["signals_only"] = validate(records, ask, names=tuple(f for f in FEATURES if not f.startswith("llm_logit")))["cv"]
     result["labels_file"] = str(Path(args.labels).resolve().relative_to(ROOT)) if Path(args.labels).resolve(
     ).is_relative_to(ROOT) else args.labels
-    result["seconds_per_claim_check"] = seconds_per_claim(records)
+    timing = [json.loads(line) for line in Path(args.timing).read_text().splitlines()] if args.timing else records
+    result["seconds_per_claim_check"] = seconds_per_claim(timing)
     out = ROOT / "benchmarks/results/faithfulness.json"
     if args.write_params:
         write_params(records, result, ask)

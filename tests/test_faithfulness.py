@@ -4,11 +4,19 @@ cached re-runs free, claims name their passage)."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import random
+import re
+from pathlib import Path
+
 import pytest
 
 from evaluations.judging.claims import Claim, claim_signals, entities, numbers, sentences, split_claims
-from evaluations.judging.faithfulness import Faithfulness, judge_faithfulness
+from evaluations.judging.faithfulness import Faithfulness, judge_faithfulness, load_params
 from evaluations.judging.passages import Passage
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 # -- claims (written by hand) ------------------------------------------------------------------------------
@@ -59,6 +67,26 @@ def test_signals_see_a_recombined_claim():
     assert swapped.missing_numbers == 1 and faithful.missing_numbers == 0
 
 
+def test_worst_claim_features_take_the_least_support():
+    from evaluations.judging.faithfulness import FEATURES, SUPPORT_FEATURES, worst
+
+    a = [float(i) for i in range(len(FEATURES))]
+    b = [float(len(FEATURES) - i) for i in range(len(FEATURES))]
+    expected = [min(x, y) if name in SUPPORT_FEATURES else max(x, y) for name, x, y in zip(FEATURES, a, b)]
+    assert worst([a, b]) == expected
+    assert "llm_logit" in SUPPORT_FEATURES and "missing_numbers" not in SUPPORT_FEATURES
+    # a claim with fewer copied bigrams / kept anchor neighbours is the less supported one
+    assert {"bigram_coverage", "anchor_context"} <= SUPPORT_FEATURES
+
+
+def test_windows_are_runs_of_sentences():
+    from evaluations.judging.faithfulness import windows
+
+    text = "One is here. Two is here. Three is here. Four is here."
+    assert windows(text, 3) == ["One is here. Two is here. Three is here.", "Two is here. Three is here. Four is here."]
+    assert windows("Only one sentence.", 3) == ["Only one sentence."]
+
+
 # -- not applicable: never a score, never 1.0 -------------------------------------------------------------
 @pytest.mark.parametrize("answer, kind", [
     ("", "empty"), ("   ", "empty"), ("I don't know.", "refusal"),
@@ -72,3 +100,80 @@ def test_non_answers_are_not_applicable(answer, kind):
 def test_no_context_is_not_applicable():
     verdict = judge_faithfulness("Who founded Acme?", "Jo founded Acme.", [])
     assert not verdict.applicable and verdict.kind == "no_context" and verdict.score is None
+
+
+# -- with the embedded model, on real passages ----------------------------------------------------------------
+def _paragraphs() -> list[str]:
+    with gzip.open(SHARED / "squad2_dev_cs224n" / "paragraphs.jsonl.gz", "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    key = next(k for k in ("context", "text", "paragraph") if k in rows[0])
+    return [r[key] for r in rows]
+
+
+def _draw(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
+    """(passage, copied sentence, the sentence with one number or name swapped for one the passage lacks), for
+    ``n`` seeded passages; the swap is made here from the data (a year + 7, or a name of another passage)."""
+    paragraphs = _paragraphs()
+    rng = random.Random(seed)
+    names = sorted({m for p in paragraphs for m in re.findall(r"\b[A-Z][a-z]{3,}\b", p)})
+    out = []
+    for passage in rng.sample(paragraphs, len(paragraphs)):
+        if len(passage) > 900:
+            continue
+        candidates = [s for s in re.split(r"(?<=\.)\s+(?=[A-Z])", passage) if 60 <= len(s) <= 200]
+        rng.shuffle(candidates)
+        for sentence in candidates:
+            if len(split_claims("", sentence)) != 1:
+                continue
+            years = re.findall(r"\b1[5-9]\d\d\b", sentence)
+            if years and str(int(years[0]) + 7) not in passage:
+                out.append((passage, sentence, sentence.replace(years[0], str(int(years[0]) + 7), 1)))
+                break
+            inner = [w for w in re.findall(r"(?<=\s)[A-Z][a-z]{3,}\b", sentence) if passage.count(w) == 1]
+            if inner:
+                new = rng.choice([x for x in names if x not in passage])
+                out.append((passage, sentence, re.sub(rf"\b{inner[0]}\b", new, sentence, count=1)))
+                break
+        if len(out) == n:
+            return out
+    raise AssertionError("not enough passages to draw from")
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+
+    if not embedded_judge_path().is_file():
+        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
+    return load_scorer(PASSAGE_SYSTEM)
+
+
+@pytest.mark.slow
+def test_copied_sentences_are_supported_and_swaps_are_not(scorer, tmp_path):
+    from evaluations.judging.embedded import VerdictCache
+
+    cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
+    drawn = _draw(10)
+    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, s, _ in drawn]
+    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, _, w in drawn]
+    assert all(v.applicable and len(v.claims) == 1 for v in copied + swapped)
+    assert sum(v.score == 1.0 for v in copied) >= 9, [(v.claims[0].claim, v.claims[0].p) for v in copied]
+    assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 8, \
+        [(v.claims[0].claim, v.claims[0].p) for v in swapped]
+    assert all(0.0 <= c.p <= 1.0 for v in copied + swapped for c in v.claims)
+    assert params.threshold > 0
+
+
+@pytest.mark.slow
+def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(scorer, tmp_path):
+    from evaluations.judging.embedded import VerdictCache
+
+    (passage, sentence, _), (other, _, _) = _draw(2, seed=5)
+    passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    first = judge_faithfulness("", sentence, passages, cache=cache, scorer=scorer)
+    second = judge_faithfulness("", sentence, passages, cache=VerdictCache(tmp_path / "v.sqlite"), scorer=scorer)
+    assert first.model_calls >= 1 and second.model_calls == 0
+    assert second == first.model_copy(update={"model_calls": 0})
+    assert [c.passage for c in first.claims] == ["gold-doc"]

@@ -68,7 +68,8 @@ SHORT_ASK = "answer"  # a short (verbless) claim is always read as an answer to 
 FEATURES: tuple[str, ...] = ("llm_logit", "llm_logit_short", *SIGNALS, "short")
 #: features where lower means less support (the worst claim has the minimum); the others are counts of missing
 #: things (the worst claim has the maximum)
-SUPPORT_FEATURES = frozenset({"llm_logit", "llm_logit_short", "coverage", "window_coverage", "pair_support", "novel_coverage"})
+SUPPORT_FEATURES = frozenset({"llm_logit", "llm_logit_short", "coverage", "window_coverage", "pair_support", "novel_coverage",
+                              "bigram_coverage", "anchor_context"})
 WINDOW_SENTENCES = 3  # the model reads a window of this many consecutive sentences of a passage
 
 
