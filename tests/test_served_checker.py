@@ -284,3 +284,50 @@ def test_a_real_server_prefers_the_supported_statement(qwen_server, tmp_path):
                 again.probability(shared, ASK.format(statement=other))[0]) == expected
     assert again.calls == 0 and CALL_STATS["chat"].misses == live
     checker.close()
+
+
+def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(tmp_path):
+    """``judge.model`` on a server: the run's faithfulness evaluator takes its claims from the server's structured
+    decomposition and asks each claim in text mode first; context relevance asks the same server. An unreachable
+    judge server is an error when the evaluators are made, before any case."""
+    from evaluations.evaluators.reference_free import (
+        ContextRelevance,
+        Faithfulness,
+        context_relevance_results,
+        faithfulness_results,
+        reference_free_evaluators,
+    )
+    from evaluations.judging.passages import Passage
+
+    claims = ["The bridge opened in 1932.", "The bridge is in Sydney."]
+
+    def responder(body: dict) -> object:
+        if body.get("tools"):
+            return tool_call(body["tools"][0]["function"]["name"], {"claims": claims})
+        return "Yes." if "1932" in body["messages"][-1]["content"] else "No."
+
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _config(tmp_path, judge={"retries": 1, "reference_free": ["faithfulness", "context_relevance"],
+                                          "model": {"provider": "openai", "name": "judge",
+                                                    "base_url": server.openai_url}},
+                         **{"cache": {"path": str(tmp_path / "calls.sqlite"), "enabled": False}})
+        made = reference_free_evaluators(config, answers=True, retrieval=True, has_qrels=False)
+        faith = next(e for e in made if isinstance(e, Faithfulness))
+        context = next(e for e in made if isinstance(e, ContextRelevance))
+        assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
+        passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
+        out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
+                                   cache=False, scorer=faith.scorer, claims=faith.claims)
+        record = json.loads(out["faithfulness_kind"].reason)
+        assert [c["claim"] for c in record["claims"]] == claims  # the server's decomposition, not the splitter's
+        asked = [_mode(r.body) for r in server.calls("/v1/chat/completions")]
+        assert asked[0] == "tool" and set(asked[1:]) == {"text"}  # claims by a tool call, checks in text mode
+        context_relevance_results("When did the bridge open?", [passage], cache=False, scorer=context.scorer)
+        assert len(server.calls("/v1/chat/completions")) > len(asked)
+
+    url = closed_port_url()
+    dead = _config(tmp_path / "d", judge={"reference_free": ["faithfulness"],
+                                          "model": {"provider": "openai", "name": "judge", "base_url": url}})
+    with pytest.raises(EvaluationsError) as err:
+        reference_free_evaluators(dead, answers=True, retrieval=False)
+    assert url.split("//")[1].split("/")[0] in str(err.value) and "judge.model.base_url" in str(err.value)

@@ -20,7 +20,7 @@ No answer (faithfulness) gives ``{}``: the summary counts the case as not applic
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,11 +67,15 @@ def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list
     return [Passage(id=c.chunk_id, text=t) for c, t in items], [c.doc_id for c, _ in items]
 
 
-def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True) -> dict[str, Any]:
-    """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims."""
+def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
+                         claims: Callable[[str, str], list[str] | None] | None = None) -> dict[str, Any]:
+    """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims.
+    ``scorer``: the yes/no checker (default: the embedded judge model); ``claims``: a served model's claim
+    decomposition (None from it: the deterministic splitter)."""
     from evaluations.judging.faithfulness import judge_faithfulness
 
-    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache))
+    given = claims(question, answer) if claims is not None and answer.strip() else None
+    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer, claims=given)
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
                                     model_calls=result.model_calls)
     out: dict[str, Any] = {"faithfulness_kind": EvaluationReason(result.kind, reason=evidence.model_dump_json())}
@@ -83,12 +87,12 @@ def faithfulness_results(question: str, answer: str, passages: list[Any], *, cac
 
 
 def context_relevance_results(question: str, passages: list[Any], docs: list[str] | None = None, *,
-                              cache: bool = True) -> dict[str, Any]:
+                              cache: bool = True, scorer: Any = None) -> dict[str, Any]:
     """The ``context_relevance`` results of one retrieved list (module docstring); ``docs``: each passage's document
     id (what qrels name; default: the passage id)."""
     from evaluations.judging.context_relevance import judge_context_relevance
 
-    result = judge_context_relevance(question, passages, cache=_verdict_cache(cache))
+    result = judge_context_relevance(question, passages, cache=_verdict_cache(cache), scorer=scorer)
     docs = docs if docs is not None else [p.id for p in passages]
     evidence = ContextEvidence(
         chunks=[ChunkRecord(rank=c.rank, id=c.id, doc=docs[c.rank - 1] if 0 < c.rank <= len(docs) else "",
@@ -109,10 +113,13 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
 class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``faithfulness`` = supported claims / claims of the answer (``judging.faithfulness``); see module docstring.
     ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
-    corpus id -> text, for systems that return ids only."""
+    corpus id -> text, for systems that return ids only; ``scorer`` / ``claims``: a served judge's checker and claim
+    decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter)."""
 
     cache: bool = True
     texts: Mapping[str, str] | None = field(default=None, compare=False)
+    scorer: Any = field(default=None, compare=False)
+    claims: Callable[[str, str], list[str] | None] | None = field(default=None, compare=False)
 
     async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
@@ -120,7 +127,8 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
             return {}
         passages, _ = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
-            faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache))
+            faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
+            scorer=self.scorer, claims=self.claims))
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
@@ -133,11 +141,12 @@ class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
 
     cache: bool = True
     texts: Mapping[str, str] | None = field(default=None, compare=False)
+    scorer: Any = field(default=None, compare=False)
 
     async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         passages, docs = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
-            context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache))
+            context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer))
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
@@ -152,7 +161,29 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
     made: list[Evaluator] = []
     if answers and "faithfulness" in wanted:
-        made.append(Faithfulness(cache=config.cache.enabled, texts=texts))
+        scorer, claims = _served(config, "faithfulness")
+        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, claims=claims))
     if retrieval and "context_relevance" in wanted:
-        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts))
+        scorer, _ = _served(config, "context_relevance")
+        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
     return made
+
+
+def _served(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[str] | None] | None]:
+    """(checker, claim decomposition) of a served judge model (``judge.model`` with provider ollama/openai), else
+    (None, None): the embedded model and the deterministic splitter. The served checker asks in text mode first
+    (P(yes) from the first token's logprobs, the quantity the judges' parameters were fitted on), then falls back
+    down the ladder's structured modes (P(yes) 1 or 0); an unreachable server is an error here, before any case."""
+    model = config.judge.model
+    if model is None or model.provider == "embedded":
+        return None, None
+    from evaluations.judging.served_checker import checker_for, claims_from_model
+    from evaluations.models.ladder import SERVED_LADDER
+
+    modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
+    checker = checker_for(model, config, judge=judge, modes=modes)
+    return checker, functools.partial(_claims, claims_from_model, model, config)
+
+
+def _claims(decompose: Any, model: Any, config: Config, question: str, answer: str) -> list[str] | None:
+    return decompose(question, answer, model, config)

@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -188,12 +189,14 @@ def passage_text(text: str) -> str:
     return f"Passage:\n{text}\n\n"
 
 
-def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None) -> tuple[float, bool]:
-    """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer."""
+def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
+        scorer: Any = None) -> tuple[float, bool]:
+    """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
+    the same duck type, e.g. ``served_checker.ServedChecker``)."""
     from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer
 
-    return cached_probability(load_scorer(PASSAGE_SYSTEM), passage_text(text), wording.format(question=question),
-                              cache)
+    scorer = scorer if scorer is not None else load_scorer(PASSAGE_SYSTEM)
+    return cached_probability(scorer, passage_text(text), wording.format(question=question), cache)
 
 
 # -- parameters ------------------------------------------------------------------------------------------------
@@ -237,8 +240,9 @@ def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> Contex
 
 # -- the judge -----------------------------------------------------------------------------------------------
 def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache: VerdictCache | None = None,
-                            params: ContextParams | None = None) -> ContextRelevance:
-    """Every passage's verdict, precision@k over all given passages and the first relevant rank."""
+                            params: ContextParams | None = None, scorer: Any = None) -> ContextRelevance:
+    """Every passage's verdict, precision@k over all given passages and the first relevant rank. ``scorer``: see
+    ``ask`` (default: the embedded judge model)."""
     if not passages:
         return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
     fitted = params if params is not None else _shipped()
@@ -247,7 +251,7 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
         if not passage.text.strip():
             chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=False, p=0.0))
             continue
-        p_yes, called = ask(question, passage.text, fitted.wording, cache=cache)
+        p_yes, called = ask(question, passage.text, fitted.wording, cache=cache, scorer=scorer)
         calls += called
         p = float(fitted.probability(np.array(features(question, passage.text, p_yes)))[0])
         chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= fitted.threshold, p=p))

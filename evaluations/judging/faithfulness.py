@@ -42,7 +42,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.claims import SIGNALS, Claim, claim_signals, sentences, split_claims
+from evaluations.judging.claims import SIGNALS, Claim, claim_signals, has_verb, sentences, split_claims
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.passages import Passage, as_passages
@@ -160,14 +160,18 @@ class ClaimEvidence:
     calls: int
 
 
-def applicability(question: str, answer: str, passages: Sequence[Passage]) -> tuple[str | None, list[Claim]]:
-    """(why the judge does not apply, a ``Faithfulness.kind``, or None when it does; the answer's claims)."""
+def applicability(question: str, answer: str, passages: Sequence[Passage],
+                  given: Sequence[str] | None = None) -> tuple[str | None, list[Claim]]:
+    """(why the judge does not apply, a ``Faithfulness.kind``, or None when it does; the answer's claims).
+    ``given``: claims from a served model's decomposition (``served_checker.claims_from_model``) instead of the
+    deterministic splitter; a claim without a verb is then read as a short answer."""
     kind = screen(question, (), answer or "").kind
     if kind in NOT_APPLICABLE and kind != "refusal":
         return kind, []
     if not [p for p in passages if p.text.strip()]:
         return "no_context", []
-    claims = split_claims(question, answer)
+    claims = split_claims(question, answer) if given is None else [
+        Claim(c.strip(), short=not has_verb(c)) for c in dict.fromkeys(given) if c.strip()]
     if not claims:
         return ("refusal" if kind == "refusal" else "no_claim"), []
     return None, claims  # a refusal phrase beside claims ("X is not available as a service when ...") is judged
@@ -224,11 +228,12 @@ def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> l
 
 def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | str], *,
                        cache: VerdictCache | None = None, params: FaithfulnessParams | None = None,
-                       scorer: Any = None) -> Faithfulness:
-    """The verdict on one answer (module docstring). ``scorer``: a ``yesno.YesNoScorer`` (default: the embedded
-    judge model's with ``PASSAGE_SYSTEM``)."""
+                       scorer: Any = None, claims: Sequence[str] | None = None) -> Faithfulness:
+    """The verdict on one answer (module docstring). ``scorer``: a ``yesno.YesNoScorer`` or the same duck type
+    (``served_checker.ServedChecker``; default: the embedded judge model's with ``PASSAGE_SYSTEM``); ``claims``: a
+    served model's decomposition of the answer (default: the deterministic splitter)."""
     items = as_passages(passages)
-    kind, claims = applicability(question, answer, items)
+    kind, claims_found = applicability(question, answer, items, claims)
     if kind is not None:
         return Faithfulness(applicable=False, kind=kind, score=None, claims=[], model_calls=0)
     params = params or load_params()
@@ -237,7 +242,7 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
 
         scorer = load_scorer(PASSAGE_SYSTEM)
     evidence = [claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask, top_m=params.top_m)
-                for c in claims]
+                for c in claims_found]
     order = [FEATURES.index(f) for f in params.features]
     probs = params.probability(np.array([[e.features[j] for j in order] for e in evidence]))
     verdicts = [ClaimVerdict(claim=e.claim.text, supported=bool(p >= params.threshold), p=float(p),
