@@ -13,10 +13,10 @@ and, with l the logits of the next token, Y the single-token spellings of "yes" 
 ``shared`` is the part several questions have in common (a passage); ``tail`` is what differs (a claim, a
 question). The KV cache of the longest common token prefix with the previous call is kept (``Llama.n_tokens`` is
 cut back to it; ``Llama.eval`` drops the rest), and the state after system + shared is kept for the last
-``STATES`` passages (``Llama.save_state`` / ``load_state``), so asking about several claims of one passage, and
-the context-relevance question about it, evaluates the passage once even when other cases' calls come between.
-Judges that share passages should use the same system prompt (``PASSAGE_SYSTEM``) and put their instruction in
-the tail. One ``Llama`` per (file, window) is loaded per process and shared by every scorer on it; calls are
+``STATES`` passages (``Llama.save_state`` / ``load_state``), so several questions about one text (claims of an
+answer about one sentence window; a repeated passage) evaluate it once even when other cases' calls come between.
+The judges use the same system prompt (``PASSAGE_SYSTEM``) and put their instruction in the tail, so any text they
+both ask about is evaluated once. One ``Llama`` per (file, window) is loaded per process and shared by every scorer on it; calls are
 serialised by its lock. ``cached_probability`` keys a verdict by (scorer id, shared, tail) in the one cache store
 (``VerdictCache``), so a re-run makes no model call.
 """
