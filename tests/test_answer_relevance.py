@@ -98,6 +98,9 @@ def test_the_context_decides_only_when_it_is_about_the_question():
      "reuses 3 of the question's 3 keywords"),
     ("What did Clara Johnson proclaim about AI in startups?", "Johnson Proclaim AI Startups: An Overview", None,
      "heading", "heading"),
+    # the main job's SmolLM2 answer (a section title of its document): no question word in common is needed
+    ("What did Clara Johnson, CEO of TechFrontier, proclaim concerning the role of AI in startups on October 15, "
+     "2023?", "The Advent of AI in Startups", None, "heading", "the question does not ask for one"),
     ("How many moons does Mars have?", "Phobos and Deimos", None, "wrong_type", "asks for a number"),
     ("When did the Berlin Wall fall?", "East Germany", None, "wrong_type", "asks for a time"),
     ("Who wrote Dracula?", "1897", None, "wrong_type", "asks for a person or place"),
@@ -120,6 +123,7 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("Is Paris the capital of France?", "Yes.", None, "polar"),
     ("Is a problem instance abstract or concrete?", "concrete", None, None),  # picks one of the question's words
     ("What is the capital of Australia?", "Canberra", "Canberra is the capital city of Australia.", None),
+    ("Which novel did Hemingway publish in 1952?", "The Old Man and the Sea", None, None),  # a title, as asked
 ])
 def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked):
     assert asked_type(question) == asked

@@ -9,7 +9,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
 
 1. non-answers. From the screen without gold (``nonanswer.screen(question, (), answer)``, ``SCREEN_KINDS``):
    ``empty``, ``refusal``, ``echo``, ``options`` (a hedge "A or B", unless the question asks for several things:
-   "two", "three", "both", "list"). On a question marked unanswerable a refusal is accepted (it is the answer).
+   "two", "three", "both", "list"), and the screen's gold-free ``heading`` (4-10 words shaped like a title) that
+   shares a word with the question, unless the question asks for a title, a name (``_TITLE_ASKED``: "book",
+   "called", …) or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title.
+   On a question marked unanswerable a refusal is accepted (it is the answer).
    Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
    gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` less the stems
    similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
@@ -106,6 +109,13 @@ RESTATE_WORDS = 4
 RESTATE_COVER = 0.5
 _DIGIT = re.compile(r"\d")
 _SEVERAL = re.compile(r"\b(two|three|both|list)\b", re.I)
+#: a question that asks for a title (its answer may be shaped like a heading: the screen's heading rule then waits)
+_TITLE_ASKED = re.compile(r"\b(title|titled|called|named|name|book|novel|film|movie|song|album|poem|play|show|series|"
+                          r"episode|painting|work|article|chapter|section|heading|slogan|motto|theme|program|"
+                          r"programme|initiative|project|campaign|event|festival|report|study|law|act)\b", re.I)
+#: "which X" / "what X" with X not an auxiliary: the question asks for an entity, whose name may look like a title
+_ENTITY_ASKED = re.compile(r"\b(which|what)\s+(?!(is|was|are|were|did|does|do|has|have|had|can|could|would|should|"
+                           r"will|might|may|happened|happens)\b)[a-z]+", re.I)
 
 
 def _asks_several(question: str) -> bool:
@@ -290,6 +300,10 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
     screened = screen(question, (), answer)
     if screened.kind in SCREEN_KINDS and not (screened.kind == "options" and _asks_several(question)):
         return Relevance(False, screened.kind, f"{screened.kind}: {screened.reason}")
+    if (screened.kind == "heading" and not _TITLE_ASKED.search(question) and not _ENTITY_ASKED.search(question)
+            and stems(answer) & stems(question)):
+        return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
+                                           "ask for one)")
     restated = _restates(question, answer)
     if restated is not None:
         kind = "heading" if _titled(answer) else "restatement"
