@@ -102,7 +102,9 @@ def test_answer_failures_never_touch_retrieval(qa_runs):
     for name, record in records.items():
         assert record["status"] == "ok" and record["retrieved"] == skip_records[name]["retrieved"]
         assert record["metrics"] == skip_records[name]["metrics"] and record["metrics"]["ndcg@10"] >= 0
-    assert summary["metrics"] == skip_summary["metrics"] and summary["metrics"]["ndcg@10"] > 0
+    # (the answering run's metrics also hold its reference-free means, e.g. answer_relevance: not retrieval's)
+    retrieval = {k: summary["metrics"][k] for k in skip_summary["metrics"]}
+    assert retrieval == skip_summary["metrics"] and summary["metrics"]["ndcg@10"] > 0
     # the failure is recorded by stage, with what the model said
     for name in failed:
         qa = records[name]["qa"]
