@@ -76,6 +76,25 @@ def run(work: Path, name: str, system: str, corpus: Path, data: Path, cache_dir:
             "exit": proc.returncode}
 
 
+def targets(results: dict) -> dict[str, bool]:
+    """The issue's goals, from the runs' metrics (a metric a run lacks fails its goal)."""
+    copy, unrelated, rand = (results[s]["metrics"] for s in SYSTEMS)
+    rerun = results["copy_sentence_rerun"]
+
+    def known(*values: float | None) -> bool:
+        return all(v is not None for v in values)
+
+    return {
+        "copy faithfulness >= 0.9": known(copy["faithfulness"]) and copy["faithfulness"] >= 0.9,
+        "unrelated faithfulness <= 0.2": known(unrelated["faithfulness"]) and unrelated["faithfulness"] <= 0.2,
+        "random context_relevance <= tfidf - 0.3": known(rand["context_relevance"], copy["context_relevance"])
+        and rand["context_relevance"] <= copy["context_relevance"] - 0.3,
+        "triad run <= 600 s": results["copy_sentence"]["wall_s"] <= 600,
+        "cached re-run 0 model calls": rerun["judge_model_calls"] == 0
+        and not any(rerun["chat_and_embed_calls"].values()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
@@ -92,20 +111,8 @@ def main() -> None:
     cache_dir = work / "data"  # a fresh data dir (caches start empty); the judge GGUF is the assembled one
     results = {name: run(work, name, name, corpus, data, cache_dir, args.k) for name in SYSTEMS}
     results["copy_sentence_rerun"] = run(work, "copy_sentence_rerun", "copy_sentence", corpus, data, cache_dir, args.k)
-    copy, unrelated, rand = (results[s]["metrics"] for s in SYSTEMS)
-    summary = {
-        "questions": args.n, "k": args.k, "corpus": "squad2_dev_cs224n/paragraphs.jsonl.gz", "runs": results,
-        "load_average_1m_end": os.getloadavg()[0], "cpus": os.cpu_count(),
-        "targets": {
-            "copy faithfulness >= 0.9": (copy["faithfulness"] or 0) >= 0.9,
-            "unrelated faithfulness <= 0.2": (unrelated["faithfulness"] or 1) <= 0.2,
-            "random context_relevance <= tfidf - 0.3":
-                (rand["context_relevance"] or 1) <= (copy["context_relevance"] or 0) - 0.3,
-            "triad run <= 600 s": results["copy_sentence"]["wall_s"] <= 600,
-            "cached re-run 0 model calls": results["copy_sentence_rerun"]["judge_model_calls"] == 0
-            and not any(results["copy_sentence_rerun"]["chat_and_embed_calls"].values()),
-        },
-    }
+    summary = {"questions": args.n, "k": args.k, "corpus": "squad2_dev_cs224n/paragraphs.jsonl.gz", "runs": results,
+               "load_average_1m_end": os.getloadavg()[0], "cpus": os.cpu_count(), "targets": targets(results)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "triad.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
