@@ -28,7 +28,7 @@ from evaluations.datasets import beir
 from evaluations.datasets.rows import iter_rows
 from evaluations.datasets.spec import LoadOptions
 from evaluations.judging.labels import parse_label
-from evaluations.judging.weak_labels import default_shared_dir, read_questions
+from evaluations.judging.weak_labels import Question, default_shared_dir, first_row_has, question_index
 
 __all__ = ["ContextRow", "load_context_labels", "is_context_labels_file"]
 
@@ -75,7 +75,8 @@ def _question(shared: Path, ref: dict[str, str]) -> str | None:
     if beir_split:
         _require(shared / ref["file"])
         return _beir(*beir_split)[0].get(ref["key"])
-    return _question_rows(shared, ref).get(ref["key"], (None, None))[0]
+    question = _indexed(shared, ref)
+    return question.question if question else None
 
 
 def _passage(shared: Path, ref: dict[str, str]) -> str | None:
@@ -86,12 +87,13 @@ def _passage(shared: Path, ref: dict[str, str]) -> str | None:
         if not qrels:
             raise EvaluationsError("no qrels beside the corpus", where=str(shared / path.parent), fix=_MISSING_FIX)
         return _beir(shared / path.parent, qrels[0].name.split(".")[0])[1].get(ref["key"])
-    return _question_rows(shared, ref).get(ref["key"], (None, None))[1]
+    question = _indexed(shared, ref)
+    return question.passage if question else None
 
 
-def _question_rows(shared: Path, ref: dict[str, str]) -> dict[str, tuple[str, str]]:
+def _indexed(shared: Path, ref: dict[str, str]) -> Question | None:
     _require(shared / ref["file"])
-    return {q.key: (q.question, q.passage) for q in read_questions(shared, ref["dataset"], ref["file"])}
+    return question_index(shared, ref["dataset"], ref["file"]).get(ref["key"])
 
 
 def _ref(row: dict[str, Any], name: str, where: str) -> dict[str, str]:
@@ -113,9 +115,7 @@ def _int(row: dict[str, Any], name: str, where: str, default: int | None = None)
 
 def is_context_labels_file(path: str | Path) -> bool:
     """The first row of ``path`` is a context-relevance label row (it has ``question_ref`` and ``passage_ref``)."""
-    for _, row in iter_rows(Path(path)):
-        return isinstance(row, dict) and "question_ref" in row and "passage_ref" in row
-    return False
+    return first_row_has(path, "question_ref", "passage_ref")
 
 
 def load_context_labels(path: str | Path, shared_dir: str | Path | None = None) -> list[ContextRow]:

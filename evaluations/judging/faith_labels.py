@@ -15,7 +15,8 @@ or date). ``answer_sha256`` (hex sha256 of the UTF-8 answer) keeps the label att
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import iter_rows
 from evaluations.judging.labels import parse_label
-from evaluations.judging.weak_labels import Question, default_shared_dir, read_questions
+from evaluations.judging.weak_labels import Question, default_shared_dir, first_row_has, resolve_question
 
 __all__ = ["FaithfulnessRow", "AnswerRecipe", "PassageSlice", "GoldRef", "AnswerEdit", "answer_sha256",
            "load_faithfulness_labels", "is_faithfulness_labels_file"]
@@ -126,31 +127,7 @@ class FaithfulnessRow(BaseModel):
 
 def is_faithfulness_labels_file(path: str | Path) -> bool:
     """The first row of ``path`` is a faithfulness-labels row (it has ``question_ref`` and ``passage_refs``)."""
-    for _, row in iter_rows(Path(path)):
-        return isinstance(row, dict) and "question_ref" in row and "passage_refs" in row
-    return False
-
-
-class _Resolver:
-    """Questions of the shared files by (dataset, file, key), each file read once."""
-
-    def __init__(self, shared: Path) -> None:
-        self.shared = shared
-        self.files: dict[tuple[str, str], dict[str, Question]] = {}
-
-    def __call__(self, ref: Any, where: str) -> Question:
-        try:
-            dataset, file, key = ref["dataset"], ref["file"], str(ref["key"])
-        except (KeyError, TypeError):
-            raise EvaluationsError(f"malformed reference {ref!r}", where=where,
-                                   fix='a reference is {"dataset", "file", "key"}') from None
-        if (dataset, file) not in self.files:
-            self.files[(dataset, file)] = {q.key: q for q in read_questions(self.shared, dataset, file)}
-        question = self.files[(dataset, file)].get(key)
-        if question is None:
-            raise EvaluationsError(f"no question with key {key!r} in {file}", where=where,
-                                   fix="check the shared data version; keys are row ids or line:N")
-        return question
+    return first_row_has(path, "question_ref", "passage_refs")
 
 
 def _answer(row: dict, context: list[str], question: Question, where: str) -> str:
@@ -173,7 +150,7 @@ def _answer(row: dict, context: list[str], question: Question, where: str) -> st
     return answer
 
 
-def _row(row: Any, where: str, resolve: _Resolver) -> FaithfulnessRow:
+def _row(row: Any, where: str, resolve: Callable[[Any, str], Question]) -> FaithfulnessRow:
     if not isinstance(row, dict) or not {"question_ref", "passage_refs", "label"} <= row.keys() \
             or ("answer" in row) == ("answer_from" in row):
         raise EvaluationsError("not a faithfulness-label row", where=where, fix=_FIX + " (exactly one of the two)")
@@ -200,5 +177,5 @@ def load_faithfulness_labels(path: str | Path, shared_dir: str | Path | None = N
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("faithfulness labels file not found", where=str(path), fix="give an existing .jsonl file")
-    resolve = _Resolver(Path(shared_dir) if shared_dir else default_shared_dir(path))
+    resolve = partial(resolve_question, Path(shared_dir) if shared_dir else default_shared_dir(path))
     return [_row(row, f"{path}:{line}", resolve) for line, row in iter_rows(path)]

@@ -10,16 +10,20 @@ split on "/", keyed by line. Unanswerable rows have no gold.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.labels import LabelledAnswer, parse_label
 from evaluations.judging.gold_rows import read_row
 
-__all__ = ["Question", "read_questions", "load_weak_labels", "is_weak_labels_file", "default_shared_dir"]
+__all__ = ["Question", "read_questions", "question_index", "resolve_question", "first_row_has", "load_weak_labels",
+           "is_weak_labels_file", "default_shared_dir"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,38 @@ def read_questions(shared: Path, dataset: str, file: str) -> list[Question]:
     return list(_questions(Path(shared), dataset, file))
 
 
+@lru_cache(maxsize=32)
+def _index(shared: Path, dataset: str, file: str) -> Mapping[str, Question]:
+    return MappingProxyType({q.key: q for q in _questions(shared, dataset, file)})
+
+
+def question_index(shared: Path, dataset: str, file: str) -> Mapping[str, Question]:
+    """key -> ``Question`` of a shared file, built once per process and file (read-only)."""
+    return _index(Path(shared), dataset, file)
+
+
+def resolve_question(shared: Path, ref: Any, where: str) -> Question:
+    """The question a reference ``{"dataset", "file", "key"}`` names; one EvaluationsError at ``where`` for a
+    malformed reference or an unknown key."""
+    try:
+        dataset, file, key = ref["dataset"], ref["file"], str(ref["key"])
+    except (KeyError, TypeError):
+        raise EvaluationsError(f"malformed reference {ref!r}: it needs dataset, file and key", where=where,
+                               fix='a reference is {"dataset", "file", "key"}') from None
+    question = question_index(shared, dataset, file).get(key)
+    if question is None:
+        raise EvaluationsError(f"no question with key {key!r} in {file}", where=where,
+                               fix="check the shared data version; keys are row ids or line:N")
+    return question
+
+
+def first_row_has(path: str | Path, *keys: str) -> bool:
+    """The first row of the JSON/JSONL file ``path`` is an object with every one of ``keys`` (a label file's kind)."""
+    for _, row in iter_rows(Path(path)):
+        return isinstance(row, dict) and all(k in row for k in keys)
+    return False
+
+
 def default_shared_dir(path: Path) -> Path:
     """``../shared/data`` beside the repository that holds the labels file (``<repo>/datasets/labels/F``)."""
     return Path(path).resolve().parents[2].parent / "shared" / "data"
@@ -80,16 +116,13 @@ def default_shared_dir(path: Path) -> Path:
 
 def is_weak_labels_file(path: str | Path) -> bool:
     """The first row of ``path`` is a weak-labels row (it has ``ref`` and ``model``)."""
-    for _, row in iter_rows(Path(path)):
-        return isinstance(row, dict) and "ref" in row and "model" in row
-    return False
+    return first_row_has(path, "ref", "model")
 
 
 def load_weak_labels(path: str | Path, shared_dir: str | Path | None = None) -> list[LabelledAnswer]:
     """The labelled rows of ``path`` (rows whose label is null are skipped) as ``LabelledAnswer``s."""
     path = Path(path)
     shared = Path(shared_dir) if shared_dir else default_shared_dir(path)
-    index: dict[tuple[str, str], dict[str, Question]] = {}
     out = []
     for line, row in iter_rows(path):
         where = f"{path}:{line}"
@@ -97,20 +130,10 @@ def load_weak_labels(path: str | Path, shared_dir: str | Path | None = None) -> 
             raise EvaluationsError("not a labelled-answer row (needs ref, answer, label)", where=where)
         if row.get("label") is None:
             continue
-        ref = row["ref"]
-        try:
-            dataset, file, key = ref["dataset"], ref["file"], str(ref["key"])
-        except (KeyError, TypeError):
-            raise EvaluationsError("ref needs dataset, file and key", where=where) from None
-        if (dataset, file) not in index:
-            index[(dataset, file)] = {q.key: q for q in read_questions(shared, dataset, file)}
-        question = index[(dataset, file)].get(key)
-        if question is None:
-            raise EvaluationsError(f"no question with key {key!r} in {file}", where=where,
-                                   fix="check the shared data version; keys are row ids or line:N")
+        question = resolve_question(shared, row["ref"], where)
         out.append(LabelledAnswer(
             question=question.question, references=question.references, answer=str(row["answer"] or ""),
-            label=parse_label(row["label"], f"{where}: label"), group=f"{dataset}:{key}",
+            label=parse_label(row["label"], f"{where}: label"), group=f"{question.dataset}:{question.key}",
             source=where, system=str(row.get("model", "")), context=question.passage,
             answerable=question.answerable,
         ))
