@@ -62,14 +62,14 @@ class CacheOnly:
 
 def cached_rows(rows: list[ContextRow], cache: VerdictCache) -> list[ContextRow]:
     """The rows whose P(yes) is in the verdict store for every wording."""
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
 
     scorer = CacheOnly(load_scorer(PASSAGE_SYSTEM))
     kept = []
     for row in rows:
         try:
             for wording in cr.WORDINGS.values():
-                cached_probability(scorer, cr.passage_text(row.context[0]), wording.format(question=row.query), cache)
+                cached_probability(scorer, passage_shared(row.context[0]), wording.format(question=row.query), cache)
         except LookupError:
             continue
         kept.append(row)

@@ -29,7 +29,6 @@ relevant one. No passage: not applicable. A passage with no text is not relevant
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,12 +39,13 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.embedded import VerdictCache
+from evaluations.judging.offline import llm_logit
 from evaluations.judging.passages import Passage
 from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
-    "params", "fit", "features", "feature_matrix", "llm_logit", "passage_text", "ask", "PARAMS_FILE",
+    "params", "fit", "features", "feature_matrix", "ask", "PARAMS_FILE",
 ]
 
 PARAMS_FILE = "context_relevance.json"
@@ -157,11 +157,6 @@ def _answer_type(question: str, passage: str) -> float:
     return -1.0
 
 
-def llm_logit(p: float) -> float:
-    q = min(max(p, 1e-4), 1 - 1e-4)
-    return math.log(q / (1 - q))
-
-
 def features(question: str, passage: str, p_yes: float) -> list[float]:
     """The FEATURES of one (question, passage) pair given the model's P(yes)."""
     asked, seen = _terms(question), _terms(passage)
@@ -175,7 +170,7 @@ def features(question: str, passage: str, p_yes: float) -> list[float]:
     counts = {t: seen.count(t) for t in unique}
     saturation = (sum(tf * (K1 + 1) / (tf + norm) for tf in counts.values()) / (K1 + 1) / len(unique)
                   if unique else 0.0)
-    return [llm_logit(p_yes), coverage, phrase, saturation, _answer_type(question, passage)]
+    return [float(llm_logit(p_yes)), coverage, phrase, saturation, _answer_type(question, passage)]
 
 
 def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Sequence[float]) -> np.ndarray:
@@ -184,19 +179,14 @@ def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Seq
 
 
 # -- the model's question ------------------------------------------------------------------------------------
-def passage_text(text: str) -> str:
-    """The shared part of every yes/no question about a passage (the same string faithfulness uses)."""
-    return f"Passage:\n{text}\n\n"
-
-
 def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
         scorer: Any = None) -> tuple[float, bool]:
     """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
     the same duck type, e.g. ``served_checker.ServedChecker``)."""
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
 
     scorer = scorer if scorer is not None else load_scorer(PASSAGE_SYSTEM)
-    return cached_probability(scorer, passage_text(text), wording.format(question=question), cache)
+    return cached_probability(scorer, passage_shared(text), wording.format(question=question), cache)
 
 
 # -- parameters ------------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,11 +44,12 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.judging.claims import SIGNALS, Claim, claim_signals, has_verb, sentences, split_claims
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
+from evaluations.judging.offline import llm_logit
 from evaluations.judging.passages import Passage, as_passages
 
 __all__ = [
     "ASKS", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness", "FaithfulnessParams",
-    "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params", "params_path", "shared_text",
+    "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params", "params_path",
     "windows", "applicability", "fit_params",
 ]
 
@@ -71,11 +71,6 @@ FEATURES: tuple[str, ...] = ("llm_logit", "llm_logit_short", *SIGNALS, "short")
 SUPPORT_FEATURES = frozenset({"llm_logit", "llm_logit_short", "coverage", "window_coverage", "pair_support", "novel_coverage",
                               "bigram_coverage", "anchor_context"})
 WINDOW_SENTENCES = 3  # the model reads a window of this many consecutive sentences of a passage
-
-
-def shared_text(text: str) -> str:
-    """The shared prefix of a passage question (the same for context relevance: one passage evaluation)."""
-    return f"Passage:\n{text}\n\n"
 
 
 class FaithfulnessParams(BaseModel):
@@ -190,16 +185,11 @@ def windows(text: str, size: int = WINDOW_SENTENCES) -> list[str]:
     return [" ".join(sents[i:i + size]) for i in range(len(sents) - size + 1)]
 
 
-def _logit(p: float) -> float:
-    q = min(max(p, 1e-4), 1 - 1e-4)
-    return math.log(q / (1 - q))
-
-
 def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, scorer: Any,
                    cache: VerdictCache | None, ask: str = "statement", top_m: int = 1) -> ClaimEvidence:
     """Features of one claim against the passages (module docstring, steps 3-4). ``scorer`` None: no model,
     p_llm = 0.5 (llm_logit 0; used only to measure the alignment signals alone)."""
-    from evaluations.judging.yesno import cached_probability
+    from evaluations.judging.yesno import cached_probability, passage_shared
 
     texts = [p.text for p in passages]
     signals = claim_signals(question, claim, texts)
@@ -211,11 +201,11 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
     if scorer is not None:
         for index, text in ranked:
-            p, called = cached_probability(scorer, shared_text(text), tail, cache)
+            p, called = cached_probability(scorer, passage_shared(text), tail, cache)
             calls += int(called)
             if p > best_p:
                 best, best_p = index, p
-    logit = _logit(best_p)  # a short claim's own column: the model reads a bare answer differently
+    logit = float(llm_logit(best_p))  # a short claim's own column: the model reads a bare answer differently
     features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
     return ClaimEvidence(claim, features, best, best_p, calls)
 

@@ -36,7 +36,7 @@ import numpy as np
 from evaluations.judging.embedded import NO, YES, VerdictCache, embedded_judge_path
 from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
 
-__all__ = ["N_CTX", "PASSAGE_SYSTEM", "YesNoScorer", "load_scorer", "cached_probability"]
+__all__ = ["N_CTX", "PASSAGE_SYSTEM", "passage_shared", "YesNoScorer", "load_scorer", "cached_probability"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 STATES = 16  # passages whose evaluated prefix state is kept per model (a state of ~400 tokens is ~11 MB)
@@ -44,6 +44,11 @@ PASSAGE_SYSTEM = (
     "You read a passage, then answer one yes/no question about it. "
     "Use only what the passage says, not what you know. Answer yes or no."
 )
+def passage_shared(text: str) -> str:
+    """The shared part of every question the reference-free judges ask about a passage (or a window of one)."""
+    return f"Passage:\n{text}\n\n"
+
+
 _HEADER = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
 _END = "<|im_end|>\n<|im_start|>assistant\n"
 
