@@ -18,6 +18,8 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import iter_rows
+from evaluations.judging.context_labels import is_context_labels_file, load_context_labels
+from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
 from evaluations.judging.labels import LabelledAnswer, parse_label
 
 __all__ = ["LOADERS", "PassageRows", "load_passage_rows"]
@@ -93,34 +95,10 @@ def _labelled(rows: list[Any], path: Path) -> PassageRows:
     return out
 
 
-def _is_faithfulness_labels(path: Path) -> bool:
-    from evaluations.judging.faith_labels import is_faithfulness_labels_file
-
-    return is_faithfulness_labels_file(path)
-
-
-def _faithfulness_labels(path: Path) -> PassageRows:
-    from evaluations.judging.faith_labels import load_faithfulness_labels
-
-    return _labelled(load_faithfulness_labels(path), path)
-
-
-def _is_context_labels(path: Path) -> bool:
-    from evaluations.judging.context_labels import is_context_labels_file
-
-    return is_context_labels_file(path)
-
-
-def _context_labels(path: Path) -> PassageRows:
-    from evaluations.judging.context_labels import load_context_labels
-
-    return _labelled(load_context_labels(path), path)
-
-
-#: format -> (detect(path), load(path)); the first that detects the file reads it, else the generic rows
-LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], PassageRows]]] = {
-    "faithfulness labels": (_is_faithfulness_labels, _faithfulness_labels),
-    "context-relevance labels": (_is_context_labels, _context_labels),
+#: format -> (detect(path), load(path) -> typed rows); the first that detects the file reads it, else the generic rows
+LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], list[Any]]]] = {
+    "faithfulness labels": (is_faithfulness_labels_file, load_faithfulness_labels),
+    "context-relevance labels": (is_context_labels_file, load_context_labels),
 }
 
 
@@ -129,8 +107,8 @@ def load_passage_rows(path: str | Path, limit: int | None = None) -> PassageRows
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="give a JSONL/JSON/CSV file of labelled rows")
-    load = next((loads for detects, loads in LOADERS.values() if detects(path)), _generic)
-    rows = load(path)
+    load = next((loads for detects, loads in LOADERS.values() if detects(path)), None)
+    rows = _generic(path) if load is None else _labelled(load(path), path)
     if limit is not None:
         kept = PassageRows(rows[:limit])
         kept.not_applicable = rows.not_applicable
