@@ -182,8 +182,4 @@ def _served(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[
 
     modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
     checker = checker_for(model, config, judge=judge, modes=modes)
-    return checker, functools.partial(_claims, claims_from_model, model, config)
-
-
-def _claims(decompose: Any, model: Any, config: Config, question: str, answer: str) -> list[str] | None:
-    return decompose(question, answer, model, config)
+    return checker, functools.partial(claims_from_model, model_cfg=model, config=config)
