@@ -81,15 +81,22 @@ def judge_prompt(question: str, answer: str, gold: list[str], rubric: str) -> st
     return "\n".join(f"<{tag}>\n{text}\n</{tag}>" for tag, text in sections)
 
 
-def p_yes_from_logprobs(logprobs: list[dict[str, Any]] | None) -> float | None:
-    """P(yes) from the first token's ``top_logprobs`` (OpenAI format); None without yes/no candidates."""
+def yes_no_masses(logprobs: list[dict[str, Any]] | None) -> tuple[float, float] | None:
+    """(Σ e^lp of the yes spellings, Σ e^lp of the no spellings) among the first token's ``top_logprobs`` (OpenAI
+    format; the token itself when it has none); None without logprobs."""
     if not logprobs:
         return None
     first = logprobs[0]
     candidates = list(first.get("top_logprobs") or []) or [first]
     yes = sum(math.exp(c["logprob"]) for c in candidates if c["token"].strip().lower() in YES_WORDS)
     no = sum(math.exp(c["logprob"]) for c in candidates if c["token"].strip().lower() in NO_WORDS)
-    return yes / (yes + no) if yes + no > 0 else None
+    return yes, no
+
+
+def p_yes_from_logprobs(logprobs: list[dict[str, Any]] | None) -> float | None:
+    """P(yes) from the first token's ``top_logprobs`` (OpenAI format); None without yes/no candidates."""
+    masses = yes_no_masses(logprobs)
+    return masses[0] / sum(masses) if masses is not None and sum(masses) > 0 else None
 
 
 def _rejects_request(exc: Exception) -> bool:

@@ -11,7 +11,7 @@ the ``yesno.YesNoScorer`` duck type (``id``, ``calls``, ``probability(shared, ta
 
 through the one output-mode ladder (``models.ladder``), as the served correctness judge (``judging.llm``) does:
 ``tool`` / ``native`` / ``prompted`` ask for a ``YesNo`` object {reason, answer: yes|no} (P(yes) = 1 or 0), then
-``text`` asks for one word, and P(yes) comes from the first token's ``top_logprobs`` (``llm.p_yes_from_logprobs``;
+``text`` asks for one word, and P(yes) comes from the first token's ``top_logprobs`` (``llm.yes_no_masses``;
 the yes/no probability mass beside it), else from the word (``llm.parse_yes_no``). Each mode gets ``judge.retries``
 output retries; the ladder remembers the mode that worked. ``claims(question, answer)`` (and
 ``claims_from_model``) asks for a ``Claims`` object {claims: [str]}, the answer's atomic claims, in the structured
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.llm import NO_WORDS, YES_WORDS, embedded_judge_name, p_yes_from_logprobs, parse_yes_no
+from evaluations.judging.llm import embedded_judge_name, parse_yes_no, yes_no_masses
 from evaluations.judging.shipped import judge_file, read_judge_text
 from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, LadderFailed, OutputLadder, output_type
@@ -84,15 +83,6 @@ class CheckFailed(Exception):
         self.failures = failures
         super().__init__("no output mode of the served checker worked: "
                          + "; ".join(f"{mode}: {error}" for mode, error in failures))
-
-
-def yes_no_mass(logprobs: list[dict[str, Any]] | None) -> float | None:
-    """The probability of the first token's yes/no spellings among its ``top_logprobs``; None without logprobs."""
-    if not logprobs:
-        return None
-    candidates = list(logprobs[0].get("top_logprobs") or []) or [logprobs[0]]
-    words = YES_WORDS | NO_WORDS
-    return sum(math.exp(c["logprob"]) for c in candidates if c["token"].strip().lower() in words)
 
 
 class ServedChecker:
@@ -229,9 +219,9 @@ class ServedChecker:
             settings.pop("openai_logprobs"), settings.pop("openai_top_logprobs")  # the server refuses logprobs
             result = await self._agent("yesno", mode).run(prompt, model_settings=settings)
         logprobs = (getattr(result.all_messages()[-1], "provider_details", None) or {}).get("logprobs")
-        p, word = p_yes_from_logprobs(logprobs), parse_yes_no(result.output)
-        if p is not None:
-            return p, float(yes_no_mass(logprobs) or 0.0)
+        masses, word = yes_no_masses(logprobs), parse_yes_no(result.output)
+        if masses is not None and sum(masses) > 0:
+            return masses[0] / sum(masses), float(sum(masses))
         if word is None:
             raise UnexpectedModelBehavior(f"the checker replied {result.output[:80]!r}, neither yes nor no")
         return float(word), 1.0
