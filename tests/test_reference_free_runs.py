@@ -285,6 +285,24 @@ def test_a_log_without_gold_or_logged_correctness_scores(tmp_path, cli):
     assert (answers["judged"], answers["accuracy"]) == (0, None)
 
 
+def test_a_log_scored_without_reference_free_judges_has_no_answer_relevance(tmp_path, cli, monkeypatch):
+    """Defect: ``score --format log`` judged answer relevance even when ``judge.reference_free`` turned the
+    reference-free judges off; it now follows the setting like a run."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": "Who wrote Dracula?", "answer": "Bram Stoker",
+                               "retrieved": [{"id": "d1", "text": "Dracula is a novel by Bram Stoker."}]}) + "\n")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "none")
+    code, out, err = cli(["score", str(log), "--format", "log", "--json"])
+    assert code == 0, err
+    summary = json.loads(out)
+    assert "answer_relevance" not in summary and "reference_free" not in summary
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    code, out, err = cli(["score", str(log), "--format", "log", "--json"])
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["answer_relevance"]["n"] == 1 and summary["reference_free"]["metrics"]["answer_relevance"]["mean"] == 1.0
+
+
 def test_passage_controls_are_what_they_claim_on_real_passages():
     """judge-check's controls, built from SQuAD 2.0: a copied sentence is a sentence of the passage; a swapped one
     differs from it by words absent from the passage (so it is unsupported by construction); another question's

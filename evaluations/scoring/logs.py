@@ -21,7 +21,8 @@ Figures (N = queries, A = attempts):
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
 * calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
-* answer relevance (``judging.relevance``, no gold needed) of each query's last attempt that logged its ``query`` and
+* answer relevance (``judging.relevance``, no gold needed; when ``reference_free`` lists it, as
+  ``judge.reference_free`` does by default) of each query's last attempt that logged its ``query`` and
   ``answer``, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
   query, the mean with n and a 95% CI (``results.summary.reference_free``), ``not_applicable`` = queries without
   both, and how many of each kind.
@@ -307,8 +308,9 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
                        "attempts_per_query": n_attempts / n_queries},
         "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
         "calibration": calibration(confidences, outcomes, bins),
-        "answer_relevance": _relevance(finals, lasts),
     }
+    if "answer_relevance" in reference_free:
+        summary["answer_relevance"] = _relevance(finals, lasts)
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
