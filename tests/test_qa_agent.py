@@ -158,3 +158,32 @@ def test_format_context_truncates_to_max_chars_keeping_the_best_chunk(rows):
     tiny = context_text(chunks, max_chars=50)
     assert len(tiny) == 50 and tiny.startswith(f"[{chunks[0].chunk_id}] ")
     assert context_text([]) == ""
+
+
+def test_a_system_returning_ids_only_gets_the_corpus_text_to_the_qa_agent(rows):
+    """Defect: a ``--system`` that returned ids without text left the QA agent an empty context. The task now looks
+    each id up in the corpus (``RagTask.texts``); the prompt the model receives holds the document's text."""
+    from evaluations.core.types import RetrievalInputs
+    from evaluations.pipeline.task import RagTask
+    from evaluations.systems.base import RetrievedItem, SystemResponse
+
+    row = rows[3]
+    doc_id, text = f"doc-{row['sample_id']}", row["document_extracted"]
+
+    class IdsOnly:
+        id = "ids-only"
+
+        async def __call__(self, request):
+            return SystemResponse(retrieved=[RetrievedItem(id=doc_id, score=1.0), RetrievedItem(id="unknown")])
+
+    seen = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen["prompt"] = _user_prompt(messages)
+        return _call(info, {"answer": "from the context", "cited_ids": [doc_id], "confidence": 0.5})
+
+    task = RagTask(system=IdsOnly(), agent=build_qa_agent(FunctionModel(model)), texts={doc_id: text})
+    output, _ = asyncio.run(task.run_case(RetrievalInputs(query=row["question"], case_id="c1")))
+    given = " ".join(text.split())  # the context is whitespace-normalised
+    assert output.chunks[0].text == given and output.chunks[1].text == ""  # an id the corpus lacks stays empty
+    assert given[:300] in seen["prompt"] and output.qa_status == "ok"

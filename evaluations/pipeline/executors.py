@@ -55,6 +55,7 @@ class WorkerSetup:
     max_context_chars: int | None = None
     workers: int = 1  # at most this many workers (the run's concurrency; fewer when the cluster has fewer CPUs)
     name: str = "run"  # names the workers (``cases:<name>:<pool>:<i>``) so they can be found on the cluster
+    texts: dict[str, str] | None = None  # corpus text by id, for a system's items without text the QA agent reads
 
 
 class LocalExecutor:

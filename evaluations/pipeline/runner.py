@@ -202,7 +202,8 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     """The built-in LanceDB pipeline (or the user's system) as a task, plus index stats and run metadata."""
     if system is not None:
         name = getattr(system, "id", options.system)
-        return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit),
+        return (RagTask(system=system, k=max(options.ks), context_limit=config.search.limit,
+                        texts={d.id: d.text for d in corpus.documents}),
                 {"system": name}, {"system": name})
     from evaluations.models.embedders import build_embedder
     from evaluations.index.store import Store
@@ -298,7 +299,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     evaluators += reference_free_evaluators(
         config, answers=qa is not None, retrieval=not options.skip_retrieval,
         has_qrels=any(q.relevant for q in corpus.queries),
-        texts={d.id: d.text for d in corpus.documents} if system is not None else None)
+        texts=task.texts)
     report_evaluators: list = []
     if qa is not None:
         evaluators += qa.evaluators
@@ -316,7 +317,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         task.remote = executor.case_runner(WorkerSetup(
             config=config, k=max(options.ks), system=options.system, db=index_info.get("path"), queries=pending,
             qa=qa is not None, max_context_chars=qa.max_context_chars if qa is not None else None,
-            name=folder.path.name, workers=concurrency))
+            name=folder.path.name, workers=concurrency,
+            texts=dict(task.texts) if task.texts is not None and qa is not None else None))
     metadata["repeat"] = options.repeat
 
     # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)

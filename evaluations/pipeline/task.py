@@ -16,7 +16,7 @@ Latency stages (ms) land on ``CaseOutput.latency_ms`` and as pydantic-evals case
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,10 @@ def _error_text(exc: BaseException) -> str:
     return text[:2000]
 
 
-def _from_system(response: SystemResponse) -> tuple[list[str], list[float], list[RetrievedChunk]]:
-    """A system's ranked items -> documents in the trec_eval canonical order (scores, or rank as score)."""
+def _from_system(response: SystemResponse, texts: Mapping[str, str] | None = None
+                 ) -> tuple[list[str], list[float], list[RetrievedChunk]]:
+    """A system's ranked items -> documents in the trec_eval canonical order (scores, or rank as score); an item
+    without text gets the corpus document's (``texts``, by id), so the QA agent reads what the system found."""
     from evaluations.results.retrieval_metrics import canonical_order
 
     best: dict[str, float] = {}
@@ -48,7 +50,8 @@ def _from_system(response: SystemResponse) -> tuple[list[str], list[float], list
     for rank, item in enumerate(response.retrieved):
         score = item.score if item.score is not None else float(n - rank)
         best[item.id] = max(score, best.get(item.id, score))  # a document returned twice keeps its best score
-        chunks.append(RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text, score=score))
+        text = item.text if item.text or texts is None else texts.get(item.id, "")
+        chunks.append(RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=text, score=score))
     order = canonical_order(best)
     return order, [best[d] for d in order], chunks
 
@@ -60,6 +63,7 @@ class RagTask:
     max_context_chars: int | None = None
     context_limit: int = 5  # chunks of a user system's results given to the QA agent
     system: System | None = None  # a user's system under test (replaces the retriever)
+    texts: Mapping[str, str] | None = None  # corpus text by id, for a system's items returned without text
     k: int = 100
     ladder: Any | None = None  # the QA agent's output-mode ladder (models.ladder), made on the first answer
     # where ``run_case`` runs: None here; ``--executor ray``: a pool of Ray actors (pipeline.ray_executor)
@@ -70,7 +74,7 @@ class RagTask:
             t0 = time.perf_counter()
             response = await self.system(SystemRequest(query=inputs.query, k=self.k, case_id=inputs.case_id))
             wall = (time.perf_counter() - t0) * 1000
-            output.documents, output.scores, chunks = _from_system(response)
+            output.documents, output.scores, chunks = _from_system(response, self.texts)
             output.chunks = chunks[: self.context_limit]
             reported = response.latency_ms or {}
             for stage in STAGES[:-1]:  # every stage but the total, which is measured here
