@@ -40,14 +40,13 @@ TOP_M = 1
 C = 1.0
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
-    """The Wilson score interval of k successes in n trials."""
+def wilson(k: int, n: int) -> list[float]:
+    """The Wilson score 95% interval of k successes in n trials (statsmodels); [0, 1] when n is 0."""
+    from statsmodels.stats.proportion import proportion_confint
+
     if n == 0:
         return [0.0, 1.0]
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [float(centre - half), float(centre + half)]
+    return [float(x) for x in proportion_confint(k, n, alpha=0.05, method="wilson")]
 
 
 def overlap_rule(question: str, answer: str, context: list[str]) -> bool:
