@@ -65,8 +65,9 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
 def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed, judge_model, concurrency,
                     config_path, no_cache):
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files); the
-    reference-free judges (faithfulness, context_relevance) read rows of query, context (passages),
-    generated_answer and label (``judging.passage_rows``)."""
+    reference-free judges (faithfulness, answer_relevance, context_relevance) read rows of query, context
+    (passages), generated_answer (not for context_relevance) and label, the property the judge measures
+    (``judging.passage_rows``)."""
     from evaluations.judging.agreement import run_judges
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
 
