@@ -233,6 +233,23 @@ def test_out_folder_rules(tmp_path, monkeypatch):
         RunFolder.open(out=None, resume=busy, overwrite=False, name="x", identity=identity)
 
 
+def test_resuming_a_run_of_an_earlier_version_names_the_new_setting(tmp_path):
+    """A run folder written before a setting existed cannot be resumed; the error says why instead of asking for
+    the original command again (which would not help)."""
+    old = {"dataset": "beir", "config": {"judge": {"model": "embedded"}}}
+    folder = RunFolder.open(out=tmp_path / "old", resume=None, overwrite=False, name="x", identity=old)
+    folder.close()
+    now = {"dataset": "beir", "config": {"judge": {"model": "embedded", "reference_free": "auto"}}}
+    with pytest.raises(EvaluationsError) as raised:
+        RunFolder.open(out=None, resume=tmp_path / "old", overwrite=False, name="x", identity=now)
+    assert "config.judge.reference_free: run None, now 'auto'" in str(raised.value)
+    assert "earlier version" in raised.value.fix and "config.judge.reference_free" in raised.value.fix
+    changed = {"dataset": "beir", "config": {"judge": {"model": "ollama:qwen"}}}
+    with pytest.raises(EvaluationsError) as raised:
+        RunFolder.open(out=None, resume=tmp_path / "old", overwrite=False, name="x", identity=changed)
+    assert "repeat the original command" in raised.value.fix
+
+
 def test_repeat_and_tags_segments(tmp_path):
     out = tmp_path / "rep"
     proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--search-mode", "fts", "--skip-qa", "--repeat", "2",

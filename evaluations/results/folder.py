@@ -152,9 +152,13 @@ class RunFolder:
         differs = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if differs:
             detail = "; ".join(f"{k}: run {old.get(k)!r}, now {new.get(k)!r}" for k in differs[:6])
-            raise EvaluationsError(
-                f"--resume: this command is not the run in the folder ({detail})", where=str(path),
-                fix="repeat the original command (same dataset, source, flags and config) with --resume")
+            if newer := [k for k in differs if k not in old]:
+                fix = (f"the run was made by an earlier version of evaluations, without {', '.join(newer[:3])}; "
+                       "it cannot be finished by this one: start a new run with --out")
+            else:
+                fix = "repeat the original command (same dataset, source, flags and config) with --resume"
+            raise EvaluationsError(f"--resume: this command is not the run in the folder ({detail})",
+                                   where=str(path), fix=fix)
         done = cls._load_done(path)
         return cls(path, stored, done)
 
