@@ -331,3 +331,59 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
     with pytest.raises(EvaluationsError) as err:
         reference_free_evaluators(dead, answers=True, retrieval=False)
     assert url.split("//")[1].split("/")[0] in str(err.value) and "judge.model.base_url" in str(err.value)
+
+
+def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_path, capsys):
+    """``judge-agreement --judges faithfulness,context_relevance --judge openai:NAME``: the reference-free judges
+    ask the served model (as a run with ``judge.model`` on it does), so a served judge can be checked against
+    labels; their questions go through the model-call cache (a second pass asks the server nothing and gives the
+    same verdicts). A dead server is one error naming its URL, before any example."""
+    import sqlite3
+
+    from evaluations.cli.root import main
+
+    rows = []
+    for passage, supported, other in _statements(2):
+        question = "What does the passage say?"
+        rows += [{"query": question, "context": [passage], "generated_answer": supported, "label": True},
+                 {"query": question, "context": [passage], "generated_answer": other, "label": False}]
+    labels = tmp_path / "rows.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cache = tmp_path / "calls.sqlite"
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text(f"providers:\n  openai:\n    base_url: {qwen_server.base_url}\n"
+                      f"cache:\n  path: {cache}\n", encoding="utf-8")
+
+    def agreement(*extra: str) -> tuple[int | None, str]:
+        code = None
+        try:
+            main(["judge-agreement", str(labels), "--judges", "faithfulness,context_relevance", "--json",
+                  "--resamples", "0", "--config", str(config), *extra])
+        except SystemExit as exited:
+            code = exited.code
+        return code, capsys.readouterr().out
+
+    live = CALL_STATS["chat"].misses
+    code, out = agreement("--judge", f"openai:{qwen_server.model_id}")
+    assert code in (0, None), out
+    judged = {j["judge"]: j for j in json.loads(out)["judges"]}
+    assert judged["faithfulness"]["n"] == 4 and judged["context_relevance"]["n"] == 4
+    asked = CALL_STATS["chat"].misses - live
+    assert asked >= 4  # every answer's claims and every passage were asked of the server
+    with sqlite3.connect(cache) as db:
+        stored = sum(db.execute(f"select count(*) from {t}").fetchone()[0]
+                     for (t,) in db.execute("select name from sqlite_master where type='table'"))
+    assert stored >= 4  # kept in the config's call cache
+
+    code, again = agreement("--judge", f"openai:{qwen_server.model_id}")
+    assert CALL_STATS["chat"].misses - live == asked  # the second pass: all from the cache
+    assert [j["accuracy"] for j in json.loads(again)["judges"]] == [j["accuracy"] for j in json.loads(out)["judges"]]
+
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(f"providers:\n  openai:\n    base_url: {closed_port_url()}\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        main(["judge-agreement", str(labels), "--judges", "faithfulness", "--config", str(dead),
+              "--judge", "openai:m"])
+    captured = capsys.readouterr()
+    assert exited.value.code == 2 and "Traceback" not in captured.err
+    assert closed_port_url().rsplit(":", 1)[0] in captured.err and "fix:" in captured.err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich import box
@@ -17,6 +18,9 @@ from evaluations.core.exits import EXIT_CHECK_FAILED
 from evaluations.core.fsutil import atomic_write_text
 from evaluations.core.progress import progress_bar
 from evaluations.judging.lexical import KEYWORD_THRESHOLD
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
 
@@ -56,7 +60,8 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
 @click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
-              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served "
+                   "model is also asked by the reference-free judges (faithfulness, context_relevance).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="LLM judge requests in flight (served models; the embedded judge runs one at a time).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -73,7 +78,8 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
     names = parse_judges(judges)
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
-    batch = {n: PASSAGE_JUDGES[n](cache=not no_cache) for n in names if n in PASSAGE_JUDGES}
+    served = _served_config(judge_model, config_path)
+    batch = {n: PASSAGE_JUDGES[n](cache=not no_cache, config=served) for n in names if n in PASSAGE_JUDGES}
     llm = None
     if "llm" in names:
         from evaluations.core.config import load_config, parse_model_ref
@@ -232,7 +238,8 @@ def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
-              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME.")
+              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served "
+                   "model is also asked by the reference-free judges (faithfulness, context_relevance).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Config file (server URLs, storage.data_dir).")
 @click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
@@ -247,8 +254,9 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     names = parse_judges(judges)
     passage_judges = [n for n in names if n in PASSAGE_JUDGES]
     names = [n for n in names if n not in PASSAGE_JUDGES]
+    served = _served_config(judge_model, config_path)
     if not names:
-        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache)
+        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache, served=served)
         return
     items, controls = controls_for(files, limit, seed)
     batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache) for name in names}
@@ -273,13 +281,23 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
                    "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
     if passage_judges:
         _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache,
-                       failed=bool(failures), answers=report.to_dict() if as_json else None)
+                       failed=bool(failures), answers=report.to_dict() if as_json else None, served=served)
     if failures:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+def _served_config(judge_model: str, config_path: str | None) -> Config | None:
+    """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
+    ask it, ``passage_judges``), else None (the embedded model)."""
+    if judge_model.split(":", 1)[0] == "embedded":
+        return None
+    from evaluations.core.config import load_config, parse_model_ref
+
+    return load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+
+
 def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, no_cache: bool,
-                   failed: bool = False, answers: dict | None = None) -> None:
+                   failed: bool = False, answers: dict | None = None, served: Config | None = None) -> None:
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
     from the questions of ``files`` that carry a passage."""
     from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls, run_controls
@@ -297,7 +315,7 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
         with _progress() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))
             reports[name] = (len(controls), run_controls(
-                controls, {name: PASSAGE_JUDGES[name](cache=not no_cache)}, min_rate=min_rate,
+                controls, {name: PASSAGE_JUDGES[name](cache=not no_cache, config=served)}, min_rate=min_rate,
                 progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
     failures = [f for _, report in reports.values() for f in report.failures()]
     if as_json:

@@ -158,28 +158,15 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     when it scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
     (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
     return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.)"""
+    from evaluations.judging.served_checker import served_tools
+
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
     made: list[Evaluator] = []
     if answers and "faithfulness" in wanted:
-        scorer, claims = _served(config, "faithfulness")
+        scorer, claims = served_tools(config, "faithfulness")
         made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, claims=claims))
     if retrieval and "context_relevance" in wanted:
-        scorer, _ = _served(config, "context_relevance")
+        scorer, _ = served_tools(config, "context_relevance")
         made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
     return made
 
-
-def _served(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[str] | None] | None]:
-    """(checker, claim decomposition) of a served judge model (``judge.model`` with provider ollama/openai), else
-    (None, None): the embedded model and the deterministic splitter. The served checker asks in text mode first
-    (P(yes) from the first token's logprobs, the quantity the judges' parameters were fitted on), then falls back
-    down the ladder's structured modes (P(yes) 1 or 0); an unreachable server is an error here, before any case."""
-    model = config.judge.model
-    if model is None or model.provider == "embedded":
-        return None, None
-    from evaluations.judging.served_checker import checker_for, claims_from_model
-    from evaluations.models.ladder import SERVED_LADDER
-
-    modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
-    checker = checker_for(model, config, judge=judge, modes=modes)
-    return checker, functools.partial(claims_from_model, model_cfg=model, config=config)

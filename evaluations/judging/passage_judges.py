@@ -9,17 +9,24 @@ uses ``judging.heldout``, which reads ``judging.agreement``.
 * ``faithfulness``: 1 when every claim of the answer is supported (``judging.faithfulness``), NaN (not judged) when
   the judge does not apply (a refusal, an empty answer, no passage);
 * ``context_relevance``: 1 when a passage of the row is judged needed to answer (``judging.context_relevance``).
+
+Each factory takes ``cache`` and ``config``: with ``judge.model`` on a served model (``--judge ollama:NAME`` /
+``openai:NAME``) the judges ask that server, as a run does (``served_checker.served_tools``: the server's claim
+decomposition and its yes/no), so a served judge can be checked against the same labels; else the embedded model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evaluations.judging.agreement import BatchJudge, Progress
 from evaluations.judging.labels import LabelledAnswer
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
 
 __all__ = ["PASSAGE_JUDGES"]
 
@@ -36,37 +43,49 @@ def _verdict_cache(cache: bool) -> Any:
     return VerdictCache() if cache else None
 
 
-def _faithful(e: LabelledAnswer, cache: bool) -> float:
+def _faithful(e: LabelledAnswer, cache: bool, tools: tuple[Any, Any]) -> float:
     from evaluations.judging.faithfulness import judge_faithfulness
 
-    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache))
+    scorer, decompose = tools
+    claims = decompose(e.question, e.answer) if decompose is not None and e.answer.strip() else None
+    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache), scorer=scorer,
+                                claims=claims)
     return float(all(c.supported for c in result.claims)) if result.applicable else float("nan")
 
 
-def _context_relevant(e: LabelledAnswer, cache: bool) -> float:
+def _context_relevant(e: LabelledAnswer, cache: bool, tools: tuple[Any, Any]) -> float:
     from evaluations.judging.context_relevance import judge_context_relevance
 
-    result = judge_context_relevance(e.question, _passages_of(e), cache=_verdict_cache(cache))
+    result = judge_context_relevance(e.question, _passages_of(e), cache=_verdict_cache(cache), scorer=tools[0])
     return float(any(c.relevant for c in result.chunks)) if result.applicable else float("nan")
 
 
-def _per_example(rule: Callable[[LabelledAnswer, bool], float], cache: bool) -> BatchJudge:
-    """A batch judge of a per-example rule that may not apply (NaN), one progress step per example."""
+def _per_example(rule: Callable[[LabelledAnswer, bool, tuple[Any, Any]], float], judge: str) -> Callable[..., BatchJudge]:
+    """The factory of a batch judge of a per-example rule that may not apply (NaN), one progress step per example:
+    ``factory(cache=True, config=None)``; the served checker (if any) is made when the factory is called, so an
+    unreachable server is an error before any example."""
 
-    def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
-        values = []
-        for e in examples:
-            values.append(rule(e, cache))
-            if progress is not None:
-                progress(1)
-        return np.array(values, dtype=float)
+    def factory(cache: bool = True, config: Config | None = None) -> BatchJudge:
+        from evaluations.judging.served_checker import served_tools
 
-    return run
+        tools = served_tools(config, judge) if config is not None else (None, None)
+
+        def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+            values = []
+            for e in examples:
+                values.append(rule(e, cache, tools))
+                if progress is not None:
+                    progress(1)
+            return np.array(values, dtype=float)
+
+        return run
+
+    return factory
 
 
-#: judge name -> factory(cache=True) -> batch judge
+#: judge name -> factory(cache=True, config=None) -> batch judge
 PASSAGE_JUDGES: dict[str, Callable[..., BatchJudge]] = {
-    "faithfulness": lambda cache=True: _per_example(_faithful, cache),
-    "groundedness": lambda cache=True: _per_example(_faithful, cache),  # faithfulness's other name
-    "context_relevance": lambda cache=True: _per_example(_context_relevant, cache),
+    "faithfulness": _per_example(_faithful, "faithfulness"),
+    "groundedness": _per_example(_faithful, "faithfulness"),  # faithfulness's other name
+    "context_relevance": _per_example(_context_relevant, "context_relevance"),
 }

@@ -27,6 +27,7 @@ naming its URL.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config, LLMModel
 
 __all__ = ["FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "CheckFailed", "ServedChecker", "YesNo", "checker_for",
-           "claims_from_model", "served_rubric"]
+           "claims_from_model", "served_rubric", "served_tools"]
 
 FALLBACK_RUBRIC = "reference_free_served.md"  # used while a judge ships no rubric of its own
 MAX_CHARS = 6000  # characters of shared text (passage) + tail per question, ~1,500 tokens
@@ -289,3 +290,17 @@ def claims_from_model(question: str, answer: str, model_cfg: LLMModel, config: C
     if model_cfg.provider == "embedded":
         return None
     return checker_for(model_cfg, config).claims(question, answer)
+
+
+def served_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[str] | None] | None]:
+    """(checker, claim decomposition) of ``judge`` ("faithfulness", "context_relevance") on ``judge.model`` when
+    it is a served model (provider ollama/openai), else (None, None): the embedded model and the deterministic
+    splitter. The served checker asks in text mode first (P(yes) from the first token's logprobs, the quantity the
+    judges' parameters were fitted on), then falls back down the ladder's structured modes (P(yes) 1 or 0); an
+    unreachable server is an error here, before any question."""
+    model = config.judge.model
+    if model is None or model.provider == "embedded":
+        return None, None
+    modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
+    checker = checker_for(model, config, judge=judge, modes=modes)
+    return checker, functools.partial(claims_from_model, model_cfg=model, config=config)
