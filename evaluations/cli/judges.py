@@ -85,7 +85,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         from evaluations.core.config import load_config, parse_model_ref
         from evaluations.judging.llm import batch_judge
 
-        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        config = served or load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
         llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=not no_cache)
     with _progress() as progress:
         tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *PASSAGE_JUDGES)
@@ -264,7 +264,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         from evaluations.core.config import load_config, parse_model_ref
         from evaluations.judging.llm import batch_judge
 
-        config = load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+        config = served or load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
         batch["llm"] = batch_judge(config.judge.model, config, cache=not no_cache)
     with _progress() as progress:
         tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
@@ -289,11 +289,10 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
 def _served_config(judge_model: str, config_path: str | None) -> Config | None:
     """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
     ask it, ``passage_judges``), else None (the embedded model)."""
-    if judge_model.split(":", 1)[0] == "embedded":
-        return None
     from evaluations.core.config import load_config, parse_model_ref
 
-    return load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
+    ref = parse_model_ref(judge_model, flag="--judge")
+    return None if ref["provider"] == "embedded" else load_config(config_path, {"judge.model": ref})
 
 
 def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, no_cache: bool,
