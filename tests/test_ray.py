@@ -220,3 +220,56 @@ def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli,
     assert [c["params"] for c in local_cells] == [c["params"] for c in ray_cells]
     for local, remote in zip(local_cells, ray_cells):
         _same_results(Path(local["run_dir"]), Path(remote["run_dir"]))
+
+
+def test_an_ids_only_system_on_ray_gives_the_qa_agent_the_corpus_text_as_locally(cluster, cli, tmp_path):
+    """A ``--system`` endpoint that returns document ids without text: on Ray as in-process, the QA agent's prompt
+    holds each id's corpus text (the workers get it with their setup), and the records are the same."""
+    import gzip
+    import hashlib
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    with gzip.open(REPLIQA_20, "rt") as handle:
+        rows = [json.loads(line) for line in handle]
+    # RepliQA's document id when a row has none: "doc-" + sha1 of the text (datasets/repliqa.py, written out here)
+    doc_of = {r["question"]: "doc-" + hashlib.sha1(r["document_extracted"].encode()).hexdigest()[:12] for r in rows}
+    opening = {r["question"]: " ".join(r["document_extracted"].split())[:200] for r in rows}
+
+    class IdsOnly(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = json.dumps({"retrieved": [{"id": doc_of[request["query"]]}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    def responder(request):  # the QA model says whether the prompt holds the question's document
+        tool = request["tools"][0]["function"]
+        text = " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "user")
+        question = text.rsplit("Question: ", 1)[1].strip()
+        answer = "has the document" if opening[question] in " ".join(text.split()) else "no document"
+        return tool_call(tool["name"], {"answer": answer, "cited_ids": [], "confidence": 0.7})
+
+    system = ThreadingHTTPServer(("127.0.0.1", 0), IdsOnly)
+    threading.Thread(target=system.serve_forever, daemon=True).start()
+    try:
+        with FakeLLMServer(models=("qa-llm",), responder=responder) as server:
+            config = tmp_path / "c.yaml"
+            config.write_text(f"qa: {{model: {{provider: openai, name: qa-llm, base_url: '{server.openai_url}'}}}}\n")
+            args = ["repliqa", "--source", str(REPLIQA_20), "--limit", "4", "--system",
+                    f"http://127.0.0.1:{system.server_address[1]}/search", "--qa-model", "openai:qa-llm",
+                    "--config", str(config), "--no-cache", "--no-progress"]
+            code, _, err = cli([*args, "--out", str(tmp_path / "ray"), "--executor", "ray"])
+            assert code == 0, err
+            code, _, err = cli([*args, "--out", str(tmp_path / "local")])
+            assert code == 0, err
+    finally:
+        system.shutdown()
+    answers = [r["answer"]["answer"] for r in _records(tmp_path / "ray").values()]
+    assert answers and set(answers) == {"has the document"}, answers
+    _same_results(tmp_path / "local", tmp_path / "ray", answers=True)
