@@ -183,3 +183,33 @@ def test_cli_table_and_errors():
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )
     assert bad.returncode == 2 and "unknown judge(s) llama" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_passage_rows_nothing_to_compare_is_one_error_and_rows_not_judged_are_said(tmp_path):
+    """An empty file or one whose labels are all null is an error (exit 2), not a table of zeros; rows a
+    reference-free judge does not apply to (an empty answer, no passage) are n/a, never an accuracy of 0."""
+    with gzip.open(TQ, "rt") as handle:
+        question = json.loads(next(handle))["question"]
+    empty, nulls, inapplicable = (tmp_path / f"{n}.jsonl" for n in ("empty", "nulls", "inapplicable"))
+    empty.write_text("")
+    nulls.write_text(json.dumps({"query": question, "context": ["a passage"], "generated_answer": "x",
+                                 "label": None}) + "\n")
+    inapplicable.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"query": question, "context": [], "generated_answer": "Paris", "label": True},
+        {"query": question, "context": [], "generated_answer": "", "label": False})))
+    for path, what in ((empty, "no labelled rows found"), (nulls, "all 1 rows are labelled null")):
+        bad = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(path), "--judges",
+                              "faithfulness"], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert bad.returncode == 2 and what in bad.stderr and str(path) in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr
+    command = {c.name: c for c in commands}["judge-agreement"]
+    args = [str(inapplicable), "--judges", "faithfulness,context_relevance", "--resamples", "20"]
+    table = CliRunner().invoke(command, args)
+    assert table.exit_code == 0, table.output
+    line = next(x for x in table.stdout.splitlines() if x.strip().startswith("faithfulness"))
+    assert line.split()[1:] == ["n/a"] * 6 + ["0"]
+    assert "faithfulness: 2 of 2 rows not judged" in table.stdout
+    assert "context_relevance: 2 of 2 rows not judged (not applicable: no passage)" in table.stdout
+    payload = json.loads(CliRunner().invoke(command, [*args, "--json"]).stdout)
+    for judge in payload["judges"]:
+        assert judge["n"] == 0 and judge["accuracy"]["value"] is None and judge["judge_positive_rate"] is None

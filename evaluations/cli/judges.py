@@ -51,6 +51,14 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
     return examples
 
 
+#: why a judge leaves a row out of its agreement (a NaN verdict)
+_NOT_JUDGED = {
+    "faithfulness": "not applicable: an empty, refused or echoed answer, no claim or no passage",
+    "groundedness": "not applicable: an empty, refused or echoed answer, no claim or no passage",
+    "context_relevance": "not applicable: no passage",
+}
+
+
 @click.command("judge-agreement")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--judges", default=_ALL_JUDGES, show_default=True, help="Comma-separated judges to compare.")
@@ -123,9 +131,16 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
             f"{r.values[m]:.3f}\n[dim]{r.ci[m][0]:.2f}–{r.ci[m][1]:.2f}[/dim]" if r.values[m] == r.values[m] else "n/a"
             for m in ("accuracy", "precision", "recall", "f1", "kappa")
         ]
-        table.add_row(r.judge, *cells, f"{r.judge_positive_rate:.1%}", str(r.n))
+        says = f"{r.judge_positive_rate:.1%}" if r.n else "n/a"
+        table.add_row(r.judge, *cells, says, str(r.n))
     _out().print(table)
-    click.echo(f"human says positive: {results[0].human_positive_rate:.1%}" if results else "")
+    labelled = [r for r in results if r.n]
+    if labelled:
+        click.echo(f"human says positive: {labelled[0].human_positive_rate:.1%}")
+    for r in results:
+        if r.n < len(examples):
+            why = _NOT_JUDGED.get(r.judge, "the judge failed on them")
+            click.echo(f"{r.judge}: {len(examples) - r.n} of {len(examples)} rows not judged ({why})")
 
 
 @click.command("calibrate-judge")

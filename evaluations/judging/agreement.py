@@ -141,8 +141,9 @@ def agreement(
 ) -> Agreement:
     """Point statistics and bootstrap CIs of one judge's verdicts against the labels."""
     counts = confusion(labels, verdicts)
-    values = {k: float(v) for k, v in metrics(counts).items()}
     n = int(counts.sum())
+    # nothing judged: no statistic (not the 0 of an empty confusion table)
+    values = {k: float(v) if n else float("nan") for k, v in metrics(counts).items()}
     return Agreement(
         judge=judge,
         n=n,

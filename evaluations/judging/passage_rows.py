@@ -109,6 +109,11 @@ def load_passage_rows(path: str | Path, limit: int | None = None) -> PassageRows
         raise EvaluationsError("file not found", where=str(path), fix="give a JSONL/JSON/CSV file of labelled rows")
     load = next((loads for detects, loads in LOADERS.values() if detects(path)), None)
     rows = _generic(path) if load is None else _labelled(load(path), path)
+    if not rows:
+        what = f"all {rows.not_applicable} rows are labelled null (not applicable)" if rows.not_applicable else \
+            "no labelled rows found"
+        raise EvaluationsError(f"{what}: nothing to compare the judges with", where=str(path),
+                               fix=f"{_FIX}, label true/false")
     if limit is not None:
         kept = PassageRows(rows[:limit])
         kept.not_applicable = rows.not_applicable
