@@ -232,6 +232,27 @@ def test_wrong_type_rows(capsys, beir_copy, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_value_of_the_wrong_shape_is_named_by_the_users_key_not_pydantics_union_tags(capsys, beir_small, tmp_path):
+    """A value that fits no member of a union (a config list of names or 'auto'; a log item that is an id or an
+    object) is one problem at the key the user wrote, not one per member under tags like ``literal['auto']``."""
+    config = tmp_path / "bad.yaml"
+    config.write_text("judge:\n  reference_free: [faithfulnes]\n")
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path, "--config", str(config)))
+    assert_one_error(code, output, str(config), "key 'judge.reference_free.0': Input should be 'faithfulness'")
+    assert "literal" not in output and output.count("key '") == 1
+    config.write_text("judge:\n  reference_free: 7\n")
+    code, output = run_cli(capsys, *_beir_args(beir_small, tmp_path, "--config", str(config)))
+    assert_one_error(code, output, "key 'judge.reference_free': Input should be a valid list, or input should be "
+                                   "'auto' (got 7)")
+    query = json.loads(gzip.open(DATA / "scifact" / "queries.jsonl.gz", "rt").readline())
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": query["_id"], "query": query["text"],
+                               "retrieved": [{"id": "4983", "text": 5}], "answer": "yes"}) + "\n")
+    code, output = run_cli(capsys, "score", "--format", "log", str(log))
+    assert_one_error(code, output, f"{log}:1: field 'retrieved.0.text': Input should be a valid string")
+    assert "LoggedSpan" not in output and "retrieved.0.str" not in output
+
+
 # -- environment variables ------------------------------------------------------------------------------------
 
 ENV_CASES = [

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evaluations.core.env import data_home, env_str, env_url
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, field_errors
 
 DEFAULT_CONFIG_NAME = "haiku.rag.yaml"
 CONFIG_ENV = "HAIKU_RAG_CONFIG_PATH"
@@ -312,12 +312,12 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 def _format_errors(exc: ValidationError, where: str) -> EvaluationsError:
     lines = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
+            key = ".".join(str(p) for p in err["loc"])
             allowed = _allowed_keys(Config, tuple(err["loc"]))
             lines.append(f"unknown key '{key}'" + (f" (allowed here: {', '.join(allowed)})" if allowed else ""))
-        else:
-            lines.append(f"key '{key}': {err['msg']} (got {err.get('input')!r})")
+    lines += [f"key '{key}': {msg} (got {value!r})" for key, msg, value in
+              field_errors([e for e in exc.errors() if e["type"] != "extra_forbidden"])]
     return EvaluationsError(
         "invalid configuration:\n  - " + "\n  - ".join(lines),
         where=where,

@@ -20,3 +20,38 @@ class EvaluationsError(Exception):
         if self.fix:
             text += f"\n  fix: {self.fix}"
         return text
+
+
+#: pydantic's tags of a union member in an error's location: not keys the user wrote
+_BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple", "set"})
+
+
+def _is_branch_tag(part: object) -> bool:
+    """A location part that names a union member (``literal['auto']``, ``list[str]``, ``str``, ``LoggedSpan``)."""
+    return isinstance(part, str) and (
+        "[" in part or part in _BRANCH_TAGS or (part[:1].isupper() and part.isidentifier() and "_" not in part))
+
+
+def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
+    """(dotted key, message, input) per pydantic error (``ValidationError.errors()``), in the user's keys: union
+    member tags are dropped from the key, and of a union's failed members only the deepest is kept (a value that
+    fails as ``'auto'`` and as a list of names is reported where the list failed; members failing at the same key
+    are one message)."""
+    rows = []
+    for err in errors:
+        parts = [p for p in err["loc"] if not _is_branch_tag(p)]
+        rows.append((".".join(map(str, parts)), len(parts) < len(err["loc"]), err["msg"], err.get("input")))
+    keys = [key for key, *_ in rows]
+
+    def deeper(key: str) -> bool:
+        return any(other != key and (not key or other.startswith(f"{key}.")) for other in keys)
+
+    out: dict[str, tuple[list[str], object]] = {}
+    for key, tagged, msg, value in rows:
+        if tagged and deeper(key):
+            continue
+        msgs, _ = out.setdefault(key, ([], value))
+        if msg not in msgs:
+            msgs.append(msg)  # the union's members that failed at the same key: "A, or b"
+    return [(key, ", or ".join([msgs[0], *(m[:1].lower() + m[1:] for m in msgs[1:])]), value)
+            for key, (msgs, value) in out.items()]

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evaluations.datasets.rows import iter_rows
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import Corpus, Document, Query
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 
@@ -130,9 +130,7 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
         try:
             record = DatasetRecord.model_validate(row)
         except ValidationError as exc:
-            for error in exc.errors():
-                loc = ".".join(map(str, error["loc"])) or "(record)"
-                problems.append(f"{where}: field '{loc}': {error['msg']}")
+            problems += [f"{where}: field '{key or '(record)'}': {msg}" for key, msg, _ in field_errors(exc.errors())]
             continue
         if record.id in seen:
             problems.append(f"{where}: field 'id': duplicate id {record.id!r} (first at line {seen[record.id]})")

@@ -19,7 +19,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, field_errors
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -67,7 +67,7 @@ def read_golden(path: str | Path) -> list[GoldenQuery]:
         try:
             query = GoldenQuery.model_validate(row)
         except ValidationError as exc:
-            problems += [f"record {number}: field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()]
+            problems += [f"record {number}: field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())]
             continue
         if query.query_id in seen:
             problems.append(f"record {number}: field 'query_id': duplicate {query.query_id}")

@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluations.datasets.rows import iter_rows
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
 from evaluations.judging.relevance import answer_relevance_batch
@@ -114,7 +114,7 @@ def read_logs(path: str | Path) -> list[tuple[str, LogRecord]]:
         try:
             records.append((where, LogRecord.model_validate(row)))
         except ValidationError as exc:
-            problems += [f"{where}: field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()]
+            problems += [f"{where}: field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())]
     if problems:
         raise EvaluationsError(f"{len(problems)} problem(s) in the log:\n  " + "\n  ".join(problems[:30]),
                                where=str(path), fix="see datasets/schemas/log_record.schema.json")

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.systems.base import SystemRequest, SystemResponse
 
 
@@ -43,7 +43,7 @@ def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
     try:
         return SystemResponse.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()[:5])
+        problems = "; ".join(f"field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())[:5])
         raise SystemResponseError(f"bad response: {problems}", where=where,
                                   fix="see the response contract in evaluations/systems/base.py") from None
 
