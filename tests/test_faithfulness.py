@@ -97,6 +97,28 @@ def test_non_answers_are_not_applicable(answer, kind):
     assert verdict == Faithfulness(applicable=False, kind=kind, score=None, claims=[], model_calls=0)
 
 
+def test_a_served_decomposition_is_asked_only_for_an_answer_the_judge_applies_to():
+    """A non-answer, or an answer without context, costs no decomposition call; a decomposition that returns the
+    refusal or the echoed question as its claims leaves the answer not applicable, as the deterministic splitter
+    does (never a score of an unsupported 'claim')."""
+    asked: list[str] = []
+
+    def decompose(question: str, answer: str) -> list[str]:  # a model that returns the answer as its one claim
+        asked.append(answer)
+        return [answer]
+
+    passage = [Passage(id="d1", text="Acme was founded by Jo.")]
+    for answer in ("", "Who founded the company?", "Who founded the company"):
+        verdict = judge_faithfulness("Who founded the company?", answer, passage, decompose=decompose)
+        assert not verdict.applicable and verdict.kind in ("empty", "echo", "restatement")
+    assert not judge_faithfulness("Who founded Acme?", "Jo founded Acme.", [], decompose=decompose).applicable
+    assert asked == []
+    for refusal in ("I don't know.", "The context does not mention who founded it."):
+        verdict = judge_faithfulness("Who founded the company?", refusal, passage, decompose=decompose)
+        assert verdict == Faithfulness(applicable=False, kind="refusal", score=None, claims=[], model_calls=0)
+    assert asked == ["I don't know.", "The context does not mention who founded it."]
+
+
 def test_no_context_is_not_applicable():
     verdict = judge_faithfulness("Who founded Acme?", "Jo founded Acme.", [])
     assert not verdict.applicable and verdict.kind == "no_context" and verdict.score is None

@@ -5,6 +5,7 @@ Data flows one way: adapters -> cases -> task -> evaluators -> reports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,6 +71,13 @@ class RetrievedChunk(BaseModel):
     doc_id: str
     text: str
     score: float
+
+    def text_or_corpus(self, texts: Mapping[str, str] | None) -> str:
+        """Its own text, else (empty or whitespace only) the corpus text of its chunk id or document id
+        (``texts``: id -> text, for a system that returns ids only); "" when neither has one."""
+        if self.text.strip() or not texts:
+            return self.text
+        return texts.get(self.chunk_id) or texts.get(self.doc_id) or ""
 
 
 class Answer(BaseModel):

@@ -41,14 +41,8 @@ def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None 
                   ) -> list[tuple[RetrievedChunk, str]]:
     """(chunk, text) of every chunk that has a text: its own, else the corpus text of its id (``texts``: id ->
     document text, for systems that return ids only). Chunks without text anywhere are left out."""
-    items = []
-    for chunk in chunks:
-        text = chunk.text if chunk.text and chunk.text.strip() else ""
-        if not text and texts:
-            text = texts.get(chunk.chunk_id) or texts.get(chunk.doc_id) or ""
-        if text.strip():
-            items.append((chunk, text))
-    return items
+    items = [(chunk, chunk.text_or_corpus(texts)) for chunk in chunks]
+    return [(chunk, text) for chunk, text in items if text.strip()]
 
 
 def _verdict_cache(enabled: bool) -> Any:
@@ -74,8 +68,8 @@ def faithfulness_results(question: str, answer: str, passages: list[Any], *, cac
     decomposition (None from it: the deterministic splitter)."""
     from evaluations.judging.faithfulness import judge_faithfulness
 
-    given = claims(question, answer) if claims is not None and answer.strip() else None
-    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer, claims=given)
+    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer,
+                                decompose=claims)
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
                                     model_calls=result.model_calls)
     out: dict[str, Any] = {"faithfulness_kind": EvaluationReason(result.kind, reason=evidence.model_dump_json())}

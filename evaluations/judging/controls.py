@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluations.judging.claims import sentences
 from evaluations.judging.data import LabelledAnswer
 from evaluations.judging.questions import QAItem
 from evaluations.judging.text import STOPWORDS, keywords
@@ -102,10 +103,7 @@ def paraphrase(item: QAItem) -> str:
 
 
 def _sentence_with(passage: str, gold: str) -> str | None:
-    for sentence in re.split(r"(?<=[.!?])\s+", passage):
-        if gold.lower() in sentence.lower() and len(sentence) <= 400:
-            return sentence.strip()
-    return None
+    return next((s for s in sentences(passage) if gold.lower() in s.lower() and len(s) <= 400), None)
 
 
 def _gold_detail(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str:
@@ -187,7 +185,7 @@ def _copied(item: QAItem) -> str | None:
     found = _sentence_with(item.context, gold) if gold else None
     if found:
         return found
-    return next((s.strip() for s in re.split(r"(?<=[.!?])\s+", item.context) if 6 <= len(s.split()) <= 60), None)
+    return next((s for s in sentences(item.context) if 6 <= len(s.split()) <= 60), None)
 
 
 def swap_fact(sentence: str, passage: str, names: Sequence[str], rng: np.random.Generator) -> str | None:

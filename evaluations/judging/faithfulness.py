@@ -31,7 +31,7 @@ Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -48,11 +48,13 @@ from evaluations.judging.offline import llm_logit
 from evaluations.judging.passages import Passage, as_passages
 
 __all__ = [
-    "ASKS", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness", "FaithfulnessParams",
+    "ASKS", "Decompose", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness", "FaithfulnessParams",
     "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params", "params_path",
     "windows", "applicability", "fit_params",
 ]
 
+#: (question, answer) -> the answer's claims by a served model, or None (it could not: the deterministic splitter)
+Decompose = Callable[[str, str], "list[str] | None"]
 #: screen kinds (without gold) that make an answer not applicable: it states nothing to check
 NOT_APPLICABLE = ("empty", "refusal", "echo", "restatement")
 #: the ask after the claim; the wording is chosen on a fitting split (``FaithfulnessParams.ask``)
@@ -156,17 +158,20 @@ class ClaimEvidence:
 
 
 def applicability(question: str, answer: str, passages: Sequence[Passage],
-                  given: Sequence[str] | None = None) -> tuple[str | None, list[Claim]]:
+                  decompose: Decompose | None = None) -> tuple[str | None, list[Claim]]:
     """(why the judge does not apply, a ``Faithfulness.kind``, or None when it does; the answer's claims).
-    ``given``: claims from a served model's decomposition (``served_checker.claims_from_model``) instead of the
-    deterministic splitter; a claim without a verb is then read as a short answer."""
+    ``decompose``: a served model's decomposition (``served_checker.ServedChecker.claims``; None from it: the
+    deterministic splitter), asked only when the answer passed the screens; a claim without a verb is then read as
+    a short answer."""
     kind = screen(question, (), answer or "").kind
     if kind in NOT_APPLICABLE and kind != "refusal":
         return kind, []
     if not [p for p in passages if p.text.strip()]:
         return "no_context", []
-    claims = split_claims(question, answer) if given is None else [
-        Claim(c.strip(), short=not has_verb(c)) for c in dict.fromkeys(given) if c.strip()]
+    given = decompose(question, answer) if decompose is not None else None
+    claims = split_claims(question, answer) if given is None else [  # a decomposed refusal or echo is no claim
+        Claim(c.strip(), short=not has_verb(c)) for c in dict.fromkeys(given)
+        if c.strip() and screen(question, (), c).kind not in NOT_APPLICABLE]
     if not claims:
         return ("refusal" if kind == "refusal" else "no_claim"), []
     return None, claims  # a refusal phrase beside claims ("X is not available as a service when ...") is judged
@@ -218,12 +223,12 @@ def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> l
 
 def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | str], *,
                        cache: VerdictCache | None = None, params: FaithfulnessParams | None = None,
-                       scorer: Any = None, claims: Sequence[str] | None = None) -> Faithfulness:
+                       scorer: Any = None, decompose: Decompose | None = None) -> Faithfulness:
     """The verdict on one answer (module docstring). ``scorer``: a ``yesno.YesNoScorer`` or the same duck type
-    (``served_checker.ServedChecker``; default: the embedded judge model's with ``PASSAGE_SYSTEM``); ``claims``: a
-    served model's decomposition of the answer (default: the deterministic splitter)."""
+    (``served_checker.ServedChecker``; default: the embedded judge model's with ``PASSAGE_SYSTEM``); ``decompose``:
+    a served model's decomposition of the answer (default, or None from it: the deterministic splitter)."""
     items = as_passages(passages)
-    kind, claims_found = applicability(question, answer, items, claims)
+    kind, claims_found = applicability(question, answer, items, decompose)
     if kind is not None:
         return Faithfulness(applicable=False, kind=kind, score=None, claims=[], model_calls=0)
     params = params or load_params()

@@ -47,9 +47,8 @@ def _faithful(e: LabelledAnswer, cache: bool, tools: tuple[Any, Any]) -> float:
     from evaluations.judging.faithfulness import judge_faithfulness
 
     scorer, decompose = tools
-    claims = decompose(e.question, e.answer) if decompose is not None and e.answer.strip() else None
     result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache), scorer=scorer,
-                                claims=claims)
+                                decompose=decompose)
     return float(all(c.supported for c in result.claims)) if result.applicable else float("nan")
 
 

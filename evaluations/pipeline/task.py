@@ -50,8 +50,8 @@ def _from_system(response: SystemResponse, texts: Mapping[str, str] | None = Non
     for rank, item in enumerate(response.retrieved):
         score = item.score if item.score is not None else float(n - rank)
         best[item.id] = max(score, best.get(item.id, score))  # a document returned twice keeps its best score
-        text = item.text if item.text or texts is None else texts.get(item.id, "")
-        chunks.append(RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=text, score=score))
+        chunk = RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text or "", score=score)
+        chunks.append(chunk.model_copy(update={"text": chunk.text_or_corpus(texts)}))
     order = canonical_order(best)
     return order, [best[d] for d in order], chunks
 
