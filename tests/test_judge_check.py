@@ -89,6 +89,35 @@ def test_judge_check_cli_and_the_shipped_offline_judge_passes():
     assert judges["offline"]["min_rejection"] >= 0.95 and judges["offline"]["min_acceptance"] >= 0.95
 
 
+def test_a_category_the_files_give_no_control_of_is_not_a_failure_and_the_json_is_strict():
+    """CLAPNQ's questions offer no "A or B" options, so the options category has no control: it is reported as
+    such (pass null, rate null: strict JSON, no NaN) and does not fail the check; a category whose controls the
+    judge all left unjudged still fails."""
+    clapnq = SHARED / "clapnq_dev" / "clapnq_dev_answerable.jsonl.gz"
+    result = CliRunner().invoke(main, ["judge-check", str(clapnq), "--limit", "40", "--judges", "keyword", "--json"])
+
+    def no_nan(value: str) -> None:
+        raise AssertionError(f"{value} in the JSON")
+
+    report = json.loads(result.output[result.output.index("{"):], parse_constant=no_nan)
+    rows = {c["category"]: c for c in report["judges"]["keyword"]["categories"]}
+    assert rows["options"] == {"category": "options", "kind": "negative", "n": 0, "not_judged": 0, "rate": None,
+                               "ci95": [None, None], "pass": None}
+    failing = sorted(c for c, r in rows.items() if r["n"] and r["rate"] < 0.95)
+    assert report["judges"]["keyword"]["pass"] is (not failing)
+    assert result.exit_code == (1 if failing else 0)
+    table = CliRunner().invoke(main, ["judge-check", str(clapnq), "--limit", "40", "--judges", "keyword"])
+    lines = {line.split()[0]: line for line in table.output.splitlines() if line.strip()}
+    assert "no controls" in lines["options"]
+    assert sorted(c for c in rows if "✗" in lines[c]) == failing
+
+    items = load_questions(clapnq, limit=10)
+    failed = run_controls(build_controls(items), {"keyword": lambda examples, progress=None: [float("nan")] * len(
+        examples)})  # a judge that judges nothing fails every category it was given
+    given = {c.category for c in build_controls(items)}
+    assert sorted(c for _, c in failed.failures()) == sorted(given) and "options" not in given
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=ROOT)
 

@@ -224,7 +224,7 @@ def _control_table(report, title: str, categories: dict | None = None) -> Table:
         cells = []
         for judge in report.judges:
             r = rows[judge][category]
-            cells.append("n/a" if not r.n else
+            cells.append("no controls" if r.passed is None else "none judged ✗" if not r.n else
                          f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}")
         table.add_row(category, kind, *cells)
     return table

@@ -290,17 +290,23 @@ def build_controls(items: Sequence[QAItem], seed: int = 0) -> list[Control]:
 
 @dataclass
 class CategoryResult:
+    """One judge on one category's controls. ``passed`` is None when the files gave no control of the category
+    (nothing to check: not a failure); a category whose controls the judge all left unjudged fails."""
+
     category: str
     kind: str
     n: int
     not_judged: int
     rate: float
     ci: tuple[float, float]
-    passed: bool
+    passed: bool | None
 
     def to_dict(self) -> dict[str, Any]:
+        def clean(x: float) -> float | None:
+            return None if x != x else x
+
         return {"category": self.category, "kind": self.kind, "n": self.n, "not_judged": self.not_judged,
-                "rate": self.rate, "ci95": list(self.ci), "pass": self.passed}
+                "rate": clean(self.rate), "ci95": [clean(c) for c in self.ci], "pass": self.passed}
 
 
 @dataclass
@@ -310,7 +316,7 @@ class ControlReport:
     judges: dict[str, list[CategoryResult]] = field(default_factory=dict)
 
     def failures(self) -> list[tuple[str, str]]:
-        return [(j, r.category) for j, rows in self.judges.items() for r in rows if not r.passed]
+        return [(j, r.category) for j, rows in self.judges.items() for r in rows if r.passed is False]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"min_rate": self.min_rate, "questions": self.questions, "judges": {}}
@@ -320,7 +326,7 @@ class ControlReport:
                 "categories": [r.to_dict() for r in rows],
                 "min_rejection": min(rates["negative"]) if rates["negative"] else None,
                 "min_acceptance": min(rates["positive"]) if rates["positive"] else None,
-                "pass": all(r.passed for r in rows),
+                "pass": all(r.passed is not False for r in rows),
             }
         return out
 
@@ -347,7 +353,7 @@ def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np
             hits = int(((verdicts[judged] > 0.5) == (kind == "positive")).sum())
             rate = hits / n if n else float("nan")
             low, high = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"),) * 2
-            rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)),
-                                       bool(n) and rate >= min_rate))
+            passed = None if not mask.any() else bool(n) and rate >= min_rate
+            rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)), passed))
         report.judges[name] = rows
     return report
