@@ -251,6 +251,13 @@ def test_a_value_of_the_wrong_shape_is_named_by_the_users_key_not_pydantics_unio
     code, output = run_cli(capsys, "score", "--format", "log", str(log))
     assert_one_error(code, output, f"{log}:1: field 'retrieved.0.text': Input should be a valid string")
     assert "LoggedSpan" not in output and "retrieved.0.str" not in output
+    # a key the user wrote stays, also when it looks like a class name
+    dataset = tmp_path / "queries.jsonl"
+    dataset.write_text(json.dumps({"id": query["_id"], "query": query["text"],
+                                   "graded_relevance": {"DocA": "high"}}) + "\n")
+    code, output = run_cli(capsys, "run", str(dataset), "--corpus", str(beir_small / "corpus.jsonl"), "--skip-qa",
+                           "--out", str(tmp_path / "out"), "--no-progress")
+    assert_one_error(code, output, f"{dataset}:1: field 'graded_relevance.DocA': Input should be a valid integer")
 
 
 # -- environment variables ------------------------------------------------------------------------------------

@@ -26,10 +26,23 @@ class EvaluationsError(Exception):
 _BRANCH_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple", "set"})
 
 
-def _is_branch_tag(part: object) -> bool:
-    """A location part that names a union member (``literal['auto']``, ``list[str]``, ``str``, ``LoggedSpan``)."""
-    return isinstance(part, str) and (
-        "[" in part or part in _BRANCH_TAGS or (part[:1].isupper() and part.isidentifier() and "_" not in part))
+def _model_names() -> set[str]:
+    """Class names of the loaded pydantic models: pydantic tags a model member of a union with its class name."""
+    from pydantic import BaseModel
+
+    names, todo = set(), [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__name__ not in names:
+                names.add(sub.__name__)
+                todo.append(sub)
+    return names
+
+
+def _is_branch_tag(part: object, models: set[str]) -> bool:
+    """A location part that names a union member (``literal['auto']``, ``list[str]``, ``str``, ``LoggedSpan``), not
+    a key or id the user wrote (``graded_relevance.DocA`` keeps ``DocA``)."""
+    return isinstance(part, str) and ("[" in part or part in _BRANCH_TAGS or part in models)
 
 
 def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
@@ -37,9 +50,9 @@ def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
     member tags are dropped from the key, and of a union's failed members only the deepest is kept (a value that
     fails as ``'auto'`` and as a list of names is reported where the list failed; members failing at the same key
     are one message)."""
-    rows = []
+    rows, models = [], _model_names()
     for err in errors:
-        parts = [p for p in err["loc"] if not _is_branch_tag(p)]
+        parts = [p for p in err["loc"] if not _is_branch_tag(p, models)]
         rows.append((".".join(map(str, parts)), len(parts) < len(err["loc"]), err["msg"], err.get("input")))
     keys = [key for key, *_ in rows]
 
