@@ -48,9 +48,9 @@ from evaluations.judging.offline import llm_logit
 from evaluations.judging.passages import Passage, as_passages
 
 __all__ = [
-    "ASKS", "Decompose", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness", "FaithfulnessParams",
-    "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params", "params_path",
-    "windows", "applicability", "fit_params",
+    "ASKS", "Decompose", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness",
+    "FaithfulnessParams", "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params",
+    "params_path", "windows", "applicability", "fit_params",
 ]
 
 #: (question, answer) -> the answer's claims by a served model, or None (it could not: the deterministic splitter)
