@@ -99,6 +99,10 @@ def test_pytest_helper(scifact_runs):
         assert_gate(scifact_runs["worse"], EXAMPLE, baseline=scifact_runs["fts"])
     with pytest.raises(EvaluationsError, match="unknown metric"):
         assert_gate(scifact_runs["fts"], {"rules": [{"metric": "bleu", "min": 0.1}]})
+    # a reference-free judge the run did not compute is not "unknown": the error says what it needs
+    with pytest.raises(EvaluationsError, match="the run has no 'faithfulness' values: it needs answers") as err:
+        assert_gate(scifact_runs["fts"], {"rules": [{"metric": "faithfulness", "min": 0.5}]})
+    assert "judge.reference_free" in (err.value.fix or "")
 
 
 def test_significance_rule_without_paired_values_breaks_readably(scifact_runs, tmp_path, cli):

@@ -371,7 +371,21 @@ def known_names(runs: list[RunData]) -> list[str]:
     return names
 
 
+#: why a run may lack a reference-free judge's values, and how to get them
+_MISSING_REFERENCE_FREE = {
+    "faithfulness": "it needs answers (a run without --skip-qa) with retrieved passages",
+    "answer_relevance": "it needs answers (a run without --skip-qa)",
+    "context_relevance": "it needs retrieved passages; judge.reference_free 'auto' leaves it out on a dataset with "
+                         "relevance labels",
+}
+
+
 def unknown_metric(name: str, runs: list[RunData], where: str = "metric") -> EvaluationsError:
+    if name in _MISSING_REFERENCE_FREE:
+        return EvaluationsError(
+            f"the run has no {name!r} values: {_MISSING_REFERENCE_FREE[name]}", where=where,
+            fix=f"re-run with judge.reference_free listing {name} (or EVALUATIONS_REFERENCE_FREE={name}), or use "
+                "one of: " + ", ".join(known_names(runs)))
     return EvaluationsError(
         f"unknown metric {name!r}", where=where,
         fix="use one of: " + ", ".join(known_names(runs)) + " (retrieval metrics at the run's cut-offs, the run's "
