@@ -234,3 +234,16 @@ def test_a_document_returned_twice_keeps_its_best_score(world):
         assert len(r["retrieved"]) == len(set(r["retrieved"]))
         top = max(run[r["name"]], key=lambda d: (run[r["name"]][d], d))
         assert r["retrieved"][0] == top
+
+
+def test_an_http_system_that_is_down_is_one_error_before_any_work(world):
+    """A --system endpoint nobody listens on (a closed local port, an unresolvable host): exit 2 with one error
+    naming the URL, and no run folder, instead of a failed case per question."""
+    from fake_llm_server import closed_port_url
+
+    work = world[0]
+    for url in (closed_port_url() + "/search", "http://no-such-host.invalid:8000/search"):
+        proc, records = run_beir(world, url, "down")
+        assert proc.returncode == 2, proc.stderr
+        assert f"--system {url}: cannot reach the system" in proc.stderr and "Traceback" not in proc.stderr
+        assert records == [] and not (work / "down").exists()

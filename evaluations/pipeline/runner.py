@@ -248,6 +248,9 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
         from evaluations.systems import build_system
 
         system = build_system(options.system, config)
+        check = getattr(system, "check", None)  # an HTTP endpoint: is it up?
+        if check is not None:
+            check()
 
     # 2. read and validate all data; open (or resume) the run folder before indexing anything
     corpus = _select(spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split)),

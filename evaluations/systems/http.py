@@ -5,7 +5,8 @@ validated against ``SystemResponse``. Timeouts and retries are the config's ``re
 (``models.retry.async_client``: timeouts, dropped connections, 429 (Retry-After) and 5xx are retried with
 backoff); with a cache (``cache.enabled``) a successful reply is stored under
 ``sha256({"system": url, "request": request})`` and reused. A final non-2xx status, a body that is not JSON or a
-bad response is a per-case error naming the URL and the case.
+bad response is a per-case error naming the URL and the case. Before any work the run checks that the endpoint's
+host accepts a connection (``check``): a server that is down is one error (exit 2), not a failed case per question.
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ class HTTPSystem:
         self.requests = requests or Requests()
         self.cache = cache
         self._client = None
+
+    def check(self, timeout: float = 10.0) -> None:
+        """The endpoint's host accepts a TCP connection (no request is sent): a server that is down, or a wrong
+        host or port, is one error before any work instead of a failed case per question."""
+        import socket
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            socket.create_connection((parts.hostname or "", port), timeout=min(timeout, self.requests.timeout)).close()
+        except (OSError, ValueError) as exc:
+            raise EvaluationsError(f"cannot reach the system: {exc}", where=f"--system {self.url}",
+                                   fix="start the server, or correct the URL's host and port") from None
 
     def _http(self):
         if self._client is None:
