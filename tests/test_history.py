@@ -99,3 +99,18 @@ def test_after_a_run_reports_history_and_otel_get_the_run_in_memory(scifact_smal
     assert row["run_dir"] == str(out.resolve()) and row["metrics"]["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])
     assert exported["ndcg@10"] == pytest.approx(summary["metrics"]["ndcg@10"])
     assert f"{summary['metrics']['ndcg@10']:.4f}" in (out / "report.md").read_text()
+
+
+def test_a_damaged_history_file_is_one_error_and_is_left_as_it_is(tmp_path):
+    """A history path holding something that is not SQLite (a damaged store, another file): exit 2 naming the file,
+    the fix says to move it aside, and the file is not overwritten (its bytes are kept for the user)."""
+    import sys
+
+    damaged = tmp_path / "history.sqlite"
+    damaged.write_bytes(b"not a database, but somebody's notes\n" * 50)
+    before = damaged.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "evaluations", "history", "--history", str(damaged)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{damaged}: cannot open the history store" in proc.stderr and "move it aside" in proc.stderr
+    assert damaged.read_bytes() == before

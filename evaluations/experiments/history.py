@@ -60,8 +60,12 @@ def connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path)
         db.executescript(SCHEMA)
     except (OSError, sqlite3.Error) as exc:
-        raise EvaluationsError(f"cannot open the history store: {exc}", where=str(path),
-                               fix="set history.path in the config to a writable file") from None
+        damaged = isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc)
+        raise EvaluationsError(
+            f"cannot open the history store: {exc}", where=str(path),
+            fix="the file is not a history store (damaged, or another file): move it aside to start a new history, "
+                "or point history.path (--history) at another file" if damaged else
+                "set history.path in the config (--history) to a writable file") from None
     db.row_factory = sqlite3.Row
     return db
 
