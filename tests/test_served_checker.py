@@ -317,7 +317,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
         passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
         out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
-                                   cache=False, scorer=faith.scorer, claims=faith.claims)
+                                   cache=False, scorer=faith.scorer, decompose=faith.decompose)
         record = json.loads(out["faithfulness_kind"].reason)
         assert [c["claim"] for c in record["claims"]] == claims  # the server's decomposition, not the splitter's
         asked = [_mode(r.body) for r in server.calls("/v1/chat/completions")]

@@ -62,14 +62,14 @@ def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list
 
 
 def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
-                         claims: Callable[[str, str], list[str] | None] | None = None) -> dict[str, Any]:
+                         decompose: Callable[[str, str], list[str] | None] | None = None) -> dict[str, Any]:
     """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims.
-    ``scorer``: the yes/no checker (default: the embedded judge model); ``claims``: a served model's claim
+    ``scorer``: the yes/no checker (default: the embedded judge model); ``decompose``: a served model's claim
     decomposition (None from it: the deterministic splitter)."""
     from evaluations.judging.faithfulness import judge_faithfulness
 
     result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer,
-                                decompose=claims)
+                                decompose=decompose)
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
                                     model_calls=result.model_calls)
     out: dict[str, Any] = {"faithfulness_kind": EvaluationReason(result.kind, reason=evidence.model_dump_json())}
@@ -107,13 +107,13 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
 class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``faithfulness`` = supported claims / claims of the answer (``judging.faithfulness``); see module docstring.
     ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
-    corpus id -> text, for systems that return ids only; ``scorer`` / ``claims``: a served judge's checker and claim
+    corpus id -> text, for systems that return ids only; ``scorer`` / ``decompose``: a served judge's checker and claim
     decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter)."""
 
     cache: bool = True
     texts: Mapping[str, str] | None = field(default=None, compare=False)
     scorer: Any = field(default=None, compare=False)
-    claims: Callable[[str, str], list[str] | None] | None = field(default=None, compare=False)
+    decompose: Callable[[str, str], list[str] | None] | None = field(default=None, compare=False)
 
     async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
@@ -122,7 +122,7 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         passages, _ = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
             faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
-            scorer=self.scorer, claims=self.claims))
+            scorer=self.scorer, decompose=self.decompose))
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
@@ -157,8 +157,8 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
     made: list[Evaluator] = []
     if answers and "faithfulness" in wanted:
-        scorer, claims = served_tools(config, "faithfulness")
-        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, claims=claims))
+        scorer, decompose = served_tools(config, "faithfulness")
+        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, decompose=decompose))
     if retrieval and "context_relevance" in wanted:
         scorer, _ = served_tools(config, "context_relevance")
         made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
