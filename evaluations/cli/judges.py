@@ -51,14 +51,6 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
     return examples
 
 
-#: why a judge leaves a row out of its agreement (a NaN verdict)
-_NOT_JUDGED = {
-    "faithfulness": "not applicable: an empty, refused or echoed answer, no claim or no passage",
-    "groundedness": "not applicable: an empty, refused or echoed answer, no claim or no passage",
-    "context_relevance": "not applicable: no passage",
-}
-
-
 @click.command("judge-agreement")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--judges", default=_ALL_JUDGES, show_default=True, help="Comma-separated judges to compare.")
@@ -82,7 +74,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     (passages), generated_answer (not for context_relevance) and label, the property the judge measures
     (``judging.passage_rows``)."""
     from evaluations.judging.agreement import run_judges
-    from evaluations.judging.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
@@ -139,7 +131,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         click.echo(f"human says positive: {labelled[0].human_positive_rate:.1%}")
     for r in results:
         if r.n < len(examples):
-            why = _NOT_JUDGED.get(r.judge, "the judge failed on them")
+            why = NOT_JUDGED.get(r.judge, "the judge failed on them")
             click.echo(f"{r.judge}: {len(examples) - r.n} of {len(examples)} rows not judged ({why})")
 
 

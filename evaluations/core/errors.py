@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 
 class EvaluationsError(Exception):
     """A user-facing error. The CLI prints ``message`` and ``fix`` and exits 2, no traceback.
@@ -39,10 +42,13 @@ def _model_names() -> set[str]:
     return names
 
 
-def _is_branch_tag(part: object, models: set[str]) -> bool:
+def _is_branch_tag(part: object, models: Callable[[], set[str]]) -> bool:
     """A location part that names a union member (``literal['auto']``, ``list[str]``, ``str``, ``LoggedSpan``), not
-    a key or id the user wrote (``graded_relevance.DocA`` keeps ``DocA``)."""
-    return isinstance(part, str) and ("[" in part or part in _BRANCH_TAGS or part in models)
+    a key or id the user wrote (``graded_relevance.DocA`` keeps ``DocA``). ``models``: the model class names, asked
+    only for a part that could be one."""
+    if not isinstance(part, str):
+        return False
+    return "[" in part or part in _BRANCH_TAGS or (part[:1].isupper() and part.isidentifier() and part in models())
 
 
 def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
@@ -50,7 +56,8 @@ def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
     member tags are dropped from the key, and of a union's failed members only the deepest is kept (a value that
     fails as ``'auto'`` and as a list of names is reported where the list failed; members failing at the same key
     are one message)."""
-    rows, models = [], _model_names()
+    rows: list[tuple[str, bool, str, object]] = []
+    models = functools.cache(_model_names)  # walked once per call, and only when a part could be a class name
     for err in errors:
         parts = [p for p in err["loc"] if not _is_branch_tag(p, models)]
         rows.append((".".join(map(str, parts)), len(parts) < len(err["loc"]), err["msg"], err.get("input")))

@@ -28,7 +28,7 @@ from evaluations.judging.labels import LabelledAnswer
 if TYPE_CHECKING:
     from evaluations.core.config import Config
 
-__all__ = ["PASSAGE_JUDGES"]
+__all__ = ["NOT_JUDGED", "PASSAGE_JUDGES"]
 
 
 def _passages_of(e: LabelledAnswer) -> list[Any]:
@@ -87,4 +87,11 @@ PASSAGE_JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "faithfulness": _per_example(_faithful, "faithfulness"),
     "groundedness": _per_example(_faithful, "faithfulness"),  # faithfulness's other name
     "context_relevance": _per_example(_context_relevant, "context_relevance"),
+}
+_FAITHFULNESS_NOT_JUDGED = "not applicable: an empty, refused or echoed answer, no claim or no passage"
+#: judge name -> why it leaves a row unjudged (its NaN verdict), said under judge-agreement's table
+NOT_JUDGED: dict[str, str] = {
+    "faithfulness": _FAITHFULNESS_NOT_JUDGED,
+    "groundedness": _FAITHFULNESS_NOT_JUDGED,
+    "context_relevance": "not applicable: no passage",
 }
