@@ -27,7 +27,6 @@ naming its URL.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import threading
@@ -303,4 +302,4 @@ def served_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], 
         return None, None
     modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
     checker = checker_for(model, config, judge=judge, modes=modes)
-    return checker, functools.partial(claims_from_model, model_cfg=model, config=config)
+    return checker, checker.claims  # its claims ladder is the structured modes, as claims_from_model's checker's
