@@ -293,6 +293,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
     from evaluations.evaluators.reference_free import (
         ContextRelevance,
         Faithfulness,
+        checker_notes,
         context_relevance_results,
         faithfulness_results,
         reference_free_evaluators,
@@ -315,6 +316,11 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         faith = next(e for e in made if isinstance(e, Faithfulness))
         context = next(e for e in made if isinstance(e, ContextRelevance))
         assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
+        # the shipped parameters were fitted through the embedded model: the run says so for both judges
+        notes = checker_notes(config, made)
+        assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
+        assert all("fitted through embedded, this run asks openai:judge" in n for n in notes)
+        assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[1]
         passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
         out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
                                    cache=False, scorer=faith.scorer, decompose=faith.decompose)
@@ -387,3 +393,38 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     captured = capsys.readouterr()
     assert exited.value.code == 2 and "Traceback" not in captured.err
     assert closed_port_url().rsplit(":", 1)[0] in captured.err and "fix:" in captured.err
+
+
+def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_server, tmp_path, capsys):
+    """``calibrate-judge --judges context_relevance --judge openai:NAME``: the refit reads the served model's
+    P(yes) (hand-labelled pairs of ``datasets/labels``); its "current" accuracy is what judge-agreement through
+    the same server says on the same rows, and the written file names the served checker."""
+    from evaluations.cli.root import main
+
+    labels = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "context_relevance.jsonl"
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text(f"providers:\n  openai:\n    base_url: {qwen_server.base_url}\n"
+                      f"cache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
+    served = ["--judge", f"openai:{qwen_server.model_id}", "--config", str(config), "--limit", "12"]
+
+    def cli(*args: str) -> tuple[int | None, str]:
+        code = None
+        try:
+            main([*args, *served])
+        except SystemExit as exited:
+            code = exited.code
+        return code, capsys.readouterr().out
+
+    code, out = cli("judge-agreement", str(labels), "--judges", "context_relevance", "--json", "--resamples", "0")
+    assert code in (0, None), out
+    current = json.loads(out)["judges"][0]
+    target = tmp_path / "context_relevance.json"
+    code, out = cli("calibrate-judge", str(labels), "--judges", "context_relevance", "--folds", "2", "--force",
+                    "--out", str(target))
+    assert code in (0, None), out
+    doc = json.loads(target.read_text())
+    assert doc["checker"].startswith(f"openai:{qwen_server.model_id} (checker id ")
+    assert doc["validation"]["previous_parameters_same_rows"]["accuracy"] == pytest.approx(
+        current["accuracy"]["value"], abs=1e-4)
+    assert doc["training_data"]["rows"] == current["n"] == 12
+    assert "checker calls made: 0" in out  # judge-agreement asked the same questions: all cached

@@ -25,6 +25,27 @@ if TYPE_CHECKING:
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
 
 
+def _model_options(judge_help: str, cache_help: str):
+    """The options naming the judge model (``--judge``/``--judge-model``), the config and ``--no-cache``."""
+
+    def apply(command):
+        for option in reversed([
+            click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
+                         help=judge_help),
+            click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                         help="Config file (server URLs, storage.data_dir) [default: haiku.rag.yaml resolution]."),
+            click.option("--no-cache", is_flag=True, help=cache_help),
+        ]):
+            command = option(command)
+        return command
+
+    return apply
+
+
+_SERVED_HELP = ("The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served model is "
+                "also asked by the reference-free judges (faithfulness, context_relevance).")
+
+
 def _out():
     return make_console(stderr=False)  # a terminal's width, or unwrapped at a fixed width for pipes and files
 
@@ -59,14 +80,9 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
 @click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
 @click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
-              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served "
-                   "model is also asked by the reference-free judges (faithfulness, context_relevance).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="LLM judge requests in flight (served models; the embedded judge runs one at a time).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Config file (server URLs, storage.data_dir) [default: haiku.rag.yaml resolution].")
-@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+@_model_options(_SERVED_HELP, "Judge again instead of reusing cached LLM verdicts.")
 def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples, seed, judge_model, concurrency,
                     config_path, no_cache):
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files); the
@@ -137,20 +153,34 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
 @click.command("calibrate-judge")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--judges", "judge", default="offline", show_default=True,
+              type=click.Choice(["offline", "faithfulness", "groundedness", "context_relevance"]),
+              help="The judge to fit: the offline correctness judge on labelled answers, or a reference-free judge "
+                   "on labelled passage rows (those of judge-agreement) through the --judge-model checker.")
 @click.option(
     "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters "
-    "[default: $EVALUATIONS_JUDGES_DIR, else judges/offline_judge.json in a checkout, else ./offline_judge.json]."
+    "[default offline: $EVALUATIONS_JUDGES_DIR, else judges/offline_judge.json in a checkout, else "
+    "./offline_judge.json; reference-free: $EVALUATIONS_JUDGES_DIR/<judge file>, else ./<judge file>]."
 )
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
 @click.option("--min-rate", type=click.FloatRange(0, 1), default=0.95, show_default=True,
-              help="Controls (judge-check) the fitted judge must pass before its parameters are written.")
-@click.option("--force", is_flag=True, help="Write the parameters even when they fail the controls (said loudly).")
+              help="Controls (judge-check) the fitted judge must pass before its parameters are written (offline).")
+@click.option("--force", is_flag=True, help="Write the parameters even when they fail the controls, or (reference-"
+                                            "free) validate worse than the current ones (said loudly).")
 @click.option("--control-questions", type=click.IntRange(min=1), default=500, show_default=True,
-              help="Controls are built from this many questions of the files (a seeded sample).")
-def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions):
-    """Fit the offline judge on labelled answers; report its question-grouped CV accuracy; refuse to write
-    parameters that fail the controls (``judge-check``) unless --force."""
+              help="Controls are built from this many questions of the files (a seeded sample; offline).")
+@_model_options("The checker a reference-free judge is fitted through: embedded, ollama:NAME or openai:NAME (the "
+                "model your runs' judge.model names).", "Ask the checker again instead of reusing cached verdicts.")
+def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_questions, judge_model, config_path,
+                    no_cache):
+    """Fit a judge on labelled rows and report its question-grouped CV accuracy. The offline judge refuses to
+    write parameters that fail the controls (``judge-check``); a reference-free judge (faithfulness,
+    context_relevance) is refitted on the signals of the checker it will run with and refuses to write parameters
+    that validate worse than the current ones on the same rows, unless --force."""
+    if judge != "offline":
+        _calibrate_reference_free(files, judge, out, folds, limit, force, judge_model, config_path, no_cache)
+        return
     from evaluations.judging.agreement import offline_batch
     from evaluations.judging.calibrate import calibrate
     from evaluations.judging.controls import build_controls, run_controls
@@ -201,6 +231,70 @@ def calibrate_judge(files, out, folds, limit, min_rate, force, control_questions
         click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
 
 
+def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: bool, judge_model: str,
+                              config_path, no_cache: bool) -> None:
+    """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
+    from evaluations.core.env import env_dir
+    from evaluations.judging.offline import JUDGES_ENV, default_params_path
+    from evaluations.judging.refit import refit
+
+    examples = _load(files, limit, passages=True)
+    served = _served_config(judge_model, config_path)
+    name = "faithfulness" if judge == "groundedness" else judge
+    if served is not None:
+        from evaluations.judging.served_checker import served_tools
+
+        scorer, decompose = served_tools(served, name)
+        model = served.judge.model
+        checker = f"{model.provider}:{model.name}"
+    else:
+        from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+
+        scorer, decompose, checker = load_scorer(PASSAGE_SYSTEM), None, "embedded"
+    checker = f"{checker} (checker id {scorer.id})"
+    cache = None
+    if not no_cache:
+        from evaluations.judging.embedded import VerdictCache
+
+        cache = VerdictCache()
+    with _progress() as progress:
+        task = progress.add_task(f"{name}: asking {checker.split(' ')[0]}", total=len(examples))
+        result = refit(name, examples, scorer=scorer, decompose=decompose, cache=cache, checker=checker, folds=folds,
+                       progress=lambda k: progress.update(task, advance=k))
+    m = result.measured
+    table = Table(title=f"{name} on {len(m.y)} labelled rows, {len(set(m.groups.tolist()))} questions, "
+                        f"through {checker}",
+                  caption=f"refit: question-grouped {folds}-fold CV; current: the parameters runs read now, on "
+                          "the same rows; under each value its 95% CI (bootstrap over questions)",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("parameters", "accuracy", "κ", "says ✓", "judged"):
+        table.add_column(column, justify="left" if column == "parameters" else "right", no_wrap=True)
+    for label, a in (("refit (held out)", result.cv), ("current", result.current)):
+        cells = [f"{a.values[k]:.3f}\n[dim]{a.ci[k][0]:.2f}–{a.ci[k][1]:.2f}[/dim]" for k in ("accuracy", "kappa")]
+        table.add_row(label, *cells, f"{a.judge_positive_rate:.1%}", str(a.n))
+    _out().print(table)
+    if m.not_applicable:
+        click.echo(f"{m.not_applicable} labelled row(s) left out: the judge does not apply to them")
+    click.echo(f"checker calls made: {m.calls} (the rest were cached)")
+    if not result.better:
+        if not force:
+            click.echo(f"error: the refit's held-out accuracy ({result.cv.values['accuracy']:.3f}) is below the "
+                       f"current parameters' ({result.current.values['accuracy']:.3f}) on the same rows; nothing "
+                       "written", err=True)
+            click.echo("fix: label more rows (both kinds, more questions), or pass --force to write them anyway",
+                       err=True)
+            raise SystemExit(EXIT_CHECK_FAILED)
+        click.echo("WARNING: writing parameters that validate WORSE than the current ones (--force)", err=True)
+    folder = env_dir(JUDGES_ENV)
+    path = Path(out) if out else (folder if folder is not None else Path.cwd()) / result.file
+    atomic_write_text(path, json.dumps(result.document(), indent=2) + "\n", fix="choose another --out")
+    click.echo(f"wrote {path}")
+    if path.resolve() != default_params_path(result.file).resolve():
+        how = (f"EVALUATIONS_JUDGES_DIR={path.parent}" if path.name == result.file
+               else f"name it {result.file} and set EVALUATIONS_JUDGES_DIR to its folder")
+        click.echo(f"runs read {default_params_path(result.file)}; to use the new file: {how}")
+
+
 def _control_table(report, title: str, categories: dict | None = None) -> Table:
     from evaluations.judging.controls import CATEGORIES
 
@@ -244,12 +338,7 @@ def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
               help="A category passes when the judge rejects (negative) or accepts (positive) this share.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
-              help="The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served "
-                   "model is also asked by the reference-free judges (faithfulness, context_relevance).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Config file (server URLs, storage.data_dir).")
-@click.option("--no-cache", is_flag=True, help="Judge again instead of reusing cached LLM verdicts.")
+@_model_options(_SERVED_HELP, "Judge again instead of reusing cached LLM verdicts.")
 def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, config_path, no_cache):
     """Controls: does each judge reject non-answers and accept gold answers? The reference-free judges get their
     own (faithfulness: a copied passage sentence vs one with a swapped fact; context_relevance: the question's own

@@ -7,7 +7,8 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``OLLAMA_BASE_URL``, ``OPENAI_BASE_URL``: http(s) URLs (defaults of ``providers.*.base_url``);
 - ``OPENAI_API_KEY``: any text;
 - ``EVALUATIONS_LLM_THREADS``: a whole number ≥ 0 (0 = one per core, at most 4);
-- ``EVALUATIONS_JUDGES_DIR``: a folder holding ``offline_judge.json``;
+- ``EVALUATIONS_JUDGES_DIR``: a folder of fitted judge parameters (``calibrate-judge``; a file it lacks is the
+  shipped one);
 - ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
 - ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files);
 - ``EVALUATIONS_REFERENCE_FREE``: the default of ``judge.reference_free`` (comma-separated judges, or ``none``);

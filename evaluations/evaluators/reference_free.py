@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config
 
 __all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
-           "reference_free_evaluators"]
+           "checker_notes", "reference_free_evaluators"]
 
 
 def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
@@ -164,3 +164,15 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
         made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
     return made
 
+
+
+def checker_notes(config: Config, evaluators: list[Evaluator]) -> list[str]:
+    """A note per reference-free evaluator whose judge parameters were fitted through another checker than
+    ``judge.model`` (``judging.refit.checker_note``): shown by the run, never an error."""
+    from evaluations.judging.refit import checker_note
+
+    model = config.judge.model
+    checker = "embedded" if model is None or model.provider == "embedded" else f"{model.provider}:{model.name}"
+    names = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
+    notes = [checker_note(names[type(e)], checker) for e in evaluators if type(e) in names]
+    return [n for n in notes if n]

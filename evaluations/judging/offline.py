@@ -124,13 +124,14 @@ JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
 
 
 def default_params_path(name: str = "offline_judge.json") -> Path:
-    """Where parameters are read from: ``$EVALUATIONS_JUDGES_DIR/<name>`` (the folder must exist), else the
-    shipped package data (``judging.shipped``; ``judges/<name>`` in a checkout)."""
+    """Where parameters are read from: ``$EVALUATIONS_JUDGES_DIR/<name>`` when that folder (it must exist) holds
+    the file, else the shipped package data (``judging.shipped``; ``judges/<name>`` in a checkout): a folder of
+    your own fits (``calibrate-judge``) needs only the files you refitted."""
     from evaluations.core.env import env_dir
     from evaluations.judging.shipped import shipped_path
 
     folder = env_dir(JUDGES_ENV, must_exist=True)
-    return folder / name if folder is not None else shipped_path(name)
+    return folder / name if folder is not None and (folder / name).exists() else shipped_path(name)
 
 
 def default_output_path(name: str = "offline_judge.json") -> Path:

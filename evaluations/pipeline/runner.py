@@ -33,7 +33,7 @@ from evaluations.datasets import DatasetSpec, LoadOptions
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
-from evaluations.evaluators.reference_free import reference_free_evaluators
+from evaluations.evaluators.reference_free import checker_notes, reference_free_evaluators
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
@@ -299,10 +299,13 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     task, index_info, system_meta = _pipeline(corpus, options, config, spec, console, pending, system, executor)
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
-    evaluators += reference_free_evaluators(
+    reference_free = reference_free_evaluators(
         config, answers=qa is not None, retrieval=not options.skip_retrieval,
         has_qrels=any(q.relevant for q in corpus.queries),
         texts=task.texts)
+    for note in checker_notes(config, reference_free):
+        console.print(f"note: {note}")
+    evaluators += reference_free
     report_evaluators: list = []
     if qa is not None:
         evaluators += qa.evaluators

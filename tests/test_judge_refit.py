@@ -1,0 +1,212 @@
+"""calibrate-judge of the reference-free judges: a refit on labelled rows through the checker runs use.
+
+Real model, real hand-labelled rows (``datasets/labels``, read from ``../shared/data``). The oracles:
+
+* the refit's held-out accuracy is recomputed here with scikit-learn directly (GroupKFold, LogisticRegression on
+  standardised features, the threshold of highest training accuracy) from the checker's P(yes);
+* the "current" accuracy and the rows left out are what ``judge-agreement`` says on the same rows: the judges
+  as runs apply them, a separate path;
+* the labels and questions counted in the written file are read here from the label file with ``json``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from evaluations.cli.judges import calibrate_judge, judge_agreement
+
+REPO = Path(__file__).resolve().parents[1]
+CONTEXT_LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
+FAITH_LABELS = REPO / "datasets" / "labels" / "faithfulness.jsonl"
+N_CONTEXT = 30  # rows: 15 questions, each its needed passage and a distractor
+N_FAITH = 24
+
+
+def _agreement(path: Path, judge: str, limit: int, env: dict | None = None) -> dict:
+    """judge-agreement's statistics of ``judge``, with ``examples``: the labelled rows it read."""
+    result = CliRunner().invoke(judge_agreement, [str(path), "--judges", judge, "--limit", str(limit), "--json",
+                                                  "--resamples", "0"], env=env)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    return {**payload["judges"][0], "examples": payload["examples"]}
+
+
+def _oracle_threshold(p: np.ndarray, y: np.ndarray) -> float:
+    grid = np.round(np.arange(0.01, 1.0, 0.01), 2)
+    acc = np.array([((p >= t) == y).mean() for t in grid])
+    best = grid[np.isclose(acc, acc.max())]
+    return float(best[np.argmin(np.abs(best - 0.5))])
+
+
+def _oracle_fit(x: np.ndarray, y: np.ndarray):
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=1.0, max_iter=2000).fit((x - mean) / scale, y.astype(int))
+
+    def prob(z: np.ndarray) -> np.ndarray:
+        return model.predict_proba((z - mean) / scale)[:, 1]
+
+    return prob, _oracle_threshold(prob(x), y)
+
+
+@pytest.fixture(scope="module")
+def context_rows():
+    """(questions, passages, labels, groups) of the first N_CONTEXT labelled pairs, and the checker's P(yes)."""
+    from evaluations.judging import context_relevance as cr
+    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    rows = load_passage_rows(CONTEXT_LABELS, limit=N_CONTEXT)
+    wording = cr.params().wording
+    p = np.array([cr.ask(r.question, r.passages[0], wording, cache=VerdictCache())[0] for r in rows])
+    x = np.array([cr.features(r.question, r.passages[0], pi) for r, pi in zip(rows, p)])
+    raw = [json.loads(line) for line in CONTEXT_LABELS.read_text().splitlines()[:N_CONTEXT]]
+    y = np.array([bool(r["label"]) for r in raw])
+    groups = np.array([r["question_ref"]["key"] for r in raw])
+    return x, y, groups
+
+
+def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_read_it(context_rows, tmp_path,
+                                                                                      monkeypatch):
+    from sklearn.model_selection import GroupKFold
+
+    from evaluations.judging import context_relevance as cr
+    from evaluations.judging import faithfulness as fa
+
+    x, y, groups = context_rows
+    pooled = np.zeros(len(y), bool)
+    for train, test in GroupKFold(n_splits=5).split(x, groups=groups):
+        prob, threshold = _oracle_fit(x[train], y[train])
+        pooled[test] = prob(x[test]) >= threshold
+    expected_cv = float((pooled == y).mean())
+    current = _agreement(CONTEXT_LABELS, "context_relevance", N_CONTEXT)
+
+    folder = tmp_path / "judges"
+    folder.mkdir()
+    out = folder / "context_relevance.json"
+    args = [str(CONTEXT_LABELS), "--judges", "context_relevance", "--limit", str(N_CONTEXT), "--out", str(out)]
+    first = CliRunner().invoke(calibrate_judge, args)
+    better = expected_cv >= current["accuracy"]["value"]
+    assert first.exit_code == (0 if better else 1), first.output
+    assert out.exists() == better  # worse than the current parameters: nothing written without --force
+    if not better:
+        assert "nothing written" in first.stderr
+        result = CliRunner().invoke(calibrate_judge, [*args, "--force"])
+        assert result.exit_code == 0, result.output
+        assert "WORSE" in result.stderr
+
+    doc = json.loads(out.read_text())
+    validation = doc["validation"]
+    assert validation["refit_cv"]["accuracy"] == pytest.approx(expected_cv, abs=1e-4)
+    assert validation["refit_cv"]["n"] == N_CONTEXT
+    assert validation["previous_parameters_same_rows"]["accuracy"] == pytest.approx(
+        current["accuracy"]["value"], abs=1e-4)
+    assert doc["training_data"]["rows"] == N_CONTEXT
+    assert doc["training_data"]["positive"] == int(y.sum())
+    assert doc["training_data"]["questions"] == len(set(groups.tolist()))
+    assert doc["checker"].startswith("embedded (checker id ")
+
+    # runs read the refit from $EVALUATIONS_JUDGES_DIR; a file the folder does not hold is the shipped one
+    prob, threshold = _oracle_fit(x, y)
+    expected_in_sample = float(((prob(x) >= threshold) == y).mean())
+    env = {"EVALUATIONS_JUDGES_DIR": str(folder)}
+    refitted = _agreement(CONTEXT_LABELS, "context_relevance", N_CONTEXT, env=env)
+    assert refitted["accuracy"]["value"] == pytest.approx(expected_in_sample, abs=1e-6)
+    assert cr.params(out).threshold == pytest.approx(threshold)
+    fitted = cr.params(out)
+    assert np.allclose(fitted.probability(x), prob(x), atol=1e-3)
+    monkeypatch.setenv("EVALUATIONS_JUDGES_DIR", str(folder))
+    assert cr.params().coef == fitted.coef
+    assert fa.params_path().parent != folder  # the folder holds no faithfulness.json: the shipped one
+    assert fa.load_params().coef == json.loads((REPO / "judges" / "faithfulness.json").read_text())["coef"]
+
+
+def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(tmp_path):
+    from evaluations.judging.faithfulness import load_params
+
+    # two labelled rows the judge does not apply to: an echo of the question, an answer with no passage
+    extra = _rows(tmp_path / "extra.jsonl", [
+        {"id": "x1", "query": "Who wrote the novel Middlemarch?", "context": ["Middlemarch is a novel by George "
+         "Eliot, published in 1871."], "generated_answer": "Who wrote the novel Middlemarch?", "label": False},
+        {"id": "x2", "query": "When was the Eiffel Tower finished?", "context": [],
+         "generated_answer": "It was finished in 1889.", "label": True},
+    ])
+    files = [str(FAITH_LABELS), str(extra)]
+    result = CliRunner().invoke(judge_agreement, [*files, "--judges", "faithfulness", "--limit", str(N_FAITH),
+                                                  "--json", "--resamples", "0"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    current = payload["judges"][0]
+    left_out = payload["examples"] - current["n"]
+    assert left_out >= 2
+
+    out = tmp_path / "faithfulness.json"
+    result = CliRunner().invoke(calibrate_judge, [*files, "--judges", "groundedness", "--limit", str(N_FAITH),
+                                                  "--folds", "3", "--out", str(out), "--force"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(out.read_text())["info"]
+    assert info["training_data"]["rows"] == current["n"]
+    assert info["training_data"]["not_applicable_rows_left_out"] == left_out
+    assert f"{left_out} labelled row(s) left out" in result.stdout
+    assert info["validation"]["previous_parameters_same_rows"]["accuracy"] == pytest.approx(
+        current["accuracy"]["value"], abs=1e-4)
+    assert info["checker"].startswith("embedded")
+    params = load_params(out)
+    shipped = load_params()
+    assert (params.ask, params.top_m, params.features) == (shipped.ask, shipped.top_m, shipped.features)
+    assert params.coef != shipped.coef
+
+
+def _rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluations", "calibrate-judge", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_bad_rows_are_one_error_before_any_model_call(tmp_path):
+    many = _rows(tmp_path / "many.jsonl", [
+        {"query": "q1", "context": ["a passage"], "label": True},
+        {"query": "q2", "context": ["one passage", "and another"], "label": False},
+    ])
+    bad = _cli(str(many), "--judges", "context_relevance", "--out", str(tmp_path / "x.json"))
+    assert bad.returncode == 2, bad.stderr
+    assert f"{many}:2" in bad.stderr and "one row per passage" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert not (tmp_path / "x.json").exists()
+
+    few = _rows(tmp_path / "few.jsonl", [{"query": f"q{i}", "context": [""], "label": i % 2 == 0} for i in range(8)])
+    bad = _cli(str(few), "--judges", "context_relevance", "--out", str(tmp_path / "x.json"))
+    assert bad.returncode == 2, bad.stderr
+    assert "too few labelled rows" in bad.stderr and "8 not applicable" in bad.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monkeypatch):
+    """The checker a refit records decides the note: parameters fitted through a served model, read by a run that
+    asks the embedded model, get a note; the same checker gets none; the shipped files count as embedded."""
+    from evaluations.judging.refit import checker_note, fitted_through
+
+    doc = json.loads((REPO / "judges" / "context_relevance.json").read_text())
+    doc["checker"] = "openai:qwen15 (checker id 0123456789abcdef)"
+    (tmp_path / "context_relevance.json").write_text(json.dumps(doc))
+    monkeypatch.setenv("EVALUATIONS_JUDGES_DIR", str(tmp_path))
+    assert fitted_through("context_relevance") == "openai:qwen15"
+    assert fitted_through("faithfulness") == "embedded"  # not in the folder: the shipped file
+    assert checker_note("context_relevance", "openai:qwen15") is None
+    note = checker_note("context_relevance", "embedded")
+    assert note is not None and "fitted through openai:qwen15, this run asks embedded" in note
+    assert checker_note("faithfulness", "embedded") is None
+    assert "--judges faithfulness --judge ollama:llama3" in checker_note("faithfulness", "ollama:llama3")
