@@ -428,3 +428,26 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
         current["accuracy"]["value"], abs=1e-4)
     assert doc["training_data"]["rows"] == current["n"] == 12
     assert "checker calls made: 0" in out  # judge-agreement asked the same questions: all cached
+
+
+def test_a_command_that_asked_a_served_checker_exits(tmp_path):
+    """A CLI process whose served checker sent questions exits when its command is done: the checker's event loop
+    must not keep the interpreter alive (it once ran on a non-daemon executor thread and the process hung after
+    printing its result)."""
+    import subprocess
+    import sys
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"query": f"When did bridge {i} open?", "context": [f"Bridge {i} opened in "
+                                        f"19{30 + i}."], "label": True}) + "\n" for i in range(3)), encoding="utf-8")
+    with FakeLLMServer(models=("judge",), responder=lambda body: "Yes.") as server:
+        config = tmp_path / "haiku.rag.yaml"
+        config.write_text(f"providers:\n  openai:\n    base_url: {server.openai_url}\n"
+                          f"cache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(rows), "--judges",
+                               "context_relevance", "--judge", "openai:judge", "--config", str(config), "--json",
+                               "--resamples", "0", "--no-cache"], capture_output=True, text=True, timeout=120)
+        asked = len(server.calls("/v1/chat/completions"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["judges"][0]["n"] == 3
+    assert asked >= 3  # the questions went to the server (not all from a cache)

@@ -231,7 +231,7 @@ class Refit:
         info = {
             "checker": self.checker,
             "fitted": dt.date.today().isoformat(),
-            "written_by": f"evaluations calibrate-judge --judge {self.judge}",
+            "written_by": f"evaluations calibrate-judge --judges {self.judge}",
             "model": "the shipped model form refitted on the checker's signals (evaluations.judging.refit)",
             "training_data": {"files": sorted({s.rsplit(':', 1)[0] for s in m.sources}), "rows": int(len(m.y)),
                               "questions": int(len(set(m.groups.tolist()))), "positive": int(m.y.sum()),

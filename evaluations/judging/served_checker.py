@@ -85,6 +85,26 @@ class CheckFailed(Exception):
                          + "; ".join(f"{mode}: {error}" for mode, error in failures))
 
 
+def _daemon_portal() -> Any:
+    """An anyio blocking portal whose event loop runs on a daemon thread. (``anyio.from_thread.
+    start_blocking_portal`` runs it on a ThreadPoolExecutor's thread, which the interpreter joins at exit: a process
+    whose checker was never closed then hung after its command finished.)"""
+    import queue
+
+    import anyio
+    from anyio.from_thread import BlockingPortal
+
+    ready: queue.Queue[Any] = queue.Queue(maxsize=1)
+
+    async def serve() -> None:
+        async with BlockingPortal() as portal:
+            ready.put(portal)
+            await portal.sleep_until_stopped()
+
+    threading.Thread(target=anyio.run, args=(serve,), name="served-checker", daemon=True).start()
+    return ready.get()
+
+
 class ServedChecker:
     """P(yes) of (passage, question) from a served chat model, with the YesNoScorer duck type (module docstring).
 
@@ -110,7 +130,6 @@ class ServedChecker:
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], Any] = {}
         self._portal: Any = None
-        self._portal_cm: Any = None
 
     # -- the YesNoScorer duck type -----------------------------------------------------------------
     @property
@@ -145,18 +164,15 @@ class ServedChecker:
     def close(self) -> None:
         """Stop this checker's event loop thread (a later question starts a new one)."""
         with self._lock:
-            cm, self._portal, self._portal_cm = self._portal_cm, None, None
-        if cm is not None:
-            cm.__exit__(None, None, None)
+            portal, self._portal = self._portal, None
+        if portal is not None:
+            portal.call(portal.stop)
 
     # -- one question through the ladder, synchronously ---------------------------------------------
     def _sync(self, ladder: OutputLadder, attempt: Callable[[str], Awaitable[T]]) -> T:
-        from anyio.from_thread import start_blocking_portal
-
         with self._lock:
             if self._portal is None:
-                self._portal_cm = start_blocking_portal()
-                self._portal = self._portal_cm.__enter__()
+                self._portal = _daemon_portal()
             portal = self._portal
         return portal.call(self._climb, ladder, attempt)
 
