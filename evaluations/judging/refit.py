@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ class Measured:
     calls: int = 0  # model calls made (0 when every verdict was cached)
     names: Sequence[str] = field(default=())  # the feature names of the columns
 
-    @property
+    @cached_property
     def x(self) -> np.ndarray:
         """The fitting rows: an answer's worst-claim features (``faithfulness.worst``); a passage's one row is its
         own worst."""
