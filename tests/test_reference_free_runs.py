@@ -91,13 +91,21 @@ def squad_runs(tmp_path_factory) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp)]),
            "EVALUATIONS_CACHE_DIR": str(tmp / "judge_cache"), "EVALUATIONS_CACHE_PATH": str(tmp / "calls.sqlite")}
     out = {}
-    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("cached", "copy")):
+    # "refitted": the cached run again, its parameters in a judges folder that records another checker
+    judges = tmp / "judges"
+    judges.mkdir()
+    doc = json.loads((ROOT / "judges" / "context_relevance.json").read_text())
+    (judges / "context_relevance.json").write_text(json.dumps({**doc, "checker": "openai:elsewhere (checker id x)"}))
+    outputs = {}
+    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("cached", "copy"), ("refitted", "copy")):
+        extra = {"EVALUATIONS_JUDGES_DIR": str(judges)} if name == "refitted" else {}
         proc = _run(["run", str(tmp / "questions.jsonl"), "--corpus", str(tmp / "corpus.jsonl"), "--system",
                      f"refsys:{system}", "--reference-free", "--out", str(tmp / name), "--no-progress",
-                     "--name", name], env, tmp)
+                     "--name", name], {**env, **extra}, tmp)
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[name] = tmp / name
-    return {"dirs": out, "plan": plan, "rows": rows, "env": env, "tmp": tmp}
+        outputs[name] = proc.stdout + proc.stderr
+    return {"dirs": out, "plan": plan, "rows": rows, "env": env, "tmp": tmp, "outputs": outputs}
 
 
 def _summary(folder: Path) -> dict:
@@ -149,6 +157,27 @@ def test_a_cached_rerun_makes_no_model_call_and_gives_the_same_verdicts(squad_ru
     claims = [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]] for r in _records(squad_runs["dirs"]["copy"])]
     assert claims == [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]]
                       for r in _records(squad_runs["dirs"]["cached"])]
+
+
+def test_a_run_records_its_judge_parameters_and_notes_another_checker(squad_runs):
+    """Each run keeps which parameters file every reference-free judge read and the checker it was fitted through;
+    a run asking the embedded model with parameters fitted through another checker says so (and its verdicts,
+    from the same weights, are the cached run's)."""
+    for name, context_file, fitted in (("cached", ROOT / "judges" / "context_relevance.json", "embedded"),
+                                       ("refitted", squad_runs["tmp"] / "judges" / "context_relevance.json",
+                                        "openai:elsewhere")):
+        meta = json.loads((squad_runs["dirs"][name] / "report.json").read_text())["experiment_metadata"]
+        used = meta["judge_parameters"]
+        assert Path(used["context_relevance"]["file"]).resolve() == context_file.resolve()
+        assert used["context_relevance"]["fitted_through"] == fitted
+        assert Path(used["faithfulness"]["file"]).resolve() == (ROOT / "judges" / "faithfulness.json").resolve()
+        assert used["faithfulness"]["fitted_through"] == "embedded"
+    notes = " ".join(squad_runs["outputs"]["refitted"].split())
+    assert "note: context_relevance: its parameters were fitted through openai:elsewhere, this run asks embedded" \
+        in notes
+    assert "fitted through" not in squad_runs["outputs"]["cached"]
+    assert _summary(squad_runs["dirs"]["refitted"])["metrics"]["context_relevance"] == \
+        _summary(squad_runs["dirs"]["cached"])["metrics"]["context_relevance"]
 
 
 def test_compare_and_gate_use_faithfulness_like_any_metric(squad_runs, cli):

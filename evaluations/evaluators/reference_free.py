@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config
 
 __all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
-           "checker_notes", "reference_free_evaluators"]
+           "checker_notes", "parameter_sources", "reference_free_evaluators"]
 
 
 def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
@@ -165,6 +165,9 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     return made
 
 
+#: evaluator class -> the judge (``judging.refit.REFITS``) whose parameters it reads
+_JUDGE_OF: dict[type, str] = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
+
 
 def checker_notes(config: Config, evaluators: list[Evaluator]) -> list[str]:
     """A note per reference-free evaluator whose judge parameters were fitted through another checker than
@@ -173,6 +176,17 @@ def checker_notes(config: Config, evaluators: list[Evaluator]) -> list[str]:
 
     model = config.judge.model
     checker = "embedded" if model is None or model.provider == "embedded" else f"{model.provider}:{model.name}"
-    names = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
-    notes = [checker_note(names[type(e)], checker) for e in evaluators if type(e) in names]
+    notes = [checker_note(_JUDGE_OF[type(e)], checker) for e in evaluators if type(e) in _JUDGE_OF]
     return [n for n in notes if n]
+
+
+def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
+    """judge -> {"file": the parameters file it reads, "fitted_through": the checker they were fitted through}
+    of each reference-free evaluator: kept in the run's metadata, so runs judged with other parameters can be
+    told apart."""
+    from evaluations.judging.offline import default_params_path
+    from evaluations.judging.refit import REFITS, fitted_through
+
+    return {judge: {"file": str(default_params_path(REFITS[judge].file)), "fitted_through": fitted_through(judge)}
+            for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
+

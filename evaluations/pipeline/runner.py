@@ -33,7 +33,7 @@ from evaluations.datasets import DatasetSpec, LoadOptions
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
-from evaluations.evaluators.reference_free import checker_notes, reference_free_evaluators
+from evaluations.evaluators.reference_free import checker_notes, parameter_sources, reference_free_evaluators
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
@@ -314,6 +314,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         task.max_context_chars = qa.max_context_chars
     metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
                 **(qa.metadata if qa is not None else {})}
+    if reference_free:
+        metadata["judge_parameters"] = parameter_sources(reference_free)
     concurrency = options.concurrency
     if qa is not None and qa.max_concurrency and executor.in_process:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
