@@ -207,6 +207,6 @@ def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monke
     assert fitted_through("faithfulness") == "embedded"  # not in the folder: the shipped file
     assert checker_note("context_relevance", "openai:qwen15") is None
     note = checker_note("context_relevance", "embedded")
-    assert note is not None and "fitted through openai:qwen15, this run asks embedded" in note
+    assert note is not None and "fitted through openai:qwen15, the verdicts come from embedded" in note
     assert checker_note("faithfulness", "embedded") is None
     assert "--judges faithfulness --judge ollama:llama3" in checker_note("faithfulness", "ollama:llama3")

@@ -173,8 +173,8 @@ def test_a_run_records_its_judge_parameters_and_notes_another_checker(squad_runs
         assert Path(used["faithfulness"]["file"]).resolve() == (ROOT / "judges" / "faithfulness.json").resolve()
         assert used["faithfulness"]["fitted_through"] == "embedded"
     notes = " ".join(squad_runs["outputs"]["refitted"].split())
-    assert "note: context_relevance: its parameters were fitted through openai:elsewhere, this run asks embedded" \
-        in notes
+    assert ("note: context_relevance: its parameters were fitted through openai:elsewhere, the verdicts come from "
+            "embedded") in notes
     assert "fitted through" not in squad_runs["outputs"]["cached"]
     assert _summary(squad_runs["dirs"]["refitted"])["metrics"]["context_relevance"] == \
         _summary(squad_runs["dirs"]["cached"])["metrics"]["context_relevance"]

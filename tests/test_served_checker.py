@@ -319,7 +319,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         # the shipped parameters were fitted through the embedded model: the run says so for both judges
         notes = checker_notes(config, made)
         assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
-        assert all("fitted through embedded, this run asks openai:judge" in n for n in notes)
+        assert all("fitted through embedded, the verdicts come from openai:judge" in n for n in notes)
         assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[1]
         passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
         out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
@@ -413,11 +413,17 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
             main([*args, *served])
         except SystemExit as exited:
             code = exited.code
-        return code, capsys.readouterr().out
+        captured = capsys.readouterr()
+        said.append(" ".join(captured.err.split()))
+        return code, captured.out
 
+    said: list[str] = []
     code, out = cli("judge-agreement", str(labels), "--judges", "context_relevance", "--json", "--resamples", "0")
     assert code in (0, None), out
     current = json.loads(out)["judges"][0]
+    # the shipped weights were fitted through the embedded model: judge-agreement says whose verdicts these are
+    assert (f"note: context_relevance: its parameters were fitted through embedded, the verdicts come from "
+            f"openai:{qwen_server.model_id}") in said[0]
     target = tmp_path / "context_relevance.json"
     code, out = cli("calibrate-judge", str(labels), "--judges", "context_relevance", "--folds", "2", "--force",
                     "--out", str(target))

@@ -96,6 +96,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
     served = _served_config(judge_model, config_path)
     batch = {n: PASSAGE_JUDGES[n](cache=not no_cache, config=served) for n in names if n in PASSAGE_JUDGES}
+    _note_checker(names, served)
     llm = None
     if "llm" in names:
         from evaluations.core.config import load_config, parse_model_ref
@@ -382,6 +383,18 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+def _note_checker(judges: list[str], served: Config | None) -> None:
+    """On stderr, a note per reference-free judge whose parameters were fitted through another checker than the
+    one these verdicts come from (``judging.refit.checker_note``): its agreement is then that of borrowed weights."""
+    from evaluations.judging.refit import REFITS, checker_note
+
+    model = served.judge.model if served is not None else None
+    checker = f"{model.provider}:{model.name}" if model is not None else "embedded"
+    for name in dict.fromkeys("faithfulness" if j == "groundedness" else j for j in judges if j in REFITS):
+        if note := checker_note(name, checker):
+            click.echo(f"note: {note}", err=True)
+
+
 def _served_config(judge_model: str, config_path: str | None) -> Config | None:
     """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
     ask it, ``passage_judges``), else None (the embedded model)."""
@@ -400,6 +413,7 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
     from evaluations.judging.questions import load_questions
 
     items = [item for file in files for item in load_questions(file, limit=limit)]
+    _note_checker(judges, served)
     reports = {}
     for name in judges:
         controls = build_passage_controls(items, name, seed=seed)

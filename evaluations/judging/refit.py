@@ -304,6 +304,6 @@ def checker_note(judge: str, checker: str) -> str | None:
     fitted = fitted_through(judge)
     if fitted == checker:
         return None
-    return (f"{judge}: its parameters were fitted through {fitted}, this run asks {checker}; its numbers are not "
-            f"validated on this checker (fit them on labelled rows: evaluations calibrate-judge FILE --judges "
-            f"{judge} --judge {checker})")
+    return (f"{judge}: its parameters were fitted through {fitted}, the verdicts come from {checker}; its numbers "
+            f"are not validated on this checker (fit them on labelled rows: evaluations calibrate-judge FILE "
+            f"--judges {judge} --judge {checker})")
