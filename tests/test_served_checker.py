@@ -296,6 +296,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         checker_notes,
         context_relevance_results,
         faithfulness_results,
+        parameter_sources,
         reference_free_evaluators,
     )
     from evaluations.judging.passages import Passage
@@ -317,7 +318,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         context = next(e for e in made if isinstance(e, ContextRelevance))
         assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
         # the shipped parameters were fitted through the embedded model: the run says so for both judges
-        notes = checker_notes(config, made)
+        notes = checker_notes(config, parameter_sources(made))
         assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
         assert all("fitted through embedded, the verdicts come from openai:judge" in n for n in notes)
         assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[1]

@@ -42,6 +42,11 @@ def _model_options(judge_help: str, cache_help: str):
     return apply
 
 
+def _judge_name(judge: str) -> str:
+    """The reference-free judge behind a name (``groundedness`` is faithfulness's other name)."""
+    return "faithfulness" if judge == "groundedness" else judge
+
+
 _SERVED_HELP = ("The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served model is "
                 "also asked by the reference-free judges (faithfulness, context_relevance).")
 
@@ -237,22 +242,20 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
     """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
     from evaluations.core.env import env_dir
     from evaluations.judging.offline import JUDGES_ENV, default_params_path
-    from evaluations.judging.refit import refit
+    from evaluations.judging.refit import checker_name, refit
 
     examples = _load(files, limit, passages=True)
     served = _served_config(judge_model, config_path)
-    name = "faithfulness" if judge == "groundedness" else judge
+    name = _judge_name(judge)
     if served is not None:
         from evaluations.judging.served_checker import served_tools
 
         scorer, decompose = served_tools(served, name)
-        model = served.judge.model
-        checker = f"{model.provider}:{model.name}"
     else:
         from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
 
-        scorer, decompose, checker = load_scorer(PASSAGE_SYSTEM), None, "embedded"
-    checker = f"{checker} (checker id {scorer.id})"
+        scorer, decompose = load_scorer(PASSAGE_SYSTEM), None
+    checker = f"{checker_name(served.judge.model if served is not None else None)} (checker id {scorer.id})"
     cache = None
     if not no_cache:
         from evaluations.judging.embedded import VerdictCache
@@ -386,11 +389,10 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
 def _note_checker(judges: list[str], served: Config | None) -> None:
     """On stderr, a note per reference-free judge whose parameters were fitted through another checker than the
     one these verdicts come from (``judging.refit.checker_note``): its agreement is then that of borrowed weights."""
-    from evaluations.judging.refit import REFITS, checker_note
+    from evaluations.judging.refit import REFITS, checker_name, checker_note
 
-    model = served.judge.model if served is not None else None
-    checker = f"{model.provider}:{model.name}" if model is not None else "embedded"
-    for name in dict.fromkeys("faithfulness" if j == "groundedness" else j for j in judges if j in REFITS):
+    checker = checker_name(served.judge.model if served is not None else None)
+    for name in dict.fromkeys(_judge_name(j) for j in judges if j in REFITS):
         if note := checker_note(name, checker):
             click.echo(f"note: {note}", err=True)
 

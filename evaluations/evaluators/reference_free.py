@@ -169,17 +169,6 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
 _JUDGE_OF: dict[type, str] = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
 
 
-def checker_notes(config: Config, evaluators: list[Evaluator]) -> list[str]:
-    """A note per reference-free evaluator whose judge parameters were fitted through another checker than
-    ``judge.model`` (``judging.refit.checker_note``): shown by the run, never an error."""
-    from evaluations.judging.refit import checker_note
-
-    model = config.judge.model
-    checker = "embedded" if model is None or model.provider == "embedded" else f"{model.provider}:{model.name}"
-    notes = [checker_note(_JUDGE_OF[type(e)], checker) for e in evaluators if type(e) in _JUDGE_OF]
-    return [n for n in notes if n]
-
-
 def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     """judge -> {"file": the parameters file it reads, "fitted_through": the checker they were fitted through}
     of each reference-free evaluator: kept in the run's metadata, so runs judged with other parameters can be
@@ -190,3 +179,12 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     return {judge: {"file": str(default_params_path(REFITS[judge].file)), "fitted_through": fitted_through(judge)}
             for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
 
+
+def checker_notes(config: Config, sources: dict[str, dict[str, str]]) -> list[str]:
+    """A note per judge of ``sources`` (``parameter_sources``) whose parameters were fitted through another checker
+    than ``judge.model`` (``judging.refit.checker_note``): shown by the run, never an error."""
+    from evaluations.judging.refit import checker_name, checker_note
+
+    checker = checker_name(config.judge.model)
+    notes = [checker_note(judge, checker, source["fitted_through"]) for judge, source in sources.items()]
+    return [n for n in notes if n]

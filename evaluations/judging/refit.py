@@ -1,5 +1,5 @@
 """Fit a reference-free judge on your labelled rows, through the checker your runs use (``calibrate-judge
---judge context_relevance|faithfulness``).
+--judges context_relevance|faithfulness --judge MODEL``).
 
 The shipped parameters (``judges/context_relevance.json``, ``judges/faithfulness.json``) were fitted on the
 embedded model's P(yes). Another checker (a served model, or the same model behind a server's prompt format)
@@ -7,19 +7,19 @@ gives other probabilities for the same question: through llama.cpp's server the 
 shipped context-relevance weights agreed with the labels on 0.758 of 120 pairs, the embedded path on 0.817
 (``docs/measured.md``). So the judge is refitted on the checker it will run with:
 
-1. ``measure``: every labelled row's signals through the checker, exactly as a run computes them (the checker's
-   P(yes) under the current parameters' wording; the lexical and alignment signals). Context relevance: one
-   passage per row, its features (``context_relevance.features``). Faithfulness: the answer's claims (the served
-   decomposition when the checker has one, else the splitter) and each claim's features
+1. measure (``Refitter.measure``): every labelled row's signals through the checker, exactly as a run computes
+   them (the checker's P(yes) under the current parameters' wording; the lexical and alignment signals). Context
+   relevance: one passage per row, its features (``context_relevance.features``). Faithfulness: the answer's
+   claims (the served decomposition when the checker has one, else the splitter) and each claim's features
    (``faithfulness.claim_evidence``); a row the judge finds not applicable (an empty, refused or echoed answer,
    no claim, no passage) is counted and left out, as in ``judge-agreement``.
-2. ``cross_validate``: question-grouped k-fold CV (scikit-learn ``GroupKFold``). In each fold the same model form
+2. validate (``refit``): question-grouped k-fold CV (scikit-learn ``GroupKFold``). In each fold the same model form
    as the shipped fit (``context_relevance.fit``: standardised L2 logistic regression, threshold maximising
    training accuracy; ``faithfulness.fit_params`` on the answers' worst-claim features, threshold 0.5) is fitted
    on the training questions and its verdicts on the held-out questions are pooled. Beside it, the current
    parameters' verdicts on the same rows. Both with ``agreement.agreement`` (accuracy, κ, bootstrap CIs over
    questions).
-3. ``fit_all``: the same fit on every row; the parameters keep the current wording (``ask``, ``top_m``) and
+3. fit (``refit``): the same fit on every row; the parameters keep the current wording (``ask``, ``top_m``) and
    record the checker, the training rows and the validation.
 
 The result is only as good as the labels: they must be read by a person under a written rubric (this project's:
@@ -29,6 +29,7 @@ The result is only as good as the labels: they must be read by a person under a 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,7 +41,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.judging.agreement import Agreement, agreement
 from evaluations.judging.labels import LabelledAnswer
 
-__all__ = ["REFITS", "Measured", "Refit", "Refitter", "checker_note", "fitted_through", "refit"]
+__all__ = ["REFITS", "Measured", "Refit", "Refitter", "checker_name", "checker_note", "fitted_through", "refit"]
 
 Progress = Callable[[int], None]
 
@@ -214,7 +215,11 @@ class Refit:
     cv: Agreement  # the refit, out of fold
     current: Agreement  # the current parameters on the same rows
     params: Any  # fitted on every row
-    file: str
+
+    @property
+    def file(self) -> str:
+        """The parameters file name runs read for this judge."""
+        return REFITS[self.judge].file
 
     @property
     def better(self) -> bool:
@@ -279,15 +284,13 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
         judge=judge, checker=checker, measured=measured, folds=folds,
         cv=agreement(f"{judge} refit", y, pooled, measured.groups, **kw),
         current=agreement(f"{judge} current", y, spec.verdicts(current, measured, everything), measured.groups, **kw),
-        params=spec.fit(x, y, current), file=spec.file)
+        params=spec.fit(x, y, current))
 
 
 # -- which checker parameters belong to ------------------------------------------------------------------------------
 def fitted_through(judge: str) -> str:
     """The checker (``embedded``, ``openai:NAME``, ``ollama:NAME``) the parameters runs read for ``judge`` were
     fitted through: the ``checker`` a refit records; the shipped files were fitted on the embedded model."""
-    import json
-
     from evaluations.judging.offline import default_params_path
 
     try:
@@ -298,10 +301,16 @@ def fitted_through(judge: str) -> str:
     return str(recorded).split(" ", 1)[0]
 
 
-def checker_note(judge: str, checker: str) -> str | None:
+def checker_name(model: Any) -> str:
+    """The checker a judge model config (``LLMModel`` or None) asks: ``embedded``, or ``provider:name``."""
+    return "embedded" if model is None or model.provider == "embedded" else f"{model.provider}:{model.name}"
+
+
+def checker_note(judge: str, checker: str, fitted: str | None = None) -> str | None:
     """A note when ``judge``'s parameters were fitted through another checker than ``checker`` (the one asked now),
-    else None: its verdicts are then not validated on this checker."""
-    fitted = fitted_through(judge)
+    else None: its verdicts are then not validated on this checker. ``fitted``: ``fitted_through(judge)`` when
+    the caller already read it."""
+    fitted = fitted or fitted_through(judge)
     if fitted == checker:
         return None
     return (f"{judge}: its parameters were fitted through {fitted}, the verdicts come from {checker}; its numbers "

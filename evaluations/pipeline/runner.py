@@ -303,7 +303,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         config, answers=qa is not None, retrieval=not options.skip_retrieval,
         has_qrels=any(q.relevant for q in corpus.queries),
         texts=task.texts)
-    for note in checker_notes(config, reference_free):
+    judge_parameters = parameter_sources(reference_free)  # each parameters file read once
+    for note in checker_notes(config, judge_parameters):
         console.print(f"note: {note}")
     evaluators += reference_free
     report_evaluators: list = []
@@ -314,8 +315,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         task.max_context_chars = qa.max_context_chars
     metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
                 **(qa.metadata if qa is not None else {})}
-    if reference_free:
-        metadata["judge_parameters"] = parameter_sources(reference_free)
+    if judge_parameters:
+        metadata["judge_parameters"] = judge_parameters
     concurrency = options.concurrency
     if qa is not None and qa.max_concurrency and executor.in_process:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
