@@ -413,3 +413,31 @@ def test_text_on_a_pipe_is_never_wrapped(tmp_path):
     table = tables[0].decode().splitlines()
     assert any("Judge agreement with human labels" in line for line in table)  # the title is not cut
     assert max(map(len, table)) <= 120 and any(line.split()[:1] == ["em"] for line in table)
+
+
+def test_a_reference_free_row_without_the_answer(capsys, tmp_path):
+    """A row that lacks ``generated_answer`` is malformed for the judges that read the answer (faithfulness,
+    answer relevance): one error naming file:line and the key, before any model call, nothing written. It is not
+    an empty answer counted as not applicable. Context relevance does not read the answer, so the same rows load
+    for it. An answer that is not text is an error too."""
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    rows = _jsonl(tmp_path / "rows.jsonl", [
+        {"query": "Who wrote Hamlet?", "context": ["Hamlet is a tragedy by William Shakespeare."],
+         "generated_answer": "William Shakespeare", "label": True},
+        {"query": "Who wrote Macbeth?", "context": ["Macbeth is a tragedy by William Shakespeare."], "label": True},
+    ])
+    for judges in ("faithfulness", "groundedness,context_relevance", "answer_relevance"):
+        assert_one_error(*run_cli(capsys, "judge-agreement", str(rows), "--judges", judges), f"{rows}:2",
+                         "'generated_answer'")
+    out = tmp_path / "faithfulness.json"
+    assert_one_error(*run_cli(capsys, "calibrate-judge", str(rows), "--judges", "faithfulness", "--out", str(out)),
+                     f"{rows}:2", "'generated_answer'")
+    assert not out.exists()
+    loaded = load_passage_rows(rows)
+    assert [e.question for e in loaded] == ["Who wrote Hamlet?", "Who wrote Macbeth?"] and loaded[1].answer == ""
+
+    listed = _jsonl(tmp_path / "listed.jsonl", [{"query": "q", "context": ["p"], "generated_answer": ["a"],
+                                                 "label": True}])
+    assert_one_error(*run_cli(capsys, "judge-agreement", str(listed), "--judges", "faithfulness"), f"{listed}:1",
+                     "must be a string")

@@ -59,9 +59,10 @@ def _progress() -> Progress:
     return progress_bar(make_console(stderr=True), transient=True, spinner=False)
 
 
-def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
+def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, needs_answer: bool = True):
     """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free judges
-    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr)."""
+    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr);
+    ``needs_answer``: a judge asked for reads the answer (every one but context_relevance)."""
     from evaluations.judging.data import load_labelled
     from evaluations.judging.passage_rows import load_passage_rows
 
@@ -70,7 +71,7 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False):
         if not passages:
             examples.extend(load_labelled(file, limit=limit))
             continue
-        rows = load_passage_rows(file, limit=limit)
+        rows = load_passage_rows(file, limit=limit, needs_answer=needs_answer)
         if rows.not_applicable:
             click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
         examples.extend(rows)
@@ -98,7 +99,8 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
-    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)))
+    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)),
+                     needs_answer=bool(set(names) - {"context_relevance"}))
     served = _served_config(judge_model, config_path)
     batch = {n: PASSAGE_JUDGES[n](cache=not no_cache, config=served) for n in names if n in PASSAGE_JUDGES}
     _note_checker(names, served)
@@ -244,9 +246,9 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
     from evaluations.judging.offline import JUDGES_ENV, default_params_path
     from evaluations.judging.refit import checker_name, refit
 
-    examples = _load(files, limit, passages=True)
-    served = _served_config(judge_model, config_path)
     name = _judge_name(judge)
+    examples = _load(files, limit, passages=True, needs_answer=name != "context_relevance")
+    served = _served_config(judge_model, config_path)
     if served is not None:
         from evaluations.judging.served_checker import served_tools
 

@@ -51,12 +51,16 @@ def _passages(value: Any, where: str) -> tuple[str, ...]:
                            fix=_FIX)
 
 
-def _example(row: dict[str, Any], where: str, n: int) -> LabelledAnswer | None:
-    for key in ("query", "context", "label"):
+def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False) -> LabelledAnswer | None:
+    for key in ("query", "context", "label", *(("generated_answer",) if needs_answer else ())):
         if key not in row:
-            raise EvaluationsError(f"missing field {key!r}", where=where, fix=_FIX)
+            why = " (the judges asked for read the answer; an empty answer is \"\")" if key == "generated_answer" else ""
+            raise EvaluationsError(f"missing field {key!r}{why}", where=where, fix=_FIX)
     if not isinstance(row["query"], str):
         raise EvaluationsError(f"field 'query' must be a string, got {row['query']!r}", where=where, fix=_FIX)
+    answer = row.get("generated_answer")
+    if answer is not None and not isinstance(answer, (str, int, float)):
+        raise EvaluationsError(f"field 'generated_answer' must be a string, got {answer!r:.80}", where=where, fix=_FIX)
     if row["label"] is None:
         return None
     passages = _passages(row["context"], where)
@@ -68,13 +72,13 @@ def _example(row: dict[str, Any], where: str, n: int) -> LabelledAnswer | None:
         context="\n\n".join(passages), passages=passages)
 
 
-def _generic(path: Path) -> PassageRows:
+def _generic(path: Path, needs_answer: bool) -> PassageRows:
     rows = PassageRows()
     for line, row in iter_rows(path):
         where = f"{path}:{line}"
         if not isinstance(row, dict):
             raise EvaluationsError(f"expected a JSON object, got {type(row).__name__}", where=where, fix=_FIX)
-        example = _example(row, where, line)
+        example = _example(row, where, line, needs_answer)
         if example is None:
             rows.not_applicable += 1
         else:
@@ -102,13 +106,14 @@ LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], list[Any]]]] =
 }
 
 
-def load_passage_rows(path: str | Path, limit: int | None = None) -> PassageRows:
-    """The labelled rows of ``path`` (module docstring); ``limit``: the first N labelled rows."""
+def load_passage_rows(path: str | Path, limit: int | None = None, needs_answer: bool = False) -> PassageRows:
+    """The labelled rows of ``path`` (module docstring); ``limit``: the first N labelled rows; ``needs_answer``: a
+    judge asked for reads the answer, so a row without ``generated_answer`` is an error (not an empty answer)."""
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="give a JSONL/JSON/CSV file of labelled rows")
     load = next((loads for detects, loads in LOADERS.values() if detects(path)), None)
-    rows = _generic(path) if load is None else _labelled(load(path), path)
+    rows = _generic(path, needs_answer) if load is None else _labelled(load(path), path)
     if not rows:
         what = f"all {rows.not_applicable} rows are labelled null (not applicable)" if rows.not_applicable else \
             "no labelled rows found"
