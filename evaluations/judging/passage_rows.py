@@ -54,7 +54,7 @@ def _passages(value: Any, where: str) -> tuple[str, ...]:
 def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False) -> LabelledAnswer | None:
     for key in ("query", "context", "label", *(("generated_answer",) if needs_answer else ())):
         if key not in row:
-            why = " (the judges asked for read the answer; an empty answer is \"\")" if key == "generated_answer" else ""
+            why = ' (the judges asked for read the answer; an empty answer is "")' if key == "generated_answer" else ""
             raise EvaluationsError(f"missing field {key!r}{why}", where=where, fix=_FIX)
     if not isinstance(row["query"], str):
         raise EvaluationsError(f"field 'query' must be a string, got {row['query']!r}", where=where, fix=_FIX)
