@@ -156,6 +156,11 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
     assert summary["run"]["qa_model"]["provider"] == "embedded"
+    # the printed panel reads the model as provider:name, not the config's Python repr (summary.json keeps it)
+    model = summary["run"]["qa_model"]
+    printed = proc.stdout + proc.stderr
+    assert f"qa_model: {model['provider']}:{model['name']}" in printed, printed
+    assert not [line for line in printed.splitlines() if "_model: " in line and "{'" in line], printed
     assert summary["counts"]["cases"] == 4 == len(records)
     ok = _check_qa_outcomes(summary, records)
     assert len(ok) >= 3  # a 135M model: a few malformed outputs may still fail after retries, never silently

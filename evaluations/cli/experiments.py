@@ -51,17 +51,17 @@ def comparison_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _print_reports(console: Console, result: dict[str, Any]) -> None:
     """pydantic-evals' own baseline rendering, when both runs left a report.json."""
+    from evaluations.reports.console import readable
     from evaluations.results.outputs import load_report
 
     base_dir = Path(result["run_dirs"][result["baseline"]])
     if not (base_dir / "report.json").is_file():
         return
-    baseline = load_report(base_dir / "report.json")
+    baseline = readable(load_report(base_dir / "report.json"))
     for label, folder in result["run_dirs"].items():
         if label != result["baseline"] and (Path(folder) / "report.json").is_file():
-            load_report(Path(folder) / "report.json").print(baseline=baseline, console=console,
-                                                            include_averages=True, include_input=False,
-                                                            include_output=False)
+            readable(load_report(Path(folder) / "report.json")).print(
+                baseline=baseline, console=console, include_averages=True, include_input=False, include_output=False)
 
 
 REPORT_VIEW_MAX_CASES = 30

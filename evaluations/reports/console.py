@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from pydantic_evals.reporting import ReportCaseAggregate
+from pydantic_evals.reporting import EvaluationReport, ReportCaseAggregate
 from rich.console import Console
 from rich.table import Table
 
@@ -67,6 +68,29 @@ def answer_lines(answers: AnswersSummary | None) -> list[str]:
     return [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
 
 
+def metadata_text(value: Any) -> str:
+    """A metadata value as a person reads it: a model config as ``provider:name`` (and its server), a mapping as
+    ``key value; ...`` (a nested one in parentheses) without its empty entries, a list comma-separated (``report.json`` keeps the structure)."""
+    if isinstance(value, dict):
+        if "provider" in value and "name" in value:
+            server = f" at {value['base_url']}" if value.get("base_url") else ""
+            return f"{value['provider']}:{value['name']}{server}"
+        return "; ".join(f"{k} ({metadata_text(v)})" if isinstance(v, dict) and "provider" not in v
+                         else f"{k} {metadata_text(v)}" for k, v in value.items() if v not in (None, "", [], {}))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(metadata_text(v) for v in value)
+    return str(value)
+
+
+def readable(report: EvaluationReport) -> EvaluationReport:
+    """The report with its experiment metadata as text (``metadata_text``): pydantic-evals prints each value with
+    ``str``, a nested mapping as a Python repr cut at the panel's edge."""
+    if not report.experiment_metadata:
+        return report
+    return dataclasses.replace(report, experiment_metadata={
+        k: metadata_text(v) for k, v in report.experiment_metadata.items()})
+
+
 def averages_table(report: Any) -> Table:
     aggregate = ReportCaseAggregate.average(list(report.cases))
     table = Table(title=f"pydantic-evals averages over {len(report.cases)} cases", title_justify="left")
@@ -83,7 +107,7 @@ def averages_table(report: Any) -> Table:
 
 def show(console: Console, report: Any, summary: RunSummary) -> None:
     if len(report.cases) + len(report.failures) <= MAX_CASE_ROWS:
-        report.print(console=console, include_durations=False, include_averages=True)
+        readable(report).print(console=console, include_durations=False, include_averages=True)
     else:
         console.print(averages_table(report))
     table = metrics_table(summary.metrics)
