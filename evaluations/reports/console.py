@@ -70,7 +70,8 @@ def answer_lines(answers: AnswersSummary | None) -> list[str]:
 
 def metadata_text(value: Any) -> str:
     """A metadata value as a person reads it: a model config as ``provider:name`` (and its server), a mapping as
-    ``key value; ...`` (a nested one in parentheses) without its empty entries, a list comma-separated (``report.json`` keeps the structure)."""
+    ``key value; ...`` (a nested one in parentheses) without its empty entries, a list comma-separated
+    (``report.json`` keeps the structure)."""
     if isinstance(value, dict):
         if "provider" in value and "name" in value:
             server = f" at {value['base_url']}" if value.get("base_url") else ""
