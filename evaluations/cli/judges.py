@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,19 +60,19 @@ def _progress() -> Progress:
     return progress_bar(make_console(stderr=True), transient=True, spinner=False)
 
 
-def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, needs_answer: bool = True):
-    """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free judges
-    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr);
-    ``needs_answer``: a judge asked for reads the answer (every one but context_relevance)."""
+def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = ()):
+    """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free ``judges``
+    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
+    without ``generated_answer`` is an error when one of them reads the answer)."""
     from evaluations.judging.data import load_labelled
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.passage_rows import load_passage_rows, reads_answer
 
     examples = []
     for file in files:
         if not passages:
             examples.extend(load_labelled(file, limit=limit))
             continue
-        rows = load_passage_rows(file, limit=limit, needs_answer=needs_answer)
+        rows = load_passage_rows(file, limit=limit, needs_answer=reads_answer(judges))
         if rows.not_applicable:
             click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
         examples.extend(rows)
@@ -99,8 +100,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
-    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)),
-                     needs_answer=bool(set(names) - {"context_relevance"}))
+    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)), judges=names)
     served = _served_config(judge_model, config_path)
     batch = {n: PASSAGE_JUDGES[n](cache=not no_cache, config=served) for n in names if n in PASSAGE_JUDGES}
     _note_checker(names, served)
@@ -247,7 +247,7 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
     from evaluations.judging.refit import checker_name, refit
 
     name = _judge_name(judge)
-    examples = _load(files, limit, passages=True, needs_answer=name != "context_relevance")
+    examples = _load(files, limit, passages=True, judges=(name,))
     served = _served_config(judge_model, config_path)
     if served is not None:
         from evaluations.judging.served_checker import served_tools

@@ -12,7 +12,7 @@ from their first row (``LOADERS``): faithfulness labels (``judging.faith_labels`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,16 @@ from evaluations.judging.context_labels import is_context_labels_file, load_cont
 from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
 from evaluations.judging.labels import LabelledAnswer, parse_label
 
-__all__ = ["LOADERS", "PassageRows", "load_passage_rows"]
+__all__ = ["LOADERS", "PassageRows", "load_passage_rows", "reads_answer"]
+
+#: the judges that read a row's question and passages only, never its ``generated_answer``
+ANSWERLESS = frozenset({"context_relevance"})
+
+
+def reads_answer(judges: Iterable[str]) -> bool:
+    """Whether one of ``judges`` reads the answer, so a row must have ``generated_answer``."""
+    return any(j not in ANSWERLESS for j in judges)
+
 
 _FIX = 'each row needs "query", "context" (a list of passages) and "label"; faithfulness also "generated_answer"'
 

@@ -68,15 +68,19 @@ def answer_lines(answers: AnswersSummary | None) -> list[str]:
     return [line for line in (answer_headline(answers), disagreement_line(answers)) if line]
 
 
+def _model_config(value: Any) -> bool:
+    return isinstance(value, dict) and "provider" in value and "name" in value
+
+
 def metadata_text(value: Any) -> str:
     """A metadata value as a person reads it: a model config as ``provider:name`` (and its server), a mapping as
     ``key value; ...`` (a nested one in parentheses) without its empty entries, a list comma-separated
     (``report.json`` keeps the structure)."""
+    if _model_config(value):
+        server = f" at {value['base_url']}" if value.get("base_url") else ""
+        return f"{value['provider']}:{value['name']}{server}"
     if isinstance(value, dict):
-        if "provider" in value and "name" in value:
-            server = f" at {value['base_url']}" if value.get("base_url") else ""
-            return f"{value['provider']}:{value['name']}{server}"
-        return "; ".join(f"{k} ({metadata_text(v)})" if isinstance(v, dict) and "provider" not in v
+        return "; ".join(f"{k} ({metadata_text(v)})" if isinstance(v, dict) and not _model_config(v)
                          else f"{k} {metadata_text(v)}" for k, v in value.items() if v not in (None, "", [], {}))
     if isinstance(value, (list, tuple)):
         return ", ".join(metadata_text(v) for v in value)
