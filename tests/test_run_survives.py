@@ -270,7 +270,7 @@ def test_repeat_and_tags_segments(tmp_path):
 
 def test_ids_that_never_match_are_said_loudly(tmp_path, scifact_small):
     """A user's system whose document ids differ from the dataset's (here: prefixed) scores 0 everywhere; the
-    run says why instead of printing zeros silently."""
+    run says why instead of printing zeros silently, and exits 3: no id it returned is in the corpus."""
     (tmp_path / "prefixed_system.py").write_text(
         "import json\n"
         "from pathlib import Path\n"
@@ -280,8 +280,11 @@ def test_ids_that_never_match_are_said_loudly(tmp_path, scifact_small):
     out = tmp_path / "run"
     proc = run_cli("beir", str(scifact_small), "--system", "prefixed_system:search", "--out", str(out),
                    "--no-progress", env={"PYTHONPATH": str(tmp_path)})
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
+    n = 10 * summary["counts"]["cases"]
+    assert summary["unknown_ids"]["count"] == summary["unknown_ids"]["retrieved"] == n
+    assert f"exit 3: none of the {n} retrieved ids is in the corpus" in proc.stderr
     (warning,) = summary["warnings"]
     assert "ids" in warning["message"] and all(d.startswith("doc-") for d in warning["retrieved_examples"])
     assert "warning: no retrieved id" in proc.stderr and "'doc-" in proc.stderr

@@ -263,3 +263,42 @@ def test_log_errors_name_line_and_field(tmp_path):
     run.write_text("q1 Q0 d1 1 2.0 x\n")
     proc = cli("score", str(run))
     assert proc.returncode == 2 and "--qrels" in proc.stderr
+
+
+def test_a_log_of_ids_reads_the_span_texts_from_corpus(scifact, tmp_path, monkeypatch):
+    """A log whose spans are ids only: without --corpus the context judges have nothing to read (counted, warned);
+    with --corpus (the SciFact corpus file) it scores exactly as the same log with the texts written in, and an id
+    the corpus does not hold is counted."""
+    folder, bm25, qrels = scifact
+    first = list(bm25.queries)[:3]
+    log = [r for r in make_log(bm25, qrels) if r["query_id"] in first and r["attempt"] == 0]
+    with_text, ids_only = tmp_path / "text.jsonl", tmp_path / "ids.jsonl"
+    with_text.write_text("".join(json.dumps(r) + "\n" for r in log))
+    ids = [{**r, "retrieved": [h["id"] for h in r["retrieved"]]} for r in log]
+    ids[0]["retrieved"].append("no-such-doc")
+    ids_only.write_text("".join(json.dumps(r) + "\n" for r in ids))
+    monkeypatch.setenv("EVALUATIONS_LLM_THREADS", "1")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,answer_relevance,context_relevance")
+
+    def scored(*args: str) -> tuple[dict, str]:
+        proc = cli("score", *args, "--format", "log", "--json")
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout), proc.stderr
+
+    reference, _ = scored(str(with_text))
+    blind, warned = scored(str(ids_only))
+    assert blind["context_text"] == {"queries": 3, "without_text": 3, "corpus": False}
+    assert blind["reference_free"]["metrics"]["faithfulness"]["n"] == 0
+    assert "3 of 3 queries have context spans without text" in warned and "pass --corpus" in warned
+    looked_up, warned = scored(str(ids_only), "--corpus", str(folder / "corpus.jsonl"))
+    retrieved = sum(len(r["retrieved"]) for r in ids)
+    assert looked_up["context_text"] == {"queries": 3, "without_text": 0, "corpus": True, "retrieved": retrieved,
+                                         "unknown_ids": 1, "unknown_examples": ["no-such-doc"]}
+    assert f"1 of {retrieved} retrieved ids are not in the corpus" in warned
+    for name in ("faithfulness", "answer_relevance", "context_relevance"):
+        assert looked_up["reference_free"]["metrics"][name]["mean"] == reference["reference_free"]["metrics"][name][
+            "mean"], name
+        assert looked_up["reference_free"]["metrics"][name]["n"] == 3
+    assert looked_up["context_waste"] == reference["context_waste"]
+    proc = cli("score", str(ids_only), "--format", "trec", "--corpus", str(folder / "corpus.jsonl"))
+    assert proc.returncode == 2 and "--corpus is for logs" in proc.stderr and "Traceback" not in proc.stderr

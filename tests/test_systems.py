@@ -53,6 +53,22 @@ def dupes(request):
     return response
 
 
+def prefixed(request):
+    """A system whose id scheme is not the corpus's: every id comes back as "doc:<id>", without text."""
+    response = search(request)
+    response["retrieved"] = [{"id": "doc:" + h["id"], "score": h["score"]} for h in response["retrieved"]]
+    return response
+
+
+def half_prefixed(request):
+    """Every second item (ranks 2, 4, ...) comes back under an id the corpus does not hold."""
+    response = search(request)
+    for rank, hit in enumerate(response["retrieved"]):
+        if rank % 2:
+            hit["id"] = "doc:" + hit["id"]
+    return response
+
+
 def broken(request):
     """Answers every third query with an item that has no id (a bug in the user's system)."""
     response = search(request)
@@ -95,6 +111,7 @@ def oracle(bm25: BM25, scifact: Path) -> dict:
 class _Handler(BaseHTTPRequestHandler):
     bm25: BM25
     seen: Counter
+    redeployed = False
 
     def log_message(self, *args):  # quiet
         pass
@@ -108,7 +125,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>oops</html>")
         if self.path == "/wrong-shape":
             return self._send(200, json.dumps({"results": []}).encode())
-        body = {"retrieved": self.bm25.search(request["query"], request["k"]), "latency_ms": {"retrieve": 1.5}}
+        hits = self.bm25.search(request["query"], request["k"])
+        if self.redeployed:  # another system at the same URL: it misses the 10 best documents
+            hits = hits[10:]
+        body = {"retrieved": hits, "latency_ms": {"retrieve": 1.5}}
         self._send(200, json.dumps(body).encode())
 
     def _send(self, status: int, body: bytes):
@@ -125,7 +145,7 @@ def server(world):
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler.seen
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler.seen, handler
     httpd.shutdown()
     httpd.server_close()
 
@@ -146,7 +166,7 @@ def test_callable_system_end_to_end_equals_pytrec_eval(world):
 
 
 def test_http_system_retries_and_equals_the_callable(world, server):
-    url, seen = server
+    url, seen, _ = server
     proc, records = run_beir(world, f"{url}/flaky", "http")
     assert proc.returncode == 0, proc.stderr
     assert len(records) == 20 and all(r["status"] == "ok" for r in records)
@@ -160,7 +180,7 @@ def test_http_system_retries_and_equals_the_callable(world, server):
 
 
 def test_bad_responses_are_per_case_errors(world, server):
-    url, _ = server
+    url, _, _ = server
     proc, records = run_beir(world, "my_rag:broken", "broken")
     failed = [r for r in records if r["status"] == "failed"]
     assert {r["name"] for r in failed} == {r["name"] for r in records if int(r["name"]) % 3 == 0} != set()
@@ -188,29 +208,121 @@ def test_bad_system_specs_fail_before_any_work(world):
     assert build_system("json:dumps").id == "json:dumps"
 
 
-def test_http_system_replies_are_cached_like_model_calls(world, server, tmp_path):
-    """With the cache on, a second identical run asks the endpoint nothing and scores the same rankings."""
-    url, seen = server
-    work, scifact, env, _ = world
+def test_every_run_calls_the_system_and_only_a_resumed_run_reuses_its_replies(world, server, tmp_path):
+    """With the model-call cache on, a second run still asks the endpoint every case: a system redeployed at the
+    same URL is scored as it is now. A run resumed after a crash asks nothing it already asked."""
+    url, seen, handler = server
+    work, scifact, env, bm25 = world
     config = tmp_path / "cached.yaml"
     config.write_text(f"cache: {{enabled: true, path: {tmp_path / 'calls.sqlite'}}}\n")
-    env = {**env, "EVALUATIONS_CACHE_PATH": str(tmp_path / "calls.sqlite")}
 
-    def run(out: str) -> tuple[int, list[dict]]:
+    def run(*args: str) -> tuple[int, list[dict]]:
         before = sum(seen.values())
         proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", f"{url}/cached",
-                               "--skip-qa", "--config", str(config), "--out", str(tmp_path / out), "--no-progress"],
+                               "--skip-qa", "--config", str(config), "--no-progress", *args],
                               capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
         assert proc.returncode == 0, proc.stderr
-        records = [json.loads(line) for line in (tmp_path / out / "cases.jsonl").read_text().splitlines()]
-        return sum(seen.values()) - before, records
+        folder = Path(args[-1])
+        return sum(seen.values()) - before, [json.loads(line) for line in (folder / "cases.jsonl").open()]
 
-    asked, cold = run("cold")
-    assert asked == len(cold) == 20
-    asked, warm = run("warm")
-    assert asked == 0
-    assert [(r["name"], r["retrieved"], r["metrics"]) for r in warm] == [(r["name"], r["retrieved"], r["metrics"])
-                                                                          for r in cold]
+    best_first = {qid: [h["id"] for h in bm25.search(q, 100)] for qid, q in bm25.queries.items()}
+    asked, first = run("--out", str(tmp_path / "first"))
+    assert asked == len(first) == 20 and all(set(r["retrieved"]) == set(best_first[r["name"]]) for r in first)
+    handler.redeployed = True
+    try:
+        asked, second = run("--out", str(tmp_path / "second"))
+        assert asked == 20
+        assert all(set(r["retrieved"]) == set(best_first[r["name"]][10:]) for r in second)  # the new system's
+
+        # the second run crashed after 3 cases (its in-flight state rebuilt as in test_run_survives)
+        from evaluations.results.folder import RunFolder
+        from evaluations.results.outputs import load_report
+
+        out = tmp_path / "second"
+        report = load_report(out / "report.json")
+        for name in ("summary.json", "report.json", "cases.jsonl"):
+            (out / name).unlink()
+        folder = RunFolder(out, json.loads((out / "run.json").read_text()), [])
+        for case in report.cases[:3]:
+            folder.add(case)
+        folder.close()
+        asked, resumed = run("--resume", str(out))
+        assert asked == 0  # the 17 unfinished cases had been asked in this run already
+        assert [(r["name"], r["retrieved"]) for r in resumed] == [(r["name"], r["retrieved"]) for r in second]
+    finally:
+        handler.redeployed = False
+
+
+def test_a_callable_keeps_replies_for_its_run_only(world, tmp_path):
+    """In process: a system reuses a reply only under the run id it was asked in; without a run id (or with the
+    cache off) it is always called."""
+    from evaluations.core.config import load_config
+
+    work, scifact, _, bm25 = world
+    calls = Counter()
+
+    def search(request):
+        calls[request["case_id"]] += 1
+        return {"retrieved": bm25.search(request["query"], request["k"])}
+
+    config = load_config(None, {"cache.enabled": True, "cache.path": str(tmp_path / "calls.sqlite")})
+    qid, query = next(iter(bm25.queries.items()))
+    request = SystemRequest(query=query, k=10, case_id=qid)
+    from evaluations.systems.factory import for_run
+
+    def ask(run_id: str | None, cfg=config):
+        return anyio.run(for_run(CallableSystem(search, id="bm25"), cfg, run_id), request)
+
+    first = ask("run-a")
+    assert ask("run-a") == first and calls[qid] == 1
+    assert [i.id for i in ask("run-b").retrieved] == [h["id"] for h in bm25.search(query, 10)] and calls[qid] == 2
+    ask(None)
+    ask("run-a", load_config(None, {"cache.enabled": False}))
+    assert calls[qid] == 4
+
+
+def test_json_stdout_is_only_the_json_and_progress_goes_to_stderr(world):
+    """`--json` without `--no-progress`: stdout is exactly summary.json, the progress bar is on stderr."""
+    work, scifact, env, _ = world
+    proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", "my_rag:search",
+                           "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / "progress"),
+                           "--json"], capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["counts"]["cases"] == 20
+    assert "Evaluating 20 cases" in proc.stderr and "Evaluating" not in proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    written = sorted(p.name for p in (work / "progress").iterdir() if p.name != "run.json")
+    pngs = [n for n in written if n.endswith(".png")]
+    assert "report.html" in written and pngs  # what the run leaves, and the last line says all of it
+    assert last == (f"wrote {work / 'progress'}/ (report.json, summary.json, cases.jsonl, report.html, report.md, "
+                     f"{len(pngs)} PNG chart{'s' if len(pngs) > 1 else ''})")
+
+
+def test_ids_the_corpus_does_not_hold_are_counted_and_warned(world):
+    """A system whose ids are not the corpus's: every one counted per case and in the summary, a warning on the
+    console, exit 3 when none is in the corpus; half of them: counted and warned, exit 0."""
+    work, scifact, _, bm25 = world
+    returned = {qid: [h["id"] for h in bm25.search(q, 100)] for qid, q in bm25.queries.items()}
+    total = sum(len(ids) for ids in returned.values())
+    proc, records = run_beir(world, "my_rag:prefixed", "prefixed")
+    assert proc.returncode == 3, proc.stderr
+    summary = json.loads(proc.stdout)["unknown_ids"]
+    assert (summary["count"], summary["retrieved"], summary["cases"]) == (total, total, 20)
+    assert {r["name"]: r["unknown_ids"] for r in records} == {q: ["doc:" + i for i in ids]
+                                                              for q, ids in returned.items()}
+    assert f"warning: {total} of {total} retrieved ids are not in the corpus (20 of 20 cases" in proc.stderr
+    assert f"exit 3: none of the {total} retrieved ids is in the corpus" in proc.stderr
+
+    proc, records = run_beir(world, "my_rag:half_prefixed", "half_prefixed")
+    assert proc.returncode == 0, proc.stderr
+    half = sum(len(ids) // 2 for ids in returned.values())
+    summary = json.loads(proc.stdout)["unknown_ids"]
+    assert (summary["count"], summary["retrieved"]) == (half, total)
+    assert f"warning: {half} of {total} retrieved ids are not in the corpus" in proc.stderr
+
+    proc, records = run_beir(world, "my_rag:search", "known")
+    assert json.loads(proc.stdout)["unknown_ids"]["count"] == 0 and "not in the corpus" not in proc.stderr
+    assert all(r["unknown_ids"] == [] for r in records)
 
 
 def test_a_document_returned_twice_keeps_its_best_score(world):
@@ -247,3 +359,23 @@ def test_an_http_system_that_is_down_is_one_error_before_any_work(world):
         assert proc.returncode == 2, proc.stderr
         assert f"--system {url}: cannot reach the system" in proc.stderr and "Traceback" not in proc.stderr
         assert records == [] and not (work / "down").exists()
+
+
+def test_piped_tables_are_as_wide_as_usage_md_says(world):
+    """docs/usage.md: piped, a run's tables are at most 120 columns wide, compare's at most 160, whatever
+    $COLUMNS says."""
+    work, scifact, env, _ = world
+    env = {**env, "COLUMNS": "40"}
+    tables = []
+    for out, system in (("wide-a", "my_rag:search"), ("wide-b", "my_rag:half_prefixed")):
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", system,
+                               "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / out),
+                               "--no-progress"], capture_output=True, text=True, cwd=work / "user", env=env,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        tables += [line for line in proc.stderr.splitlines() if line[:1] in "┏┃┡│└╭╰"]
+    assert tables and max(map(len, tables)) <= 120
+    proc = subprocess.run([sys.executable, "-m", "evaluations", "compare", str(work / "wide-a"), str(work / "wide-b")],
+                          capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert 120 < max(map(len, proc.stdout.splitlines())) <= 160

@@ -7,6 +7,7 @@ exit code 2, no traceback.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -75,9 +76,16 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
 
         qa = build_qa_plan(config)
     console = make_console(stderr=True)
+    started = time.time()
     result = run(spec, options, config, console=console, qa=qa, after=after_run)
     show(console, result.report, result.summary)
-    console.print(f"[green]wrote[/] {result.out_dir}/ (report.json, summary.json, cases.jsonl, report.md)")
+    unknown = result.summary.unknown_ids or {}
+    if unknown.get("count"):
+        console.print(f"[bold yellow]warning: {unknown['message']} ({unknown['cases']} of "
+                      f"{result.summary.counts.cases} cases; e.g. {', '.join(map(repr, unknown['examples'][:3]))}): "
+                      "they score as irrelevant and have no text for the answer and context judges; return the "
+                      "corpus's document ids[/]")
+    console.print(f"[green]wrote[/] {result.out_dir}/ ({written_files(result.out_dir, started)})")
     if params["as_json"]:
         click.echo(result.summary.dump_json())
     counts = result.summary.counts
@@ -86,6 +94,29 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
         console.print(f"exit {EXIT_CASES_FAILED}: {counts.incomplete} case(s) did not complete "
                       f"(--max-failures allows {allowed})")
         sys.exit(EXIT_CASES_FAILED)
+    if unknown.get("retrieved") and unknown["count"] == unknown["retrieved"]:
+        console.print(f"exit {EXIT_CASES_FAILED}: none of the {unknown['retrieved']} retrieved ids is in the "
+                      "corpus: the system's ids and the corpus's differ, so the run measured nothing of retrieval")
+        sys.exit(EXIT_CASES_FAILED)
+
+
+#: the files a run writes, in the order the last line lists them (others found there follow, sorted)
+RUN_FILES = ("report.json", "summary.json", "cases.jsonl", "report.html", "report.md")
+
+
+def written_files(folder: Path, since: float) -> str:
+    """The files of ``folder`` written since ``since`` (a time.time()), as the last line of a run lists them:
+    what is really there (report.html/report.md only when the reports were written; PNG charts counted; not the
+    bookkeeping run.json)."""
+    from evaluations.results.folder import RUN_FILE
+
+    fresh = [p.name for p in sorted(folder.iterdir())
+             if p.is_file() and p.name != RUN_FILE and p.stat().st_mtime >= since - 2.0]
+    pngs = [n for n in fresh if n.endswith(".png")]
+    names = [n for n in RUN_FILES if n in fresh] + [n for n in fresh if n not in RUN_FILES and n not in pngs]
+    if pngs:
+        names.append(f"{len(pngs)} PNG chart{'s' if len(pngs) > 1 else ''}")
+    return ", ".join(names)
 
 
 @cli.command("repliqa")

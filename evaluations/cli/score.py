@@ -33,7 +33,7 @@ def _show(summary: dict) -> None:
         elif isinstance(value, (int, str)) and prefix not in ("format", "file"):
             table.add_row(prefix, str(value))
 
-    add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement")})
+    add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement", "warning", "warnings")})
     console.print(table)
     buckets = (summary.get("calibration") or {}).get("buckets") or []
     if buckets:
@@ -44,8 +44,6 @@ def _show(summary: dict) -> None:
             calibration.add_row(f"{b['range'][0]:.1f}–{b['range'][1]:.1f}", str(b["n"]), f"{b['confidence']:.3f}",
                                 f"{b['accuracy']:.3f}")
         console.print(calibration)
-    if summary.get("warning"):
-        make_console(stderr=True).print(f"[bold yellow]warning:[/] {summary['warning']}")
 
 
 @click.command("score")
@@ -55,6 +53,8 @@ def _show(summary: dict) -> None:
 @click.option("--golden", type=click.Path(dir_okay=False), help="Golden set for a log (dataset file, golden code "
               "queries or qrels).")
 @click.option("--k", "ks", help="Cut-offs, comma separated (default 1,3,5,10,100; logs 1,3,5,10).")
+@click.option("--corpus", type=click.Path(exists=True), help="Documents the ids of a log are looked up in (logs; "
+              "a JSONL/JSON/CSV file or a folder of .txt/.md files, as run --corpus).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config with prices (logs).")
 @click.option("--tiers", help="Tier order, cheapest first, e.g. small,large (logs; default: order of appearance).")
 @click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Calibration bins (logs).")
@@ -65,10 +65,13 @@ def _show(summary: dict) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def score(file, fmt, qrels, golden, ks, config_path, tiers, bins, judges, keyword_threshold, resamples, seed,
+def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges, keyword_threshold, resamples, seed,
           per_query, as_json):
     """Score what already happened: classic labelled answers, a TREC run (+ --qrels) or production logs."""
     fmt = fmt or detect_format(file)
+    if corpus and fmt != "log":
+        raise EvaluationsError(f"--corpus is for logs, not a {fmt} file", where="--corpus",
+                               fix="drop --corpus, or score a log (--format log)")
     if fmt == "classic":
         from evaluations.scoring.classic import score_classic
 
@@ -88,14 +91,22 @@ def score(file, fmt, qrels, golden, ks, config_path, tiers, bins, judges, keywor
         from evaluations.scoring.logs import score_logs
 
         config = load_config(config_path)
+        texts = None
+        if corpus:
+            from evaluations.datasets.generic import read_documents
+
+            texts = {d.id: d.text for d in read_documents(corpus)}
         summary = score_logs(file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
                              prices=dict(config.prices), bins=bins,
                              tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                             reference_free=config.judge.reference_free_judges(has_qrels=False), cache=config.cache.enabled)
+                             reference_free=config.judge.reference_free_judges(has_qrels=False),
+                             cache=config.cache.enabled, texts=texts)
     if as_json:
         click.echo(dumps(summary))
     else:
         _show(summary)
+    for warning in [*summary.get("warnings", []), *filter(None, [summary.get("warning")])]:  # on stderr
+        make_console(stderr=True).print(f"[bold yellow]warning:[/] {warning}", highlight=False)
 
 
 def _all() -> list[click.Command]:

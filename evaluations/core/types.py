@@ -66,6 +66,14 @@ class CaseMetadata(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
 
+def corpus_text(text: str | None, texts: Mapping[str, str] | None, *ids: str) -> str:
+    """``text`` when it is not empty or whitespace only, else the corpus text (``texts``: id -> text) of the first
+    of ``ids`` it has; "" when neither has one. How an item a system (or a log) gave as an id only is read."""
+    if (text and text.strip()) or not texts:
+        return text or ""
+    return next((texts[i] for i in ids if texts.get(i)), "")
+
+
 class RetrievedChunk(BaseModel):
     chunk_id: str
     doc_id: str
@@ -75,9 +83,7 @@ class RetrievedChunk(BaseModel):
     def text_or_corpus(self, texts: Mapping[str, str] | None) -> str:
         """Its own text, else (empty or whitespace only) the corpus text of its chunk id or document id
         (``texts``: id -> text, for a system that returns ids only); "" when neither has one."""
-        if self.text.strip() or not texts:
-            return self.text
-        return texts.get(self.chunk_id) or texts.get(self.doc_id) or ""
+        return corpus_text(self.text, texts, self.chunk_id, self.doc_id)
 
 
 class Answer(BaseModel):
@@ -106,6 +112,7 @@ class CaseOutput(BaseModel):
     latency_ms: per stage: embed, retrieve, rerank, llm, total.
     usage: tokens in/out of the QA call (failed attempts included).
     tier / model: what a system under test reports about itself (model tier used, model name).
+    unknown_ids: the documents of a user's system that are not in the corpus (None: the built-in pipeline).
     """
 
     documents: list[str] = Field(default_factory=list)
@@ -121,3 +128,4 @@ class CaseOutput(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     tier: str | None = None
     model: str | None = None
+    unknown_ids: list[str] | None = None

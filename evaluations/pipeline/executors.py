@@ -56,6 +56,7 @@ class WorkerSetup:
     workers: int = 1  # at most this many workers (the run's concurrency; fewer when the cluster has fewer CPUs)
     name: str = "run"  # names the workers (``cases:<name>:<pool>:<i>``) so they can be found on the cluster
     texts: dict[str, str] | None = None  # corpus text by id, for a system's items without text the QA agent reads
+    run_id: str | None = None  # the run folder's id: a user's system reuses only this run's replies (--resume)
 
 
 class LocalExecutor:

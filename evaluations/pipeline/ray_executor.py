@@ -159,8 +159,8 @@ def build_worker_task(setup: WorkerSetup) -> RagTask:
     if setup.system is not None:
         from evaluations.systems import build_system
 
-        task = RagTask(system=build_system(setup.system, config), k=setup.k, context_limit=config.search.limit,
-                       texts=setup.texts)
+        task = RagTask(system=build_system(setup.system, config, setup.run_id), k=setup.k,
+                       context_limit=config.search.limit, texts=setup.texts)
     else:
         from evaluations.index.store import Store
         from evaluations.models.embedders import build_embedder

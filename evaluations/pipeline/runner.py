@@ -149,13 +149,17 @@ def _select(corpus: Corpus, tags: list[str]) -> Corpus:
 
 
 class _Recorder(CaseLifecycle[RetrievalInputs, CaseOutput, CaseMetadata]):
-    """Streams each finished case into the run folder (pydantic-evals' per-case teardown hook)."""
+    """Streams each finished case into the run folder (pydantic-evals' per-case teardown hook) and advances the
+    run's progress bar (on the console, stderr: pydantic-evals' own bar prints to stdout, which ``--json`` keeps
+    for the JSON alone)."""
 
     folder: RunFolder
+    advance: Callable[[], None]
 
     async def teardown(self, result) -> None:
         if result is not None:
             self.folder.add(result)
+        self.advance()
 
 
 def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dict[str, Any],
@@ -262,6 +266,10 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
+    if system is not None:  # called on every run; a resumed run reuses only its own replies
+        from evaluations.systems.factory import for_run
+
+        system = for_run(system, config, folder.run_id)
     try:
         return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system, after,
                        executor)
@@ -326,7 +334,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         task.remote = executor.case_runner(WorkerSetup(
             config=config, k=max(options.ks), system=options.system, db=index_info.get("path"), queries=pending,
             qa=qa is not None, max_context_chars=qa.max_context_chars if qa is not None else None,
-            name=folder.path.name, workers=concurrency,
+            name=folder.path.name, workers=concurrency, run_id=folder.run_id,
             texts=dict(task.texts) if task.texts is not None and qa is not None else None))
     metadata["repeat"] = options.repeat
 
@@ -338,11 +346,14 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     reset_call_stats()
     RETRY_STATS.reset()
     if cases:
-        recorder = type("Recorder", (_Recorder,), {"folder": folder})
-        dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
-            name=corpus.name, cases=cases, evaluators=evaluators)
-        dataset.evaluate_sync(task, name=name, max_concurrency=concurrency, progress=options.progress,
-                              metadata=metadata, repeat=options.repeat, lifecycle=recorder)
+        with progress_bar(console, options.progress) as progress:
+            bar = progress.add_task(f"Evaluating {len(cases)} cases", total=len(cases) * options.repeat)
+            recorder = type("Recorder", (_Recorder,), {"folder": folder,
+                                                        "advance": staticmethod(lambda: progress.advance(bar))})
+            dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
+                name=corpus.name, cases=cases, evaluators=evaluators)
+            dataset.evaluate_sync(task, name=name, max_concurrency=concurrency, progress=False,
+                                  metadata=metadata, repeat=options.repeat, lifecycle=recorder)
 
     # 5. the whole run, summarised from all finished cases
     report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata, report_evaluators,

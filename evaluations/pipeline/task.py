@@ -138,6 +138,8 @@ class RagTask:
 
     async def __call__(self, inputs: RetrievalInputs) -> CaseOutput:
         output, metrics = await (self.remote or self.run_case)(inputs)
+        if self.system is not None and self.texts is not None:  # a system whose ids are not the corpus's
+            output.unknown_ids = [d for d in output.documents if d not in self.texts]
         for name, value in metrics.items():
             increment_eval_metric(name, value)
         return output

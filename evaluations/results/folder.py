@@ -3,7 +3,8 @@
 Layout while a run is going on:
 
 - ``run.json``: what the run is (dataset, source, limit, cut-offs, config hash, ...) — ``--resume`` refuses a
-  folder whose identity differs from the command's;
+  folder whose identity differs from the command's — and its ``run_id`` (random, made when the run starts, kept by
+  ``--resume``; the key of the system replies only this run reuses, ``systems.replies``);
 - ``cases.jsonl``: one ``CaseRecord`` per finished case, appended (flushed + fsynced) as each case finishes;
 - ``partial.jsonl``: the same cases as pydantic-evals ``ReportCase``/``ReportCaseFailure`` JSON (durable too),
   from which ``--resume`` rebuilds the full report; removed once the run is finished.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from evaluations.results.records import CaseRecord, record_from_case
 from evaluations.results.rundata import RunData, RunSummary
 
 RUN_FILE = "run.json"
+RUN_ID = "run_id"  # run.json's key of the run's random id (not part of the identity --resume compares)
 CASES_FILE = "cases.jsonl"
 PARTIAL_FILE = "partial.jsonl"
 FINAL_FILES = ("report.json", "summary.json", "summary.md", CASES_FILE, RUN_FILE, PARTIAL_FILE,
@@ -84,9 +87,11 @@ class RunFolder:
     """One run's folder. ``open`` creates or resumes it; ``add`` streams a finished case; ``finish`` writes the
     final files."""
 
-    def __init__(self, path: Path, identity: dict[str, Any], done: list[ReportCase | ReportCaseFailure]):
+    def __init__(self, path: Path, identity: dict[str, Any], done: list[ReportCase | ReportCaseFailure],
+                 run_id: str | None = None):
         self.path = path
-        self.identity = identity
+        self.identity = {k: v for k, v in identity.items() if k != RUN_ID}
+        self.run_id = run_id or identity.get(RUN_ID)  # None: a folder made before run ids
         self.done = done
         self._lock = threading.Lock()
         self._cases = DurableAppender(path / CASES_FILE)
@@ -115,9 +120,9 @@ class RunFolder:
                             "or another --out")
                 cls._clear(path)
             check_writable_dir(path, fix="choose a writable --out folder")
-        atomic_write_json(path / RUN_FILE, identity)
+        folder = cls(path, identity, [], run_id=uuid.uuid4().hex)
+        atomic_write_json(path / RUN_FILE, {**folder.identity, RUN_ID: folder.run_id})
         (path / CASES_FILE).touch()
-        folder = cls(path, identity, [])
         folder.fresh, folder.created = True, created
         return folder
 
@@ -148,6 +153,8 @@ class RunFolder:
         except (OSError, ValueError) as exc:
             raise EvaluationsError(f"cannot read run.json ({exc})", where=str(run_file),
                                    fix="the folder is damaged: start a new run with --out") from None
+        run_id = stored.pop(RUN_ID, None) if isinstance(stored, dict) else None
+        identity = {k: v for k, v in identity.items() if k != RUN_ID}
         old, new = _flatten(stored), _flatten(json.loads(json.dumps(identity, default=str)))
         differs = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if differs:
@@ -160,7 +167,7 @@ class RunFolder:
             raise EvaluationsError(f"--resume: this command is not the run in the folder ({detail})",
                                    where=str(path), fix=fix)
         done = cls._load_done(path)
-        return cls(path, stored, done)
+        return cls(path, stored, done, run_id=run_id)
 
     @staticmethod
     def _load_done(path: Path) -> list[ReportCase | ReportCaseFailure]:

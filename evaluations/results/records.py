@@ -142,6 +142,9 @@ class CaseRecord(BaseModel):
     chunk_relevance: list[ChunkRecord] | None = None
     first_relevant_rank: int | None = None
     reference_free_calls: int | None = None  # model forward passes the reference-free judges made for this case
+    # a user's system: its retrieved ids that are not in the corpus (None, left out of the line: the built-in
+    # pipeline, or a record made before this field)
+    unknown_ids: list[str] | None = None
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -168,7 +171,7 @@ class CaseRecord(BaseModel):
         return self.model_dump_json(by_alias=True, exclude=unset) + "\n"
 
 
-_OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls")
+_OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls", "unknown_ids")
 
 
 def evidence_fields(reasons: dict[str, str | None]) -> dict[str, Any]:
@@ -252,5 +255,6 @@ def record_from_case(case: ReportCase | ReportCaseFailure) -> CaseRecord:
         **evidence_fields({k: v.reason for k, v in case.labels.items()}),
         judge_errors=[JudgeError(evaluator=f.name, error=f.error_message) for f in case.evaluator_failures],
         context=[c.chunk_id for c in out.chunks], context_text=out.context_text,
-        latency_ms=out.latency_ms, usage=out.usage, tier=out.tier, model=out.model, **common,
+        latency_ms=out.latency_ms, usage=out.usage, tier=out.tier, model=out.model, unknown_ids=out.unknown_ids,
+        **common,
     )

@@ -158,6 +158,7 @@ class RunSummary(_Open):
     segments: dict[str, Segment] = Field(default_factory=dict)
     repeats: dict[str, Any] | None = None
     warnings: list[dict[str, Any]] = Field(default_factory=list)
+    unknown_ids: dict[str, Any] | None = None  # a user's system: retrieved ids not in the corpus (results.summary)
     tiers: dict[str, int] = Field(default_factory=dict)
     dataset: DatasetInfo = Field(default_factory=DatasetInfo)
     index: dict[str, Any] = Field(default_factory=dict)

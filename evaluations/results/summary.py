@@ -164,6 +164,21 @@ def id_mismatch(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] 
             "retrieved_examples": retrieved, "relevant_examples": relevant}
 
 
+def unknown_ids(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] | None:
+    """A user's system's retrieved ids that are not in the corpus (``CaseRecord.unknown_ids``), over the run: how
+    many of how many retrieved ids, in how many cases, a few examples and one message; None when every record
+    predates the count (or the run is the built-in pipeline's)."""
+    counted = [r for r in records if r.unknown_ids is not None]
+    if not counted:
+        return None
+    unknown = [d for r in counted for d in r.unknown_ids or []]
+    retrieved = sum(len(r.retrieved) for r in counted)
+    cases = sum(1 for r in counted if r.unknown_ids)
+    return {"count": len(unknown), "retrieved": retrieved, "cases": cases,
+            "examples": list(dict.fromkeys(unknown))[:examples],
+            "message": f"{len(unknown)} of {retrieved} retrieved ids are not in the corpus"}
+
+
 def counts(records: list[CaseRecord]) -> dict[str, int]:
     return {
         "cases": len(records),
@@ -217,6 +232,8 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         summary["repeats"] = spread
     if (mismatch := id_mismatch(records)) is not None:
         summary["warnings"] = [mismatch]
+    if (unknown := unknown_ids(records)) is not None:
+        summary["unknown_ids"] = unknown
     tiers = [r.tier for r in records if r.tier]
     if tiers:
         summary["tiers"] = {t: tiers.count(t) for t in sorted(set(tiers))}

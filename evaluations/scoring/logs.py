@@ -30,12 +30,17 @@ Figures (N = queries, A = attempts):
   of each query's last attempt that logged its ``query``, from the same context spans (a span without text is
   left out) and its ``answer``, as in a run (``evaluators.reference_free``); all reference-free metrics are
   summarised as a run's (``results.reference_free``: the ``reference_free`` section).
+* span text: a span logged as an id only is looked up in a corpus when one is given (``texts``, the CLI's
+  ``--corpus``; the lookup a run makes for a system's ids, ``core.types.corpus_text``); ``context_text`` counts the
+  queries judged whose context has a span without text (faithfulness and context relevance leave such a span out,
+  answer relevance judges without it) and, with a corpus, the retrieved ids it does not hold; ``warnings`` says
+  both.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError, field_errors
+from evaluations.core.types import corpus_text
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
 from evaluations.judging.relevance import answer_relevance_batch
@@ -209,16 +215,53 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dic
     return results_fields(results)
 
 
+def _with_corpus(record: LogRecord, texts: Mapping[str, str]) -> LogRecord:
+    """``record`` with the text of each span logged as an id only looked up in the corpus (``texts``)."""
+    spans = [s.model_copy(update={"text": corpus_text(s.text, texts, s.id) or None}) for s in record.spans()]
+    return record.model_copy(update={"retrieved": spans})
+
+
+def _context_report(lasts: list[LogRecord], records: list[tuple[str, LogRecord]], texts: Mapping[str, str] | None,
+                    judged: bool) -> tuple[dict[str, Any], list[str]]:
+    """``context_text`` (module docstring) and its warnings. ``judged``: some reference-free judge ran."""
+    asked = [r for r in lasts if r.query]
+    missing = 0
+    for record in asked:
+        spans = {s.id: s for s in record.spans()}
+        ids = record.context if record.context is not None else list(spans)
+        missing += any(not (spans.get(i) and spans[i].text and spans[i].text.strip()) for i in ids)
+    report: dict[str, Any] = {"queries": len(asked), "without_text": missing, "corpus": texts is not None}
+    warnings = []
+    if judged and missing:
+        warnings.append(f"{missing} of {len(asked)} queries have context spans without text (ids only): faithfulness "
+                        "and context_relevance leave them out (not applicable when none has text) and answer_relevance"
+                        " judges without them" + ("" if texts is not None else "; pass --corpus CORPUS to look the "
+                                                                             "ids up"))
+    if texts is not None:
+        retrieved = [s.id for _, r in records for s in r.spans()]
+        unknown = [i for i in retrieved if i not in texts]
+        report.update({"retrieved": len(retrieved), "unknown_ids": len(unknown),
+                       "unknown_examples": list(dict.fromkeys(unknown))[:5]})
+        if unknown:
+            warnings.append(f"{len(unknown)} of {len(retrieved)} retrieved ids are not in the corpus "
+                            f"(e.g. {', '.join(map(repr, report['unknown_examples'][:3]))})")
+    return report, warnings
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
-               reference_free: Sequence[str] = (), cache: bool = True) -> dict:
+               reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None
+               ) -> dict:
     """The summary of one log file (module docstring). ``reference_free``: the reference-free judges to run
-    (``cache`` False: verdicts neither read from nor written to the verdict store)."""
+    (``cache`` False: verdicts neither read from nor written to the verdict store); ``texts``: the corpus (id ->
+    text) spans logged as ids are read from."""
     records = read_logs(path)
+    if texts is not None:
+        records = [(where, _with_corpus(record, texts)) for where, record in records]
     gold, prices, ks = gold or {}, prices or {}, ks or [1, 3, 5, 10]
     groups = _ordered_groups(records)
     order = list(tiers or [])
@@ -313,6 +356,9 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         summary["answer_relevance"] = _relevance(finals, lasts)
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
+    summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
+    if warnings:
+        summary["warnings"] = warnings
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
         summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
                               f"of the golden set probably differ (log: {sorted(retrieved_ids)[:3]}, "

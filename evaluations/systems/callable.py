@@ -4,7 +4,8 @@
 ``sys.path`` first, as ``python -m`` does); ``function`` may be dotted (``module:obj.method``). It is called
 with one argument, the request dict ``{"query", "k", "case_id"}``, and returns the response dict (or a
 ``SystemResponse``, or an awaitable of either). A plain (sync) function runs in a worker thread so cases can
-run concurrently. Each response is validated against ``SystemResponse``; a bad one is a per-case error.
+run concurrently. Each response is validated against ``SystemResponse``; a bad one is a per-case error. Every
+run calls it; only a resumed run reuses its own earlier replies (``systems.replies``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.systems.base import SystemRequest, SystemResponse
+from evaluations.systems.replies import RunReplies, through
 
 
 class SystemResponseError(EvaluationsError):
@@ -75,15 +77,19 @@ def import_callable(spec: str) -> Callable[[dict], Any]:
 class CallableSystem:
     """A Python function implementing the system contract (module docstring)."""
 
-    def __init__(self, function: Callable[[dict], Any], id: str):
+    def __init__(self, function: Callable[[dict], Any], id: str, replies: RunReplies | None = None):
         self.function = function
         self.id = id
+        self.replies = replies  # this run's earlier replies (--resume), else None
 
     @classmethod
     def from_spec(cls, spec: str) -> CallableSystem:
         return cls(import_callable(spec), id=spec)
 
     async def __call__(self, request: SystemRequest) -> SystemResponse:
+        return await through(self.replies, request, lambda: self._call(request))
+
+    async def _call(self, request: SystemRequest) -> SystemResponse:
         payload = request.model_dump()
         if inspect.iscoroutinefunction(self.function):
             raw = await self.function(payload)

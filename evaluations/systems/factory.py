@@ -11,11 +11,7 @@ from evaluations.systems.base import System
 def _http(spec: str, config: Any | None) -> System:
     from evaluations.systems.http import HTTPSystem
 
-    if config is None:
-        return HTTPSystem(spec)
-    from evaluations.models.cache import open_cache
-
-    return HTTPSystem(spec, requests=config.requests, cache=open_cache(config))
+    return HTTPSystem(spec) if config is None else HTTPSystem(spec, requests=config.requests)
 
 
 def _callable(spec: str, config: Any | None) -> System:
@@ -28,10 +24,19 @@ def _callable(spec: str, config: Any | None) -> System:
 KINDS: dict[str, Callable[[str, Any | None], System]] = {"http://": _http, "https://": _http}
 
 
-def build_system(spec: str, config: Any | None = None) -> System:
-    """``http(s)://…`` -> HTTPSystem (timeouts/retries/cache from ``config`` when given, else defaults);
-    ``module:function`` -> CallableSystem (imported now, so a bad spec fails before any work)."""
-    for prefix, build in KINDS.items():
-        if spec.startswith(prefix):
-            return build(spec, config)
-    return _callable(spec, config)
+def build_system(spec: str, config: Any | None = None, run_id: str | None = None) -> System:
+    """``http(s)://…`` -> HTTPSystem (timeouts/retries from ``config`` when given, else defaults);
+    ``module:function`` -> CallableSystem (imported now, so a bad spec fails before any work). With ``run_id``
+    (and the cache on) the system reuses that run's own earlier replies (``for_run``)."""
+    build = next((b for prefix, b in KINDS.items() if spec.startswith(prefix)), _callable)
+    system = build(spec, config)
+    return for_run(system, config, run_id) if run_id else system
+
+
+def for_run(system: System, config: Any | None, run_id: str | None) -> System:
+    """``system``, keeping its replies for run ``run_id`` (``systems.replies``: a resumed run does not ask
+    again what it already asked), or for no run (None)."""
+    from evaluations.systems.replies import run_replies
+
+    system.replies = run_replies(config, system.id, run_id)  # type: ignore[attr-defined]
+    return system

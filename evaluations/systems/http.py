@@ -3,32 +3,32 @@
 One JSON POST per case with the request ``{"query", "k", "case_id"}``; the reply body is the response JSON,
 validated against ``SystemResponse``. Timeouts and retries are the config's ``requests`` section
 (``models.retry.async_client``: timeouts, dropped connections, 429 (Retry-After) and 5xx are retried with
-backoff); with a cache (``cache.enabled``) a successful reply is stored under
-``sha256({"system": url, "request": request})`` and reused. A final non-2xx status, a body that is not JSON or a
-bad response is a per-case error naming the URL and the case. Before any work the run checks that the endpoint's
+backoff). Every run calls the endpoint: a reply is reused only by the same run when it is resumed
+(``systems.replies``). A final non-2xx status, a body that is not JSON or a bad response is a per-case error naming
+the URL and the case. Before any work the run checks that the endpoint's
 host accepts a connection (``check``): a server that is down is one error (exit 2), not a failed case per question.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.systems.base import SystemRequest, SystemResponse
 from evaluations.systems.callable import SystemResponseError, validate_response
+from evaluations.systems.replies import RunReplies, through
 
 
 class HTTPSystem:
     """A JSON-over-HTTP endpoint implementing the system contract (module docstring)."""
 
-    def __init__(self, url: str, *, requests: Any | None = None, cache: Any | None = None):
+    def __init__(self, url: str, *, requests: Any | None = None, replies: RunReplies | None = None):
         from evaluations.core.config import Requests
 
         self.url = url
         self.id = url
         self.requests = requests or Requests()
-        self.cache = cache
+        self.replies = replies  # this run's earlier replies (--resume), else None
         self._client = None
 
     def check(self, timeout: float = 10.0) -> None:
@@ -53,15 +53,10 @@ class HTTPSystem:
         return self._client
 
     async def __call__(self, request: SystemRequest) -> SystemResponse:
-        payload = request.model_dump()
-        key = None
-        if self.cache is not None:
-            from evaluations.models.cache import sha256_key
+        return await through(self.replies, request, lambda: self._post(request))
 
-            key = sha256_key({"system": self.url, "request": payload})
-            hit = self.cache.get(key)
-            if hit is not None:
-                return validate_response(json.loads(hit), self.id, request.case_id)
+    async def _post(self, request: SystemRequest) -> SystemResponse:
+        payload = request.model_dump()
         where = f"system {self.url}, case {request.case_id}"
         try:
             reply = await self._http().post(self.url, json=payload)
@@ -76,10 +71,7 @@ class HTTPSystem:
         except ValueError:
             raise SystemResponseError(f"the reply is not JSON: {reply.text[:200]!r}", where=where,
                                       fix="answer with a JSON object (Content-Type: application/json)") from None
-        response = validate_response(raw, self.id, request.case_id)
-        if key is not None:
-            self.cache.put("system", key, json.dumps(raw))
-        return response
+        return validate_response(raw, self.id, request.case_id)
 
     async def aclose(self) -> None:
         if self._client is not None:
