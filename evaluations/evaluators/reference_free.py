@@ -127,6 +127,9 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
 
+    def get_default_evaluation_name(self) -> str:
+        return "faithfulness"  # a failure is counted under the metric (``results.reference_free``)
+
 
 @dataclass(repr=False)
 class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
@@ -145,16 +148,25 @@ class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
 
+    def get_default_evaluation_name(self) -> str:
+        return "context_relevance"
+
 
 def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool, has_qrels: bool = False,
                               texts: Mapping[str, str] | None = None) -> list[Evaluator]:
     """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` when the run answers, ``context_relevance``
     when it scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
     (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
-    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.)"""
+    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.) A judge's
+    parameters file that cannot be used is one EvaluationsError here (``judging.fitted``), never a failed judge in
+    every case."""
+    from evaluations.judging.refit import REFITS
     from evaluations.judging.served_checker import served_tools
 
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
+    wanted -= {judge for judge, needed in (("faithfulness", answers), ("context_relevance", retrieval)) if not needed}
+    for judge in sorted(wanted & set(REFITS)):
+        REFITS[judge].current()  # its parameters file read and checked before any model loads or case runs
     made: list[Evaluator] = []
     if answers and "faithfulness" in wanted:
         scorer, decompose = served_tools(config, "faithfulness")

@@ -38,3 +38,6 @@ class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
                                   cache=self.cache)
         return {"answer_relevance": EvaluationReason(1.0 if result.verdict else 0.0, reason=result.reason),
                 "answer_relevance_kind": result.kind}
+
+    def get_default_evaluation_name(self) -> str:
+        return "answer_relevance"  # a failure is counted under the metric (``results.reference_free``)

@@ -28,16 +28,14 @@ relevant one. No passage: not applicable. A passage with no text is not relevant
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from evaluations.core.errors import EvaluationsError
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.offline import llm_logit
 from evaluations.judging.passages import Passage
@@ -197,20 +195,19 @@ def params(path: str | Path | None = None) -> ContextParams:
     """The fitted parameters (default: the shipped ``judges/context_relevance.json``), read once per file version."""
     from evaluations.judging.offline import default_params_path
 
+    from evaluations.judging.fitted import read_params
+
     path = Path(path) if path else default_params_path(PARAMS_FILE)
     try:
         key = (str(path), path.stat().st_mtime_ns)
-        if key not in _loaded:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            _loaded[key] = ContextParams.model_validate(data.get("params", data))
-        return _loaded[key]
-    except FileNotFoundError:
-        raise EvaluationsError("context relevance parameters not found", where=str(path),
-                               fix="restore judges/context_relevance.json or run python benchmarks/"
-                                   "context_relevance.py validate --write-params") from None
-    except (json.JSONDecodeError, ValidationError) as exc:
-        raise EvaluationsError(f"invalid context relevance parameters ({exc.__class__.__name__})", where=str(path),
-                               fix="restore judges/context_relevance.json from the repository") from None
+    except OSError:
+        key = (str(path), 0)
+    if key not in _loaded:
+        _loaded[key] = read_params(
+            path, ContextParams, what="context relevance", known=FEATURES, unwrap=lambda doc: doc.get("params", doc),
+            extra=lambda p: None if "{question}" in p.wording else "the wording has no {question} placeholder",
+            refit="evaluations calibrate-judge FILE --judges context_relevance")
+    return _loaded[key]
 
 
 def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> ContextParams:

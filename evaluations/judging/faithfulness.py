@@ -30,7 +30,6 @@ Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,7 +39,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evaluations.core.errors import EvaluationsError
 from evaluations.judging.claims import SIGNALS, Claim, claim_signals, has_verb, sentences, split_claims
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
@@ -102,23 +100,15 @@ def params_path() -> Path:
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime: int) -> FaithfulnessParams:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        params = FaithfulnessParams.model_validate(data)
-    except FileNotFoundError:
-        raise EvaluationsError("faithfulness parameters not found", where=path,
-                               fix="restore judges/faithfulness.json, or run benchmarks/faithfulness.py "
-                                   "--write-params") from None
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise EvaluationsError(f"invalid faithfulness parameters ({exc})", where=path,
-                               fix="re-run benchmarks/faithfulness.py --write-params") from None
-    unknown = [f for f in params.features if f not in FEATURES]
-    if unknown or len({len(params.features), len(params.mean), len(params.scale), len(params.coef)}) != 1:
-        raise EvaluationsError(f"features {params.features} do not match the judge's {list(FEATURES)} or the "
-                               "coefficients", where=path, fix="re-run benchmarks/faithfulness.py --write-params")
-    if params.ask not in ASKS:
-        raise EvaluationsError(f"unknown ask {params.ask!r}", where=path, fix=f"one of {sorted(ASKS)}")
-    return params
+    from evaluations.judging.fitted import read_params
+
+    def own(params: FaithfulnessParams) -> str | None:
+        if params.ask not in ASKS:
+            return f"unknown ask {params.ask!r} (one of {sorted(ASKS)})"
+        return None if params.top_m >= 1 else f"top_m {params.top_m} is not a positive count of windows"
+
+    return read_params(Path(path), FaithfulnessParams, what="faithfulness", known=FEATURES, extra=own,
+                       refit="evaluations calibrate-judge FILE --judges faithfulness")
 
 
 def load_params(path: str | Path | None = None) -> FaithfulnessParams:

@@ -297,6 +297,8 @@ def fitted_through(judge: str) -> str:
         doc = json.loads(default_params_path(REFITS[judge].file).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "embedded"  # the judge itself reports an unreadable file when it loads it
+    if not isinstance(doc, dict):
+        return "embedded"  # likewise a file that is not an object (``judging.fitted.read_params``)
     recorded = doc.get("checker") or (doc.get("info") or {}).get("checker") or "embedded"
     return str(recorded).split(" ", 1)[0]
 

@@ -62,11 +62,13 @@ def disagreement_line(answers: AnswersSummary | None) -> str | None:
 
 
 def reference_free_line(summary: RunSummary) -> str | None:
-    """``reference-free: faithfulness 0.93 (n 18, 2 not applicable) · …`` (None without the section)."""
+    """``reference-free: faithfulness 0.93 (n 18, 2 not applicable, 1 failed) · …`` (None without the section)."""
     metrics = ((summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}
     parts = []
     for name, entry in metrics.items():
-        mean, n, na = entry.get("mean"), entry.get("n", 0), entry.get("not_applicable", 0)
+        mean, n = entry.get("mean"), entry.get("n", 0)
         value = f"{mean:.2f}" if isinstance(mean, (int, float)) else "—"
-        parts.append(f"{name} {value} (n {n}" + (f", {na} not applicable)" if na else ")"))
+        extra = [f"{entry[key]} {said}" for key, said in (("not_applicable", "not applicable"), ("failed", "failed"))
+                 if entry.get(key)]
+        parts.append(f"{name} {value} (n {', '.join([str(n), *extra])})")
     return "reference-free: " + " · ".join(parts) if parts else None

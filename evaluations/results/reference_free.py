@@ -5,7 +5,8 @@ records M applies to in principle (its *domain*: the cases to answer for the ans
 relevance) and v(r) the record's value in the measure registry (``results.measures``; None where M does not apply:
 a refusal, no retrieved context, no answer):
 
-* ``mean`` = Σ v(r) / n over the n records of D with a value; ``not_applicable`` = |D| − n;
+* ``mean`` = Σ v(r) / n over the n records of D with a value; ``failed`` = records of D whose judge raised (a
+  model or server error: counted, never a score); ``not_applicable`` = |D| − n − failed;
 * ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
   (``statsmodels.stats.proportion.proportion_confint(method="wilson")``); other scores: the Student t interval
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
@@ -62,21 +63,27 @@ def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | N
     return max(0.0, float(low)), min(1.0, float(high))
 
 
+def _failed(name: str, record: CaseRecord) -> bool:
+    """The judge of metric ``name`` raised for this case (its evaluator is named by the metric)."""
+    return any(e.evaluator == name for e in record.judge_errors)
+
+
 def _ran(name: str, records: list[CaseRecord]) -> bool:
-    return any(name in r.judges or f"{name}_kind" in r.judge_labels for r in records)
+    return any(name in r.judges or f"{name}_kind" in r.judge_labels or _failed(name, r) for r in records)
 
 
 def score_summary(records: list[CaseRecord] | RunData, name: str) -> dict[str, Any]:
-    """One metric's entry (module docstring): ``mean``, ``n``, ``not_applicable``, ``ci95``, ``kinds``."""
+    """One metric's entry (module docstring): ``mean``, ``n``, ``not_applicable``, ``failed``, ``ci95``, ``kinds``."""
     run = records if isinstance(records, RunData) else RunData(records=records)
     family = measures.family_of(name, run)
     domain = [r for r in run.records if METRICS[name](r)]
     values = [v for r in domain if family is not None and (v := family.value(name, r, run)) is not None]
+    failed = sum(1 for r in domain if _failed(name, r))
     ci = mean_ci(values)
-    kinds = Counter(r.judge_labels.get(f"{name}_kind", "not judged") for r in domain)
+    kinds = Counter("failed" if _failed(name, r) else r.judge_labels.get(f"{name}_kind", "not judged") for r in domain)
     return {"mean": sum(values) / len(values) if values else None, "n": len(values),
-            "not_applicable": len(domain) - len(values), "ci95": list(ci) if ci else None,
-            "kinds": dict(sorted(kinds.items()))}
+            "not_applicable": len(domain) - len(values) - failed, "failed": failed,
+            "ci95": list(ci) if ci else None, "kinds": dict(sorted(kinds.items()))}
 
 
 def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:

@@ -1,0 +1,93 @@
+"""Reading a fitted judge's parameters file: one place for every way such a file can be wrong.
+
+A parameters file (``judges/<judge>.json``, or the same name in ``$EVALUATIONS_JUDGES_DIR``, written by
+``calibrate-judge``) holds a logistic model: ``features``, ``mean``, ``scale``, ``coef``, ``intercept``,
+``threshold``. ``read_params`` returns it validated (pydantic) and checked as a model: every feature known to the
+judge, one mean, scale and coefficient per feature, all finite, scales positive, the threshold in [0, 1]. Anything
+else is one ``EvaluationsError`` naming the file and the fix, raised before a judge asks any model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from evaluations.core.errors import EvaluationsError
+
+__all__ = ["read_params", "check_model"]
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def _fix(path: Path, name: str, refit: str) -> str:
+    """The fix for a bad file: a user's own fit (in ``$EVALUATIONS_JUDGES_DIR``) is re-written by calibrate-judge
+    or moved aside; the shipped file is restored."""
+    from evaluations.judging.offline import JUDGES_ENV
+    from evaluations.judging.shipped import shipped_path
+
+    if path.resolve() == shipped_path(name).resolve():
+        return f"restore judges/{name} from the repository (or re-install the package)"
+    return (f"re-write it ({refit}), or move it out of ${JUDGES_ENV} to use the shipped judges/{name}")
+
+
+def check_model(params: Any, known: Sequence[str]) -> str | None:
+    """Why a fitted logistic model cannot be used (None when it can): unknown features, lengths that differ,
+    values that are not finite, scales that are not positive, a threshold outside [0, 1]."""
+    unknown = [f for f in params.features if f not in known]
+    if unknown:
+        return f"unknown features {unknown} (the judge computes {list(known)})"
+    lengths = {len(params.features), len(params.mean), len(params.scale), len(params.coef)}
+    if len(lengths) != 1 or not params.features:
+        return (f"{len(params.features)} features but {len(params.mean)} means, {len(params.scale)} scales and "
+                f"{len(params.coef)} coefficients")
+    numbers = [*params.mean, *params.scale, *params.coef, params.intercept, params.threshold]
+    if not all(math.isfinite(v) for v in numbers):
+        return "a mean, scale, coefficient, intercept or threshold is not a finite number"
+    if any(s <= 0 for s in params.scale):
+        return "a scale is not positive (features are divided by it)"
+    if not 0.0 <= params.threshold <= 1.0:
+        return f"threshold {params.threshold} is not a probability in [0, 1]"
+    return None
+
+
+def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], refit: str,
+                unwrap: Callable[[dict], Any] = lambda doc: doc, extra: Callable[[P], str | None] = lambda _: None) -> P:
+    """The parameters in ``path`` as ``model``, checked (module docstring). ``what``: the judge, for messages;
+    ``known``: the features the judge computes; ``refit``: the command that writes the file; ``unwrap``: where the
+    parameters sit in the file's object; ``extra``: a further check of the judge's own fields."""
+    fix = _fix(path, path.name, refit)
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvaluationsError(f"{what} parameters not found", where=where, fix=fix) from None
+    except IsADirectoryError:
+        raise EvaluationsError(f"{what} parameters: a folder, not a file", where=where, fix=fix) from None
+    except UnicodeDecodeError as exc:
+        raise EvaluationsError(f"{what} parameters are not UTF-8 text (byte {exc.start})", where=where,
+                               fix=fix) from None
+    except OSError as exc:
+        raise EvaluationsError(f"{what} parameters cannot be read ({exc.strerror})", where=where, fix=fix) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationsError(f"{what} parameters are not valid JSON ({exc.msg})", where=f"{where}:{exc.lineno}",
+                               fix=fix) from None
+    if not isinstance(doc, dict):
+        raise EvaluationsError(f"{what} parameters must be a JSON object, got a {type(doc).__name__}", where=where,
+                               fix=fix)
+    try:
+        params = model.model_validate(unwrap(doc))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise EvaluationsError(f"invalid {what} parameters: {key}: {first['msg']}", where=where, fix=fix) from None
+    problem = check_model(params, known) or extra(params)
+    if problem:
+        raise EvaluationsError(f"invalid {what} parameters: {problem}", where=where, fix=fix)
+    return params

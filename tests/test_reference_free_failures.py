@@ -1,0 +1,60 @@
+"""A reference-free judge that fails on every case (its served checker answers /v1/models, then fails every
+question) is counted under its metric in summary.json and on the console, never dropped from the section."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fake_llm_server import Fault, FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM = '''
+def answer(request):
+    return {"retrieved": [{"id": "d1"}, {"id": "d2"}], "answer": "The tower opened in 1889."}
+'''
+QUESTIONS = ["When did the tower open?", "When was the tower opened to the public?", "In what year did it open?"]
+
+
+def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "query": q}) + "\n"
+                                              for i, q in enumerate(QUESTIONS)))
+    (tmp_path / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "text": "The tower opened to the public in 1889 after two years of work."}) + "\n"
+        + json.dumps({"_id": "d2", "text": "The river floods in spring."}) + "\n")
+    (tmp_path / "failing_judge_sys.py").write_text(SYSTEM)
+    with FakeLLMServer(models=("judge",), responder=lambda body: Fault("500")) as server:
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "judge:\n  retries: 0\n  reference_free: [faithfulness, answer_relevance, context_relevance]\n"
+            f"  model:\n    provider: openai\n    name: judge\n    base_url: {server.openai_url}\n"
+            f"cache:\n  enabled: false\n  path: {tmp_path / 'calls.sqlite'}\nrequests:\n  retries: 0\n")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "OPENAI_API_KEY": "x",
+               "EVALUATIONS_CACHE_DIR": str(tmp_path / "cache")}
+        out = tmp_path / "run"
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "run", str(tmp_path / "q.jsonl"), "--corpus",
+                               str(tmp_path / "corpus.jsonl"), "--system", "failing_judge_sys:answer", "--config",
+                               str(config), "--out", str(out), "--no-progress"], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        asked = server.calls("/v1/chat/completions")
+    output = proc.stdout + proc.stderr
+    assert asked, output  # the judges did ask the server
+    assert proc.returncode == 3, output  # judge failures are counted failures
+    assert "Traceback" not in output
+    summary = json.loads((out / "summary.json").read_text())
+    metrics = summary["reference_free"]["metrics"]
+    for name in ("faithfulness", "context_relevance"):
+        entry = metrics[name]
+        assert entry["n"] == 0 and entry["mean"] is None, (name, entry)
+        assert entry["failed"] == len(QUESTIONS) and entry["not_applicable"] == 0, (name, entry)
+        assert entry["kinds"] == {"failed": len(QUESTIONS)}
+    # answer relevance needs no model: it still judged every answer
+    assert metrics["answer_relevance"]["n"] == len(QUESTIONS) and metrics["answer_relevance"]["failed"] == 0
+    line = next(ln for ln in output.splitlines() if ln.startswith("reference-free:"))
+    assert f"faithfulness — (n 0, {len(QUESTIONS)} failed)" in line, line
+    assert f"context_relevance — (n 0, {len(QUESTIONS)} failed)" in line, line
+    records = [json.loads(ln) for ln in (out / "cases.jsonl").read_text().splitlines()]
+    assert all({"faithfulness", "context_relevance"} <= {e["evaluator"] for e in r["judge_errors"]} for r in records)
