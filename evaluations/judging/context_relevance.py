@@ -23,7 +23,9 @@ Then p(relevant) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) and the verdict is p �
 threshold) read from ``judges/context_relevance.json`` (``judging.shipped``; fitted by ``fit`` in
 ``benchmarks/context_relevance.py --write-params`` on hand-labelled pairs, never at run time). A case's score is
 context precision@k = relevant passages / passages judged; ``first_relevant_rank`` is the 1-based rank of the first
-relevant one. No passage: not applicable. A passage with no text is not relevant without a model call.
+relevant one. No passage: not applicable. A passage with no text is not relevant without a model call. A passage
+longer than the model's window is asked in pieces of consecutive sentences that fit, P(yes) the highest piece's
+(``pieces``); the lexical signals read the whole passage.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
-    "params", "fit", "features", "feature_matrix", "ask", "PARAMS_FILE",
+    "params", "fit", "features", "feature_matrix", "ask", "pieces", "PARAMS_FILE",
 ]
 
 PARAMS_FILE = "context_relevance.json"
@@ -177,14 +179,38 @@ def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Seq
 
 
 # -- the model's question ------------------------------------------------------------------------------------
+def pieces(text: str, tail: str, scorer: Any) -> list[str]:
+    """``text`` itself when it fits the scorer's window beside ``tail``; else runs of its consecutive sentences,
+    each within the characters the window held of it (a single longer sentence is cut by the scorer), so no part
+    of a long passage goes unread."""
+    from evaluations.judging.claims import sentences
+    from evaluations.judging.yesno import passage_shared
+
+    shared = passage_shared(text)
+    held = scorer.fit(shared, tail)
+    if held == shared:
+        return [text]
+    budget = max(int(0.9 * (len(held) - len(passage_shared("")))), 200)
+    out: list[str] = []
+    for sentence in sentences(text) or (text,):
+        if out and len(out[-1]) + 1 + len(sentence) <= budget:
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
 def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
         scorer: Any = None) -> tuple[float, bool]:
     """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
-    the same duck type, e.g. ``served_checker.ServedChecker``)."""
+    the same duck type, e.g. ``served_checker.ServedChecker``). A passage longer than the model's window is read
+    in ``pieces`` and P(yes) is the highest piece's: the passage is needed when some part of it is."""
     from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
 
     scorer = scorer if scorer is not None else load_scorer(PASSAGE_SYSTEM)
-    return cached_probability(scorer, passage_shared(text), wording.format(question=question), cache)
+    tail = wording.format(question=question)
+    asked = [cached_probability(scorer, passage_shared(piece), tail, cache) for piece in pieces(text, tail, scorer)]
+    return max(p for p, _ in asked), any(called for _, called in asked)
 
 
 # -- parameters ------------------------------------------------------------------------------------------------
