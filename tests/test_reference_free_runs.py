@@ -13,6 +13,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,12 @@ def unrelated(request):
     """Retrieves the same paragraph, but answers with a sentence of another article's paragraph."""
     case = PLAN[request["case_id"]]
     return {"retrieved": [{"id": case["paragraph"], "score": 1.0}], "answer": case["unrelated"]}
+
+def refuse(request):
+    """Retrieves the same paragraph, but states nothing: a refusal, or (every other question) an empty answer."""
+    case = PLAN[request["case_id"]]
+    said = "I don't know." if sorted(PLAN).index(request["case_id"]) % 2 else ""
+    return {"retrieved": [{"id": case["paragraph"], "score": 1.0}], "answer": said}
 '''
 
 
@@ -79,8 +86,9 @@ def _run(args: list[str], env: dict[str, str], tmp: Path) -> subprocess.Complete
 
 @pytest.fixture(scope="module")
 def squad_runs(tmp_path_factory) -> dict:
-    """Questions-only runs (rows of id and query) with a callable system: ``copy``, ``unrelated`` and ``cached``
-    (copy again, same verdict cache)."""
+    """Questions-only runs (rows of id and query) with a callable system: ``copy``, ``unrelated``, ``cached``
+    (copy again, same verdict cache), ``refitted`` (copy, another checker's parameters) and ``refuse`` (no answer
+    faithfulness applies to)."""
     tmp = tmp_path_factory.mktemp("reference_free")
     rows, plan, corpus = _squad_plan()
     (tmp / "questions.jsonl").write_text("".join(json.dumps({"id": r["id"], "query": r["question"]}) + "\n"
@@ -97,7 +105,8 @@ def squad_runs(tmp_path_factory) -> dict:
     doc = json.loads((ROOT / "judges" / "context_relevance.json").read_text())
     (judges / "context_relevance.json").write_text(json.dumps({**doc, "checker": "openai:elsewhere (checker id x)"}))
     outputs = {}
-    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("cached", "copy"), ("refitted", "copy")):
+    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("cached", "copy"), ("refitted", "copy"),
+                         ("refuse", "refuse")):
         extra = {"EVALUATIONS_JUDGES_DIR": str(judges)} if name == "refitted" else {}
         proc = _run(["run", str(tmp / "questions.jsonl"), "--corpus", str(tmp / "corpus.jsonl"), "--system",
                      f"refsys:{system}", "--reference-free", "--out", str(tmp / name), "--no-progress",
@@ -197,6 +206,153 @@ def test_compare_and_gate_use_faithfulness_like_any_metric(squad_runs, cli):
     assert code == 0, out
     code, out, _ = cli(["gate", str(dirs["unrelated"]), "--rules", str(rules), "--json"])
     assert code == 1 and json.loads(out)["checks"][0]["metric"] == "faithfulness"
+
+
+def _case_scores(folder: Path, name: str) -> dict[str, float]:
+    """case -> the reference-free score as cases.jsonl holds it (cases it did not apply to left out)."""
+    return {r["name"]: r["judges"][name] for r in _records(folder) if name in r["judges"]}
+
+
+def _pass_to_fail(copy: Path, unrelated: Path, name: str, passes, fails) -> list[str]:
+    a, b = _case_scores(copy, name), _case_scores(unrelated, name)
+    return sorted(c for c in a if passes(a[c]) and c in b and fails(b[c]))
+
+
+#: the pass/fail rules the issue's review asked for, written here from the metrics' definitions: answer relevance
+#: is 0/1; an answer is faithful when every claim is supported; retrieval helps when a chunk is relevant
+RULES = {"faithfulness": (lambda v: v == 1.0, lambda v: v < 1.0),
+         "answer_relevance": (lambda v: v == 1.0, lambda v: v == 0.0),
+         "context_relevance": (lambda v: v > 0.0, lambda v: v == 0.0)}
+
+
+def test_compare_report_headline_and_regressions_have_the_reference_free_metrics(squad_runs, cli, monkeypatch,
+                                                                                  tmp_path):
+    """Review of issue 20: compare's report headline showed only latency, tokens and cost, its regressed cases
+    ignored faithfulness 1 -> 0, answer_relevance (0/1) got no McNemar test, and a report of ``compare RUNS
+    --out DIR`` with relative run folders could not find the runs."""
+    dirs = squad_runs["dirs"]
+    monkeypatch.chdir(dirs["copy"].parent)
+    code, _, err = cli(["compare", "copy", "unrelated", "--out", str(tmp_path / "cmp"), "--json"])
+    assert code == 0, err
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["run_dirs"] == {"copy": str(dirs["copy"].resolve()), "unrelated": str(dirs["unrelated"].resolve())}
+    regressed = {(r["case"], r["metric"]) for r in result["regressions"]}
+    expected = {(c, name) for name, (passes, fails) in RULES.items()
+                for c in _pass_to_fail(dirs["copy"], dirs["unrelated"], name, passes, fails)}
+    assert any(m == "faithfulness" for _, m in expected)  # copied answers are faithful, unrelated ones are not
+    assert regressed == expected
+    relevance = next(r for r in result["comparisons"] if r["metric"] == "answer_relevance")
+    assert set(_case_scores(dirs["copy"], "answer_relevance").values()) <= {0.0, 1.0}
+    assert relevance["kind"] == "binary" and set(relevance["p"]) == {"mcnemar"}
+
+    monkeypatch.chdir(tmp_path)  # the report is made from elsewhere: the runs are found by their absolute paths
+    code, _, err = cli(["report", "cmp"])
+    assert code == 0, err
+    text = (tmp_path / "cmp" / "report.md").read_text()
+    assert "baseline run folder is not available" not in text
+    headline = text[text.index("## Headline"):text.index("## Differences")]
+    for name in RULES:
+        a, b = (_summary(dirs[k])["reference_free"]["metrics"][name]["mean"] for k in ("copy", "unrelated"))
+        assert f"| {name} | {a:.4f} | {b:.4f} | {b - a:+.4f}" in headline, (name, headline)
+    regressions = text[text.index("## Regressed cases"):]
+    assert "No case regressed" not in regressions
+    for case, name in expected:
+        assert f"| {case} | {name} | unrelated |" in regressions
+
+
+def test_gate_reads_groundedness_and_zero_tolerance_on_reference_free_verdicts(squad_runs, cli, tmp_path):
+    """``groundedness`` is faithfulness everywhere a metric is named, and answer relevance (0/1) and the other
+    reference-free scores can be zero-tolerance rules."""
+    dirs = squad_runs["dirs"]
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: groundedness, min: 0.5}\n"
+                     "zero_tolerance: [answer_relevance, groundedness, context_relevance]\n")
+    code, out, err = cli(["gate", str(dirs["copy"]), "--rules", str(rules), "--baseline", str(dirs["cached"]),
+                          "--json"])
+    assert code == 0, (out, err)
+    code, out, err = cli(["gate", str(dirs["unrelated"]), "--rules", str(rules), "--baseline", str(dirs["copy"]),
+                          "--json"])
+    assert code == 1, err
+    checks = json.loads(out)["checks"]
+    assert [c["metric"] for c in checks] == ["faithfulness", "answer_relevance", "faithfulness", "context_relevance"]
+    assert checks[0]["value"] == pytest.approx(_summary(dirs["unrelated"])["reference_free"]["metrics"]["faithfulness"]
+                                               ["mean"])
+    for check in checks[1:]:
+        passes, fails = RULES[check["metric"]]
+        assert sorted(check["regressed_cases"]) == _pass_to_fail(dirs["copy"], dirs["unrelated"], check["metric"],
+                                                                 passes, fails)
+    code, out, err = cli(["compare", str(dirs["copy"]), str(dirs["unrelated"]), "--metrics", "groundedness",
+                          "--json"])
+    assert code == 0, err
+    assert json.loads(out)["metrics"] == ["faithfulness"]
+
+
+def test_gate_on_a_run_faithfulness_applied_to_no_answer_says_so(squad_runs, cli, tmp_path):
+    """Every answer refused or empty: faithfulness ran but applied to none (not "re-run with it listed")."""
+    folder = squad_runs["dirs"]["refuse"]
+    entry = _summary(folder)["reference_free"]["metrics"]["faithfulness"]
+    assert (entry["n"], entry["not_applicable"]) == (0, CASES)
+    kinds = sorted(r["judge_labels"]["faithfulness_kind"] for r in _records(folder))
+    assert set(kinds) == {"empty", "refusal"}
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: faithfulness, min: 0.7}\n")
+    code, out, err = cli(["gate", str(folder), "--rules", str(rules)])
+    message = " ".join(err.split())
+    assert code == 2, (out, err)
+    assert f"applied to none of its cases: n 0, {CASES} not applicable" in message, message
+    assert f"empty {kinds.count('empty')}, refusal {kinds.count('refusal')}" in message
+    assert "judge.reference_free" not in message
+
+
+def test_history_shows_the_reference_free_metrics_and_tells_runs_apart(squad_runs, cli, tmp_path):
+    """Runs without relevance labels: history's default table has their reference-free metrics (no column of
+    dashes for retrieval), rows of runs with the same name are told apart by their folders, and both ``history
+    --json`` and a metric's trend draw as a report."""
+    from evaluations.experiments.history import record_run
+
+    dirs = squad_runs["dirs"]
+    store = tmp_path / "history.sqlite"
+    again = shutil.copytree(dirs["copy"], tmp_path / "copy-again")  # the copy run once more: the same summary name
+    for folder in (dirs["copy"], dirs["unrelated"], dirs["refuse"], again):
+        record_run(folder, path=store)
+    code, out, err = cli(["history", "--history", str(store)])
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if " id " in f" {line} ")
+    assert header.split()[4:] == ["faithfulness", "answer_relevance", "context_relevance", "latency_p95_ms", "run"]
+    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0].isdigit()]
+    assert [r[-1] for r in rows] == [dirs["copy"].name, "unrelated", "refuse", "copy-again"]
+    assert _summary(again)["name"] == _summary(dirs["copy"])["name"] == "copy"
+    means = {k: _summary(dirs[k])["reference_free"]["metrics"]["faithfulness"]["mean"] for k in ("copy", "unrelated")}
+    assert [float(r[5]) for r in rows[:2]] == pytest.approx([means["copy"], means["unrelated"]], abs=5e-5)
+    assert rows[2][5] == "–"  # faithfulness applied to no answer of the refusing run
+
+    code, out, err = cli(["history", "--history", str(store), "--metric", "groundedness", "--json"])
+    assert code == 0, err
+    trend = json.loads(out)
+    assert [t["value"] for t in trend] == pytest.approx([means["copy"], means["unrelated"], means["copy"]])
+    for folder, data in (("all", None), ("trend", trend)):
+        (tmp_path / folder).mkdir()
+        if data is None:
+            code, data, err = cli(["history", "--history", str(store), "--json"])
+            data = json.loads(data)
+        (tmp_path / folder / "history.json").write_text(json.dumps(data))
+        code, _, err = cli(["report", str(tmp_path / folder)])
+        assert code == 0, err
+        text = (tmp_path / folder / "report.md").read_text()
+        assert "- **datasets**: run" in text
+        assert len(re.findall(r"!\[Trend of [^]]*faithfulness", text)) == 1
+        assert f"| {means['copy']:.4f} |" in text and f"| {means['unrelated']:.4f} |" in text
+
+
+def test_the_measure_registry_names_the_judges_there_are():
+    """The history's headline judges are the verdicts a run may choose as primary by default, and the registry
+    declares the kind of every reference-free score a record can hold."""
+    from evaluations.pipeline.plan import VERDICTS
+    from evaluations.results.measures import HEADLINE_JUDGES, REFERENCE_FREE
+    from evaluations.results.records import REFERENCE_FREE_SCORES
+
+    assert set(HEADLINE_JUDGES) == {v.name for v in VERDICTS if v.default}
+    assert list(REFERENCE_FREE) == list(REFERENCE_FREE_SCORES)
 
 
 def test_the_run_report_shows_the_metrics_and_the_claims(squad_runs):

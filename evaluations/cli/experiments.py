@@ -163,7 +163,7 @@ def gate_command(run_dir: Path, rules_path: str, baseline: str | None, config_pa
 
 @click.command("history")
 @click.option("--dataset", help="Only runs of this dataset name.")
-@click.option("--metric", "metric", help="Show this metric's trend (default: a few headline metrics).")
+@click.option("--metric", "metric", help="Show this metric's trend (default: the headline metrics the runs have).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config (for the history path).")
 @click.option("--history", type=click.Path(dir_okay=False, path_type=Path), help="History store (overrides config).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
@@ -171,6 +171,7 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
                     as_json: bool) -> None:
     """Recorded runs over time: the trend of a metric, or the headline metrics."""
     from evaluations.experiments.history import history_path, list_runs, trend
+    from evaluations.results.measures import canonical, headline
 
     if history is None:
         from evaluations.core.config import load_config
@@ -178,6 +179,7 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
         history = history_path(load_config(config_path))
     rows = list_runs(history, dataset=dataset)
     if metric:
+        metric = canonical(metric)
         if rows and not any(metric in r["metrics"] for r in rows):
             known = sorted({m for r in rows for m in r["metrics"]})
             raise EvaluationsError(f"no recorded run has metric {metric!r}", where="--metric",
@@ -193,17 +195,29 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
     if metric:
         for column in ("id", "time", "commit", metric, "change", "run"):
             table.add_column(column)
-        for row in data:
-            table.add_row(str(row["id"]), row["recorded_at"], _commit(row), _fmt(row["value"]), _fmt(row["change"]),
-                          row["name"])
+        for row, run in zip(data, _run_names(data)):
+            table.add_row(str(row["id"]), _minute(row["recorded_at"]), _commit(row), _fmt(row["value"]),
+                          _fmt(row["change"]), run)
     else:
-        headline = ["ndcg@10", "recall@10", "hit@10", "latency_p95_ms", "tokens_per_query"]
-        for column in ("id", "time", "dataset", "commit", *headline, "run"):
+        columns = headline(row["metrics"] for row in data)
+        for column in ("id", "time", "dataset", "commit", *columns, "run"):
             table.add_column(column)
-        for row in data:
-            table.add_row(str(row["id"]), row["recorded_at"], str(row["dataset"]), _commit(row),
-                          *(_fmt(row["metrics"].get(m)) for m in headline), str(row["name"]))
+        for row, run in zip(data, _run_names(data)):
+            table.add_row(str(row["id"]), _minute(row["recorded_at"]), str(row["dataset"]), _commit(row),
+                          *(_fmt(row["metrics"].get(m)) for m in columns), run)
     _out().print(table)
+
+
+def _run_names(rows: list[dict[str, Any]]) -> list[str]:
+    """What tells the rows' runs apart: a run's summary name, or its folder's name when another row has the same
+    summary name (runs of one questions file are all ``questions-run`` unless given --name)."""
+    names = [str(row["name"] or "") for row in rows]
+    return [name if name and names.count(name) == 1 else Path(row["run_dir"]).name for name, row in zip(names, rows)]
+
+
+def _minute(recorded_at: str) -> str:
+    """``2026-01-02T03:04:05+00:00`` -> ``2026-01-02 03:04`` (UTC, as recorded; --json has the full time)."""
+    return recorded_at[:16].replace("T", " ")
 
 
 def _commit(row: dict[str, Any]) -> str:

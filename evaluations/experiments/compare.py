@@ -5,8 +5,9 @@ compared with the baseline (``a`` = baseline, ``b`` = the other run, ``diff`` = 
 means, bootstrap CI of the difference, paired t / Wilcoxon / permutation tests (continuous) or McNemar's
 exact test (binary verdicts), Cohen's d_z, wins/ties/losses, the minimum detectable difference
 (``stats.py`` has every formula). The primary p (permutation; McNemar for binary) is Holm-corrected across
-the metrics of one pair of runs; ``significant`` = p_holm < 0.05. Regressions: cases that passed a binary
-verdict (hit@k = 1, a judge's pass) in the baseline and fail in the other run.
+the metrics of one pair of runs; ``significant`` = p_holm < 0.05. Regressions: cases that pass a metric's
+pass/fail rule (hit@k = 1, a judge's pass, a reference-free score's rule: ``measures.Verdict``) in the baseline and
+fail it in the other run. ``run_dirs`` are absolute, so a report of compare.json finds the runs from anywhere.
 """
 
 from __future__ import annotations
@@ -80,18 +81,22 @@ def _failed(run: RunData, case: str) -> bool:
 
 
 def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
-    """Cases with a pass (1) in ``a`` that fail in ``b`` on every binary, higher-is-better metric: a 0, or no
-    verdict because the case (or its answer) failed in ``b`` (``value_b`` None)."""
+    """Cases that pass in ``a`` and fail in ``b`` by the pass/fail rule of every higher-is-better metric that has
+    one (``measures.Verdict``: 1 / 0 for hit@k and true/false judges, the reference-free scores' own rules): a
+    failing value, or no value because the case (or its answer) failed in ``b`` (``value_b`` None)."""
     out = []
     for metric in metrics:
         family = measures.family_of(metric, a)
-        if not (family.higher_is_better and family.binary(metric, a)):
+        verdict = family.verdict(metric, a) if family.higher_is_better else None
+        if verdict is None:
             continue
         va, vb = measures.per_case(metric, a), measures.per_case(metric, b)
         for case in sorted(cases):
-            if va.get(case) == 1.0 and (vb.get(case) == 0.0 or (case not in vb and _failed(b, case))):
-                out.append({"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": 1.0,
-                            "value_b": vb.get(case)})
+            if case not in va or not verdict.passes(va[case]):
+                continue
+            if (case in vb and verdict.fails(vb[case])) or (case not in vb and _failed(b, case)):
+                out.append({"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": va[case],
+                            "value_b": vb.get(case), "rule": verdict.rule})
     return out
 
 
@@ -125,13 +130,13 @@ def compare_runs(runs: Sequence[str | Path | RunData], *, baseline: str | None =
     if metrics:
         for metric in metrics:
             measures.check_metric(metric, loaded, where="--metrics", per_case_only=True)
-        chosen = list(metrics)
+        chosen = list(dict.fromkeys(measures.canonical(m) for m in metrics))
     else:
         chosen = _default_metrics([base, *others])
     comparisons = [row for other in others for row in compare_pair(base, other, chosen, shared)]
     return {
         "runs": [r.label for r in loaded],
-        "run_dirs": {r.label: str(r.path) for r in loaded},
+        "run_dirs": {r.label: str(r.path.resolve()) for r in loaded},
         "baseline": base.label,
         "dataset": base.dataset.model_dump(mode="json", exclude_unset=True),
         "alpha": ALPHA,

@@ -9,11 +9,14 @@ Rules file (YAML)::
       - {metric: tokens_per_query, max_rise: 0.10}   # value <= baseline × (1 + 0.10)
       - {metric: latency_p95_ms, max_rise: 0.20, only_if_significant: true}
     zero_tolerance: [hit@10, offline_correct]        # no case may go from pass (baseline) to fail
+                                                     # (measures.Verdict: the metric's pass/fail rule)
 
-Metric names are the run-level values of ``measures.py`` (retrieval metrics, judges, latency_pNN_ms,
-tokens_per_query, cost_per_query, failure_rate, …). Absolute rules use all the run's cases; relative
-rules and zero tolerance use the cases both runs have. ``only_if_significant``: a broken relative rule
-counts only when the paired difference of its per-case measure (``latency_ms`` for latency_pNN_ms) is
+Metric names are the run-level values of ``measures.py`` (retrieval metrics, judges, the reference-free scores,
+latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate, …); an alias (``groundedness``) is read as its
+measure (``faithfulness``). A metric without values is bad input (exit 2), also a reference-free score that ran but
+applied to none of the cases. Absolute rules use all the run's cases; relative rules and zero tolerance use the
+cases both runs have. ``only_if_significant``: a broken relative rule counts only when the paired difference of
+its per-case measure (``latency_ms`` for latency_pNN_ms) is
 significant — primary test, Holm-corrected across the rules that ask for it.
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.results import measures
@@ -50,6 +53,11 @@ class Rule(BaseModel):
             raise ValueError("a rule needs at least one of min, max, max_drop, max_rise")
         return self
 
+    @field_validator("metric")
+    @classmethod
+    def _own_name(cls, metric: str) -> str:
+        return measures.canonical(metric)
+
     @property
     def relative(self) -> bool:
         return self.max_drop is not None or self.max_rise is not None
@@ -59,6 +67,11 @@ class Rules(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[Rule] = Field(default_factory=list)
     zero_tolerance: list[str] = Field(default_factory=list)
+
+    @field_validator("zero_tolerance")
+    @classmethod
+    def _own_names(cls, metrics: list[str]) -> list[str]:
+        return [measures.canonical(m) for m in metrics]
 
 
 def parse_rules(data: Any, where: str = "rules") -> Rules:
@@ -154,13 +167,16 @@ def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str]
 
 def _check_zero_tolerance(metric: str, run: RunData, base: RunData, shared: set[str]) -> dict[str, Any]:
     family = measures.family_of(metric, base)
-    if not (family.binary(metric, base) and family.higher_is_better):
+    verdict = family.verdict(metric, base) if family.higher_is_better else None
+    if verdict is None:
         raise EvaluationsError(f"zero_tolerance metric {metric!r} is not a pass/fail verdict", where="zero_tolerance",
-                               fix="use hit@k or a judge with a true/false verdict (e.g. offline_correct)")
+                               fix="use hit@k, a judge with a true/false verdict (e.g. offline_correct) or a "
+                                   "reference-free score (faithfulness, answer_relevance, context_relevance)")
     cases = [r["case"] for r in regressions(base, run, [metric], shared)]
     more = len(cases) - MAX_LISTED_CASES
     listed = ", ".join(cases[:MAX_LISTED_CASES]) + (f" … (+{more})" if more > 0 else "")
-    return {"rule": {"zero_tolerance": metric}, "text": f"{metric}: no case passing in the baseline fails",
+    return {"rule": {"zero_tolerance": metric}, "text": f"{metric}: no case passing in the baseline fails "
+                                                        f"({verdict.rule})",
             "metric": metric, "holds": not cases, "regressed_cases": cases,
             "problems": [f"{len(cases)} case(s) passed in the baseline and fail now: {listed}"] if cases else []}
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.measures import run_values
+from evaluations.results.measures import canonical, run_values
 from evaluations.results.rundata import RunData, load_run
 
 SCHEMA = """
@@ -148,14 +148,16 @@ def last_comparable(run: RunData, path: Path) -> Path:
 
 
 def trend(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """``metric`` over ``rows`` with the change from the previous row that has it."""
+    """``metric`` (an alias resolved: ``measures.canonical``) over ``rows`` with the change from the previous row
+    that has it; each row names the metric and the run's dataset, so the trend alone draws as a history report."""
+    metric = canonical(metric)
     out, previous = [], None
     for row in rows:
         value = row["metrics"].get(metric)
         if value is None:
             continue
         out.append({"id": row["id"], "recorded_at": row["recorded_at"], "run_dir": row["run_dir"], "name": row["name"],
-                    "git_commit": row["git_commit"], "git_dirty": row["git_dirty"], "value": value,
-                    "change": None if previous is None else value - previous})
+                    "dataset": row["dataset"], "git_commit": row["git_commit"], "git_dirty": row["git_dirty"],
+                    "metric": metric, "value": value, "change": None if previous is None else value - previous})
         previous = value
     return out

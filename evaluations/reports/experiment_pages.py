@@ -16,6 +16,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
+from evaluations.results.measures import PASS_FAIL, headline
 from evaluations.results.retrieval_metrics import parse_metric_name
 from evaluations.results.rundata import RunData, load_run
 
@@ -33,14 +34,17 @@ def _load(path: Path) -> Any:
 
 
 def _run_folder(base: Path, folder: str | None) -> RunData | None:
+    """The run folder named in compare.json / matrix.json: absolute as written since compare stores it so; an older
+    file's relative path is tried from the file's folder, then from the working directory (where it was given)."""
     if not folder:
         return None
     path = Path(folder)
-    path = path if path.is_absolute() else base / path
-    try:
-        return load_run(path)
-    except EvaluationsError:
-        return None
+    for candidate in ([path] if path.is_absolute() else [base / path, path]):
+        try:
+            return load_run(candidate)
+        except EvaluationsError:
+            continue
+    return None
 
 
 # -- comparison ----------------------------------------------------------------------------------
@@ -165,8 +169,11 @@ def build_comparison_page(folder: Path) -> Page:
         reg.tables.append(Table("regressions", ["case", "metric", "run", "baseline value", "run value"],
                                 [[Cell(r["case"]), Cell(metric_label(r["metric"])), Cell(r.get("b", "")),
                                   Cell.number(r.get("value_a")), Cell.number(r.get("value_b"))] for r in regressions],
-                                caption="Cases that passed a judge or had hit@k = 1 in the baseline and fail in "
-                                        "the run."))
+                                caption="Cases that pass a metric in the baseline and fail it in the run, by "
+                                        "the metric's pass/fail rule: "
+                                        + "; ".join(f"{metric_label(m)}: {rule}" for m, rule in dict.fromkeys(
+                                            (r["metric"], r.get("rule", PASS_FAIL.rule))
+                                            for r in regressions)) + "."))
         cards = []
         for name in dict.fromkeys(r["case"] for r in regressions):
             other = runs.get(next(r.get("b") for r in regressions if r["case"] == name))
@@ -297,9 +304,6 @@ def build_matrix_page(folder: Path) -> Page:
 
 # -- history -------------------------------------------------------------------------------------
 
-HISTORY_METRICS = ("ndcg@10", "recall@10", "mrr@10", "offline_correct", "llm_judge")
-
-
 def _time(text: str | None):
     try:
         return datetime.fromisoformat(str(text))
@@ -307,31 +311,53 @@ def _time(text: str | None):
         return None
 
 
+def _history_row(row: dict) -> dict:
+    """A row of history.json with its values in ``metrics``: a recorded run as it is, a trend row
+    (``history --metric M --json``: ``metric`` and ``value``) with ``{M: value}``."""
+    if isinstance(row.get("metrics"), dict):
+        return row
+    return {**row, "metrics": {row["metric"]: row.get("value")} if row.get("metric") else {}}
+
+
+def _history_columns(rows: list[dict]) -> list[str]:
+    """The metrics a history page shows: a trend's metric, else the headline values (``measures.headline``) the
+    rows have (as ``evaluations history`` prints them)."""
+    trended = list(dict.fromkeys(r["metric"] for r in rows if r.get("metric")))
+    return trended or headline(r["metrics"] for r in rows)
+
+
 def build_history_page(folder: Path) -> Page:
     data = _load(folder / "history.json")
-    rows = data.get("runs", []) if isinstance(data, dict) else data
+    rows = [_history_row(r) for r in (data.get("runs", []) if isinstance(data, dict) else data)]
     if not rows:
         raise EvaluationsError("history.json has no runs", where=str(folder / "history.json"),
                                fix="write it with `evaluations history --json > history.json` after some runs")
-    chosen = [m for m in HISTORY_METRICS if any(m in (r.get("metrics") or {}) for r in rows)]
+    chosen = _history_columns(rows)
     table_rows, keys = [], []
     for r in rows:
         table_rows.append([Cell.number(r.get("id")), Cell(str(r.get("recorded_at", ""))), Cell(str(r.get("dataset"))),
                            Cell(str(r.get("git_commit") or "—")[:10] + (" (dirty)" if r.get("git_dirty") else ""))]
-                          + [Cell.number((r.get("metrics") or {}).get(m)) for m in chosen]
+                          + [Cell.number(r["metrics"].get(m)) for m in chosen]
                           + [Cell(str(r.get("run_dir", "")))])
         keys.append(str(r.get("id")))
     section = Section("history", "History", tables=[Table("history", ["id", "time", "dataset", "commit",
                                                                       *map(metric_label, chosen), "run"],
                                                           table_rows, row_keys=keys)])
-    if chosen:
+    # one axis: the scores and rates in [0, 1] together (latency, tokens and cost are in the table), else the one
+    # trended metric on its own scale
+    drawn = [m for m in chosen if all(0 <= v <= 1 for r in rows if (v := r["metrics"].get(m)) is not None)]
+    drawn = drawn or chosen[:1]
+    if drawn:
         labels = []
         for r in rows:
             when = _time(r.get("recorded_at"))
             labels.append(f"#{r.get('id')}" + (f"\n{when:%m-%d %H:%M}" if when else ""))
-        fig = charts.trends(labels, {metric_label(m): [(r.get("metrics") or {}).get(m) for r in rows] for m in chosen},
+        fig = charts.trends(labels, {metric_label(m): [r["metrics"].get(m) for r in rows] for m in drawn},
                             title="Metrics over recorded runs")
         section.charts.append(charts.render(fig, "trend", "Metrics over recorded runs",
-                                            "Trend of " + ", ".join(map(metric_label, chosen)) + " over runs"))
+                                            "Trend of " + ", ".join(map(metric_label, drawn)) + " over runs"))
+        if len(drawn) < len(chosen):
+            section.notes.append("The chart draws the values in [0, 1]; the table also has "
+                                 + ", ".join(metric_label(m) for m in chosen if m not in drawn) + ".")
     facts = [("runs", str(len(rows))), ("datasets", ", ".join(sorted({str(r.get("dataset")) for r in rows})))]
     return Page("history", "History of runs", facts, [section], {"kind": "history", "runs": len(rows)})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.results.headline import answer_headline, disagreement_line, judge_description, reference_free_line
-from evaluations.results.records import STAGES
+from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES
 from evaluations.reports import charts
 from evaluations.results.calibration import BIN_RULE, run_calibration
 from evaluations.results.records import CaseRecord
@@ -63,6 +63,12 @@ def _tokens_per_query(summary: RunSummary) -> float | None:
     return None if None in parts else sum(parts)  # type: ignore[arg-type]
 
 
+def reference_free_mean(summary: RunSummary, name: str) -> float | None:
+    """A reference-free score's mean over the cases it applied to (summary.json's ``reference_free.metrics``)."""
+    entry = (((summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}).get(name) or {}
+    return _number(entry.get("mean"))
+
+
 @dataclass(frozen=True)
 class Headline:
     """One row of the headline table: ``key`` is the measure's name in compare.json / history."""
@@ -80,6 +86,8 @@ HEADLINE: list[Headline] = [
     Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: s.metrics.get("mrr@10")),
     Headline(primary_judge, lambda s: f"Answer accuracy ({primary_judge(s) or 'primary judge'})",
              primary_answer_value),
+    *(Headline(lambda s, n=name: n, lambda s, n=name: n, lambda s, n=name: reference_free_mean(s, n))
+      for name in REFERENCE_FREE_SCORES),
     Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: s.latency_ms.p95,
              digits=1),
     Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1),

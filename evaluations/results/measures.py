@@ -6,9 +6,10 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
 - retrieval: ``mrr@k``, ``map@k``, ``ndcg@k``, ``p@k``, ``recall@k``, ``hit@k`` (names parsed only by
   ``retrieval_metrics.parse_metric_name``) at every cut-off the run has; a case without relevant documents has
   no value; a case whose retrieval failed scores 0 (an empty result list); ``hit@k`` is a binary verdict.
-- reference-free: ``faithfulness``, ``answer_relevance`` and ``context_relevance`` (``records.REFERENCE_FREE_SCORES``),
-  scores in [0, 1] where higher is better, on the cases the judge applies to (none where it does not: a refusal, no
-  answer, no context);
+- reference-free: ``faithfulness`` (alias ``groundedness``), ``answer_relevance`` and ``context_relevance``
+  (``records.REFERENCE_FREE_SCORES``; their kinds in ``REFERENCE_FREE``), scores in [0, 1] where higher is better, on
+  the cases the judge applies to (none where it does not: a refusal, no answer, no context); ``answer_relevance``
+  is a binary verdict (1 or 0);
 - judges: every other name in the records' ``judges``. A verdict judge (``is_verdict_name``) counts as accuracy counts
   it (``verdict_outcome``: a failed case or answer, an empty or unjudged answer on a case to answer is 0); a
   score judge (token F1, similarity …) has its score on the cases it scored. ``context_waste`` (share of context
@@ -23,11 +24,19 @@ Per case (``per_case``: compare, gate) a measure is the mean over the case's rep
 (``run_value``: gate rules, history, OTel) is its mean over cases, plus ``latency_p50_ms``, ``latency_p95_ms``,
 ``latency_p99_ms`` and ``latency_mean_ms`` over the per-case ``latency_ms`` (``results.stats.percentile``).
 The summary's means (``record_means``) average the same per-record values over records (each repeat once).
+
+A *pass/fail rule* (``Verdict``, ``Family.verdict``) says when a case's value of a higher-is-better measure passes
+and when it fails: 1 / 0 for a binary verdict (``hit@k``, a true/false judge, ``answer_relevance``), every claim
+supported (1) / not (< 1) for ``faithfulness``, some retrieved chunk relevant (> 0) / none (0) for
+``context_relevance``. Compare's regressions and the gate's zero tolerance are cases passing in the baseline that
+fail in the other run. The *headline* (``headline``) is the few run-level values a table of runs shows by default
+(history). Names are looked up through ``canonical`` (``ALIASES``: ``groundedness`` is ``faithfulness``).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -243,12 +252,71 @@ def _judge_is_binary(name: str, run: RunData) -> bool:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """A pass/fail rule over a case's value (module docstring): a value that neither passes nor fails (the mean of
+    a passing and a failing repeat) gives no verdict."""
+
+    rule: str  # for people
+    passes: Callable[[float], bool]
+    fails: Callable[[float], bool]
+
+
+#: the rule of a binary verdict (hit@k, a true/false judge, answer_relevance)
+PASS_FAIL = Verdict("1 passes, 0 fails", lambda v: v == 1.0, lambda v: v == 0.0)
+
+
+@dataclass(frozen=True)
+class ReferenceFree:
+    """A reference-free score's kind: ``binary`` (0/1 per case: McNemar), its pass/fail rule, what it needs to
+    have values and when it does not apply (the errors of a run without values)."""
+
+    binary: bool
+    verdict: Verdict
+    needs: str
+    applies: str
+
+
+REFERENCE_FREE: dict[str, ReferenceFree] = {
+    "faithfulness": ReferenceFree(
+        False, Verdict("every claim supported (1) passes, an unsupported claim (< 1) fails", lambda v: v == 1.0,
+                       lambda v: v < 1.0),
+        "it needs answers (a run without --skip-qa) with retrieved passages",
+        "an answer that states something checkable: not to an empty, refused or echoed answer, an answer without "
+        "claims, or one without retrieved passages"),
+    "answer_relevance": ReferenceFree(True, PASS_FAIL, "it needs answers (a run without --skip-qa)",
+                                      "every case the run answered"),
+    "context_relevance": ReferenceFree(
+        False, Verdict("a relevant chunk retrieved (> 0) passes, none (0) fails", lambda v: v > 0.0,
+                       lambda v: v == 0.0),
+        "it needs retrieved passages; judge.reference_free 'auto' leaves it out on a dataset with relevance labels",
+        "a case with retrieved chunks"),
+}
+
+#: the verdict judges a table of runs shows by default: those a run may choose as its primary judge by default
+#: (``pipeline.plan.VERDICTS`` with ``default``; tests/test_reference_free_runs.py checks they agree)
+HEADLINE_JUDGES = ("llm_judge", "combined_correct", "offline_correct")
+#: retrieval metrics a table of runs shows by default, at cut-off ``HEADLINE_K``
+HEADLINE_RETRIEVAL, HEADLINE_K = ("ndcg", "recall", "mrr"), 10
+
+
+def _retrieval_headline(name: str) -> bool:
+    parsed = parse_metric_name(name)
+    return parsed is not None and parsed[0] in HEADLINE_RETRIEVAL and parsed[2] == HEADLINE_K
+
+
+def _never(name: str, run: RunData) -> Verdict | None:
+    return None
+
+
+@dataclass(frozen=True)
 class Family:
     """A kind of measure: which names it has in a run, how to read one record's value, its direction.
 
-    ``binary(name, run)``: the measure is a pass/fail verdict (McNemar; regressions; zero tolerance).
+    ``binary(name, run)``: the measure is 0/1 per case (McNemar's test).
+    ``verdict(name, run)``: its pass/fail rule (regressions; zero tolerance), None when it has none.
     ``default``: part of compare's default set (otherwise only on request with ``--metrics``).
     ``segments``: averaged per tag in the summary's ``segments``.
+    ``headline(name)``: a run-level value of this family that a table of runs shows by default (``headline``).
     """
 
     name: str
@@ -257,33 +325,64 @@ class Family:
     owns: Callable[[str, RunData], bool]
     value: Callable[[str, CaseRecord, RunData], float | None]
     binary: Callable[[str, RunData], bool]
+    verdict: Callable[[str, RunData], Verdict | None] = _never
     default: bool = True
     segments: bool = False
+    headline: Callable[[str], bool] = lambda name: False
 
 
 FAMILIES: list[Family] = [
     Family("retrieval", True, retrieval_names, lambda n, r: parse_metric_name(n) is not None, _retrieval_value,
-           lambda n, r: parse_metric_name(n)[0] == "hit", segments=True),  # type: ignore[index]
+           lambda n, r: parse_metric_name(n)[0] == "hit",  # type: ignore[index]
+           lambda n, r: PASS_FAIL if parse_metric_name(n)[0] == "hit" else None,  # type: ignore[index]
+           segments=True, headline=_retrieval_headline),
     Family("judge", True, _judge_names, lambda n, r: n in _judge_names(r), _judge_value, _judge_is_binary,
-           segments=True),
-    Family("reference-free", True, _reference_free_names, lambda n, r: n in REFERENCE_FREE_SCORES, _score_value,
-           lambda n, r: False, segments=True),
+           lambda n, r: PASS_FAIL if _judge_is_binary(n, r) else None, segments=True,
+           headline=lambda n: n in HEADLINE_JUDGES),
+    Family("reference-free", True, _reference_free_names, lambda n, r: n in REFERENCE_FREE, _score_value,
+           lambda n, r: REFERENCE_FREE[n].binary, lambda n, r: REFERENCE_FREE[n].verdict, segments=True,
+           headline=lambda n: n in REFERENCE_FREE),
     Family("context waste", False, _waste_names, lambda n, r: n in LOWER_IS_BETTER, _judge_value, lambda n, r: False,
            segments=True),
     Family("latency", False, lambda r: ["latency_ms"], lambda n, r: n == "latency_ms", _latency_value,
-           lambda n, r: False),
+           lambda n, r: False, headline=lambda n: n == "latency_p95_ms"),
     Family("stage latency", False, _stage_names, lambda n, r: bool(_STAGE.match(n)) and not _PERCENTILE.match(n)
            and n != "latency_mean_ms", _latency_value, lambda n, r: False, default=False),
     Family("tokens", False, lambda r: list(_TOKEN_PARTS), lambda n, r: n in _TOKEN_PARTS, _token_value,
-           lambda n, r: False),
+           lambda n, r: False, headline=lambda n: n == "tokens_per_query"),
     Family("cost", False, lambda r: ["cost_per_query"], lambda n, r: n == "cost_per_query", _cost_value,
-           lambda n, r: False),
+           lambda n, r: False, headline=lambda n: n == "cost_per_query"),
     Family("failures", False, lambda r: list(_FAILURE_TEST), lambda n, r: n in _FAILURE_TEST, _failure_value,
            lambda n, r: True, default=False),
 ]
 
 
+#: other names of measures -> the measure's own name (``groundedness``: faithfulness's other name, as in the judge
+#: tools)
+ALIASES: dict[str, str] = {"groundedness": "faithfulness"}
+
+
+def canonical(name: str) -> str:
+    """The measure's own name: an alias (``ALIASES``) resolved, any other name unchanged."""
+    return ALIASES.get(name, name)
+
+
+def headline(rows: Iterable[dict[str, float | None]]) -> list[str]:
+    """The headline values recorded in ``rows`` (run-level values by name, e.g. a history's runs), by family in
+    registry order (nDCG, recall and MRR at cut-off 10, the default-primary verdict judges, the reference-free
+    scores, latency p95, tokens and cost per query), in the order recorded within a family. A lower-is-better one
+    that is 0 in every row (a local model's tokens and cost) is left out, as compare leaves it out."""
+    given: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in row.items():
+            if value is not None:
+                given.setdefault(canonical(name), []).append(value)
+    return [n for family in FAMILIES for n, values in given.items() if family.headline(n)
+            and (family.higher_is_better or any(v != 0 for v in values))]
+
+
 def family_of(name: str, run: RunData) -> Family | None:
+    name = canonical(name)
     return next((f for f in FAMILIES if f.owns(name, run)), None)
 
 
@@ -300,6 +399,7 @@ def _mean(values: list[float]) -> float:
 
 def per_case(name: str, run: RunData) -> dict[str, float]:
     """case name -> the measure's value, the mean over the case's repeats (cases without a value omitted)."""
+    name = canonical(name)
     family = _family(name, run)
     out: dict[str, float] = {}
     for case, records in run.cases.items():
@@ -341,7 +441,7 @@ def aggregate_parts(name: str) -> tuple[str, Callable[[list[float]], float]]:
         return "latency_ms", lambda values: float(percentile(values, q))  # type: ignore[arg-type]
     if name == "latency_mean_ms":
         return "latency_ms", _mean
-    return name, _mean
+    return canonical(name), _mean
 
 
 def run_value(name: str, run: RunData, cases: set[str] | None = None) -> float | None:
@@ -371,25 +471,34 @@ def known_names(runs: list[RunData]) -> list[str]:
     return names
 
 
-#: why a run may lack a reference-free judge's values, and how to get them
-_MISSING_REFERENCE_FREE = {
-    "faithfulness": "it needs answers (a run without --skip-qa) with retrieved passages",
-    "answer_relevance": "it needs answers (a run without --skip-qa)",
-    "context_relevance": "it needs retrieved passages; judge.reference_free 'auto' leaves it out on a dataset with "
-                         "relevance labels",
-}
+def _not_applicable(name: str, run: RunData) -> Counter[str]:
+    """Why reference-free score ``name`` did not apply to the run's cases: its ``<name>_kind`` labels (none: the
+    judge did not run)."""
+    return Counter(r.judge_labels[f"{name}_kind"] for r in run.records if f"{name}_kind" in r.judge_labels)
 
 
-def unknown_metric(name: str, runs: list[RunData], where: str = "metric") -> EvaluationsError:
-    if name in _MISSING_REFERENCE_FREE:
+def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
+                   run: RunData | None = None) -> EvaluationsError:
+    """The error of a metric without values in ``run`` (default: the first of ``runs``): a reference-free score
+    that ran but applied to no case, one that did not run, or a name no run knows."""
+    measure, lacking = canonical(name), run or runs[0]
+    spec = REFERENCE_FREE.get(measure)
+    if spec is not None and (kinds := _not_applicable(measure, lacking)):
+        listed = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
         return EvaluationsError(
-            f"the run has no {name!r} values: {_MISSING_REFERENCE_FREE[name]}", where=where,
-            fix=f"re-run with judge.reference_free listing {name} (or EVALUATIONS_REFERENCE_FREE={name}), or use "
-                "one of: " + ", ".join(known_names(runs)))
+            f"{name!r} ran on {lacking.path} but applied to none of its cases: n 0, "
+            f"{kinds.total()} not applicable ({listed}); it applies to {spec.applies}", where=where,
+            fix=f"see why in the run's answers (report.html, or judge_labels.{measure}_kind in cases.jsonl); a rule "
+                f"on {name} needs a run with answers it applies to: fix the system, or drop the rule")
+    if spec is not None:
+        return EvaluationsError(
+            f"the run has no {name!r} values: {spec.needs}", where=where,
+            fix=f"re-run with judge.reference_free listing {measure} (or EVALUATIONS_REFERENCE_FREE={measure}), or "
+                "use one of: " + ", ".join(known_names(runs)))
     return EvaluationsError(
         f"unknown metric {name!r}", where=where,
         fix="use one of: " + ", ".join(known_names(runs)) + " (retrieval metrics at the run's cut-offs, the run's "
-            "judges, latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate)",
+            "judges, latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate; groundedness = faithfulness)",
     )
 
 
@@ -397,9 +506,9 @@ def check_metric(name: str, runs: list[RunData], where: str = "metric", *, per_c
     """EvaluationsError naming ``name`` unless every run has values for it (``per_case_only``: no run-level
     percentiles, which have no per-case values to pair)."""
     measure = aggregate_parts(name)[0]
-    if per_case_only and measure != name:
+    if per_case_only and measure != canonical(name):
         raise EvaluationsError(f"{name!r} is a run-level value with no per-case values to pair", where=where,
                                fix=f"compare {measure!r} (per case) instead")
     for run in runs:
         if family_of(measure, run) is None or not per_case(measure, run):
-            raise unknown_metric(name, runs, where)
+            raise unknown_metric(name, runs, where, run)
