@@ -1,5 +1,6 @@
 """A reference-free judge that fails on every case (its served checker answers /v1/models, then fails every
-question) is counted under its metric in summary.json and on the console, never dropped from the section."""
+question) is counted under its metric in summary.json and on the console, never dropped from the section; and a
+questions-only run cites no correctness judge."""
 
 from __future__ import annotations
 
@@ -56,5 +57,9 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
     line = next(ln for ln in output.splitlines() if ln.startswith("reference-free:"))
     assert f"faithfulness — (n 0, {len(QUESTIONS)} failed)" in line, line
     assert f"context_relevance — (n 0, {len(QUESTIONS)} failed)" in line, line
+    # no gold answers: no correctness judge can have judged anything, so none is cited as the primary judge
+    assert summary["answers"]["cases_to_answer"] == {"gold": 0, "unanswerable": 0, "no_gold": len(QUESTIONS)}
+    assert summary["answers"]["primary_judge"] is None and summary["answers"]["primary_validation"] is None
+    assert "Primary judge" not in (out / "report.html").read_text() and "primary judge" not in output
     records = [json.loads(ln) for ln in (out / "cases.jsonl").read_text().splitlines()]
     assert all({"faithfulness", "context_relevance"} <= {e["evaluator"] for e in r["judge_errors"]} for r in records)

@@ -220,6 +220,9 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         "averaging": AVERAGING,
         "analyses": analyses or [],
     }
+    if primary_judge and all(answer_kind(r) == "no_gold" for r in records if to_answer(r)):
+        # no case can be judged correct or not (no gold answers, e.g. a questions-only run): no primary judge
+        primary_judge = primary_validation = primary_chosen_by = None
     if any(r.qa.status != "skipped" or set(r.judges) - RETRIEVAL_JUDGES for r in records):
         summary["answers"] = _answer_summary(run, primary_judge, primary_validation, primary_chosen_by)
     if (reference_free := reference_free_summary(run)) is not None:
