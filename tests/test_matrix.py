@@ -10,7 +10,7 @@ import yaml
 from conftest import REPLIQA_20
 from test_cli_retrieval import run_cli
 
-from evaluations.experiments.matrix import pareto
+from evaluations.experiments.matrix import Grid, pareto, quality_name
 
 
 def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
@@ -57,6 +57,21 @@ def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
 def test_pareto_front_on_ties_and_missing_values():
     points = [(0.5, 1.0), (0.5, 1.0), (0.6, 2.0), (0.4, 0.5), (0.4, 3.0), (None, 0.1)]
     assert pareto(points) == [True, True, True, True, False, False]
+
+
+def test_the_default_quality_of_a_grid_without_gold_answers_is_faithfulness():
+    """Cells of questions-only runs have no primary judge and no nDCG: the fronts rank them by faithfulness, not by
+    a correctness judge that read no answer; a primary judge or nDCG still come first, and ``quality`` wins."""
+    from evaluations.results.rundata import AnswersSummary, RunSummary
+
+    no_gold = [RunSummary(metrics={"faithfulness": 0.8, "answer_relevance": 1.0, "context_relevance": 0.3})] * 2
+    grid = Grid(dataset="run", axes={"judge": ["none"]})
+    assert quality_name(grid, no_gold) == "faithfulness"
+    assert quality_name(grid, [RunSummary(metrics={"context_relevance": 0.3})]) == "context_relevance"
+    assert quality_name(grid, [RunSummary(metrics={"ndcg@10": 0.5, "faithfulness": 0.8})]) == "ndcg@10"
+    judged = RunSummary(metrics={"faithfulness": 0.8}, answers=AnswersSummary(primary_judge="offline_correct"))
+    assert quality_name(grid, [judged]) == "offline_correct"
+    assert quality_name(Grid(dataset="run", axes={"judge": ["none"]}, quality="answer_relevance"), no_gold) == "answer_relevance"
 
 
 def test_multilingual_e5_embedder_offline():

@@ -9,7 +9,8 @@ Grid file (paths are relative to the grid file's folder)::
     max_failures: "0"                # optional, per cell, as the run's --max-failures (N or P%)
     config: ../haiku.rag.yaml        # optional
     out: ../runs/matrix-repliqa      # optional (default runs/matrix-<grid file stem>)
-    quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge, else ndcg@10)
+    quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge, else
+                                     # the first of ndcg@10, faithfulness, context_relevance, answer_relevance a cell has)
     axes:
       embedder: [embedded:all-MiniLM-L6-v2, embedded:multilingual-e5-small]
       search_mode: [hybrid]
@@ -172,11 +173,19 @@ def within_max_failures(grid: Grid, summary: RunSummary) -> bool:
     return summary.counts.incomplete <= parse_max_failures(grid.max_failures, summary.counts.cases)
 
 
-def _quality_name(grid: Grid, summaries: list[RunSummary]) -> str:
+#: the default quality after the primary judge, in order: the first one some cell has
+DEFAULT_QUALITIES = ("ndcg@10", "faithfulness", "context_relevance", "answer_relevance")
+
+
+def quality_name(grid: Grid, summaries: list[RunSummary]) -> str:
+    """The grid's ``quality``, else the cells' primary judge (a run with gold answers), else the first of
+    ``DEFAULT_QUALITIES`` some cell has (a grid over questions-only runs ranks by faithfulness)."""
     if grid.quality:
         return grid.quality
     primary = next((s.primary_judge for s in summaries if s.primary_judge), None)
-    return primary or "ndcg@10"
+    if primary:
+        return primary
+    return next((name for name in DEFAULT_QUALITIES if any(name in s.metrics for s in summaries)), "ndcg@10")
 
 
 def quality_of(summary: RunSummary, name: str) -> float | None:
@@ -213,7 +222,7 @@ def summarize_matrix(grid: Grid, done: list[tuple[dict[str, str], Path]]) -> dic
 
     runs = [load_run(d) for _, d in done]
     summaries = [run.summary for run in runs]
-    quality = _quality_name(grid, summaries)
+    quality = quality_name(grid, summaries)
     # the quality's direction comes from the measure registry (context_waste, latency, cost: lower is better)
     family = next((f for run in runs if (f := family_of(aggregate_parts(quality)[0], run)) is not None), None)
     sign = -1.0 if family is not None and not family.higher_is_better else 1.0
