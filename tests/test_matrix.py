@@ -71,7 +71,8 @@ def test_the_default_quality_of_a_grid_without_gold_answers_is_faithfulness():
     assert quality_name(grid, [RunSummary(metrics={"ndcg@10": 0.5, "faithfulness": 0.8})]) == "ndcg@10"
     judged = RunSummary(metrics={"faithfulness": 0.8}, answers=AnswersSummary(primary_judge="offline_correct"))
     assert quality_name(grid, [judged]) == "offline_correct"
-    assert quality_name(Grid(dataset="run", axes={"judge": ["none"]}, quality="answer_relevance"), no_gold) == "answer_relevance"
+    chosen = Grid(dataset="run", axes={"judge": ["none"]}, quality="answer_relevance")
+    assert quality_name(chosen, no_gold) == "answer_relevance"
 
 
 def test_multilingual_e5_embedder_offline():

@@ -9,8 +9,9 @@ Grid file (paths are relative to the grid file's folder)::
     max_failures: "0"                # optional, per cell, as the run's --max-failures (N or P%)
     config: ../haiku.rag.yaml        # optional
     out: ../runs/matrix-repliqa      # optional (default runs/matrix-<grid file stem>)
-    quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge, else
-                                     # the first of ndcg@10, faithfulness, context_relevance, answer_relevance a cell has)
+    quality: offline_correct         # optional: the metric on the Pareto fronts (default: the primary judge,
+                                     # else the first of ndcg@10, faithfulness, context_relevance,
+                                     # answer_relevance that a cell has)
     axes:
       embedder: [embedded:all-MiniLM-L6-v2, embedded:multilingual-e5-small]
       search_mode: [hybrid]

@@ -56,7 +56,8 @@ def check_model(params: Any, known: Sequence[str]) -> str | None:
 
 
 def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], refit: str,
-                unwrap: Callable[[dict], Any] = lambda doc: doc, extra: Callable[[P], str | None] = lambda _: None) -> P:
+                unwrap: Callable[[dict], Any] = lambda doc: doc,
+                extra: Callable[[P], str | None] = lambda _: None) -> P:
     """The parameters in ``path`` as ``model``, checked (module docstring). ``what``: the judge, for messages;
     ``known``: the features the judge computes; ``refit``: the command that writes the file; ``unwrap``: where the
     parameters sit in the file's object; ``extra``: a further check of the judge's own fields."""
