@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_llm_server import Fault, FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,3 +64,26 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
     assert "Primary judge" not in (out / "report.html").read_text() and "primary judge" not in output
     records = [json.loads(ln) for ln in (out / "cases.jsonl").read_text().splitlines()]
     assert all({"faithfulness", "context_relevance"} <= {e["evaluator"] for e in r["judge_errors"]} for r in records)
+
+
+def test_first_relevant_hit_rate_and_mrr_by_hand():
+    """Four cases judged (first relevant chunk at rank 1, at rank 3, none, at rank 2) and one not judged:
+    hit rate 3/4, MRR (1 + 1/3 + 0 + 1/2) / 4, Wilson interval of 3/4 (statsmodels)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from evaluations.results.records import CaseRecord
+    from evaluations.results.reference_free import first_relevant
+
+    def record(name: str, verdicts: list[bool] | None) -> CaseRecord:
+        chunks = None if verdicts is None else [{"rank": i, "id": f"d{i}", "relevant": v, "p": 0.9 if v else 0.1}
+                                                for i, v in enumerate(verdicts, 1)]
+        first = next((i for i, v in enumerate(verdicts or [], 1) if v), None)
+        return CaseRecord(name=name, chunk_relevance=chunks, first_relevant_rank=first)
+
+    records = [record("a", [True, False]), record("b", [False, False, True]), record("c", [False, False]),
+               record("d", [False, True, True]), record("e", None)]
+    got = first_relevant(records)
+    assert got["cases"] == 4 and got["hit_rate"] == 0.75
+    assert got["mrr"] == pytest.approx((1 + 1 / 3 + 0 + 1 / 2) / 4)
+    assert got["ci95"] == list(proportion_confint(3, 4, method="wilson"))
+    assert first_relevant([record("e", None)]) is None

@@ -70,5 +70,7 @@ def reference_free_line(summary: RunSummary) -> str | None:
         value = f"{mean:.2f}" if isinstance(mean, (int, float)) else "—"
         extra = [f"{entry[key]} {said}" for key, said in (("not_applicable", "not applicable"), ("failed", "failed"))
                  if entry.get(key)]
+        if (first := entry.get("first_relevant")) and first.get("cases"):
+            extra.append(f"a relevant chunk in {first['hit_rate']:.0%} of cases, MRR {first['mrr']:.2f}")
         parts.append(f"{name} {value} (n {', '.join([str(n), *extra])})")
     return "reference-free: " + " · ".join(parts) if parts else None

@@ -12,6 +12,8 @@ a refusal, no retrieved context, no answer):
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
 * ``kinds``: how many records of D had each ``M_kind`` label ("claims", "refusal", "no_context", …).
 
+``context_relevance.first_relevant``: over the cases whose chunks were judged, the share with a chunk judged
+relevant (``hit_rate``, Wilson ``ci95``) and the mean reciprocal rank of the first one (``mrr``, 0 without one).
 Where the cases have qrels, ``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a
 chunk is relevant by the qrels when its document has grade > 0; a document absent from the qrels counts as not
 relevant, the BEIR/trec_eval convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
@@ -31,7 +33,7 @@ from evaluations.results import measures
 from evaluations.results.records import CaseRecord
 from evaluations.results.rundata import RunData
 
-__all__ = ["METRICS", "mean_ci", "qrels_agreement", "reference_free_summary", "score_summary"]
+__all__ = ["METRICS", "first_relevant", "mean_ci", "qrels_agreement", "reference_free_summary", "score_summary"]
 
 #: metric -> its domain (the records it applies to in principle), in report order
 METRICS: dict[str, Callable[[CaseRecord], bool]] = {
@@ -86,6 +88,19 @@ def score_summary(records: list[CaseRecord] | RunData, name: str) -> dict[str, A
             "ci95": list(ci) if ci else None, "kinds": dict(sorted(kinds.items()))}
 
 
+def first_relevant(records: list[CaseRecord]) -> dict[str, Any] | None:
+    """Over the cases whose chunks were judged: ``hit_rate`` = share with a chunk judged relevant (Wilson
+    ``ci95``), ``mrr`` = mean of 1 / ``first_relevant_rank`` (0 without one). Precision@k falls as k grows past the
+    relevant chunks; these say whether, and how high, the retriever put one. None without judged chunks."""
+    judged = [r for r in records if r.chunk_relevance]
+    if not judged:
+        return None
+    hits = [1.0 if r.first_relevant_rank else 0.0 for r in judged]
+    ci = mean_ci(hits)
+    return {"cases": len(judged), "hit_rate": sum(hits) / len(hits), "ci95": list(ci) if ci else None,
+            "mrr": sum(1.0 / r.first_relevant_rank for r in judged if r.first_relevant_rank) / len(judged)}
+
+
 def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
     """The chunk verdicts of the cases with qrels against the qrels (module docstring); None without any."""
     from evaluations.judging.agreement import agreement
@@ -115,6 +130,8 @@ def reference_free_summary(run: RunData) -> dict[str, Any] | None:
     if not names:
         return None
     section: dict[str, Any] = {"metrics": {name: score_summary(run, name) for name in names}}
+    if "context_relevance" in names and (first := first_relevant(run.records)) is not None:
+        section["metrics"]["context_relevance"]["first_relevant"] = first
     if "context_relevance" in names and (agreed := qrels_agreement(run.records)) is not None:
         section["metrics"]["context_relevance"]["qrels_agreement"] = agreed
     section["model_calls"] = sum(r.reference_free_calls or 0 for r in run.records)
