@@ -68,6 +68,12 @@ def test_every_problem_is_reported_with_line_and_field(tmp_path):
     assert "bad.jsonl:3: field 'graded_relevance.a'" in text
     assert "bad.jsonl:4: field 'id': duplicate id 'q1' (first at line 1)" in text
     assert "bad.jsonl:5: field 'relevant_docs': Extra inputs are not permitted" in text
+    assert 'keep fields of your own under "metadata"' in info.value.fix
+
+    own = tmp_path / "own.jsonl"  # fields of the user's own, under metadata: accepted, not read
+    own.write_text(json.dumps({"id": "q1", "query": "fine", "metadata": {"source": "faq", "owner": 3}}) + "\n")
+    [record] = read_records(own)
+    assert record.to_query().text == "fine" and record.metadata == {"source": "faq", "owner": 3}
 
     array = tmp_path / "bad.json"  # line numbers of records inside a JSON array
     array.write_text('[\n  {"id": "a", "query": "ok", "answers": ["x"]},\n\n  {"id": "b",\n   "query": 3,'

@@ -3,9 +3,10 @@
 Query record (``DatasetRecord``; JSON schema in ``datasets/schemas/dataset_record.schema.json``)::
 
     {"id": "q1", "query": "...", "relevant_doc_ids": ["d1"], "graded_relevance": {"d2": 2},
-     "answers": ["..."], "tags": ["x"], "category": "how-to", "difficulty": "easy"}
+     "answers": ["..."], "tags": ["x"], "category": "how-to", "difficulty": "easy", "metadata": {"source": "faq"}}
 
-``relevant_doc_ids`` count as grade 1 unless ``graded_relevance`` grades them; a record may have neither
+``metadata`` (an object) holds fields of your own, accepted and not read; any other unknown field is an error (a
+typo such as ``answer`` for ``answers`` must not pass silently). ``relevant_doc_ids`` count as grade 1 unless ``graded_relevance`` grades them; a record may have neither
 relevance nor answers (``id`` and ``query`` only): the reference-free judges (``answer_relevance``) still measure
 its answer. ``category`` and ``difficulty`` become the tags ``category:<x>`` / ``difficulty:<y>``. A JSON file is
 an array of records or ``{"queries": [...]}``; a YAML file a list of records.
@@ -47,6 +48,8 @@ class DatasetRecord(BaseModel):
     category: str | None = None
     difficulty: str | None = None
     answerable: bool = True
+    metadata: dict[str, Any] = Field(default_factory=dict,
+                                     description="Fields of your own (source, owner, ...): accepted, not read.")
 
     @field_validator("id", mode="before")
     @classmethod
@@ -137,8 +140,12 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
         seen.setdefault(record.id, line)
         records.append(record)
     if problems:
+        fix = "see datasets/schemas/dataset_record.schema.json"
+        if any("Extra inputs are not permitted" in p for p in problems):
+            fix = ('a field the schema does not know may be a typo: correct it, or keep fields of your own under '
+                   '"metadata": {...}; ' + fix)
         raise EvaluationsError(f"{len(problems)} problem(s) in the dataset file:\n  " + "\n  ".join(problems[:50]),
-                               where=str(path), fix="see datasets/schemas/dataset_record.schema.json")
+                               where=str(path), fix=fix)
     if not records:
         raise EvaluationsError("the dataset file has no records", where=str(path), fix="add query records")
     return records
