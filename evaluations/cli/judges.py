@@ -15,7 +15,7 @@ from rich.table import Table
 from evaluations.cli.options import parse_judges
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
-from evaluations.core.exits import EXIT_CHECK_FAILED
+from evaluations.core.exits import EXIT_CASES_FAILED, EXIT_CHECK_FAILED
 from evaluations.core.fsutil import atomic_write_text
 from evaluations.core.progress import progress_bar
 from evaluations.judging.lexical import KEYWORD_THRESHOLD
@@ -100,17 +100,18 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
+    config = _judge_config(judge_model, config_path)
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)), judges=names)
-    served = _served_config(judge_model, config_path)
-    batch = {n: PASSAGE_JUDGES[n](cache=not no_cache, config=served) for n in names if n in PASSAGE_JUDGES}
-    _note_checker(names, served)
+    cache = not no_cache and config.cache.enabled
+    failures: dict[str, list[tuple[str, str]]] = {}
+    batch = {n: _counting(PASSAGE_JUDGES[n](cache=cache, config=config), failures.setdefault(n, []))
+             for n in names if n in PASSAGE_JUDGES}
+    _note_checker(names, config)
     llm = None
     if "llm" in names:
-        from evaluations.core.config import load_config, parse_model_ref
         from evaluations.judging.llm import batch_judge
 
-        config = served or load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
-        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=not no_cache)
+        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=cache)
     with _progress() as progress:
         tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *PASSAGE_JUDGES)
                                       else None) for n in names}
@@ -120,17 +121,21 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
         results = run_judges(
             examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
-            llm=llm, cache=not no_cache, batch=batch,
+            llm=llm, cache=cache, batch=batch,
         )
+    failed = {r.judge: len(failures[r.judge]) if r.judge in failures else
+              (0 if r.judge in NOT_JUDGED else len(examples) - r.n) for r in results}
     if as_json:
         payload = {
             "files": list(files),
             "examples": len(examples),
             "questions": len({e.group for e in examples}),
             "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
-            "judges": [r.to_dict() for r in results],
+            "judges": [{**r.to_dict(), "failed": failed[r.judge],
+                        "not_applicable": len(examples) - r.n - failed[r.judge]} for r in results],
         }
         click.echo(json.dumps(payload, indent=2))
+        _exit_if_failed(failed, failures, len(examples), config)
         return
     n_questions = len({e.group for e in examples})
     table = Table(
@@ -154,9 +159,59 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     if labelled:
         click.echo(f"human says positive: {labelled[0].human_positive_rate:.1%}")
     for r in results:
-        if r.n < len(examples):
+        if r.n + failed[r.judge] < len(examples):
             why = NOT_JUDGED.get(r.judge, "the judge failed on them")
-            click.echo(f"{r.judge}: {len(examples) - r.n} of {len(examples)} rows not judged ({why})")
+            click.echo(f"{r.judge}: {len(examples) - r.n - failed[r.judge]} of {len(examples)} rows not judged "
+                       f"({why})")
+    _exit_if_failed(failed, failures, len(examples), config)
+
+
+def _counting(run, failed: list[tuple[str, str]]):
+    """``run`` (a reference-free batch judge) asked one row at a time: a row its served checker fails on
+    (``served_checker.CheckFailed``: an error status, a reply that is not JSON, no yes/no in any mode) gets a NaN
+    verdict (left out of the agreement) and its (file:line, error) is appended to ``failed``, never dropped."""
+    import numpy as np
+
+    from evaluations.judging.served_checker import CheckFailed
+
+    def each(examples, progress=None):
+        verdicts = []
+        for e in examples:
+            try:
+                verdicts.append(float(np.asarray(run([e]), dtype=float)[0]))
+            except CheckFailed as exc:
+                verdicts.append(float("nan"))
+                failed.append((e.source, str(exc)))
+            if progress is not None:
+                progress(1)
+        return np.array(verdicts, dtype=float)
+
+    return each
+
+
+def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, str]]], rows: int,
+                    config: Config, left: str = "left out of the agreement above") -> None:
+    """Exit 3 (``EXIT_CASES_FAILED``, as a run with failed cases) when a judge failed on some rows: each judge's
+    count and its first error on stderr; the agreement above is that of the rows it judged."""
+    if not any(failed.values()):
+        return
+    from evaluations.models.chat import describe_model
+
+    model = config.judge.model
+    url = describe_model(model, config).get("base_url") if model is not None else None
+    for judge, count in failed.items():
+        if not count:
+            continue
+        first = failures.get(judge) or []
+        detail = f"; first: {first[0][0]}: {first[0][1][:300]}" if first else ""
+        click.echo(f"{judge}: {count} of {rows} rows FAILED: the judge model gave no verdict ({left}){detail}",
+                   err=True)
+    total = sum(failed.values())
+    server = f"the model server at {url}" if url else "the judge model"
+    click.echo(f"exit {EXIT_CASES_FAILED}: {total} row verdict(s) failed; fix: check {server} (its log), then run "
+               "again (the verdicts it gave are cached unless --no-cache: only the failed rows are asked again); or "
+               "use --judge embedded", err=True)
+    raise SystemExit(EXIT_CASES_FAILED)
 
 
 @click.command("calibrate-judge")
@@ -186,6 +241,7 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     write parameters that fail the controls (``judge-check``); a reference-free judge (faithfulness,
     context_relevance) is refitted on the signals of the checker it will run with and refuses to write parameters
     that validate worse than the current ones on the same rows, unless --force."""
+    _judge_config(judge_model, config_path)  # a bad config or --judge is an error on every path
     if judge != "offline":
         _calibrate_reference_free(files, judge, out, folds, limit, force, judge_model, config_path, no_cache)
         return
@@ -244,29 +300,29 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
     """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
     from evaluations.core.env import env_dir
     from evaluations.judging.offline import JUDGES_ENV, default_params_path
-    from evaluations.judging.refit import checker_name, refit
+    from evaluations.judging.refit import RowsFailed, refit
+    from evaluations.judging.served_checker import judge_tools
 
     name = _judge_name(judge)
+    config = _judge_config(judge_model, config_path)
     examples = _load(files, limit, passages=True, judges=(name,))
-    served = _served_config(judge_model, config_path)
-    if served is not None:
-        from evaluations.judging.served_checker import served_tools
-
-        scorer, decompose = served_tools(served, name)
-    else:
-        from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
-
-        scorer, decompose = load_scorer(PASSAGE_SYSTEM), None
-    checker = f"{checker_name(served.judge.model if served is not None else None)} (checker id {scorer.id})"
+    scorer, decompose = judge_tools(config, name)
+    checker = f"{_checker(config)} (checker id {scorer.id})"
     cache = None
-    if not no_cache:
+    if not no_cache and config.cache.enabled:
         from evaluations.judging.embedded import VerdictCache
 
         cache = VerdictCache()
-    with _progress() as progress:
-        task = progress.add_task(f"{name}: asking {checker.split(' ')[0]}", total=len(examples))
-        result = refit(name, examples, scorer=scorer, decompose=decompose, cache=cache, checker=checker, folds=folds,
-                       progress=lambda k: progress.update(task, advance=k))
+    try:
+        with _progress() as progress:
+            task = progress.add_task(f"{name}: asking {checker.split(' ')[0]}", total=len(examples))
+            result = refit(name, examples, scorer=scorer, decompose=decompose, cache=cache, checker=checker,
+                           folds=folds, progress=lambda k: progress.update(task, advance=k))
+    except RowsFailed as failed:
+        m = failed.measured
+        _exit_if_failed({name: len(m.failed)}, {name: m.failed}, m.rows, config,
+                        left=f"{len(m.y)} rows measured, {m.not_applicable} not applicable: nothing is fitted on "
+                             "part of the rows, nothing written")
     m = result.measured
     table = Table(title=f"{name} on {len(m.y)} labelled rows, {len(set(m.groups.tolist()))} questions, "
                         f"through {checker}",
@@ -388,24 +444,49 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
-def _note_checker(judges: list[str], served: Config | None) -> None:
+def _note_checker(judges: list[str], config: Config | None) -> None:
     """On stderr, a note per reference-free judge whose parameters were fitted through another checker than the
     one these verdicts come from (``judging.refit.checker_note``): its agreement is then that of borrowed weights."""
-    from evaluations.judging.refit import REFITS, checker_name, checker_note
+    from evaluations.judging.refit import REFITS, checker_note
 
-    checker = checker_name(served.judge.model if served is not None else None)
+    checker = _checker(config)
     for name in dict.fromkeys(_judge_name(j) for j in judges if j in REFITS):
         if note := checker_note(name, checker):
             click.echo(f"note: {note}", err=True)
 
 
-def _served_config(judge_model: str, config_path: str | None) -> Config | None:
-    """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
-    ask it, ``passage_judges``), else None (the embedded model)."""
+def _checker(config: Config | None) -> str:
+    """The checker the reference-free judges ask under ``config`` (``refit.checker_name``): ``embedded`` for the
+    default embedded judge, ``embedded:NAME`` for another embedded model, else ``provider:name``."""
+    from evaluations.judging.embedded import DEFAULT_JUDGE
+    from evaluations.judging.llm import embedded_judge_name
+    from evaluations.judging.refit import checker_name
+
+    model = config.judge.model if config is not None else None
+    if model is not None and model.provider == "embedded" and embedded_judge_name(model) != DEFAULT_JUDGE:
+        return f"embedded:{embedded_judge_name(model)}"
+    return checker_name(model)
+
+
+def _judge_config(judge_model: str, config_path: str | None) -> Config:
+    """The config (``--config``, else the usual resolution; loaded and validated on every path: a bad file, key or
+    value is one error) with ``judge.model`` = ``--judge``; an embedded model's name must be a known one."""
     from evaluations.core.config import load_config, parse_model_ref
 
     ref = parse_model_ref(judge_model, flag="--judge")
-    return None if ref["provider"] == "embedded" else load_config(config_path, {"judge.model": ref})
+    if ref["provider"] == "embedded" and ref.get("name"):
+        from evaluations.models import gguf
+
+        gguf.resolve(ref["name"], where="--judge")
+    return load_config(config_path, {"judge.model": ref})
+
+
+def _served_config(judge_model: str, config_path: str | None) -> Config | None:
+    """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
+    ask it, ``passage_judges``), else None (the embedded model); the config is validated either way."""
+    config = _judge_config(judge_model, config_path)
+    model = config.judge.model
+    return None if model is None or model.provider == "embedded" else config
 
 
 def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, no_cache: bool,

@@ -2,7 +2,8 @@
 
 ``0`` all went well; ``1`` a check said no (``gate`` rules broken, ``judge-check`` or ``golden validate``
 failing, fitted judge parameters refused); ``2`` bad input (an EvaluationsError: one message, no traceback);
-``3`` a run (or a matrix cell) finished with more cases that did not complete than ``--max-failures`` allows;
+``3`` a run (or a matrix cell) finished with more cases that did not complete than ``--max-failures`` allows,
+or ``judge-agreement``/``calibrate-judge`` had rows the judge model failed on;
 ``130`` interrupted.
 """
 

@@ -120,8 +120,27 @@ def _json_type(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
+def _wrapped_rows(data: dict[str, Any], path: Path) -> list[Any]:
+    """The rows of a top-level object: its one member that is an array of objects (``{"data": [...]}``, as some
+    exports wrap them; empty arrays beside a non-empty one do not count); any other object is an error saying so
+    (one row is not a file of rows)."""
+    arrays = [k for k, v in data.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)]
+    if len(arrays) > 1:
+        arrays = [k for k in arrays if data[k]] or arrays[:1]  # an empty array beside the rows is not a choice
+    if len(arrays) == 1:
+        return data[arrays[0]]
+    fix = ("make the file a JSON array of row objects ([{...}, {...}]), or write JSONL (one object per line); an "
+           "object is read only when exactly one of its members is the array of rows")
+    if arrays:
+        raise EvaluationsError(f"the file is a JSON object with several arrays of objects ({', '.join(arrays)}): "
+                               "which one holds the rows is not clear", where=str(path), fix=fix)
+    raise EvaluationsError("the file is one JSON object, not an array of rows (no member of it is an array of "
+                           "objects)", where=str(path), fix=fix)
+
+
 def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a JSON array file (or the first array inside a top-level object); "line" = 1-based row index."""
+    """Rows of a JSON array file, or of the one array of objects inside a top-level object (``_wrapped_rows``);
+    "line" = 1-based row index."""
     with _open_binary(path) as handle:
         raw = handle.read()
     try:
@@ -136,7 +155,7 @@ def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})", where=f"{path}:{exc.lineno}",
                                fix="fix the JSON at that line") from None
     if isinstance(data, dict):
-        data = next((v for v in data.values() if isinstance(v, list)), [data])
+        data = _wrapped_rows(data, path)
     if not isinstance(data, list):
         raise EvaluationsError(f"expected an array of objects, got {_json_type(data)}", where=str(path),
                                fix="make the file an array of objects")

@@ -12,7 +12,8 @@ uses ``judging.heldout``, which reads ``judging.agreement``.
 
 Each factory takes ``cache`` and ``config``: with ``judge.model`` on a served model (``--judge ollama:NAME`` /
 ``openai:NAME``) the judges ask that server, as a run does (``served_checker.served_tools``: the server's claim
-decomposition and its yes/no), so a served judge can be checked against the same labels; else the embedded model.
+decomposition and its yes/no), so a served judge can be checked against the same labels; else the embedded model
+(``judge.model.name``, under the config's ``storage.data_dir``: ``served_checker.judge_tools``).
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ def _per_example(rule: Callable[[LabelledAnswer, bool, tuple[Any, Any]], float],
     unreachable server is an error before any example."""
 
     def factory(cache: bool = True, config: Config | None = None) -> BatchJudge:
-        from evaluations.judging.served_checker import served_tools
+        from evaluations.judging.served_checker import judge_tools
 
-        tools = served_tools(config, judge) if config is not None else (None, None)
+        tools = judge_tools(config, judge) if config is not None else (None, None)
 
         def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
             values = []

@@ -4,8 +4,10 @@ A row (JSONL, JSON array or CSV, ``datasets.rows``) holds ``query``, ``context``
 text; in CSV a JSON list), ``generated_answer`` (not needed for context relevance), ``label`` (the property the
 judge measures: the answer is supported by the context / the passage is needed to answer; true/false, 1/0,
 yes/no; null = not applicable, left out of the agreement) and optional ``id`` (the question: the resampling unit),
-``system``, ``reference_answer``. The hand-labelled sets of this project are read by their own loaders, detected
-from their first row (``LOADERS``): faithfulness labels (``judging.faith_labels``) and context-relevance labels
+``system``, ``reference_answer`` (a text or a list of texts). ``query`` is a non-empty string and
+``generated_answer`` a string (null or "" = no answer): a number or a boolean is an error, never read as text.
+The hand-labelled sets of this project are read by their own loaders, detected from their first row
+(``LOADERS``): faithfulness labels (``judging.faith_labels``) and context-relevance labels
 (``judging.context_labels``). Every row becomes a ``LabelledAnswer`` whose ``passages`` are the context.
 """
 
@@ -60,23 +62,46 @@ def _passages(value: Any, where: str) -> tuple[str, ...]:
                            fix=_FIX)
 
 
+def _json_kind(value: Any) -> str:
+    """``value`` as a message names it: its JSON type and the value, cut to 60 characters."""
+    kind = {bool: "a boolean", list: "a list", dict: "an object", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+    return kind if value is None else f"{kind} ({json.dumps(value, ensure_ascii=False)[:60]})"
+
+
+def _references(value: Any, where: str) -> tuple[str, ...]:
+    """``reference_answer``: null/absent (none), one text, or a list of texts (alternatives)."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v for v in value if v)
+    raise EvaluationsError(f"field 'reference_answer' must be a string or a list of strings, got {_json_kind(value)}",
+                           where=where, fix='write the gold answer as text ("1889"), a list of texts, or null')
+
+
 def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False) -> LabelledAnswer | None:
     for key in ("query", "context", "label", *(("generated_answer",) if needs_answer else ())):
         if key not in row:
             why = ' (the judges asked for read the answer; an empty answer is "")' if key == "generated_answer" else ""
             raise EvaluationsError(f"missing field {key!r}{why}", where=where, fix=_FIX)
-    if not isinstance(row["query"], str):
-        raise EvaluationsError(f"field 'query' must be a string, got {row['query']!r}", where=where, fix=_FIX)
+    if not isinstance(row["query"], str) or not row["query"].strip():
+        got = "an empty string" if isinstance(row["query"], str) else _json_kind(row["query"])
+        raise EvaluationsError(f"field 'query' must be a non-empty string (the question), got {got}", where=where,
+                               fix=_FIX)
     answer = row.get("generated_answer")
-    if answer is not None and not isinstance(answer, (str, int, float)):
-        raise EvaluationsError(f"field 'generated_answer' must be a string, got {answer!r:.80}", where=where, fix=_FIX)
+    if answer is not None and not isinstance(answer, str):
+        quoted = f'; write it as text: "{answer}"' if isinstance(answer, (int, float)) and \
+            not isinstance(answer, bool) else ""
+        raise EvaluationsError(f"field 'generated_answer' must be a string (null or \"\" for no answer), got "
+                               f"{_json_kind(answer)}", where=where, fix=f"{_FIX}{quoted}")
     if row["label"] is None:
         return None
     passages = _passages(row["context"], where)
-    refs = row.get("reference_answer") or ()
     return LabelledAnswer(
-        question=row["query"], references=(refs,) if isinstance(refs, str) else tuple(refs),
-        answer=str(row.get("generated_answer") or ""), label=parse_label(row["label"], where),
+        question=row["query"], references=_references(row.get("reference_answer"), where),
+        answer=answer or "", label=parse_label(row["label"], where),
         group=str(row.get("group") or row.get("id") or f"row{n}"), source=where, system=str(row.get("system") or ""),
         context="\n\n".join(passages), passages=passages)
 

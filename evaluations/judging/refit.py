@@ -41,7 +41,8 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.judging.agreement import Agreement, agreement
 from evaluations.judging.labels import LabelledAnswer
 
-__all__ = ["REFITS", "Measured", "Refit", "Refitter", "checker_name", "checker_note", "fitted_through", "refit"]
+__all__ = ["REFITS", "Measured", "Refit", "Refitter", "RowsFailed", "checker_name", "checker_note", "fitted_through",
+           "refit"]
 
 Progress = Callable[[int], None]
 
@@ -57,6 +58,8 @@ class Measured:
     not_applicable: int = 0  # labelled rows the judge does not apply to (left out)
     calls: int = 0  # model calls made (0 when every verdict was cached)
     names: Sequence[str] = field(default=())  # the feature names of the columns
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (file:line, why) of rows the checker failed on
+    rows: int = 0  # labelled rows measured: fitted + not applicable + failed
 
     @cached_property
     def x(self) -> np.ndarray:
@@ -88,21 +91,29 @@ def _context_current() -> Any:
 
 def _measure(examples: Sequence[LabelledAnswer], one: Callable[[LabelledAnswer], tuple[np.ndarray | None, int]],
              names: Sequence[str], progress: Progress | None) -> Measured:
-    """``one(row)`` -> (its claims' feature rows, or None when the judge does not apply; model calls) per row."""
-    rows, y, groups, sources, skipped, calls = [], [], [], [], 0, 0
+    """``one(row)`` -> (its claims' feature rows, or None when the judge does not apply; model calls) per row. A
+    row the served checker fails on (``served_checker.CheckFailed``) is counted in ``failed``, never dropped."""
+    from evaluations.judging.served_checker import CheckFailed
+
+    rows, y, groups, sources, skipped, calls, failed = [], [], [], [], 0, 0, []
     for e in examples:
-        features, called = one(e)
-        calls += called
-        if features is None:
-            skipped += 1
+        try:
+            features, called = one(e)
+        except CheckFailed as exc:
+            failed.append((e.source, str(exc)))
         else:
-            rows.append(features)
-            y.append(e.label)
-            groups.append(e.group)
-            sources.append(e.source)
+            calls += called
+            if features is None:
+                skipped += 1
+            else:
+                rows.append(features)
+                y.append(e.label)
+                groups.append(e.group)
+                sources.append(e.source)
         if progress is not None:
             progress(1)
-    return Measured(rows, np.array(y, bool), np.array(groups), sources, skipped, calls, names=names)
+    return Measured(rows, np.array(y, bool), np.array(groups), sources, skipped, calls, names=names, failed=failed,
+                    rows=len(examples))
 
 
 def _context_measure(examples: Sequence[LabelledAnswer], *, scorer: Any, decompose: Any, cache: Any, current: Any,
@@ -203,6 +214,15 @@ REFITS: dict[str, Refitter] = {
 REFITS["groundedness"] = REFITS["faithfulness"]
 
 
+class RowsFailed(Exception):
+    """The checker failed on some labelled rows (``measured.failed``): nothing is fitted on the rest, since the
+    rows it left out are not a random sample of the labels (the caller says so and writes nothing)."""
+
+    def __init__(self, judge: str, measured: Measured):
+        self.judge, self.measured = judge, measured
+        super().__init__(f"{judge}: the checker failed on {len(measured.failed)} of {measured.rows} labelled rows")
+
+
 # -- the whole refit -----------------------------------------------------------------------------------------------
 @dataclass
 class Refit:
@@ -253,13 +273,16 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
           checker: str, folds: int = 5, resamples: int = 1000, seed: int = 0,
           progress: Progress | None = None) -> Refit:
     """Measure ``examples`` through ``scorer``, cross-validate the refit, and fit it on every row (module
-    docstring). EvaluationsError when the rows cannot support ``folds``-fold CV."""
+    docstring). ``RowsFailed`` when the checker failed on a row (after every row was asked: the verdicts it gave
+    are cached); EvaluationsError when the rows cannot support ``folds``-fold CV."""
     from sklearn.model_selection import GroupKFold
 
     spec = REFITS[judge]
     current = spec.current()
     measured = spec.measure(examples, scorer=scorer, decompose=decompose, cache=cache, current=current,
                             progress=progress)
+    if measured.failed:
+        raise RowsFailed(judge, measured)
     counts = {label: int((measured.y == label).sum()) for label in (True, False)}
     questions = len(set(measured.groups.tolist()))
     if min(counts.values()) < folds or questions < folds:

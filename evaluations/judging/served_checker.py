@@ -22,7 +22,8 @@ replayed first by the ladder), so a re-run makes no call; ``calls`` counts the q
 The API is synchronous (the judges run in worker threads): each checker runs its model on its own event loop in
 a daemon thread (an anyio blocking portal), so the HTTP client stays on one loop whichever thread asks, also while
 another event loop runs in the caller's process. A server that cannot be reached is one ``EvaluationsError``
-naming its URL.
+naming its URL; a question the server fails (an error status, a reply that is not the API's JSON, no usable
+answer in any mode) is one ``CheckFailed`` naming the URL, which callers count as a failed row or case.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config, LLMModel
 
 __all__ = ["FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "CheckFailed", "ServedChecker", "YesNo", "checker_for",
-           "claims_from_model", "served_rubric", "served_tools"]
+           "claims_from_model", "judge_tools", "served_rubric", "served_tools"]
 
 FALLBACK_RUBRIC = "reference_free_served.md"  # used while a judge ships no rubric of its own
 MAX_CHARS = 6000  # characters of shared text (passage) + tail per question, ~1,500 tokens
@@ -77,12 +78,17 @@ class Claims(BaseModel):
 
 
 class CheckFailed(Exception):
-    """Every output mode failed for one question; ``failures``: (mode, error) in the order tried."""
+    """One question the served checker could not answer: every output mode failed (``failures``: (mode, error)
+    in the order tried), or, with ``request`` True, the server answered the request with an error (an HTTP error
+    status, a reply that is not the API's JSON; ``failures``: one ("request", error)). ``url``: the server's."""
 
-    def __init__(self, failures: list[tuple[str, Exception]]):
-        self.failures = failures
-        super().__init__("no output mode of the served checker worked: "
-                         + "; ".join(f"{mode}: {error}" for mode, error in failures))
+    def __init__(self, failures: list[tuple[str, Exception]], *, url: str = "", request: bool = False):
+        self.failures, self.url, self.request = failures, url, request
+        at = f" at {url}" if url else ""
+        what = (f"the model server{at} failed the request" if request
+                else f"no output mode of the served checker{at} worked")
+        super().__init__(f"{what}: " + "; ".join(str(error) if request else f"{mode}: {error}"
+                                                 for mode, error in failures))
 
 
 def _daemon_portal() -> Any:
@@ -158,7 +164,9 @@ class ServedChecker:
         prompt = f"Question: {question.strip()}\nAnswer: {answer.strip()}"
         try:
             return self._sync(self.claims_ladder, lambda mode: self._claims(mode, prompt))
-        except CheckFailed:
+        except CheckFailed as failed:
+            if failed.request:  # the server failed, not the model's output: the question fails
+                raise
             return None
 
     def close(self) -> None:
@@ -177,7 +185,7 @@ class ServedChecker:
         return portal.call(self._climb, ladder, attempt)
 
     async def _climb(self, ladder: OutputLadder, attempt: Callable[[str], Awaitable[T]]) -> T:
-        from pydantic_ai.exceptions import ModelConnectionError
+        from pydantic_ai.exceptions import ModelAPIError, ModelConnectionError
 
         from evaluations.models.cache import CachedModel
 
@@ -190,13 +198,15 @@ class ServedChecker:
         try:
             result = await ladder.run(self.model, attempt, start)
         except LadderFailed as exc:
-            raise CheckFailed(exc.failures) from exc
+            raise CheckFailed(exc.failures, url=self.url) from exc
         except ModelConnectionError as exc:
             raise EvaluationsError(
                 f"cannot reach the model server of the reference-free judges at {self.url} ({exc.message})",
                 where=self.where,
                 fix=f"start the server, or correct {self.where}; or use the built-in model (provider: embedded)",
             ) from None
+        except ModelAPIError as exc:  # an HTTP error status after its retries, a reply that is not the API's JSON
+            raise CheckFailed([("request", exc)], url=self.url, request=True) from exc
         finally:
             replayable = isinstance(self.model, CachedModel) and self.model.cache is not None
             if passes > 1 or (passes == 1 and not replayable):
@@ -319,3 +329,16 @@ def served_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], 
     modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
     checker = checker_for(model, config, judge=judge, modes=modes)
     return checker, checker.claims  # its claims ladder is the structured modes, as claims_from_model's checker's
+
+
+def judge_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[str] | None] | None]:
+    """(checker, claim decomposition) of ``judge`` on ``judge.model`` for the judge commands (judge-agreement,
+    calibrate-judge): ``served_tools`` for a served model; for the embedded provider (or none) the embedded scorer
+    of ``judge.model.name`` (default: the embedded judge) under the config's ``storage.data_dir``, and the
+    deterministic splitter (None)."""
+    from evaluations.core.config import LLMModel
+
+    model = config.judge.model
+    if model is None or model.provider == "embedded":
+        return checker_for(model or LLMModel(provider="embedded"), config, judge=judge), None
+    return served_tools(config, judge)

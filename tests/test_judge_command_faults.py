@@ -1,0 +1,215 @@
+"""Faults and bad input of ``judge-agreement`` / ``calibrate-judge`` on the reference-free judges' labelled rows.
+
+A served judge that is reachable but fails its requests (HTTP 500, a reply that is not JSON, "maybe", an empty
+reply) is scripted with the fake server (tests/fake_llm_server.py): its rows are counted as failed, the agreement
+is that of the rows judged, and the command exits 3 as a run with failed cases does; calibrate-judge writes
+nothing. Bad rows, configs and ``--judge`` names are one error (exit 2) before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_llm_server import Fault, FakeLLMServer
+
+from evaluations.cli.root import main
+from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.rows import iter_rows
+
+PASSAGE = "The Eiffel Tower is in Paris. It was completed in 1889."
+OTHER = "The Zanzibar lighthouse was painted blue in 1902."
+ROWS = [
+    {"query": "When was the Eiffel Tower completed?", "context": [PASSAGE],
+     "generated_answer": "It was completed in 1889.", "label": True},
+    {"query": "What colour is the Zanzibar lighthouse?", "context": [OTHER],
+     "generated_answer": "It is red.", "label": False},
+]
+
+
+def _rows(tmp_path: Path, rows: list[dict], name: str = "rows.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``evaluations ARGS`` in this process; 0 when it did not exit."""
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as exited:
+        code = exited.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _served_config(tmp_path: Path, url: str) -> Path:
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"providers:\n  openai:\n    base_url: {url}\nrequests:\n  retries: 0\n  timeout: 20\n"
+                      f"judge:\n  retries: 0\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
+    return config
+
+
+def _one_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("error: ") == 1 and "fix:" in err, err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in {err!r}"
+
+
+# -- a served judge failing mid-way ------------------------------------------------------------------------
+FAULTY = {
+    "http 500": (lambda body: Fault("500"), "status_code: 500"),
+    "not json": (lambda body: Fault("malformed"), "Failed to decode response as JSON"),
+    "maybe": (lambda body: "maybe", "neither yes nor no"),
+    "empty reply": (lambda body: "", "no output mode of the served checker"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTY))
+def test_a_served_judge_failing_every_request_is_counted_and_exits_3(tmp_path, capsys, fault):
+    responder, said = FAULTY[fault]
+    rows = _rows(tmp_path, ROWS)
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _served_config(tmp_path, server.openai_url)
+        served = ["--judge", "openai:judge", "--config", str(config), "--no-cache"]
+        code, out, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness,context_relevance",
+                              "--json", "--resamples", "0", *served)
+        assert code == 3, err
+        assert "Traceback" not in err
+        judged = {j["judge"]: j for j in json.loads(out)["judges"]}
+        for judge in ("faithfulness", "context_relevance"):
+            assert (judged[judge]["n"], judged[judge]["failed"], judged[judge]["not_applicable"]) == (0, 2, 0)
+            assert f"{judge}: 2 of 2 rows FAILED" in err
+        assert said in err and server.openai_url in err and f"{rows}:1" in err
+        assert "exit 3: 4 row verdict(s) failed" in err
+
+        written = tmp_path / "faithfulness.json"
+        code, out, err = _cli(capsys, "calibrate-judge", str(rows), "--judges", "faithfulness", "--out",
+                              str(written), *served)
+        assert code == 3 and "Traceback" not in err, err
+        assert "faithfulness: 2 of 2 rows FAILED" in err and "nothing written" in err and said in err
+        assert not written.exists()
+
+
+def test_rows_the_server_fails_are_counted_beside_the_agreement_of_the_rows_it_judged(tmp_path, capsys):
+    """The server answers "yes" about the Eiffel Tower passage and fails every question about the other: one row
+    judged, one failed, never dropped; the table says both, and the exit is 3."""
+
+    def responder(body: dict) -> object:
+        return Fault("500") if "Zanzibar" in json.dumps(body) else "yes"
+
+    rows = _rows(tmp_path, ROWS)
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _served_config(tmp_path, server.openai_url)
+        code, out, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "context_relevance",
+                              "--resamples", "0", "--judge", "openai:judge", "--config", str(config), "--no-cache")
+    assert code == 3 and "Traceback" not in err, err
+    line = next(x for x in out.splitlines() if x.strip().startswith("context_relevance"))
+    assert line.split()[-1] == "1"  # judged: the Eiffel Tower row
+    assert "context_relevance: 1 of 2 rows FAILED" in err and f"{rows}:2" in err
+    assert "not judged" not in out  # a failed row is not "not applicable"
+
+
+# -- bad rows --------------------------------------------------------------------------------------------------
+BAD_ROWS = {
+    "reference_answer int": ({"reference_answer": 5}, "'reference_answer'", "a number (5)"),
+    "reference_answer dict": ({"reference_answer": {"x": 1}}, "'reference_answer'", "an object"),
+    "reference_answer list of ints": ({"reference_answer": [1, 2]}, "'reference_answer'", "a list ([1, 2])"),
+    "empty query": ({"query": ""}, "'query'", "an empty string"),
+    "blank query": ({"query": "  "}, "'query'", "an empty string"),
+    "answer 0": ({"generated_answer": 0}, "'generated_answer'", 'write it as text: "0"'),
+    "answer 1889": ({"generated_answer": 1889}, "'generated_answer'", 'write it as text: "1889"'),
+    "answer true": ({"generated_answer": True}, "'generated_answer'", "a boolean (true)"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ROWS))
+@pytest.mark.parametrize("command", ["judge-agreement", "calibrate-judge"])
+def test_a_bad_field_is_one_error_naming_file_line_and_key(tmp_path, capsys, case, command):
+    change, key, got = BAD_ROWS[case]
+    rows = _rows(tmp_path, [ROWS[0], {**ROWS[1], **change}])
+    out = tmp_path / "out.json"
+    code, _, err = _cli(capsys, command, str(rows), "--judges", "faithfulness",
+                        *(["--out", str(out)] if command == "calibrate-judge" else []))
+    _one_error(code, err, f"{rows}:2", key, got)
+    assert not out.exists()
+
+
+def test_reference_answers_as_text_or_texts_are_read(tmp_path):
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    rows = _rows(tmp_path, [{**ROWS[0], "reference_answer": "1889"},
+                            {**ROWS[1], "reference_answer": ["blue", "", "light blue"]},
+                            {**ROWS[1], "reference_answer": None, "generated_answer": None}])
+    loaded = load_passage_rows(rows)
+    assert [r.references for r in loaded] == [("1889",), ("blue", "light blue"), ()]
+    assert [r.answer for r in loaded] == ["It was completed in 1889.", "It is red.", ""]
+
+
+# -- a .json file that is one object ---------------------------------------------------------------------------
+def test_a_json_object_is_rows_only_when_one_member_is_the_array_of_rows(tmp_path, capsys):
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(ROWS[0]), encoding="utf-8")
+    code, _, err = _cli(capsys, "judge-agreement", str(one), "--judges", "faithfulness")
+    _one_error(code, err, str(one), "one JSON object, not an array of rows")
+    assert "got a string" not in err
+
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"meta": {"v": 1}, "notes": [], "rows": ROWS}), encoding="utf-8")
+    assert [row for _, row in iter_rows(wrapped)] == ROWS
+
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"train": ROWS, "test": ROWS}), encoding="utf-8")
+    with pytest.raises(EvaluationsError) as ambiguous:
+        list(iter_rows(two))
+    assert "several arrays of objects (train, test)" in str(ambiguous.value) and ambiguous.value.where == str(two)
+
+
+# -- the config and --judge on the embedded paths ----------------------------------------------------------------
+BAD_CONFIGS = {
+    "bad yaml": ("judge: [unclosed\n", "not valid YAML"),
+    "unknown key": ("judge:\n  reference_fre: auto\n", "unknown key 'judge.reference_fre'"),
+    "negative timeout": ("requests:\n  timeout: -5\n", "requests.timeout"),
+}
+COMMANDS = {
+    "agreement faithfulness": ["judge-agreement", "--judges", "faithfulness"],
+    "agreement context_relevance": ["judge-agreement", "--judges", "context_relevance"],
+    "calibrate faithfulness": ["calibrate-judge", "--judges", "faithfulness"],
+    "calibrate offline": ["calibrate-judge"],
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_CONFIGS))
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_the_config_is_validated_with_the_default_embedded_judge(tmp_path, capsys, bad, command):
+    text, said = BAD_CONFIGS[bad]
+    config = tmp_path / "bad.yaml"
+    config.write_text(text, encoding="utf-8")
+    name, *args = COMMANDS[command]
+    code, _, err = _cli(capsys, name, str(_rows(tmp_path, ROWS)), *args, "--config", str(config))
+    _one_error(code, err, str(config), said)
+
+
+@pytest.mark.parametrize("command", ["agreement faithfulness", "agreement context_relevance",
+                                     "calibrate faithfulness"])
+def test_the_embedded_judge_reads_its_model_under_the_configs_data_dir(tmp_path, capsys, command):
+    """``storage.data_dir`` is where the embedded judge's model is assembled: a data_dir that is a file is the
+    error about that folder (the judge did not fall back to the default data folder)."""
+    not_a_folder = tmp_path / "data"
+    not_a_folder.write_text("", encoding="utf-8")
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text(f"storage:\n  data_dir: {not_a_folder}\n", encoding="utf-8")
+    name, *args = COMMANDS[command]
+    code, _, err = _cli(capsys, name, str(_rows(tmp_path, ROWS)), *args, "--config", str(config))
+    _one_error(code, err, str(not_a_folder / "models"), "storage.data_dir")
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "agreement keyword", "agreement llm"])
+def test_an_unknown_embedded_judge_is_rejected_on_every_path(tmp_path, capsys, command):
+    name, *args = {**COMMANDS, "agreement keyword": ["judge-agreement", "--judges", "keyword"],
+                   "agreement llm": ["judge-agreement", "--judges", "llm"]}[command]
+    code, _, err = _cli(capsys, name, str(_rows(tmp_path, ROWS)), *args, "--judge", "embedded:nonexistent")
+    _one_error(code, err, "--judge", "unknown embedded model 'nonexistent'", "qwen2.5-coder-1.5b")
