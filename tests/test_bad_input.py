@@ -264,8 +264,9 @@ def test_a_value_of_the_wrong_shape_is_named_by_the_users_key_not_pydantics_unio
 
 ENV_CASES = [
     # (variable, value, command, expected text)
-    ("EVALUATIONS_LLM_THREADS", "abc", "repliqa-qa", "must be a whole number ≥ 0"),
-    ("EVALUATIONS_LLM_THREADS", "-2", "repliqa-qa", "must be a whole number ≥ 0"),
+    ("EVALUATIONS_LLM_THREADS", "abc", "repliqa-qa", "must be a whole number from 0 to "),
+    ("EVALUATIONS_LLM_THREADS", "-2", "repliqa-qa", "must be a whole number from 0 to "),
+    ("EVALUATIONS_LLM_THREADS", "99999", "repliqa-qa", "must be a whole number from 0 to "),
     ("OLLAMA_BASE_URL", "not a url", "beir", "must be an http:// or https:// URL with a host"),
     ("OPENAI_BASE_URL", "localhost:8080/v1", "beir", "must be an http:// or https:// URL with a host"),
     ("OLLAMA_BASE_URL", "http://localhost:99999", "beir", "has an invalid port"),
@@ -299,6 +300,106 @@ def test_invalid_environment_variable(capsys, monkeypatch, beir_small, tmp_path,
     code, output = run_cli(capsys, *args)
     assert_one_error(code, output, variable, repr(value) if variable != "HAIKU_RAG_CONFIG_PATH" else value, expected)
     assert not out.exists()
+
+
+def test_llm_threads_bounds(monkeypatch):
+    """0 (or unset) is one thread per core, at most 4; the largest accepted value is 4 x the cores."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.models.llamacpp import n_threads
+
+    cores = len(os.sched_getaffinity(0))
+    for value, expected in (("0", min(cores, 4)), ("", min(cores, 4)), ("1", 1), (str(4 * cores), 4 * cores)):
+        monkeypatch.setenv("EVALUATIONS_LLM_THREADS", value)
+        assert n_threads() == expected
+    monkeypatch.setenv("EVALUATIONS_LLM_THREADS", str(4 * cores + 1))
+    with pytest.raises(EvaluationsError, match=f"must be a whole number from 0 to {4 * cores}"):
+        n_threads()
+
+
+# -- a value from an environment variable: the error names the variable --------------------------------------------
+
+UNMAKEABLE = "/proc/evaluations-bad-input-test/x"  # procfs refuses new folders, even to root
+SYSTEM_MODULE = """
+def search(request):
+    return {"retrieved": [{"id": "d1", "text": "The Eiffel Tower was completed in 1889."}], "answer": "In 1889."}
+"""
+
+
+def _system_run(tmp_path: Path, monkeypatch, *extra: str) -> list[str]:
+    """``run`` of one question through a Python-callable system (imported from tmp_path, the working folder)."""
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q1", "query": "When was the Eiffel Tower completed?"}) + "\n")
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"id": "d1", "text": "The Eiffel Tower was completed in 1889."})
+                                           + "\n")
+    (tmp_path / "env_named_rag.py").write_text(SYSTEM_MODULE)
+    monkeypatch.chdir(tmp_path)
+    return ["run", str(tmp_path / "q.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"), "--system",
+            "env_named_rag:search", "--out", str(tmp_path / "out"), "--no-progress", *extra]
+
+
+def test_cache_variables_naming_a_folder_that_cannot_be_made(capsys, monkeypatch, tmp_path):
+    labelled = _jsonl(tmp_path / "labelled.jsonl", [
+        {"query": "When was the Eiffel Tower completed?", "context": ["The Eiffel Tower was completed in 1889."],
+         "generated_answer": answer, "label": label} for answer, label in (("In 1889.", True), ("In 1925.", False))])
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", UNMAKEABLE)
+    code, output = run_cli(capsys, "judge-agreement", str(labelled), "--judges", "faithfulness,answer_relevance",
+                           "--resamples", "10")
+    assert_one_error(code, output, f"environment variable EVALUATIONS_CACHE_DIR ({UNMAKEABLE}/",
+                     "point EVALUATIONS_CACHE_DIR at a path you can write")
+    monkeypatch.delenv("EVALUATIONS_CACHE_DIR")
+
+    # the model-call cache (a system's replies are kept there): the variable, or the config key, that set its path
+    args = _system_run(tmp_path, monkeypatch)
+    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", f"{UNMAKEABLE}/calls.sqlite")
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, f"environment variable EVALUATIONS_CACHE_PATH ({UNMAKEABLE}/calls.sqlite)",
+                     "point EVALUATIONS_CACHE_PATH at a path you can write")
+    assert not (tmp_path / "out").exists()
+    monkeypatch.delenv("EVALUATIONS_CACHE_PATH")
+    monkeypatch.setenv("XDG_DATA_HOME", UNMAKEABLE)
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, f"environment variable XDG_DATA_HOME ({UNMAKEABLE}/evaluations/cache/",
+                     "point XDG_DATA_HOME at a path you can write")
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", str(tmp_path / "fine.sqlite"))  # overridden by the config
+    config = tmp_path / "cache.yaml"
+    config.write_text(f"cache:\n  path: {UNMAKEABLE}/calls.sqlite\n")
+    code, output = run_cli(capsys, *args, "--config", str(config))
+    assert_one_error(code, output, f"cache.path ({UNMAKEABLE}/calls.sqlite)", "point cache.path at")
+    assert "EVALUATIONS_CACHE_PATH" not in output and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("provider, variable", [("ollama", "OLLAMA_BASE_URL"), ("openai", "OPENAI_BASE_URL")])
+def test_an_unreachable_server_names_where_its_url_came_from(capsys, monkeypatch, tmp_path, provider, variable):
+    from fake_llm_server import closed_port_url
+
+    url = closed_port_url() + ("/v1" if provider == "openai" else "")
+    monkeypatch.setenv(variable, url)
+    args = _system_run(tmp_path, monkeypatch)
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"judge:\n  model: {{provider: {provider}, name: some-model}}\n")
+    code, output = run_cli(capsys, *args, "--config", str(config))
+    assert_one_error(code, output, f"environment variable {variable}: cannot reach the model server",
+                     f"fix: start the server, or correct {variable};")
+    assert "base_url" not in output
+    config.write_text(f"judge:\n  model: {{provider: {provider}, name: some-model}}\n"
+                      f"providers:\n  {provider}: {{base_url: '{url}'}}\n")
+    code, output = run_cli(capsys, *args, "--config", str(config))
+    assert_one_error(code, output, f"providers.{provider}.base_url: cannot reach the model server",
+                     f"correct providers.{provider}.base_url;")
+    assert variable not in output and not (tmp_path / "out").exists()
+
+
+def test_a_judge_gguf_that_does_not_load(capsys, monkeypatch, tmp_path):
+    """$EVALUATIONS_JUDGE_GGUF naming a file that exists but is not a model: the variable, the file and a fix."""
+    fake = tmp_path / "judge.gguf"
+    fake.write_text("not a model\n")
+    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(fake))
+    monkeypatch.setenv("EVALUATIONS_LLM_THREADS", "1")
+    labelled = _jsonl(tmp_path / "labelled.jsonl", _real_rows(EVOUNA_NQ, 2))
+    code, output = run_cli(capsys, "judge-agreement", str(labelled), "--judges", "llm", "--judge", "embedded",
+                           "--resamples", "10")
+    assert_one_error(code, output, f"environment variable EVALUATIONS_JUDGE_GGUF ({fake}): llama-cpp-python could not "
+                                   "load the model", "fix: point EVALUATIONS_JUDGE_GGUF at a GGUF model file")
 
 
 # -- the output folder: unwritable or full ---------------------------------------------------------------------

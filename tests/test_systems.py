@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytrec_eval
 
 from conftest import write_scifact_subset
 from evaluations.core.errors import EvaluationsError
-from evaluations.systems import SystemRequest, build_system
+from evaluations.systems import SystemRequest, SystemResponse, build_system
 from evaluations.systems.callable import CallableSystem, SystemResponseError
 from evaluations.systems.http import HTTPSystem
 from scifact_bm25 import BM25
@@ -379,3 +381,135 @@ def test_piped_tables_are_as_wide_as_usage_md_says(world):
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert 120 < max(map(len, proc.stdout.splitlines())) <= 160
+
+
+# -- a system that hangs, or returns text that is not Unicode -----------------------------------------------------
+
+SMALL_SYSTEM = '''
+import time
+
+DOCS = {"d1": "The Eiffel Tower in Paris was completed in 1889.", "d2": "Tokyo is the capital of Japan.",
+        "d3": "Hamlet was written by William Shakespeare."}
+
+
+def _reply(request):
+    doc = {"q1": "d1", "q2": "d2", "q3": "d3"}[request["case_id"]]
+    return {"retrieved": [{"id": doc, "text": DOCS[doc]}], "answer": DOCS[doc]}
+
+
+def hangs_on_q3(request):
+    """Never answers q3 (a deadlock in the user's system): only a timeout or Ctrl-C gets past it. (The last case:
+    a run whose answers are judged may call the system one case at a time.)"""
+    if request["case_id"] == "q3":
+        time.sleep(3600)
+    return _reply(request)
+
+
+def undecodable_q2(request):
+    """q2's answer holds a byte that was not UTF-8, decoded the way Python decodes file names (surrogateescape)."""
+    reply = _reply(request)
+    if request["case_id"] == "q2":
+        reply["answer"] = b"Tokyo, caf\\xe9 capital".decode("utf-8", errors="surrogateescape")
+    return reply
+'''
+
+
+@pytest.fixture
+def small(tmp_path):
+    """Three questions over three documents, a user module beside them, and a config with no judges and no cache
+    (what is measured here is the system call)."""
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "query": q}) + "\n" for i, q in enumerate(
+        ["When was the Eiffel Tower completed?", "What is the capital of Japan?", "Who wrote Hamlet?"], 1)))
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in [
+        ("d1", "The Eiffel Tower in Paris was completed in 1889."), ("d2", "Tokyo is the capital of Japan."),
+        ("d3", "Hamlet was written by William Shakespeare.")]))
+    (tmp_path / "small_rag.py").write_text(SMALL_SYSTEM)
+    (tmp_path / "c.yaml").write_text("cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 2}\n")
+    env = {**os.environ, "NO_COLOR": "1", "EVALUATIONS_LLM_THREADS": "1"}
+    return tmp_path, env
+
+
+def _small_run(small, system: str, *extra: str) -> list[str]:
+    work, _ = small
+    return [sys.executable, "-m", "evaluations", "run", str(work / "q.jsonl"), "--corpus", str(work / "corpus.jsonl"),
+            "--system", system, "--config", str(work / "c.yaml"), "--out", str(work / "out"), "--no-progress", *extra]
+
+
+def _cases(folder: Path) -> dict[str, dict]:
+    return {r["name"]: r for r in map(json.loads, (folder / "cases.jsonl").read_text().splitlines())}
+
+
+def test_a_callable_that_hangs_fails_its_case_at_the_timeout(small):
+    """requests.timeout (2 s here) bounds a callable's call as it bounds an HTTP request: the hung case is counted
+    as failed, the others are scored, and the run ends (exit 3) instead of waiting for the thread."""
+    work, env = small
+    proc = subprocess.run(_small_run(small, "small_rag:hangs_on_q3", "--max-failures", "0"), capture_output=True,
+                          text=True, cwd=work, env=env, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    cases = _cases(work / "out")
+    assert cases["q1"]["status"] == cases["q2"]["status"] == "ok"
+    assert cases["q3"]["status"] == "failed"
+    assert "system small_rag:hangs_on_q3, case q3: no answer within 2 s (requests.timeout)" in cases["q3"]["error"]
+    assert json.loads((work / "out" / "summary.json").read_text())["counts"]["failed"] == 1
+
+    async def slow_async(request):
+        await anyio.sleep(30)
+
+    request = SystemRequest(query="q", k=5, case_id="c7")
+    started = time.perf_counter()
+    with pytest.raises(EvaluationsError, match=r"case c7: no answer within 0.3 s"):
+        anyio.run(CallableSystem(slow_async, id="slow", timeout=0.3), request)
+    assert time.perf_counter() - started < 5
+
+
+def test_ctrl_c_ends_a_run_stuck_in_a_callable_at_once(small):
+    """The first Ctrl-C stops the run within seconds (exit 130) although q3's call never returns: the finished
+    cases are kept for --resume, and the process does not wait for the hung thread."""
+    work, env = small
+    (work / "c.yaml").write_text("cache: {enabled: false}\njudge: {reference_free: []}\n")  # timeout 120 s
+    proc = subprocess.Popen(_small_run(small, "small_rag:hangs_on_q3"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=work, env=env)
+    try:
+        partial = work / "out" / "partial.jsonl"
+        deadline = time.monotonic() + 120
+        while not (partial.exists() and len(partial.read_text().splitlines()) == 2):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(0.5)
+        interrupted = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert time.monotonic() - interrupted < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert f"interrupted: 2 finished case(s) are kept in {work / 'out'}" in err and "Traceback" not in err
+    assert set(_cases(work / "out")) == {"q1", "q2"}
+
+
+def test_text_that_is_not_unicode_fails_its_case(small):
+    """A lone surrogate (an undecodable byte) in a system's reply is that case's failure, named with the field:
+    the run finishes, every file is whole and UTF-8, and the other cases are scored."""
+    work, env = small
+    proc = subprocess.run(_small_run(small, "small_rag:undecodable_q2", "--max-failures", "1"), capture_output=True,
+                          text=True, cwd=work, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    cases = _cases(work / "out")
+    assert cases["q1"]["status"] == cases["q3"]["status"] == "ok"
+    assert cases["q2"]["status"] == "failed"
+    assert "case q2: field 'answer' is not valid Unicode text: a lone surrogate '\\udce9' at index 10" in \
+        cases["q2"]["error"]
+    assert not (work / "out" / "partial.jsonl").exists()
+    for name in ("cases.jsonl", "summary.json", "report.json"):
+        (work / "out" / name).read_bytes().decode("utf-8")  # strict: raises on anything half-written or not UTF-8
+    assert json.loads((work / "out" / "summary.json").read_text())["counts"]["failed"] == 1
+
+    class Reply(SystemResponse):
+        pass
+
+    with pytest.raises(SystemResponseError, match=r"field 'retrieved.0.text' is not valid Unicode"):
+        anyio.run(CallableSystem(lambda r: Reply(retrieved=[{"id": "d1", "text": "x\udcff"}]), id="m"),
+                  SystemRequest(query="q", k=1, case_id="c1"))

@@ -175,6 +175,11 @@ class LanceDB(_Strict):
     ann: ANN = Field(default_factory=ANN)
 
 
+#: config keys whose default is read from an environment variable (when the config does not set them)
+ENV_DEFAULTS = {"providers.ollama.base_url": "OLLAMA_BASE_URL", "providers.openai.base_url": "OPENAI_BASE_URL",
+                "providers.openai.api_key": "OPENAI_API_KEY", "cache.path": "EVALUATIONS_CACHE_PATH"}
+
+
 class OllamaProvider(_Strict):
     base_url: str = Field(default_factory=lambda: env_url("OLLAMA_BASE_URL", "http://localhost:11434"))
 
@@ -208,7 +213,7 @@ class Cache(_Strict):
 
     enabled: bool = True
     # empty: $EVALUATIONS_CACHE_PATH, else <data_dir>/cache/model_calls.sqlite
-    path: str = Field(default_factory=lambda: os.environ.get("EVALUATIONS_CACHE_PATH", ""))
+    path: str = Field(default_factory=lambda: env_str("EVALUATIONS_CACHE_PATH"))
 
 
 class Requests(_Strict):
@@ -267,6 +272,33 @@ class Config(_Strict):
         if self.cache.path:
             return Path(self.cache.path).expanduser()
         return self.data_dir() / "cache" / "model_calls.sqlite"
+
+    def sets(self, key: str) -> bool:
+        """The config file (or the code that made this config) set dotted ``key`` itself: not its default."""
+        node: Any = self
+        for part in key.split("."):
+            if not isinstance(node, BaseModel) or part not in node.model_fields_set:
+                return False
+            node = getattr(node, part)
+        return True
+
+    def origin(self, key: str) -> str:
+        """Where dotted ``key``'s value came from, as an error names it: ``environment variable NAME`` when the
+        config left the key to its default and the default was read from ``$NAME`` (``ENV_DEFAULTS``), else
+        the key itself."""
+        variable = ENV_DEFAULTS.get(key)
+        if variable is None or self.sets(key) or not env_str(variable):
+            return key
+        return f"environment variable {variable}"
+
+    def cache_origin(self) -> str | None:
+        """Where ``cache_path()`` came from, as ``origin`` names it: ``cache.path``, ``$EVALUATIONS_CACHE_PATH``,
+        ``storage.data_dir``, ``$XDG_DATA_HOME``; None: the built-in default folder."""
+        if self.cache.path:
+            return self.origin("cache.path")
+        if self.storage.data_dir:
+            return "storage.data_dir"
+        return "environment variable XDG_DATA_HOME" if env_str("XDG_DATA_HOME") else None
 
     def public_dict(self) -> dict[str, Any]:
         """The config as recorded in a run's summary, with secrets masked."""

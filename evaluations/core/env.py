@@ -6,11 +6,13 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``HAIKU_RAG_CONFIG_PATH``: the config file (``config.resolve_config_path``), must exist;
 - ``OLLAMA_BASE_URL``, ``OPENAI_BASE_URL``: http(s) URLs (defaults of ``providers.*.base_url``);
 - ``OPENAI_API_KEY``: any text;
-- ``EVALUATIONS_LLM_THREADS``: a whole number ≥ 0 (0 = one per core, at most 4);
+- ``EVALUATIONS_LLM_THREADS``: a whole number from 0 to 4 × the cores (0 = one per core, at most 4);
 - ``EVALUATIONS_JUDGES_DIR``: a folder of fitted judge parameters (``calibrate-judge``; a file it lacks is the
   shipped one);
 - ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
-- ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files);
+- ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files), created when first written
+  (a folder that cannot be created or written is one error naming the variable, ``path_origin``);
+- ``EVALUATIONS_CACHE_PATH``: the model-call cache file (the default of ``cache.path``);
 - ``EVALUATIONS_REFERENCE_FREE``: the default of ``judge.reference_free`` (comma-separated judges, or ``none``);
 - ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
 
@@ -25,7 +27,8 @@ from urllib.parse import urlsplit
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["data_home", "env_dir", "env_file", "env_flag", "env_int", "env_str", "env_url"]
+__all__ = ["PATH_VARIABLES", "data_home", "env_dir", "env_file", "env_flag", "env_int", "env_str", "env_url",
+           "path_origin"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -42,8 +45,9 @@ def env_str(name: str, default: str = "") -> str:
     return value or default
 
 
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    """``$name`` as a whole number ≥ ``minimum``; ``default`` when unset."""
+def env_int(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """``$name`` as a whole number from ``minimum`` to ``maximum`` (None: no upper bound); ``default`` when
+    unset."""
     value = env_str(name)
     if not value:
         return default
@@ -51,8 +55,10 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
         number = int(value)
     except ValueError:
         number = None
-    if number is None or number < minimum:
-        raise _bad(name, value, f"must be a whole number ≥ {minimum}", f"set e.g. {name}={max(minimum, 1)}")
+    if number is None or number < minimum or (maximum is not None and number > maximum):
+        what = f"must be a whole number ≥ {minimum}" if maximum is None else \
+            f"must be a whole number from {minimum} to {maximum}"
+        raise _bad(name, value, what, f"set e.g. {name}={max(minimum, 1)}")
     return number
 
 
@@ -108,6 +114,26 @@ def env_flag(name: str, default: bool = False) -> bool:
     if value.lower() in _FALSE:
         return False
     raise _bad(name, value, "must be a boolean (1/0, true/false, yes/no, on/off)", f"set {name}=1 or {name}=0")
+
+
+#: variables that name a path this tool reads or writes, as ``path_origin`` looks them up
+PATH_VARIABLES = ("EVALUATIONS_CACHE_PATH", "EVALUATIONS_JUDGE_GGUF", "EVALUATIONS_CACHE_DIR",
+                  "EVALUATIONS_JUDGES_DIR", "XDG_DATA_HOME")
+
+
+def path_origin(path: str | os.PathLike[str]) -> str | None:
+    """The variable of ``PATH_VARIABLES`` that ``path`` came from: the one whose value is ``path`` or the
+    folder nearest to it that holds it; None when no set variable does (a config key, a flag or a default)."""
+    target = Path(path).expanduser().absolute()
+    best: tuple[int, str] | None = None
+    for name in PATH_VARIABLES:
+        value = env_str(name)
+        if not value:
+            continue
+        base = Path(value).expanduser().absolute()
+        if (target == base or base in target.parents) and (best is None or len(base.parts) > best[0]):
+            best = (len(base.parts), name)
+    return best[1] if best else None
 
 
 def data_home() -> Path:

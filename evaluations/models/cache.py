@@ -189,12 +189,33 @@ _stores: dict[Path, ModelCache] = {}
 _stores_lock = threading.Lock()
 
 
-def open_store(path: Path) -> ModelCache:
-    """The store of file ``path``, opened once per process (every later call returns the same store)."""
+def _unopenable(path: Path, exc: Exception, origin: str | None, what: str) -> Exception:
+    """The EvaluationsError of a cache file that cannot be created or opened, naming beside the path the setting
+    ``origin`` it came from (a config key, ``environment variable NAME``; None: the variable whose value holds
+    the path, ``core.env.path_origin``, if any)."""
+    from evaluations.core.env import path_origin
+    from evaluations.core.errors import EvaluationsError
+
+    if origin is None and (variable := path_origin(path)):
+        origin = f"environment variable {variable}"
+    where = f"{origin} ({path})" if origin else str(path)
+    name = origin.removeprefix("environment variable ") if origin else None
+    target = f"point {name} at a path you can write" if name else "make that folder writable"
+    return EvaluationsError(f"cannot open {what} ({exc})", where=where, fix=f"{target}, or run with --no-cache")
+
+
+def open_store(path: Path, *, origin: str | None = None, what: str = "the cache") -> ModelCache:
+    """The store of file ``path``, opened once per process (every later call returns the same store).
+
+    A file that cannot be created or opened (its folder cannot be made, no permission, not a SQLite file) is
+    one EvaluationsError naming the path and ``origin``, the setting it came from (``_unopenable``)."""
     path = Path(path).expanduser().resolve()
     with _stores_lock:
         if path not in _stores:
-            _stores[path] = ModelCache(path)
+            try:
+                _stores[path] = ModelCache(path)
+            except (OSError, sqlite3.Error) as exc:
+                raise _unopenable(path, exc, origin, what) from None
         return _stores[path]
 
 
@@ -202,14 +223,7 @@ def open_cache(config: Config) -> ModelCache | None:
     """The cache at ``config.cache_path()``, or None when ``cache.enabled`` is false (``--no-cache``)."""
     if not config.cache.enabled:
         return None
-    from evaluations.core.errors import EvaluationsError
-
-    path = config.cache_path()
-    try:
-        return open_store(path)
-    except (OSError, sqlite3.Error) as exc:
-        raise EvaluationsError(f"cannot open the model-call cache ({exc})", where=str(path),
-                               fix="set cache.path to a writable file, or run with --no-cache") from None
+    return open_store(config.cache_path(), origin=config.cache_origin(), what="the model-call cache")
 
 
 # -- keys ----------------------------------------------------------------------------------------

@@ -148,19 +148,22 @@ def _embedded_alternative(key: str) -> str:
 def _get_json(
     url: str, *, where: str, key: str, model_cfg_name: str, headers: dict[str, str] | None = None
 ) -> Any:
+    """GET ``url``'s JSON; an EvaluationsError naming ``where``, the config key or ``environment variable NAME``
+    the URL came from (``Config.origin``)."""
+    setting = where.removeprefix("environment variable ")
     try:
         response = httpx.get(url, timeout=_CHECK_TIMEOUT, headers=headers)
     except httpx.HTTPError as exc:
         raise EvaluationsError(
             f"cannot reach the model server for {key} ({model_cfg_name}) at {url} ({type(exc).__name__}: {exc})",
             where=where,
-            fix=f"start the server, or correct {where}; {_embedded_alternative(key)}",
+            fix=f"start the server, or correct {setting}; {_embedded_alternative(key)}",
         ) from None
     if response.status_code != 200:
         raise EvaluationsError(
             f"the model server at {url} answered HTTP {response.status_code}: {response.text[:200]}",
             where=where,
-            fix=f"check {where} points at the server's API (and the API key); {_embedded_alternative(key)}",
+            fix=f"check {setting} points at the server's API (and the API key); {_embedded_alternative(key)}",
         )
     try:
         return response.json()
@@ -168,13 +171,13 @@ def _get_json(
         raise EvaluationsError(
             f"the model server at {url} did not answer JSON: {response.text[:200]!r}",
             where=where,
-            fix=f"check {where} points at the server's API; {_embedded_alternative(key)}",
+            fix=f"check {setting} points at the server's API; {_embedded_alternative(key)}",
         ) from None
 
 
 def _check_ollama(model_cfg: LLMModel, config: Config, key: str) -> None:
     url = _ollama_root(config) + "/api/tags"
-    tags = _get_json(url, where="providers.ollama.base_url", key=key, model_cfg_name=model_cfg.name)
+    tags = _get_json(url, where=config.origin("providers.ollama.base_url"), key=key, model_cfg_name=model_cfg.name)
     available = [m.get("model") or m.get("name") for m in tags.get("models", [])]
     name = model_cfg.name
     if name not in available and not (":" not in name and f"{name}:latest" in available):
@@ -188,7 +191,7 @@ def _check_ollama(model_cfg: LLMModel, config: Config, key: str) -> None:
 
 def _check_openai(model_cfg: LLMModel, config: Config, key: str) -> None:
     base_url, url_key = _openai_base(model_cfg, config)
-    where = f"{key}.base_url" if url_key == "base_url" else url_key
+    where = f"{key}.base_url" if url_key == "base_url" else config.origin(url_key)
     api_key = _openai_key(config)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     url = base_url + "/models"

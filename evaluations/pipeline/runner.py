@@ -266,15 +266,15 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
-    if system is not None:  # called on every run; a resumed run reuses only its own replies
-        from evaluations.systems.factory import for_run
-
-        system = for_run(system, config, folder.run_id)
     try:
+        if system is not None:  # called on every run; a resumed run reuses only its own replies (in the cache)
+            from evaluations.systems.factory import for_run
+
+            system = for_run(system, config, folder.run_id)
         return _run_in(folder, spec, corpus, options, config, console, qa, name, started, clock, system, after,
                        executor)
-    except EvaluationsError:
-        folder.discard_if_unused()  # e.g. an unreadable index: no empty run folder is left behind
+    except Exception:
+        folder.discard_if_unused()  # e.g. an unreadable index, or a bug: no empty run folder is left behind
         raise
     except KeyboardInterrupt:
         folder.close()

@@ -3,16 +3,26 @@
 ``module`` is imported from the current directory or ``PYTHONPATH`` (the current directory is put on
 ``sys.path`` first, as ``python -m`` does); ``function`` may be dotted (``module:obj.method``). It is called
 with one argument, the request dict ``{"query", "k", "case_id"}``, and returns the response dict (or a
-``SystemResponse``, or an awaitable of either). A plain (sync) function runs in a worker thread so cases can
-run concurrently. Each response is validated against ``SystemResponse``; a bad one is a per-case error. Every
-run calls it; only a resumed run reuses its own earlier replies (``systems.replies``).
+``SystemResponse``, or an awaitable of either). A plain (sync) function runs in a thread of its own so cases can
+run concurrently. Each response is validated against ``SystemResponse``; a bad one is a per-case error, and so is
+text that is not valid Unicode (a lone surrogate such as ``'\\udce9'``, what undecodable bytes become with
+``errors='surrogateescape'``): it could not be written as UTF-8, and repairing it would score other text than the
+system returned. Every run calls it; only a resumed run reuses its own earlier replies (``systems.replies``).
+
+A call has the config's ``requests.timeout`` (seconds, as an HTTP system's request): a call still running then
+fails its case (counted, ``SystemTimeout``) and is abandoned. A thread running a hung function cannot be killed;
+it is a daemon thread, so neither the next cases, nor Ctrl-C (the run stops at once, exit 130, the finished cases
+kept for ``--resume``), nor the process's exit wait for it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,10 +39,39 @@ class SystemResponseError(EvaluationsError):
     """A system answered one case with something that is not a ``SystemResponse`` (the case fails)."""
 
 
+class SystemTimeout(EvaluationsError):
+    """A system did not answer one case within its timeout (the case fails; the call is abandoned)."""
+
+
+def _bad_text(value: Any, path: str = "") -> tuple[str, int, str] | None:
+    """(dotted path, character index, character) of the first lone surrogate in ``value``'s strings (keys
+    included), or None: text that cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path or "(the text)", exc.start, value[exc.start]
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        where = f"{path}.{key}" if path else str(key)
+        found = _bad_text(key, where) if isinstance(key, str) else None
+        found = found or _bad_text(item, where)
+        if found:
+            return found
+    return None
+
+
 def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
     """``raw`` (dict or pydantic model) -> SystemResponse, or a SystemResponseError naming the case and field."""
     where = f"system {system_id}, case {case_id}"
     if isinstance(raw, SystemResponse):
+        _check_text(raw, where)
         return raw
     if isinstance(raw, BaseModel):
         raw = raw.model_dump()
@@ -43,11 +82,25 @@ def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
         raise SystemResponseError(f"the response has neither 'retrieved' nor 'answer' (keys: {sorted(raw)[:8]})",
                                   where=where, fix="return at least 'retrieved' (ranked items) or 'answer'")
     try:
-        return SystemResponse.model_validate(raw)
+        response = SystemResponse.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(f"field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())[:5])
         raise SystemResponseError(f"bad response: {problems}", where=where,
                                   fix="see the response contract in evaluations/systems/base.py") from None
+    _check_text(response, where)
+    return response
+
+
+def _check_text(response: SystemResponse, where: str) -> None:
+    """SystemResponseError when a string of ``response`` holds a lone surrogate (module docstring)."""
+    found = _bad_text(response.model_dump())
+    if found:
+        field, index, char = found
+        field = field.encode("utf-8", "backslashreplace").decode("utf-8")  # a key may hold one too
+        raise SystemResponseError(
+            f"field '{field}' is not valid Unicode text: a lone surrogate {char!r} at index {index} (what "
+            "undecodable bytes become when decoded with errors='surrogateescape')", where=where,
+            fix="decode the bytes with their real encoding (or with errors='replace') before returning them")
 
 
 def import_callable(spec: str) -> Callable[[dict], Any]:
@@ -74,27 +127,74 @@ def import_callable(spec: str) -> Callable[[dict], Any]:
     return target
 
 
+async def _in_own_thread(function: Callable[[dict], Any], payload: dict) -> Any:
+    """``function(payload)`` in a daemon thread of its own, awaited so that cancelling the await (a timeout,
+    Ctrl-C) returns at once: the thread is abandoned, and its result, if it ever comes, dropped. (anyio's worker
+    threads cannot be left behind: they are waited for when the task is cancelled and when the process exits.)"""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio: anyio's worker thread (a timeout then waits for the call)
+        return await anyio.to_thread.run_sync(function, payload)
+    future: asyncio.Future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():  # cancelled: nobody waits any more
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            outcome = (True, context.run(function, payload))
+        except Exception as exc:  # noqa: BLE001 - the system's error fails its case
+            outcome = (False, exc)
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() in a system must not end the run
+            outcome = (False, RuntimeError(f"the system raised {type(exc).__name__}: {exc}"))
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:  # the loop is closed: the run is over
+            pass
+
+    threading.Thread(target=work, name=f"system call {payload.get('case_id')}", daemon=True).start()
+    return await future
+
+
 class CallableSystem:
     """A Python function implementing the system contract (module docstring)."""
 
-    def __init__(self, function: Callable[[dict], Any], id: str, replies: RunReplies | None = None):
+    def __init__(self, function: Callable[[dict], Any], id: str, replies: RunReplies | None = None,
+                 timeout: float | None = None):
+        from evaluations.core.config import Requests
+
         self.function = function
         self.id = id
         self.replies = replies  # this run's earlier replies (--resume), else None
+        self.timeout = timeout if timeout is not None else Requests().timeout  # seconds per call
 
     @classmethod
-    def from_spec(cls, spec: str) -> CallableSystem:
-        return cls(import_callable(spec), id=spec)
+    def from_spec(cls, spec: str, timeout: float | None = None) -> CallableSystem:
+        return cls(import_callable(spec), id=spec, timeout=timeout)
 
     async def __call__(self, request: SystemRequest) -> SystemResponse:
         return await through(self.replies, request, lambda: self._call(request))
 
-    async def _call(self, request: SystemRequest) -> SystemResponse:
-        payload = request.model_dump()
+    async def _invoke(self, payload: dict) -> Any:
         if inspect.iscoroutinefunction(self.function):
-            raw = await self.function(payload)
-        else:
-            raw = await anyio.to_thread.run_sync(self.function, payload)
-            if inspect.isawaitable(raw):
-                raw = await raw
+            return await self.function(payload)
+        raw = await _in_own_thread(self.function, payload)
+        if inspect.isawaitable(raw):
+            raw = await raw
+        return raw
+
+    async def _call(self, request: SystemRequest) -> SystemResponse:
+        with anyio.move_on_after(self.timeout) as scope:
+            raw = await self._invoke(request.model_dump())
+        if scope.cancelled_caught:
+            raise SystemTimeout(
+                f"no answer within {self.timeout:g} s (requests.timeout); the call was abandoned",
+                where=f"system {self.id}, case {request.case_id}",
+                fix="make the system answer sooner, or raise requests.timeout in the config")
         return validate_response(raw, self.id, request.case_id)

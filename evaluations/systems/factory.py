@@ -17,7 +17,7 @@ def _http(spec: str, config: Any | None) -> System:
 def _callable(spec: str, config: Any | None) -> System:
     from evaluations.systems.callable import CallableSystem
 
-    return CallableSystem.from_spec(spec)
+    return CallableSystem.from_spec(spec, timeout=None if config is None else config.requests.timeout)
 
 
 #: URL scheme prefix -> builder; anything else is ``module:function``
@@ -26,7 +26,8 @@ KINDS: dict[str, Callable[[str, Any | None], System]] = {"http://": _http, "http
 
 def build_system(spec: str, config: Any | None = None, run_id: str | None = None) -> System:
     """``http(s)://…`` -> HTTPSystem (timeouts/retries from ``config`` when given, else defaults);
-    ``module:function`` -> CallableSystem (imported now, so a bad spec fails before any work). With ``run_id``
+    ``module:function`` -> CallableSystem (imported now, so a bad spec fails before any work; its calls have the
+    same ``requests.timeout``). With ``run_id``
     (and the cache on) the system reuses that run's own earlier replies (``for_run``)."""
     build = next((b for prefix, b in KINDS.items() if spec.startswith(prefix)), _callable)
     system = build(spec, config)
