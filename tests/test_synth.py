@@ -358,7 +358,7 @@ def test_unreachable_server_stops_before_any_work(cli, tmp_path, corpus_file, mo
     out = tmp_path / "set.jsonl"
     code, _, err = cli(["synth", str(corpus_file), "--n", "3", "--model", "ollama:writer", "--out", str(out),
                         "--no-progress"])
-    assert code == 2 and url in err and "providers.ollama.base_url" in err
+    assert code == 2 and url in err and "OLLAMA_BASE_URL" in err  # the value came from the variable: named
     assert "--model embedded" in err and "--qa-model" not in err
     assert not out.exists()
 
