@@ -47,6 +47,8 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
     assert proc.returncode == 3, output  # judge failures are counted failures
     assert "Traceback" not in output
     summary = json.loads((out / "summary.json").read_text())
+    metadata = json.loads((out / "report.json").read_text())["experiment_metadata"]
+    assert metadata["reference_free_judge"] == "openai:judge"  # the served checker the judges asked
     metrics = summary["reference_free"]["metrics"]
     for name in ("faithfulness", "context_relevance"):
         entry = metrics[name]

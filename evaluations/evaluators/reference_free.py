@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config
 
 __all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
-           "checker_notes", "parameter_sources", "reference_free_evaluators"]
+           "checker_label", "checker_notes", "parameter_sources", "reference_free_evaluators"]
 
 
 def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
@@ -190,6 +190,20 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
 
     return {judge: {"file": str(default_params_path(REFITS[judge].file)), "fitted_through": fitted_through(judge)}
             for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
+
+
+def checker_label(config: Config) -> str:
+    """The checker the reference-free judges ask, for the run's metadata: ``embedded:<model title>`` (the
+    default judge model unless ``judge.model`` names another embedded one) or ``provider:name`` of a server."""
+    from evaluations.judging.embedded import DEFAULT_JUDGE
+    from evaluations.judging.llm import embedded_judge_name
+    from evaluations.judging.refit import checker_name
+    from evaluations.models.gguf import resolve
+
+    model = config.judge.model
+    if model is not None and model.provider != "embedded":
+        return checker_name(model)
+    return f"embedded:{resolve(embedded_judge_name(model) if model is not None else DEFAULT_JUDGE).title}"
 
 
 def checker_notes(config: Config, sources: dict[str, dict[str, str]]) -> list[str]:

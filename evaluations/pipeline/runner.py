@@ -33,7 +33,12 @@ from evaluations.datasets import DatasetSpec, LoadOptions
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
-from evaluations.evaluators.reference_free import checker_notes, parameter_sources, reference_free_evaluators
+from evaluations.evaluators.reference_free import (
+    checker_label,
+    checker_notes,
+    parameter_sources,
+    reference_free_evaluators,
+)
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
@@ -325,6 +330,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
                 **(qa.metadata if qa is not None else {})}
     if judge_parameters:
         metadata["judge_parameters"] = judge_parameters
+        metadata["reference_free_judge"] = checker_label(config)  # the model the judges asked (not judge_model's)
     concurrency = options.concurrency
     if qa is not None and qa.max_concurrency and executor.in_process:
         concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
