@@ -126,15 +126,10 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     failed = {r.judge: len(failures[r.judge]) if r.judge in failures else
               (0 if r.judge in NOT_JUDGED else len(examples) - r.n) for r in results}
     if as_json:
-        payload = {
-            "files": list(files),
-            "examples": len(examples),
-            "questions": len({e.group for e in examples}),
-            "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
-            "judges": [{**r.to_dict(), "failed": failed[r.judge],
-                        "not_applicable": len(examples) - r.n - failed[r.judge]} for r in results],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        from evaluations.judging.agreement import payload
+
+        click.echo(json.dumps(payload(files, examples, results, resamples=resamples, seed=seed, failed=failed),
+                              indent=2))
         _exit_if_failed(failed, failures, len(examples), config)
         return
     n_questions = len({e.group for e in examples})

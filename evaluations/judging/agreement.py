@@ -27,7 +27,7 @@ from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
 
 __all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
-           "offline_batch"]
+           "offline_batch", "payload"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
 #: verdict rule of the token-F1 judge: correct iff F1 >= F1_THRESHOLD
@@ -286,3 +286,18 @@ def run_judges(
         results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],
                                  resamples=resamples, seed=seed))
     return results
+
+
+def payload(files: Sequence[str], examples: Sequence[LabelledAnswer], results: Sequence[Agreement], *,
+            resamples: int, seed: int, failed: dict[str, int] | None = None) -> dict[str, Any]:
+    """``judge-agreement --json``'s document (and ``score``'s ``agreement`` block): per judge its statistics,
+    ``failed`` (rows its model failed on; 0 when not given) and ``not_applicable`` = rows − n − failed."""
+    failed = failed or {}
+    return {
+        "files": list(files),
+        "examples": len(examples),
+        "questions": len({e.group for e in examples}),
+        "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
+        "judges": [{**r.to_dict(), "failed": failed.get(r.judge, 0),
+                    "not_applicable": len(examples) - r.n - failed.get(r.judge, 0)} for r in results],
+    }

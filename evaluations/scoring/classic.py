@@ -127,15 +127,9 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
 
 def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int) -> dict:
     """``judge-agreement FILE --json`` on the same file (same loader, same ``run_judges``)."""
-    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.agreement import payload, run_judges
     from evaluations.judging.data import load_labelled
 
     examples = load_labelled(path)
     results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed)
-    return {
-        "files": [str(path)],
-        "examples": len(examples),
-        "questions": len({e.group for e in examples}),
-        "bootstrap": {"resamples": resamples, "seed": seed, "unit": "question"},
-        "judges": [r.to_dict() for r in results],
-    }
+    return payload([str(path)], examples, results, resamples=resamples, seed=seed)
