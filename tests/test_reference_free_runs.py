@@ -182,7 +182,7 @@ def test_a_run_records_its_judge_parameters_and_notes_another_checker(squad_runs
         assert Path(used["faithfulness"]["file"]).resolve() == (ROOT / "judges" / "faithfulness.json").resolve()
         assert used["faithfulness"]["fitted_through"] == "embedded"
         # the model the judges asked, though no correctness judge (judge_model) ran
-        assert meta["reference_free_judge"] == "embedded:Qwen2.5-Coder-1.5B-Instruct Q4_K_M"
+        assert meta["reference_free_judge"] == "embedded:qwen2.5-coder-1.5b"
     notes = " ".join(squad_runs["outputs"]["refitted"].split())
     assert ("note: context_relevance: its parameters were fitted through openai:elsewhere, the verdicts come from "
             "embedded") in notes

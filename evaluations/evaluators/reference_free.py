@@ -193,8 +193,9 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
 
 
 def checker_label(config: Config) -> str:
-    """The checker the reference-free judges ask, for the run's metadata: ``embedded:<model title>`` (the
-    default judge model unless ``judge.model`` names another embedded one) or ``provider:name`` of a server."""
+    """The checker the reference-free judges ask, for the run's metadata, spelt as ``judge_model`` is:
+    ``embedded:<registry name>`` (the default judge model unless ``judge.model`` names another embedded one) or
+    ``provider:name`` of a server."""
     from evaluations.judging.embedded import DEFAULT_JUDGE
     from evaluations.judging.llm import embedded_judge_name
     from evaluations.judging.refit import checker_name
@@ -203,7 +204,7 @@ def checker_label(config: Config) -> str:
     model = config.judge.model
     if model is not None and model.provider != "embedded":
         return checker_name(model)
-    return f"embedded:{resolve(embedded_judge_name(model) if model is not None else DEFAULT_JUDGE).title}"
+    return f"embedded:{resolve(embedded_judge_name(model) if model is not None else DEFAULT_JUDGE).name}"
 
 
 def checker_notes(config: Config, sources: dict[str, dict[str, str]]) -> list[str]:
