@@ -180,6 +180,16 @@ def test_an_ollama_server_is_named_by_its_provider_key(tmp_path):
     assert url + "/v1" in str(asked.value) and asked.value.where == "providers.ollama.base_url"
 
 
+def test_a_server_url_from_the_environment_is_named_by_its_variable(tmp_path, monkeypatch):
+    """As the QA model's check does (``Config.origin``): the URL came from $OLLAMA_BASE_URL, not the config."""
+    url = closed_port_url()
+    monkeypatch.setenv("OLLAMA_BASE_URL", url)
+    checker = checker_for(LLMModel(provider="ollama", name="judge"), _config(tmp_path), check=False)
+    with pytest.raises(EvaluationsError) as asked:
+        checker.probability("Passage:\nA text.\n\n", ASK.format(statement="A claim."))
+    assert url + "/v1" in str(asked.value) and asked.value.where == "environment variable OLLAMA_BASE_URL"
+
+
 def test_fit_cuts_the_passage_by_characters():
     checker = ServedChecker(build_model(LLMModel(provider="openai", name="m", base_url="http://127.0.0.1:9/v1"),
                                         Config.model_validate({"cache": {"enabled": False}})),

@@ -272,13 +272,13 @@ _checkers_lock = threading.Lock()
 
 
 def _url(model_cfg: LLMModel, config: Config, key: str) -> tuple[str, str]:
-    """(the server's URL, the config key it comes from)."""
+    """(the server's URL, the config key it comes from, or the environment variable: ``Config.origin``)."""
     from evaluations.models.chat import describe_model
 
     url = describe_model(model_cfg, config)["base_url"] or ""
     if model_cfg.provider == "openai" and model_cfg.base_url:
         return url, f"{key}.base_url"
-    return url, f"providers.{model_cfg.provider}.base_url"
+    return url, config.origin(f"providers.{model_cfg.provider}.base_url")
 
 
 def checker_for(model_cfg: LLMModel, config: Config, *, judge: str | None = None, key: str = "judge.model",
