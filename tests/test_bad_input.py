@@ -368,6 +368,23 @@ def test_cache_variables_naming_a_folder_that_cannot_be_made(capsys, monkeypatch
     assert "EVALUATIONS_CACHE_PATH" not in output and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("data_home", [UNMAKEABLE, "__FILE__/data"], ids=["procfs", "under-a-file"])
+def test_a_data_folder_that_cannot_be_made_without_the_cache_is_one_error_before_any_case(
+        capsys, monkeypatch, tmp_path, data_home):
+    """--no-cache opens no cache, but faithfulness and context relevance still need the embedded judge model,
+    assembled under $XDG_DATA_HOME/evaluations/models: checked before any case, not a failed judge in every case."""
+    if data_home.startswith("__FILE__"):
+        (tmp_path / "a-file").write_text("not a folder")
+        data_home = data_home.replace("__FILE__", str(tmp_path / "a-file"))
+    monkeypatch.setenv("XDG_DATA_HOME", data_home)
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+    monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
+    code, output = run_cli(capsys, *_system_run(tmp_path, monkeypatch, "--no-cache"))
+    assert_one_error(code, output, f"environment variable XDG_DATA_HOME ({data_home}/evaluations/models)",
+                     "fix: point XDG_DATA_HOME at a folder you can write")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("provider, variable", [("ollama", "OLLAMA_BASE_URL"), ("openai", "OPENAI_BASE_URL")])
 def test_an_unreachable_server_names_where_its_url_came_from(capsys, monkeypatch, tmp_path, provider, variable):
     from fake_llm_server import closed_port_url

@@ -159,7 +159,8 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
     return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.) A judge's
     parameters file that cannot be used is one EvaluationsError here (``judging.fitted``), never a failed judge in
-    every case."""
+    every case; so is an embedded judge model that cannot be made ready (its parts missing, or a data folder that
+    cannot be created: ``models.gguf``), its file assembled here, before any case runs."""
     from evaluations.judging.refit import REFITS
     from evaluations.judging.served_checker import served_tools
 
@@ -174,6 +175,10 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     if retrieval and "context_relevance" in wanted:
         scorer, _ = served_tools(config, "context_relevance")
         made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
+    if made and scorer is None:  # the embedded judge model's file (both judges'), where yesno.load_scorer finds it
+        from evaluations.judging.embedded import embedded_judge_path
+
+        embedded_judge_path()
     return made
 
 
