@@ -513,3 +513,78 @@ def test_text_that_is_not_unicode_fails_its_case(small):
     with pytest.raises(SystemResponseError, match=r"field 'retrieved.0.text' is not valid Unicode"):
         anyio.run(CallableSystem(lambda r: Reply(retrieved=[{"id": "d1", "text": "x\udcff"}]), id="m"),
                   SystemRequest(query="q", k=1, case_id="c1"))
+
+
+# -- token usage a system reports, or does not ----------------------------------------------------------------------
+
+USAGE_SYSTEM = '''
+DOCS = {"q1": "The Eiffel Tower in Paris was completed in 1889.", "q2": "Tokyo is the capital of Japan.",
+        "q3": "Hamlet was written by William Shakespeare."}
+SOME = {"q1": {"input_tokens": 30, "output_tokens": 5}, "q3": {"input_tokens": 10, "output_tokens": 3}}
+
+
+def no_usage(request):
+    case = request["case_id"]
+    return {"retrieved": [{"id": "d" + case[1:], "text": DOCS[case]}], "answer": DOCS[case]}
+
+
+def zero_usage(request):
+    return {**no_usage(request), "usage": {"input_tokens": 0, "output_tokens": 0}}
+
+
+def some_usage(request):
+    reply = no_usage(request)
+    if request["case_id"] in SOME:
+        reply["usage"] = SOME[request["case_id"]]
+    return reply
+'''
+
+
+def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is_zero(small, cli, monkeypatch):
+    """A system that answers without "usage" has tokens per query null in summary.json and "not reported" in the
+    report, no tokens in history, and a gate rule or compare on them is bad input naming why; one that reports 0
+    tokens has 0; one that reports usage for some cases has the mean over those cases."""
+    work, _ = small
+    (work / "usage_rag.py").write_text(USAGE_SYSTEM)
+    history = work / "history.sqlite"
+    (work / "c.yaml").write_text(f"cache: {{enabled: false}}\njudge: {{reference_free: []}}\n"
+                                 f"history: {{path: '{history}'}}\n")
+    (work / "rules.yaml").write_text("rules:\n  - {metric: tokens_per_query, max: 100}\n")
+    monkeypatch.chdir(work)
+    summaries = {}
+    for system in ("no_usage", "zero_usage", "some_usage"):
+        out = work / system
+        code, _, err = cli(["run", str(work / "q.jsonl"), "--corpus", str(work / "corpus.jsonl"), "--system",
+                            f"usage_rag:{system}", "--config", str(work / "c.yaml"), "--out", str(out),
+                            "--no-progress"])
+        assert code == 0, err
+        summaries[system] = json.loads((out / "summary.json").read_text())["answers"]["tokens"]
+        assert summaries[system]["per_correct_answer"] is None  # no gold answers: nothing is correct
+
+    assert summaries["no_usage"]["per_query"] is None
+    assert {r["usage"]["input_tokens"] if r["usage"] else None for r in _cases(work / "no_usage").values()} == {None}
+    assert "| Tokens per query | not reported |" in (work / "no_usage" / "report.md").read_text()
+    assert summaries["zero_usage"]["per_query"] == 0.0
+    assert "| Tokens per query | 0.0 |" in (work / "zero_usage" / "report.md").read_text()
+    some = (30 + 5 + 10 + 3) / 2  # by hand: q1 and q3 reported usage, q2 did not
+    assert summaries["some_usage"]["per_query"] == some
+    assert summaries["some_usage"]["input"]["n"] == 2
+
+    code, out, _ = cli(["history", "--history", str(history), "--json"])
+    assert code == 0
+    recorded = {Path(row["run_dir"]).name: row["metrics"] for row in json.loads(out)}
+    assert "tokens_per_query" not in recorded["no_usage"]
+    assert (recorded["zero_usage"]["tokens_per_query"], recorded["some_usage"]["tokens_per_query"]) == (0.0, some)
+
+    code, out, err = cli(["gate", str(work / "no_usage"), "--rules", str(work / "rules.yaml"), "--json"])
+    assert code == 2 and "Traceback" not in err, err
+    assert "without reporting token usage" in err and "fix: have the system return \"usage\"" in err, err
+    for system, value in (("zero_usage", 0.0), ("some_usage", some)):
+        code, out, err = cli(["gate", str(work / system), "--rules", str(work / "rules.yaml"), "--json"])
+        assert code == 0, err
+        assert json.loads(out)["checks"][0]["value"] == value
+    code, _, err = cli(["compare", str(work / "zero_usage"), str(work / "no_usage"), "--json"])
+    assert code == 0, err  # the default measures leave out what one run does not have
+    code, _, err = cli(["compare", str(work / "zero_usage"), str(work / "no_usage"), "--json", "--metrics",
+                        "tokens_per_query"])
+    assert code == 2 and "without reporting token usage" in err, err

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from pydantic_evals.dataset import increment_eval_metric
 
-from evaluations.results.records import STAGES
+from evaluations.results.records import STAGES, SYSTEM_ANSWER
 from evaluations.pipeline.context import format_context, select_context
 from evaluations.systems.base import System, SystemRequest, SystemResponse
 from evaluations.core.types import Answer, CaseOutput, RetrievalInputs, RetrievedChunk
@@ -86,7 +86,7 @@ class RagTask:
             output.tier, output.model = response.tier, response.model
             if response.answer is not None:
                 output.answer = Answer(answer=response.answer, confidence=response.confidence)
-                output.qa_status, output.qa_mode = "ok", "system"
+                output.qa_status, output.qa_mode = "ok", SYSTEM_ANSWER
                 output.context_text = format_context(output.chunks)
                 if response.usage is not None:
                     output.usage = {"input_tokens": response.usage.input_tokens,

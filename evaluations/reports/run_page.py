@@ -63,6 +63,13 @@ def _tokens_per_query(summary: RunSummary) -> float | None:
     return None if None in parts else sum(parts)  # type: ignore[arg-type]
 
 
+def _tokens_not_reported(summary: RunSummary) -> str | None:
+    """"not reported" when the run answered but no answer's token counts are known (a user's system that returns no
+    usage: ``measures.token_usage``), rather than a run that measured no tokens."""
+    answers = summary.answers
+    return "not reported" if answers and answers.attempted and answers.tokens.per_query is None else None
+
+
 def reference_free_mean(summary: RunSummary, name: str) -> float | None:
     """A reference-free score's mean over the cases it applied to (summary.json's ``reference_free.metrics``)."""
     entry = (((summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}).get(name) or {}
@@ -77,6 +84,7 @@ class Headline:
     label: Callable[[RunSummary], str]
     value: Callable[[RunSummary], float | None]
     digits: int = 4
+    unknown: Callable[[RunSummary], str | None] = lambda s: None  # shown when the value is None, if not None
 
 
 #: the headline table, in display order; every value is read from summary.json as written
@@ -90,7 +98,8 @@ HEADLINE: list[Headline] = [
       for name in REFERENCE_FREE_SCORES),
     Headline(lambda s: "latency_p95_ms", lambda s: "Latency p95 (ms per case)", lambda s: s.latency_ms.p95,
              digits=1),
-    Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1),
+    Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1,
+             unknown=_tokens_not_reported),
     Headline(lambda s: "cost_per_query", lambda s: "Cost per query (USD)",
              lambda s: s.answers.cost_usd.per_query if s.answers else None, digits=6),
 ]
@@ -111,11 +120,12 @@ def headline_values(summary: RunSummary | dict[str, Any]) -> list[tuple[str, str
 
 def _headline_section(summary: RunSummary) -> Section:
     rows, keys, missing = [], [], []
-    for key, label, value, digits in headline_values(summary):
-        if value is None:
+    for row, (key, label, value, digits) in zip(HEADLINE, headline_values(summary)):
+        unknown = row.unknown(summary) if value is None else None
+        if value is None and unknown is None:
             missing.append(label)
             continue
-        rows.append([Cell(label), Cell.number(value, digits)])
+        rows.append([Cell(label), Cell.number(value, digits) if unknown is None else Cell(unknown, css="muted")])
         keys.append(key)
     table = Table("headline", ["metric", "value"], rows, row_keys=keys, sortable=False,
                   caption="Means over the cases (retrieval: over cases with relevant documents, failed cases "

@@ -16,8 +16,9 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
   tokens from non-relevant documents) is the one score where lower is better.
 - ``latency_ms`` (the case's total), ``latency_<stage>_ms`` (embed, retrieve, rerank, llm, …): none for a failed case;
 - ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query`` (cases whose
-  answer stage ran; missing usage counts 0); ``cost_per_query`` = (input × price_in + output × price_out) / 1e6,
-  prices from the summary;
+  answer stage ran; missing usage counts 0, but a user's system that answered without reporting usage has no value:
+  not reported, never 0 tokens); ``cost_per_query`` = (input × price_in + output × price_out) / 1e6, prices from
+  the summary;
 - ``failure_rate`` (1 when the case's system failed), ``qa_failure_rate`` (1 when its answer failed).
 
 Per case (``per_case``: compare, gate) a measure is the mean over the case's repeats; a *run-level value*
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.records import REFERENCE_FREE_SCORES, VERDICT_NAMES, CaseRecord
+from evaluations.results.records import REFERENCE_FREE_SCORES, SYSTEM_ANSWER, VERDICT_NAMES, CaseRecord
 from evaluations.results.retrieval_metrics import METRIC_ORDER, metric_key, METRICS, parse_metric_name
 from evaluations.results.rundata import RunData
 from evaluations.results.stats import percentile
@@ -174,6 +175,15 @@ def usage(record: CaseRecord) -> tuple[float, float] | None:
     return float(record.usage.get("input_tokens") or 0), float(record.usage.get("output_tokens") or 0)
 
 
+def token_usage(record: CaseRecord) -> tuple[float, float] | None:
+    """``usage`` of a case whose token counts are known: also None when a user's system answered without reporting
+    usage (``records.SYSTEM_ANSWER``, no token counts): not reported, where ``usage`` counts 0. A system that
+    reports 0 tokens has 0."""
+    if record.qa.mode == SYSTEM_ANSWER and not {"input_tokens", "output_tokens"} & record.usage.keys():
+        return None
+    return usage(record)
+
+
 _TOKEN_PARTS: dict[str, Callable[[float, float], float]] = {
     "tokens_per_query": lambda i, o: i + o,
     "input_tokens_per_query": lambda i, o: i,
@@ -182,7 +192,7 @@ _TOKEN_PARTS: dict[str, Callable[[float, float], float]] = {
 
 
 def _token_value(name: str, record: CaseRecord, run: RunData) -> float | None:
-    used = usage(record)
+    used = token_usage(record)
     return None if used is None else _TOKEN_PARTS[name](*used)
 
 
@@ -490,6 +500,12 @@ def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
             f"{kinds.total()} not applicable ({listed}); it applies to {spec.applies}", where=where,
             fix=f"see why in the run's answers (report.html, or judge_labels.{measure}_kind in cases.jsonl); a rule "
                 f"on {name} needs a run with answers it applies to: fix the system, or drop the rule")
+    if measure in _TOKEN_PARTS and any(usage(r) is not None for r in lacking.records):
+        return EvaluationsError(
+            f"the run has no {name!r} values: the system answered on {lacking.path} without reporting token usage "
+            "(not reported, not 0 tokens)", where=where,
+            fix=f"have the system return \"usage\": {{\"input_tokens\", \"output_tokens\"}} with its answer, or "
+                f"leave {name} out")
     if spec is not None:
         return EvaluationsError(
             f"the run has no {name!r} values: {spec.needs}", where=where,

@@ -30,6 +30,9 @@ SCHEMA = 2
 #: latency stages every case may record, in report order (a system may add its own after these)
 STAGES = ("embed", "retrieve", "rerank", "llm", "total")
 
+#: ``qa.mode`` of an answer a user's system gave (``pipeline.task``): its ``usage`` is what the system reported
+SYSTEM_ANSWER = "system"
+
 #: the answer judges whose per-case value is a verdict (accuracy over all cases, failed = incorrect)
 #: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion);
 #: ``llm_judge`` is the LLM judge's verdict (served: ``judging.llm``, embedded: ``judging.embedded``)

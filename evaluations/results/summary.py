@@ -20,6 +20,9 @@ Averaging rules:
   have these in ``answers.judges``, all three are in the ``reference_free`` section (with the qrels agreement of
   context relevance) and their means in ``metrics`` (compare, gate, matrix and history read them through the
   measure registry). They are not verdicts, and never in ``disagreements`` (correctness judges only);
+- tokens (``answers.tokens``) are over the cases whose answer stage ran and whose token counts are known
+  (``measures.token_usage``): a user's system that answers without reporting usage gives ``per_query`` null (not
+  reported), never 0; one that reports 0 tokens gives 0;
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -101,9 +104,10 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
             judges[name].update(score_summary(run, name))
     answered = [r for r in records if r.answer is not None]
     used = [u for r in records if (u := measures.usage(r)) is not None]  # the cases whose answer stage ran
+    known = [u for r in records if (u := measures.token_usage(r)) is not None]  # ... and whose tokens are known
     due = [r for r in records if to_answer(r)]
     kinds = [answer_kind(r) for r in due]
-    usage_in, usage_out = [int(i) for i, _ in used], [int(o) for _, o in used]
+    usage_in, usage_out = [int(i) for i, _ in known], [int(o) for _, o in known]
     costs = [measures.cost(u, price) for u in used]
     correct = sum(1 for r in answered if r.judges.get(primary_judge) is True) if primary_judge else 0
     non_empty = sum(1 for r in due if non_empty_answer(r))
@@ -128,8 +132,8 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
         "correct": correct,
         "tokens": {"input": distribution(usage_in), "output": distribution(usage_out),
                    "total_input": sum(usage_in), "total_output": sum(usage_out),
-                   "per_query": (sum(usage_in) + sum(usage_out)) / len(used) if used else None,
-                   "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct else None},
+                   "per_query": (sum(usage_in) + sum(usage_out)) / len(known) if known else None,
+                   "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct and known else None},
         "cost_usd": {"per_query": sum(costs) / len(costs) if costs else 0.0, "total": sum(costs),
                      "price_per_1m_tokens": {"input": price[0], "output": price[1]}},
     }
