@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -187,3 +187,39 @@ def test_a_system_returning_ids_only_gets_the_corpus_text_to_the_qa_agent(rows):
     given = " ".join(text.split())  # the context is whitespace-normalised
     assert output.chunks[0].text == given and output.chunks[1].text == ""  # an id the corpus lacks stays empty
     assert given[:300] in seen["prompt"] and output.qa_status == "ok"
+
+
+
+def test_an_answer_that_is_not_unicode_fails_the_answer_as_a_systems_reply_does(rows):
+    """A lone surrogate in the QA model's answer (a served model's reply in text mode, parsed from JSON that may
+    carry one) fails that case's answer with the message a system's reply gets (the field, the character, its
+    index), the usage and the reply kept, escaped: the case's record is written as UTF-8 instead of failing when
+    the run writes its files."""
+    from evaluations.core.types import RetrievalInputs
+    from evaluations.pipeline.qa_agent import qa_ladder
+    from evaluations.pipeline.task import RagTask
+    from evaluations.systems.base import RetrievedItem, SystemResponse
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(content="In 1889\ud800.")],
+                             usage=RequestUsage(input_tokens=11, output_tokens=7))
+
+    expected = "field 'answer' is not valid Unicode text: a lone surrogate '\\ud800' at index 7"
+    with pytest.raises(QAFailed) as failed:
+        asyncio.run(answer_question(build_qa_agent(FunctionModel(model)), "When?", _chunks(rows[3]), modes=("text",)))
+    assert expected in failed.value.error and "fix: " in failed.value.error
+    assert failed.value.usage == {"input_tokens": 11, "output_tokens": 7, "requests": 1}
+    assert failed.value.raw_text == "In 1889\\ud800."  # the reply, its surrogate escaped
+
+    class Retrieves:
+        id = "retrieves"
+
+        async def __call__(self, request):
+            return SystemResponse(retrieved=[RetrievedItem(id="d1", text="The tower was completed in 1889.")])
+
+    agent = build_qa_agent(FunctionModel(model))
+    task = RagTask(system=Retrieves(), agent=agent, ladder=qa_ladder(agent, ("text",)))
+    output, _ = asyncio.run(task.run_case(RetrievalInputs(query="When was the tower completed?", case_id="c1")))
+    assert output.qa_status == "failed" and expected in output.qa_error and output.answer is None
+    assert output.documents == ["d1"] and output.usage["input_tokens"] == 11  # retrieval and usage are kept
+    output.model_dump_json().encode("utf-8")  # what cases.jsonl is written from: no surrogate left to fail on

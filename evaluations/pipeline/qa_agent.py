@@ -31,11 +31,15 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
 from evaluations.pipeline.context import context_text
+from evaluations.systems.callable import check_text
 
 __all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
            "build_qa_agent", "output_modes", "qa_ladder"]
 
 OUTPUT_RETRIES = 2
+#: the fix named when the answer holds a lone surrogate
+_NOT_UNICODE_FIX = ("the reply is kept in the case's raw_text, the character escaped; it came from the model or its "
+                    "server (e.g. a \\ud800 escape in its JSON): use another model or server")
 
 INSTRUCTIONS = (
     "Answer the question using only the context below. "
@@ -157,7 +161,9 @@ async def answer_question(
     The ladder is first replayed from the model-call cache alone (``models.cache.replay_first``): a re-run repeats
     none of the calls that failed. Returns a ``QAResult``; raises ``QAFailed`` (error, raw_text, usage, attempts)
     when every mode failed or a mode failed in a way another mode cannot change (the server unreachable after its
-    retries). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised as is.
+    retries), or when the answer is not valid Unicode (a lone surrogate: ``systems.callable.check_text``, as a
+    system's reply). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised
+    as is.
     """
     prompt = _prompt(question, context_text(chunks, max_chars))
     ladder = ladder or qa_ladder(agent, modes)
@@ -182,12 +188,23 @@ async def answer_question(
                         raw_text=attempts[-1].raw_text, attempts=list(attempts))
 
     try:
-        return await ladder.run(agent.model, attempt, start=attempts.clear)
+        result = await ladder.run(agent.model, attempt, start=attempts.clear)
     except EvaluationsError:
         raise
     except Exception as exc:  # every mode failed, or one failed for good: keep what the model said
         if not attempts:
             raise
         raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")
-        raise QAFailed(attempts[-1].error or str(exc), raw, _sum([a.usage for a in attempts]),
+        raise QAFailed(attempts[-1].error or str(exc), _writable(raw), _sum([a.usage for a in attempts]),
                        list(attempts)) from exc
+    try:  # text that is not valid Unicode fails the answer, as it fails a system's reply (systems.callable)
+        check_text(result.answer, f"QA model {getattr(agent.model, 'model_name', agent.model)}",
+                   error=EvaluationsError, fix=_NOT_UNICODE_FIX)
+    except EvaluationsError as exc:
+        raise QAFailed(str(exc), _writable(result.raw_text), result.usage, result.attempts) from None
+    return result
+
+
+def _writable(text: str) -> str:
+    """``text`` with any lone surrogate escaped (``\\ud800``): what the model said, in a form UTF-8 can write."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -71,7 +71,7 @@ def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
     """``raw`` (dict or pydantic model) -> SystemResponse, or a SystemResponseError naming the case and field."""
     where = f"system {system_id}, case {case_id}"
     if isinstance(raw, SystemResponse):
-        _check_text(raw, where)
+        check_text(raw, where)
         return raw
     if isinstance(raw, BaseModel):
         raw = raw.model_dump()
@@ -87,20 +87,22 @@ def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
         problems = "; ".join(f"field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())[:5])
         raise SystemResponseError(f"bad response: {problems}", where=where,
                                   fix="see the response contract in evaluations/systems/base.py") from None
-    _check_text(response, where)
+    check_text(response, where)
     return response
 
 
-def _check_text(response: SystemResponse, where: str) -> None:
-    """SystemResponseError when a string of ``response`` holds a lone surrogate (module docstring)."""
-    found = _bad_text(response.model_dump())
+def check_text(value: BaseModel, where: str, *, error: type[EvaluationsError] = SystemResponseError,
+               fix: str = "decode the bytes with their real encoding (or with errors='replace') before returning "
+                          "them") -> None:
+    """``error`` when a string of ``value`` holds a lone surrogate (module docstring), naming its field: a system's
+    response (a SystemResponseError fails its case), the QA model's answer (``pipeline.qa_agent``)."""
+    found = _bad_text(value.model_dump())
     if found:
         field, index, char = found
         field = field.encode("utf-8", "backslashreplace").decode("utf-8")  # a key may hold one too
-        raise SystemResponseError(
+        raise error(
             f"field '{field}' is not valid Unicode text: a lone surrogate {char!r} at index {index} (what "
-            "undecodable bytes become when decoded with errors='surrogateescape')", where=where,
-            fix="decode the bytes with their real encoding (or with errors='replace') before returning them")
+            "undecodable bytes become when decoded with errors='surrogateescape')", where=where, fix=fix)
 
 
 def import_callable(spec: str) -> Callable[[dict], Any]:
