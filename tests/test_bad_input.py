@@ -385,6 +385,19 @@ def test_a_data_folder_that_cannot_be_made_without_the_cache_is_one_error_before
     assert not (tmp_path / "out").exists()
 
 
+def test_the_judges_model_is_assembled_under_storage_data_dir(capsys, monkeypatch, tmp_path):
+    """The reference-free judges' model lives under the config's storage.data_dir, as every other model does: an
+    unmakeable one is one error before any case (before, the judges ignored it and used the default folder)."""
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+    monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
+    args = _system_run(tmp_path, monkeypatch, "--no-cache")
+    config = tmp_path / "data.yaml"
+    config.write_text(f"storage:\n  data_dir: {UNMAKEABLE}\n")
+    code, output = run_cli(capsys, *args, "--config", str(config))
+    assert_one_error(code, output, f"{UNMAKEABLE}/models", "fix: set storage.data_dir to a folder you can write")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("provider, variable", [("ollama", "OLLAMA_BASE_URL"), ("openai", "OPENAI_BASE_URL")])
 def test_an_unreachable_server_names_where_its_url_came_from(capsys, monkeypatch, tmp_path, provider, variable):
     from fake_llm_server import closed_port_url

@@ -468,3 +468,26 @@ def test_a_command_that_asked_a_served_checker_exits(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["judges"][0]["n"] == 3
     assert asked >= 3  # the questions went to the server (not all from a cache)
+
+
+def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, monkeypatch):
+    """``judge.model: {provider: embedded, name: ...}``: the run's reference-free judges ask that model, the one the
+    run's metadata names (``checker_label``) and the judge commands use; before, they always loaded the default
+    judge model while the metadata named the configured one."""
+    from evaluations.evaluators.reference_free import Faithfulness, checker_label, reference_free_evaluators
+    from evaluations.judging.embedded import embedded_judge_path
+
+    monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
+    monkeypatch.setenv("EVALUATIONS_LLM_THREADS", "1")
+    judges = {"reference_free": ["faithfulness", "context_relevance"]}
+    small = _config(tmp_path, judge={**judges, "model": {"provider": "embedded", "name": "qwen2.5-coder-0.5b"}})
+    default = _config(tmp_path, judge=judges)
+    for config, name in ((small, "qwen2.5-coder-0.5b"), (default, "qwen2.5-coder-1.5b")):
+        made = reference_free_evaluators(config, answers=True, retrieval=True, has_qrels=False)
+        assert len(made) == 2 and checker_label(config) == f"embedded:{name}"
+        faith = next(e for e in made if isinstance(e, Faithfulness))
+        assert [e.scorer.path for e in made] == [embedded_judge_path(name)] * 2
+        verdict = faith.scorer.probability("Passage:\nThe bridge opened in 1932.\n\n",
+                                           "Question: When did it open?\nStatement: It opened in 1932.\n"
+                                           "Is the statement supported by the passage? Answer yes or no.")
+        assert verdict[0] > 0.5

@@ -162,23 +162,29 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     every case; so is an embedded judge model that cannot be made ready (its parts missing, or a data folder that
     cannot be created: ``models.gguf``), its file assembled here, before any case runs."""
     from evaluations.judging.refit import REFITS
-    from evaluations.judging.served_checker import served_tools
+    from evaluations.judging.served_checker import embedded_checker, served_tools
 
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
     wanted -= {judge for judge, needed in (("faithfulness", answers), ("context_relevance", retrieval)) if not needed}
     for judge in sorted(wanted & set(REFITS)):
         REFITS[judge].current()  # its parameters file read and checked before any model loads or case runs
     made: list[Evaluator] = []
+    served = config.judge.model is not None and config.judge.model.provider != "embedded"
     if answers and "faithfulness" in wanted:
         scorer, decompose = served_tools(config, "faithfulness")
-        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, decompose=decompose))
+        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, decompose=decompose,
+                                 scorer=scorer if served else embedded_checker(config, "faithfulness")))
     if retrieval and "context_relevance" in wanted:
         scorer, _ = served_tools(config, "context_relevance")
-        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=scorer))
-    if made and scorer is None:  # the embedded judge model's file (both judges'), where yesno.load_scorer finds it
+        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts,
+                                     scorer=scorer if served else embedded_checker(config, "context_relevance")))
+    if made and not served:  # the embedded judge model's file (both judges'), the one the scorers will load
+        from evaluations.core.config import LLMModel
         from evaluations.judging.embedded import embedded_judge_path
+        from evaluations.judging.llm import embedded_judge_name
 
-        embedded_judge_path()
+        embedded_judge_path(embedded_judge_name(config.judge.model or LLMModel(provider="embedded")),
+                            config.data_dir())
     return made
 
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config, LLMModel
 
 __all__ = ["FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "CheckFailed", "ServedChecker", "YesNo", "checker_for",
-           "claims_from_model", "judge_tools", "served_rubric", "served_tools"]
+           "claims_from_model", "embedded_checker", "judge_tools", "served_rubric", "served_tools"]
 
 FALLBACK_RUBRIC = "reference_free_served.md"  # used while a judge ships no rubric of its own
 MAX_CHARS = 6000  # characters of shared text (passage) + tail per question, ~1,500 tokens
@@ -329,6 +329,31 @@ def served_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], 
     modes = ("text", *(m for m in SERVED_LADDER if m != "text"))
     checker = checker_for(model, config, judge=judge, modes=modes)
     return checker, checker.claims  # its claims ladder is the structured modes, as claims_from_model's checker's
+
+
+class _Deferred:
+    """``checker_for``'s embedded scorer, loaded at its first use (a run builds its judges before any case)."""
+
+    def __init__(self, config: Config, judge: str):
+        self._config, self._judge = config, judge
+        self._scorer: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:  # only for what the proxy itself lacks: the scorer's attributes
+        with self._lock:
+            if self._scorer is None:
+                from evaluations.core.config import LLMModel
+
+                self._scorer = checker_for(self._config.judge.model or LLMModel(provider="embedded"), self._config,
+                                           judge=self._judge)
+        return getattr(self._scorer, name)
+
+
+def embedded_checker(config: Config, judge: str) -> Any:
+    """The embedded yes/no scorer a run's ``judge`` asks when ``judge.model`` is not served: the model
+    ``judge.model.name`` names (default: the embedded judge) under the config's ``storage.data_dir``, as the judge
+    commands (``judge_tools``) and the run's metadata (``reference_free_judge``) say; loaded at its first use."""
+    return _Deferred(config, judge)
 
 
 def judge_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], list[str] | None] | None]:
