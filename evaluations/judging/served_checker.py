@@ -339,7 +339,9 @@ class _Deferred:
         self._scorer: Any = None
         self._lock = threading.Lock()
 
-    def __getattr__(self, name: str) -> Any:  # only for what the proxy itself lacks: the scorer's attributes
+    def __getattr__(self, name: str) -> Any:  # only for what the proxy itself lacks: the scorer's public attributes
+        if name.startswith("_"):  # the proxy's own (before __init__ ran: copy, pickle) and dunder lookups
+            raise AttributeError(name)
         with self._lock:
             if self._scorer is None:
                 from evaluations.core.config import LLMModel
