@@ -474,7 +474,13 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
     """``judge.model: {provider: embedded, name: ...}``: the run's reference-free judges ask that model, the one the
     run's metadata names (``checker_label``) and the judge commands use; before, they always loaded the default
     judge model while the metadata named the configured one."""
-    from evaluations.evaluators.reference_free import Faithfulness, checker_label, reference_free_evaluators
+    from evaluations.evaluators.reference_free import (
+        Faithfulness,
+        checker_label,
+        checker_notes,
+        parameter_sources,
+        reference_free_evaluators,
+    )
     from evaluations.judging.embedded import embedded_judge_path
 
     monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
@@ -491,3 +497,10 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
                                            "Question: When did it open?\nStatement: It opened in 1932.\n"
                                            "Is the statement supported by the passage? Answer yes or no.")
         assert verdict[0] > 0.5
+        # the shipped parameters were fitted through the default judge model: a run on another one says so
+        notes = checker_notes(config, parameter_sources(made))
+        if config is default:
+            assert notes == []
+        else:
+            assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
+            assert all(f"fitted through embedded, the verdicts come from embedded:{name};" in n for n in notes)

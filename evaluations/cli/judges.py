@@ -451,16 +451,10 @@ def _note_checker(judges: list[str], config: Config | None) -> None:
 
 
 def _checker(config: Config | None) -> str:
-    """The checker the reference-free judges ask under ``config`` (``refit.checker_name``): ``embedded`` for the
-    default embedded judge, ``embedded:NAME`` for another embedded model, else ``provider:name``."""
-    from evaluations.judging.embedded import DEFAULT_JUDGE
-    from evaluations.judging.llm import embedded_judge_name
+    """The checker the reference-free judges ask under ``config`` (``refit.checker_name``)."""
     from evaluations.judging.refit import checker_name
 
-    model = config.judge.model if config is not None else None
-    if model is not None and model.provider == "embedded" and embedded_judge_name(model) != DEFAULT_JUDGE:
-        return f"embedded:{embedded_judge_name(model)}"
-    return checker_name(model)
+    return checker_name(config.judge.model if config is not None else None)
 
 
 def _judge_config(judge_model: str, config_path: str | None) -> Config:

@@ -327,8 +327,22 @@ def fitted_through(judge: str) -> str:
 
 
 def checker_name(model: Any) -> str:
-    """The checker a judge model config (``LLMModel`` or None) asks: ``embedded``, or ``provider:name``."""
-    return "embedded" if model is None or model.provider == "embedded" else f"{model.provider}:{model.name}"
+    """The checker a judge model config (``LLMModel`` or None) asks: ``embedded`` for the default embedded judge
+    (what the shipped parameters were fitted through), ``embedded:NAME`` for another embedded model, else
+    ``provider:name``."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.embedded import DEFAULT_JUDGE
+    from evaluations.judging.llm import embedded_judge_name
+    from evaluations.models.gguf import resolve
+
+    if model is None or model.provider == "embedded":
+        name = DEFAULT_JUDGE if model is None else embedded_judge_name(model)
+        try:
+            name = resolve(name).name  # an alias ("Qwen2.5-Coder-1.5B-Instruct") is its registry name
+        except EvaluationsError:
+            pass  # an unknown name is reported where the model loads
+        return "embedded" if name == DEFAULT_JUDGE else f"embedded:{name}"
+    return f"{model.provider}:{model.name}"
 
 
 def checker_note(judge: str, checker: str, fitted: str | None = None) -> str | None:
