@@ -504,3 +504,36 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
         else:
             assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
             assert all(f"fitted through embedded, the verdicts come from embedded:{name};" in n for n in notes)
+
+
+def test_score_log_with_a_served_judge_model_asks_that_server(tmp_path, monkeypatch):
+    """``score --format log`` with ``judge.model`` on a server: faithfulness and context relevance ask that
+    server, as a run does, and the summary names it; before, the log's judges always asked the embedded model."""
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as main
+
+    claims = ["The bridge opened in 1932."]
+
+    def responder(body: dict) -> object:
+        if body.get("tools"):
+            return tool_call(body["tools"][0]["function"]["name"], {"claims": claims})
+        return "Yes." if "1932" in body["messages"][-1]["content"] else "No."
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": "When did the bridge open?", "answer": "It opened in 1932.",
+                               "retrieved": [{"id": "d1", "text": "The Harbour Bridge opened in 1932."}]}) + "\n")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = tmp_path / "judge.yaml"
+        config.write_text(f"judge:\n  model: {{provider: openai, name: judge, base_url: '{server.openai_url}'}}\n"
+                          f"cache:\n  enabled: false\n")
+        result = CliRunner().invoke(main, ["score", str(log), "--format", "log", "--json", "--config", str(config)])
+        assert result.exit_code == 0, result.output
+        asked = [json.dumps(r.body) for r in server.calls("/v1/chat/completions")]
+    summary = json.loads(result.stdout)
+    assert summary["reference_free_judge"] == "openai:judge"
+    assert any("Statement: The bridge opened in 1932." in a for a in asked)  # the server's claim, checked there
+    assert any("Is this passage relevant" in a for a in asked)  # context relevance asked the server too
+    metrics = summary["reference_free"]["metrics"]
+    assert metrics["faithfulness"]["mean"] == 1.0 and metrics["context_relevance"]["mean"] == 1.0

@@ -90,7 +90,11 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         from evaluations.scoring.gold import load_gold
         from evaluations.scoring.logs import score_logs
 
+        from evaluations.evaluators.reference_free import checker_label, reference_free_tools
+
         config = load_config(config_path)
+        judges = config.judge.reference_free_judges(has_qrels=False)
+        tools = reference_free_tools(config, judges)  # checked before any log row is judged
         texts = None
         if corpus:
             from evaluations.datasets.generic import read_documents
@@ -99,8 +103,9 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         summary = score_logs(file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
                              prices=dict(config.prices), bins=bins,
                              tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                             reference_free=config.judge.reference_free_judges(has_qrels=False),
-                             cache=config.cache.enabled, texts=texts)
+                             reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools)
+        if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
+            summary["reference_free_judge"] = checker_label(config)
     if as_json:
         click.echo(dumps(summary))
     else:

@@ -20,7 +20,7 @@ No answer (faithfulness) gives ``{}``: the summary counts the case as not applic
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from evaluations.core.config import Config
 
 __all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
-           "checker_label", "checker_notes", "parameter_sources", "reference_free_evaluators"]
+           "checker_label", "checker_notes", "parameter_sources", "reference_free_evaluators",
+           "reference_free_tools"]
 
 
 def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
@@ -157,35 +158,46 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` when the run answers, ``context_relevance``
     when it scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
     (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
-    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.) A judge's
-    parameters file that cannot be used is one EvaluationsError here (``judging.fitted``), never a failed judge in
-    every case; so is an embedded judge model that cannot be made ready (its parts missing, or a data folder that
-    cannot be created: ``models.gguf``), its file assembled here, before any case runs."""
+    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.) Their checkers,
+    and what is checked before any case runs: ``reference_free_tools``."""
+    wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
+    wanted -= {judge for judge, needed in (("faithfulness", answers), ("context_relevance", retrieval)) if not needed}
+    tools = reference_free_tools(config, wanted)
+    made: list[Evaluator] = []
+    if "faithfulness" in tools:
+        scorer, decompose = tools["faithfulness"]
+        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, decompose=decompose))
+    if "context_relevance" in tools:
+        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=tools["context_relevance"][0]))
+    return made
+
+
+Tools = tuple[Any, Callable[[str, str], "list[str] | None"] | None]
+
+
+def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Tools]:
+    """judge -> (checker, claim decomposition) for each of ``judges`` that asks a checker (faithfulness, context
+    relevance), as every command that judges without gold uses them (a run, ``score --format log``): the served
+    ``judge.model`` (``served_checker.served_tools``), else the embedded model it names, loaded at first use
+    (``served_checker.embedded_checker``), and the deterministic splitter. Checked here, before any case: each
+    judge's parameters file (``judging.fitted``; one EvaluationsError, never a failed judge in every case), an
+    unreachable server, and the embedded model's file (its parts missing, or a data folder that cannot be created:
+    ``models.gguf``), assembled here."""
+    from evaluations.core.config import LLMModel
+    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.llm import embedded_judge_name
     from evaluations.judging.refit import REFITS
     from evaluations.judging.served_checker import embedded_checker, served_tools
 
-    wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
-    wanted -= {judge for judge, needed in (("faithfulness", answers), ("context_relevance", retrieval)) if not needed}
-    for judge in sorted(wanted & set(REFITS)):
+    wanted = [judge for judge in REFITS if judge in set(judges)]
+    for judge in wanted:
         REFITS[judge].current()  # its parameters file read and checked before any model loads or case runs
-    made: list[Evaluator] = []
-    served = config.judge.model is not None and config.judge.model.provider != "embedded"
-    if answers and "faithfulness" in wanted:
-        scorer, decompose = served_tools(config, "faithfulness")
-        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, decompose=decompose,
-                                 scorer=scorer if served else embedded_checker(config, "faithfulness")))
-    if retrieval and "context_relevance" in wanted:
-        scorer, _ = served_tools(config, "context_relevance")
-        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts,
-                                     scorer=scorer if served else embedded_checker(config, "context_relevance")))
-    if made and not served:  # the embedded judge model's file (both judges'), the one the scorers will load
-        from evaluations.core.config import LLMModel
-        from evaluations.judging.embedded import embedded_judge_path
-        from evaluations.judging.llm import embedded_judge_name
-
-        embedded_judge_path(embedded_judge_name(config.judge.model or LLMModel(provider="embedded")),
-                            config.data_dir())
-    return made
+    model = config.judge.model or LLMModel(provider="embedded")
+    if model.provider != "embedded":
+        return {judge: served_tools(config, judge) for judge in wanted}
+    if wanted:  # the embedded judge model's file (both judges'), the one the scorers will load
+        embedded_judge_path(embedded_judge_name(model), config.data_dir())
+    return {judge: (embedded_checker(config, judge), None) for judge in wanted}
 
 
 #: evaluator class -> the judge (``judging.refit.REFITS``) whose parameters it reads

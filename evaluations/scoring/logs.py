@@ -199,8 +199,10 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     return usage.input_tokens * price.input / 1e6 + usage.output_tokens * price.output / 1e6
 
 
-def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dict[str, Any]:
-    """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring)."""
+def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
+                    tools: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring);
+    ``tools``: judge -> (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``."""
     from evaluations.evaluators.reference_free import context_relevance_results, faithfulness_results
     from evaluations.judging.passages import Passage
 
@@ -209,9 +211,12 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool) -> dic
     passages = [Passage(id=i, text=text) for i, text in _context_spans(record)]
     results: dict[str, Any] = {}
     if "faithfulness" in names and record.answer is not None:
-        results.update(faithfulness_results(record.query, record.answer, passages, cache=cache))
+        scorer, decompose = tools.get("faithfulness", (None, None))
+        results.update(faithfulness_results(record.query, record.answer, passages, cache=cache, scorer=scorer,
+                                            decompose=decompose))
     if "context_relevance" in names:
-        results.update(context_relevance_results(record.query, passages, cache=cache))
+        scorer, _ = tools.get("context_relevance", (None, None))
+        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer))
     return results_fields(results)
 
 
@@ -254,11 +259,12 @@ def _mean(values: list[float]) -> float | None:
 
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
-               reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None
-               ) -> dict:
+               reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None,
+               tools: Mapping[str, Any] | None = None) -> dict:
     """The summary of one log file (module docstring). ``reference_free``: the reference-free judges to run
     (``cache`` False: verdicts neither read from nor written to the verdict store); ``texts``: the corpus (id ->
-    text) spans logged as ids are read from."""
+    text) spans logged as ids are read from; ``tools``: the judges' checkers (``reference_free_tools``; default:
+    the default embedded judge model)."""
     records = read_logs(path)
     if texts is not None:
         records = [(where, _with_corpus(record, texts)) for where, record in records]
@@ -312,7 +318,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
         ranking = _dedupe([s.id for s in last.spans()])
-        judged = _reference_free(last, reference_free, cache)
+        judged = _reference_free(last, reference_free, cache, tools or {})
         judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
         finals.append(CaseRecord(
             name=qid, query=last.query or "", retrieved=ranking, relevant=g.relevant if g else {},
