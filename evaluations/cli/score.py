@@ -87,10 +87,9 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
             summary.pop("per_query")
     else:
         from evaluations.core.config import load_config
+        from evaluations.evaluators.reference_free import checker_label, reference_free_tools
         from evaluations.scoring.gold import load_gold
         from evaluations.scoring.logs import score_logs
-
-        from evaluations.evaluators.reference_free import checker_label, reference_free_tools
 
         config = load_config(config_path)
         judges = config.judge.reference_free_judges(has_qrels=False)

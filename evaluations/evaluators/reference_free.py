@@ -189,7 +189,8 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     from evaluations.judging.refit import REFITS
     from evaluations.judging.served_checker import embedded_checker, served_tools
 
-    wanted = [judge for judge in REFITS if judge in set(judges)]
+    chosen = set(judges)
+    wanted = [judge for judge in REFITS if judge in chosen]
     for judge in wanted:
         REFITS[judge].current()  # its parameters file read and checked before any model loads or case runs
     model = config.judge.model or LLMModel(provider="embedded")
@@ -218,16 +219,12 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
 def checker_label(config: Config) -> str:
     """The checker the reference-free judges ask, for the run's metadata, spelt as ``judge_model`` is:
     ``embedded:<registry name>`` (the default judge model unless ``judge.model`` names another embedded one) or
-    ``provider:name`` of a server."""
+    ``provider:name`` of a server: ``refit.checker_name``, with the default judge model named."""
     from evaluations.judging.embedded import DEFAULT_JUDGE
-    from evaluations.judging.llm import embedded_judge_name
     from evaluations.judging.refit import checker_name
-    from evaluations.models.gguf import resolve
 
-    model = config.judge.model
-    if model is not None and model.provider != "embedded":
-        return checker_name(model)
-    return f"embedded:{resolve(embedded_judge_name(model) if model is not None else DEFAULT_JUDGE).name}"
+    name = checker_name(config.judge.model)
+    return f"embedded:{DEFAULT_JUDGE}" if name == "embedded" else name
 
 
 def checker_notes(config: Config, sources: dict[str, dict[str, str]]) -> list[str]:

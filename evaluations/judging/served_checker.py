@@ -332,7 +332,7 @@ def served_tools(config: Config, judge: str) -> tuple[Any, Callable[[str, str], 
 
 
 class _Deferred:
-    """``checker_for``'s embedded scorer, loaded at its first use (a run builds its judges before any case)."""
+    """``judge_tools``'s embedded scorer, loaded at its first use (a run builds its judges before any case)."""
 
     def __init__(self, config: Config, judge: str):
         self._config, self._judge = config, judge
@@ -344,10 +344,7 @@ class _Deferred:
             raise AttributeError(name)
         with self._lock:
             if self._scorer is None:
-                from evaluations.core.config import LLMModel
-
-                self._scorer = checker_for(self._config.judge.model or LLMModel(provider="embedded"), self._config,
-                                           judge=self._judge)
+                self._scorer = judge_tools(self._config, self._judge)[0]
         return getattr(self._scorer, name)
 
 

@@ -31,7 +31,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
 from evaluations.pipeline.context import context_text
-from evaluations.systems.callable import check_text
+from evaluations.systems.callable import check_text, escaped
 
 __all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
            "build_qa_agent", "output_modes", "qa_ladder"]
@@ -195,16 +195,11 @@ async def answer_question(
         if not attempts:
             raise
         raw = next((a.raw_text for a in reversed(attempts) if a.raw_text.strip()), "")
-        raise QAFailed(attempts[-1].error or str(exc), _writable(raw), _sum([a.usage for a in attempts]),
+        raise QAFailed(attempts[-1].error or str(exc), escaped(raw), _sum([a.usage for a in attempts]),
                        list(attempts)) from exc
     try:  # text that is not valid Unicode fails the answer, as it fails a system's reply (systems.callable)
         check_text(result.answer, f"QA model {getattr(agent.model, 'model_name', agent.model)}",
                    error=EvaluationsError, fix=_NOT_UNICODE_FIX)
     except EvaluationsError as exc:
-        raise QAFailed(str(exc), _writable(result.raw_text), result.usage, result.attempts) from None
+        raise QAFailed(str(exc), escaped(result.raw_text), result.usage, result.attempts) from None
     return result
-
-
-def _writable(text: str) -> str:
-    """``text`` with any lone surrogate escaped (``\\ud800``): what the model said, in a form UTF-8 can write."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -99,10 +99,15 @@ def check_text(value: BaseModel, where: str, *, error: type[EvaluationsError] = 
     found = _bad_text(value.model_dump())
     if found:
         field, index, char = found
-        field = field.encode("utf-8", "backslashreplace").decode("utf-8")  # a key may hold one too
+        field = escaped(field)  # a key may hold one too
         raise error(
             f"field '{field}' is not valid Unicode text: a lone surrogate {char!r} at index {index} (what "
             "undecodable bytes become when decoded with errors='surrogateescape')", where=where, fix=fix)
+
+
+def escaped(text: str) -> str:
+    """``text`` with any lone surrogate escaped (``\\ud800``): in a form UTF-8 can write."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def import_callable(spec: str) -> Callable[[dict], Any]:
