@@ -572,3 +572,36 @@ def test_a_reference_free_row_without_the_answer(capsys, tmp_path):
                                                  "label": True}])
     assert_one_error(*run_cli(capsys, "judge-agreement", str(listed), "--judges", "faithfulness"), f"{listed}:1",
                      "must be a string")
+
+
+def test_a_lone_surrogate_escape_in_a_row_is_named_with_its_field(capsys, tmp_path):
+    """JSON may escape half a UTF-16 pair (``"\\ud800"``); the text it parses to cannot be encoded as UTF-8, so a judge
+    reading it (the model tokenizes UTF-8) or a run writing it failed with a traceback. It is one error naming the
+    file:line and the field, before any model call or run folder: in a reference-free judge's row, in a log's
+    retrieved text, in a corpus written as a JSON array. A pair of escapes (a real character) still reads."""
+    row = {"query": "Who wrote Hamlet?", "context": ["Hamlet is a tragedy by William Shakespeare."],
+           "generated_answer": "William Shakespeare", "label": True}
+    rows = _jsonl(tmp_path / "rows.jsonl", [row, {**row, "context": ["Hamlet \ud800 by William Shakespeare."]}])
+    assert json.loads(rows.read_text().splitlines()[1])["context"][0][7] == "\ud800"  # written as the escape \ud800
+    assert_one_error(*run_cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness,context_relevance"),
+                     f"{rows}:2: field 'context.0'", "lone surrogate '\\ud800' at index 7")
+
+    log = _jsonl(tmp_path / "log.jsonl", [{"query_id": "q1", "query": "Who wrote Hamlet?", "answer": "Shakespeare",
+                                           "retrieved": [{"id": "d1", "text": "Hamlet, by Shakespeare \udc00"}]}])
+    assert_one_error(*run_cli(capsys, "score", "--format", "log", str(log)), f"{log}:1: field 'retrieved.0.text'",
+                     "'\\udc00' at index 23")
+
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"id": "d1", "text": "Hamlet is a tragedy."}, {"id": "d2", "text": "\udbff x"}]),
+                      encoding="utf-8")
+    questions = _jsonl(tmp_path / "questions.jsonl", [{"id": "q1", "query": "Who wrote Hamlet?"}])
+    out = tmp_path / "out"
+    assert_one_error(*run_cli(capsys, "run", str(questions), "--corpus", str(corpus), "--skip-qa", "--search-mode",
+                              "fts", "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress"),
+                     f"{corpus}:2: field 'text'", "'\\udbff' at index 0")
+    assert not out.exists()
+
+    paired = _jsonl(tmp_path / "paired.jsonl", [{**row, "generated_answer": "Shakespeare \U0001f600"}])
+    assert "\\ud83d\\ude00" in paired.read_text()
+    from evaluations.judging.passage_rows import load_passage_rows
+    assert load_passage_rows(paired)[0].answer == "Shakespeare \U0001f600"

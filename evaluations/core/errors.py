@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 
 class EvaluationsError(Exception):
@@ -23,6 +24,36 @@ class EvaluationsError(Exception):
         if self.fix:
             text += f"\n  fix: {self.fix}"
         return text
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, int, str] | None:
+    """(dotted path, character index, character) of the first lone surrogate in ``value``'s strings (keys
+    included), or None: text that cannot be encoded as UTF-8 (a ``\\ud800`` escape in JSON without its pair, or
+    undecodable bytes decoded with ``errors='surrogateescape'``)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path or "(the text)", exc.start, value[exc.start]
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        where = f"{path}.{key}" if path else str(key)
+        found = lone_surrogate(key, where) if isinstance(key, str) else None
+        found = found or lone_surrogate(item, where)
+        if found:
+            return found
+    return None
+
+
+def escaped(text: str) -> str:
+    """``text`` with any lone surrogate escaped (``\\ud800``): in a form UTF-8 can write."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 #: pydantic's tags of a union member in an error's location: not keys the user wrote

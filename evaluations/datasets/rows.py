@@ -8,17 +8,34 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, escaped, lone_surrogate
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 _FIX_UTF8 = "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 IN > OUT)"
+
+
+#: a JSON escape of a UTF-16 surrogate (``\\ud800``): only a line holding one can parse to text UTF-8 cannot write
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_text(row: Any, text: str, where: str) -> None:
+    """An error naming ``where`` and the field when a string of ``row`` (parsed from the JSON ``text``) holds a lone
+    surrogate (half of a UTF-16 pair escaped as ``\\ud800``): no judge, model or output file can take it."""
+    found = lone_surrogate(row) if _SURROGATE_ESCAPE.search(text) else None
+    if found:
+        key, index, char = found
+        raise EvaluationsError(f"field '{escaped(key)}' is not valid Unicode text: a lone surrogate {char!r} at index "
+                               f"{index} (a \\u escape of half a UTF-16 pair)", where=where,
+                               fix="write the character itself, or both escapes of its pair (e.g. \\ud83d\\ude00), "
+                                   "or remove the escape")
 
 
 def _open_binary(path: Path) -> BinaryIO:
@@ -88,6 +105,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     if not isinstance(row, dict):
                         raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}",
                                                where=f"{path}:{number}", fix="write one JSON object per line")
+                    _check_text(row, line, f"{path}:{number}")
                     yield number, row
         elif name.endswith((".json", ".json.gz")):
             yield from _json_array(path)
@@ -163,6 +181,7 @@ def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(row, dict):
             raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}", where=f"{path}:{number}",
                                    fix="make the file an array of objects")
+        _check_text(row, text, f"{path}:{number}")
         yield number, row
 
 

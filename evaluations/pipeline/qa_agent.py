@@ -27,11 +27,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, escaped
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
 from evaluations.pipeline.context import context_text
-from evaluations.systems.callable import check_text, escaped
+from evaluations.systems.callable import check_text
 
 __all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
            "build_qa_agent", "output_modes", "qa_ladder"]

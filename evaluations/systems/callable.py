@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from evaluations.core.errors import EvaluationsError, field_errors
+from evaluations.core.errors import EvaluationsError, escaped, field_errors, lone_surrogate
 from evaluations.systems.base import SystemRequest, SystemResponse
 from evaluations.systems.replies import RunReplies, through
 
@@ -41,30 +41,6 @@ class SystemResponseError(EvaluationsError):
 
 class SystemTimeout(EvaluationsError):
     """A system did not answer one case within its timeout (the case fails; the call is abandoned)."""
-
-
-def _bad_text(value: Any, path: str = "") -> tuple[str, int, str] | None:
-    """(dotted path, character index, character) of the first lone surrogate in ``value``'s strings (keys
-    included), or None: text that cannot be encoded as UTF-8."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return path or "(the text)", exc.start, value[exc.start]
-        return None
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        where = f"{path}.{key}" if path else str(key)
-        found = _bad_text(key, where) if isinstance(key, str) else None
-        found = found or _bad_text(item, where)
-        if found:
-            return found
-    return None
 
 
 def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
@@ -96,18 +72,13 @@ def check_text(value: BaseModel, where: str, *, error: type[EvaluationsError] = 
                           "them") -> None:
     """``error`` when a string of ``value`` holds a lone surrogate (module docstring), naming its field: a system's
     response (a SystemResponseError fails its case), the QA model's answer (``pipeline.qa_agent``)."""
-    found = _bad_text(value.model_dump())
+    found = lone_surrogate(value.model_dump())
     if found:
         field, index, char = found
         field = escaped(field)  # a key may hold one too
         raise error(
             f"field '{field}' is not valid Unicode text: a lone surrogate {char!r} at index {index} (what "
             "undecodable bytes become when decoded with errors='surrogateescape')", where=where, fix=fix)
-
-
-def escaped(text: str) -> str:
-    """``text`` with any lone surrogate escaped (``\\ud800``): in a form UTF-8 can write."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def import_callable(spec: str) -> Callable[[dict], Any]:
