@@ -6,6 +6,7 @@ scipy's binomtest.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -137,6 +138,26 @@ def test_judge_check_malformed_row(tmp_path):
                    '{"id": "2", "question": "Why?", "answers": 3}\n')
     proc = _cli("judge-check", str(bad), "--judges", "keyword")
     assert proc.returncode == 2 and f"{bad}:2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("context", ["a passage given as a list"], "field 'context' must be a text, got list"),
+    ("answers", {"text": "France"}, "field 'answers.text' must be a list of texts, got 'France'"),
+    ("is_impossible", "false", "field 'is_impossible' must be true or false, got 'false'"),
+    ("question", None, "empty or non-text question (got None)"),
+])
+def test_judge_check_a_squad_row_of_the_wrong_type_is_named(tmp_path, field, value, named):
+    """Real SQuAD 2.0 rows, the second with one value of the wrong type. A passage that is not text crashed the
+    reference-free controls (traceback); gold answers given as one string were read letter by letter ("F", "r",
+    ...) and the string "false" made an answerable question unanswerable, both silently. Each is one error naming
+    file:line and the field, before any judge runs."""
+    with gzip.open(SHARED / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(next(handle)) for _ in range(2)]
+    bad = tmp_path / "q.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n" + json.dumps({**rows[1], field: value}) + "\n")
+    proc = _cli("judge-check", str(bad), "--judges", "faithfulness,context_relevance", "--limit", "2")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{bad}:2: " in proc.stderr and named in proc.stderr and "fix: " in proc.stderr, proc.stderr
 
 
 def test_calibrate_judge_refuses_parameters_that_fail_the_controls(tmp_path):

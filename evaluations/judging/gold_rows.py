@@ -32,29 +32,54 @@ Row = dict[str, Any]
 Reader = Callable[[Row, int], tuple[str, str, tuple[str, ...], bool, str]]  # key, question, refs, answerable, passage
 
 
+def _texts(value: Any, key: str) -> list[str]:
+    """The gold answers at ``key``: a list of texts, else a TypeError naming the key (a string would otherwise be
+    read letter by letter, a number left out unseen)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"field {key!r} must be a list of texts, got {value!r:.60}")
+    return value
+
+
+def _text(value: Any, key: str) -> str:
+    """The passage at ``key``: a text (absent or null: none), else a TypeError naming the key."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"field {key!r} must be a text, got {type(value).__name__}")
+    return value or ""
+
+
+def _impossible(row: Row) -> bool:
+    """``is_impossible``: true, false or absent, else a TypeError (the string "false" is not false)."""
+    value = row.get("is_impossible")
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"field 'is_impossible' must be true or false, got {value!r:.40}")
+    return bool(value)
+
+
 def _repliqa(row: Row, line: int):
     answer = str(row.get("answer") or "")
     answerable = answer.strip().lower() != NOT_FOUND
     return (str(row.get("question_id", row.get("sample_id", f"line:{line}"))), row["question"],
-            (answer,) if answerable and answer.strip() else (), answerable, row.get("document_extracted") or "")
+            (answer,) if answerable and answer.strip() else (), answerable,
+            _text(row.get("document_extracted"), "document_extracted"))
 
 
 def _clapnq(row: Row, line: int):
     golds = tuple(o["answer"] for o in row.get("output") or [] if (o.get("answer") or "").strip())
     passages = row.get("passages") or [{}]
-    return str(row["id"]), row["input"], golds, bool(golds), passages[0].get("text", "")
+    return str(row["id"]), row["input"], golds, bool(golds), _text(passages[0].get("text"), "passages.0.text")
 
 
 def _squad(row: Row, line: int):
-    golds = tuple(dict.fromkeys(t for t in row["answers"]["text"] if t.strip()))
-    return str(row["id"]), row["question"], golds, not row.get("is_impossible") and bool(golds), row.get("context", "")
+    golds = tuple(dict.fromkeys(t for t in _texts(row["answers"]["text"], "answers.text") if t.strip()))
+    return (str(row["id"]), row["question"], golds, not _impossible(row) and bool(golds),
+            _text(row.get("context"), "context"))
 
 
 def _with_contexts(row: Row, line: int):
-    answerable = not row.get("is_impossible") and bool((row.get("answer") or "").strip())
+    answerable = not _impossible(row) and bool((row.get("answer") or "").strip())
     contexts = row.get("contexts") or []
     return (str(row.get("id", f"line:{line}")), row["question"], (row["answer"],) if answerable else (), answerable,
-            contexts[0].get("text", "") if contexts else "")
+            _text(contexts[0].get("text"), "contexts.0.text") if contexts else "")
 
 
 def _evouna(row: Row, line: int):
@@ -62,7 +87,7 @@ def _evouna(row: Row, line: int):
 
 
 def _generic(row: Row, line: int):
-    answers = tuple(a for a in row.get("answers") or [] if isinstance(a, str) and a.strip())
+    answers = tuple(a for a in _texts(row.get("answers") or [], "answers") if a.strip())
     return str(row["id"]), row["query"], answers, bool(row.get("answerable", True)) and bool(answers), ""
 
 

@@ -67,11 +67,16 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[QAItem]:
             continue
         try:
             key, question, refs, answerable, passage = read_row(fmt, row, line)
-        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        except KeyError as exc:
             raise EvaluationsError(f"a {fmt} row without the expected field {exc}", where=where,
                                    fix="every row of one file must have the same format") from None
+        except (TypeError, IndexError, AttributeError) as exc:
+            raise EvaluationsError(f"a {fmt} row with a value of the wrong type ({exc})", where=where,
+                                   fix=f"correct it on that line: every row is read as a {fmt} row, the first "
+                                       "row's format") from None
         if not isinstance(question, str) or not question.strip():
-            raise EvaluationsError("empty or non-text question", where=where)
+            raise EvaluationsError(f"empty or non-text question (got {question!r:.60})", where=where,
+                                   fix="write each question as non-empty text")
         out.append(QAItem(question, refs, passage or "", answerable, f"{path.name}:{key}", where))
         if limit is not None and sum(i.answerable for i in out) >= limit:
             break
