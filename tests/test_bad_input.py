@@ -605,3 +605,18 @@ def test_a_lone_surrogate_escape_in_a_row_is_named_with_its_field(capsys, tmp_pa
     assert "\\ud83d\\ude00" in paired.read_text()
     from evaluations.judging.passage_rows import load_passage_rows
     assert load_passage_rows(paired)[0].answer == "Shakespeare \U0001f600"
+
+
+def test_a_lone_surrogate_escape_in_a_csv_cells_json_list_is_named(capsys, tmp_path):
+    """A reference-free row in CSV writes its passages as a JSON list in the ``context`` cell; an escape of half a
+    UTF-16 pair there parsed to text the judge's tokenizer could not encode (traceback). One error naming
+    file:line and the passage."""
+    path = tmp_path / "rows.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["query", "context", "generated_answer", "label"])
+        writer.writerow(["Who wrote Hamlet?", json.dumps(["Hamlet is a tragedy.", "Hamlet \ud800 by Shakespeare."]),
+                         "Shakespeare", "true"])
+    assert "\\ud800" in path.read_text(encoding="utf-8")  # the cell holds the escape, the file is valid UTF-8
+    assert_one_error(*run_cli(capsys, "judge-agreement", str(path), "--judges", "context_relevance"),
+                     f"{path}:2: field 'context.1'", "lone surrogate '\\ud800' at index 7")

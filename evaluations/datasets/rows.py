@@ -26,10 +26,11 @@ _FIX_UTF8 = "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 IN > OUT)"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _check_text(row: Any, text: str, where: str) -> None:
-    """An error naming ``where`` and the field when a string of ``row`` (parsed from the JSON ``text``) holds a lone
-    surrogate (half of a UTF-16 pair escaped as ``\\ud800``): no judge, model or output file can take it."""
-    found = lone_surrogate(row) if _SURROGATE_ESCAPE.search(text) else None
+def check_unicode(value: Any, text: str, where: str, key: str = "") -> None:
+    """An error naming ``where`` and the field when a string of ``value`` (parsed from the JSON ``text``; ``key``:
+    its own dotted key, if any) holds a lone surrogate (half of a UTF-16 pair escaped as ``\\ud800``): no judge,
+    model or output file can take it."""
+    found = lone_surrogate(value, key) if _SURROGATE_ESCAPE.search(text) else None
     if found:
         key, index, char = found
         raise EvaluationsError(f"field '{escaped(key)}' is not valid Unicode text: a lone surrogate {char!r} at index "
@@ -105,7 +106,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     if not isinstance(row, dict):
                         raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}",
                                                where=f"{path}:{number}", fix="write one JSON object per line")
-                    _check_text(row, line, f"{path}:{number}")
+                    check_unicode(row, line, f"{path}:{number}")
                     yield number, row
         elif name.endswith((".json", ".json.gz")):
             yield from _json_array(path)
@@ -181,7 +182,7 @@ def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(row, dict):
             raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}", where=f"{path}:{number}",
                                    fix="make the file an array of objects")
-        _check_text(row, text, f"{path}:{number}")
+        check_unicode(row, text, f"{path}:{number}")
         yield number, row
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.datasets.rows import iter_rows
+from evaluations.datasets.rows import check_unicode, iter_rows
 from evaluations.judging.context_labels import is_context_labels_file, load_context_labels
 from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
 from evaluations.judging.labels import LabelledAnswer, parse_label
@@ -53,7 +53,9 @@ def _json_list(value: str) -> Any:
 
 
 def _passages(value: Any, where: str) -> tuple[str, ...]:
-    value = _json_list(value) if isinstance(value, str) else value
+    if isinstance(value, str):
+        text, value = value, _json_list(value)
+        check_unicode(value, text, where, "context")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     if isinstance(value, str):
