@@ -406,6 +406,45 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     assert closed_port_url().rsplit(":", 1)[0] in captured.err and "fix:" in captured.err
 
 
+def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path, monkeypatch):
+    """``score --format log`` with ``judge.model`` on llama.cpp's real server: every logged answer's claims come
+    from the server's decomposition and are checked there, every logged passage is asked there, the summary names
+    the served judge; a second pass on the same call cache asks the server nothing and gives the same numbers."""
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as main
+
+    (passage, supported, other), = _statements(1)
+    retrieved = [{"id": "d1", "text": passage}]
+    rows = [{"query_id": "q1", "query": "What does the passage say?", "answer": supported, "retrieved": retrieved},
+            {"query_id": "q2", "query": "What does the passage say?", "answer": other, "retrieved": retrieved}]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"judge:\n  model: {{provider: openai, name: {qwen_server.model_id}, "
+                      f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n",
+                      encoding="utf-8")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+
+    def score() -> dict:
+        result = CliRunner().invoke(main, ["score", str(log), "--format", "log", "--json", "--config", str(config)])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    live = CALL_STATS["chat"].misses
+    summary = score()
+    asked = CALL_STATS["chat"].misses - live
+    assert summary["reference_free_judge"] == f"openai:{qwen_server.model_id}"
+    metrics = summary["reference_free"]["metrics"]
+    assert metrics["faithfulness"]["n"] == 2 and metrics["context_relevance"]["n"] == 2
+    assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
+    # 2 decompositions, at least one claim check per answer, and the one passage asked for relevance
+    assert asked >= 2 + 2 + 1, asked
+    again = score()
+    assert CALL_STATS["chat"].misses - live == asked  # all from the call cache
+    assert again["reference_free"]["metrics"] == metrics
+
+
 def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_server, tmp_path, capsys):
     """``calibrate-judge --judges context_relevance --judge openai:NAME``: the refit reads the served model's
     P(yes) (hand-labelled pairs of ``datasets/labels``); its "current" accuracy is what judge-agreement through
