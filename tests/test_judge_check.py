@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from scipy.stats import binomtest
 
 from evaluations.cli.root import cli as main
 from evaluations.judging.agreement import JUDGES
+from evaluations.judging.claims import sentences
 from evaluations.judging.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
 from evaluations.judging.questions import QAItem, load_questions
 from evaluations.judging.weak_labels import load_weak_labels
@@ -90,10 +92,11 @@ def test_judge_check_cli_and_the_shipped_offline_judge_passes():
     assert judges["offline"]["min_rejection"] >= 0.95 and judges["offline"]["min_acceptance"] >= 0.95
 
 
-def test_a_category_the_files_give_no_control_of_is_not_a_failure_and_the_json_is_strict():
-    """CLAPNQ's questions offer no "A or B" options, so the options category has no control: it is reported as
-    such (pass null, rate null: strict JSON, no NaN) and does not fail the check; a category whose controls the
-    judge all left unjudged still fails."""
+def test_a_category_the_files_give_no_control_of_is_not_checked_and_no_pass_and_the_json_is_strict():
+    """CLAPNQ's questions offer no "A or B" options and its golds are sentences, so the options category has no
+    control: it is not checked (pass null, rate null: strict JSON, no NaN; the reason given), which is no pass
+    either: the command exits 1 and says which category and why instead of "every judge passes". A category whose
+    controls the judge all left unjudged still fails."""
     clapnq = SHARED / "clapnq_dev" / "clapnq_dev_answerable.jsonl.gz"
     result = CliRunner().invoke(main, ["judge-check", str(clapnq), "--limit", "40", "--judges", "keyword", "--json"])
 
@@ -102,14 +105,20 @@ def test_a_category_the_files_give_no_control_of_is_not_a_failure_and_the_json_i
 
     report = json.loads(result.output[result.output.index("{"):], parse_constant=no_nan)
     rows = {c["category"]: c for c in report["judges"]["keyword"]["categories"]}
-    assert rows["options"] == {"category": "options", "kind": "negative", "n": 0, "not_judged": 0, "rate": None,
-                               "ci95": [None, None], "pass": None}
-    failing = sorted(c for c, r in rows.items() if r["n"] and r["rate"] < 0.95)
-    assert report["judges"]["keyword"]["pass"] is (not failing)
-    assert result.exit_code == (1 if failing else 0)
+    options = rows.pop("options")
+    assert {k: v for k, v in options.items() if k != "not_checked"} == {
+        "category": "options", "kind": "negative", "n": 0, "not_judged": 0, "rate": None, "ci95": [None, None],
+        "pass": None}
+    assert 'no question offers options ("A or B?")' in options["not_checked"]
+    assert all(r["n"] == 40 and r["not_checked"] is None for r in rows.values())  # 40 questions, one control each
+    failing = sorted(c for c, r in rows.items() if r["rate"] < 0.95)
+    assert report["judges"]["keyword"]["pass"] is (False if failing else None)
+    assert result.exit_code == 1
     table = CliRunner().invoke(main, ["judge-check", str(clapnq), "--limit", "40", "--judges", "keyword"])
     lines = {line.split()[0]: line for line in table.output.splitlines() if line.strip()}
-    assert "no controls" in lines["options"]
+    assert "not checked" in lines["options"] and table.exit_code == 1
+    assert "NOT CHECKED: keyword on options: no controls (no question offers options" in table.output
+    assert "every judge passes" not in table.output
     assert sorted(c for c in rows if "✗" in lines[c]) == failing
 
     items = load_questions(clapnq, limit=10)
@@ -117,6 +126,72 @@ def test_a_category_the_files_give_no_control_of_is_not_a_failure_and_the_json_i
         examples)})  # a judge that judges nothing fails every category it was given
     given = {c.category for c in build_controls(items)}
     assert sorted(c for _, c in failed.failures()) == sorted(given) and "options" not in given
+    assert [(j, c) for j, c, _ in failed.unchecked()] == [("keyword", "options")]
+
+
+SQUAD = SHARED / "squad2_dev_cs224n" / "questions.jsonl.gz"
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w.]+", text))
+
+
+def test_reference_free_controls_of_questions_sharing_a_passage_come_from_the_rest_of_the_file():
+    """The first 3 answerable SQuAD 2.0 questions share one paragraph (Normans): among themselves there is no other
+    passage, and their sentences hold no plain number (only "10th") and no name absent from it. Drawn from the
+    whole file, as judge-check --limit 3 now draws, each gets another question's passage without its gold and a
+    copied sentence with a fact swapped for one no word of the passage has; the same seed gives the same."""
+    from evaluations.cli.judges import passage_questions
+    from evaluations.judging.controls import build_passage_controls
+
+    items, pool = passage_questions((str(SQUAD),), 3)
+    assert [i.references[0] for i in items] == ["France", "10th and 11th centuries", "Denmark, Iceland and Norway"]
+    assert len({i.context for i in items}) == 1 and len(pool) == 6078
+    for judge in ("faithfulness", "context_relevance"):  # the hole: within the 3, the negatives cannot be made
+        assert {c.category for c in build_passage_controls(items, judge)} == {
+            "faithfulness": {"copied_sentence"}, "context_relevance": {"own_passage"}}[judge]
+
+    relevance = build_passage_controls(items, "context_relevance", pool=pool)
+    others = [c.answer for c in relevance if c.category == "other_passage"]
+    assert len(others) == 3
+    for item, other in zip(items, others):
+        assert other.question == item.question and other.label is False
+        assert other.passages[0] != item.context and other.passages[0] in {p.context for p in pool}
+        assert item.references[0].lower() not in other.passages[0].lower()
+    faith = build_passage_controls(items, "faithfulness", pool=pool)
+    swapped = [c.answer for c in faith if c.category == "swapped_fact"]
+    assert len(swapped) == 3
+    for item, control in zip(items, swapped):
+        assert control.label is False and control.answer not in item.context
+        assert _words(control.answer) - _words(item.context)  # a word the passage does not have
+        assert any(len(_words(s) ^ _words(control.answer)) <= 4 for s in sentences(item.context))  # one swap
+    again = build_passage_controls(items, "faithfulness", pool=pool)
+    assert [c.answer.answer for c in again] == [c.answer.answer for c in faith]
+
+
+def test_judge_check_exits_1_and_names_the_reference_free_categories_it_could_not_make(tmp_path):
+    """A file whose every question has the same passage (the first 3 rows of SQuAD 2.0, about the Normans) gives
+    no other passage and no fresh name to swap in: other_passage and swapped_fact are not checked, the command says
+    so and why, and exits 1 (it said "every reference-free judge passes every category" and exited 0)."""
+    with gzip.open(SQUAD, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(next(handle)) for _ in range(3)]
+    assert len({r["context"] for r in rows}) == 1
+    one = tmp_path / "one_passage.jsonl"
+    one.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(main, ["judge-check", str(one), "--judges", "faithfulness,context_relevance",
+                                       "--limit", "1"])
+    assert result.exit_code == 1, result.output
+    assert "NOT CHECKED: faithfulness on swapped_fact: no controls (no passage sentence has a number" in result.output
+    assert "NOT CHECKED: context_relevance on other_passage: no controls (no passage of the files is another" \
+        in result.output
+    assert "passes every category" not in result.output
+    r = CliRunner().invoke(main, ["judge-check", str(one), "--judges", "context_relevance", "--limit", "1", "--json"])
+    report = json.loads(r.output[r.output.index("{"):])
+    judge = report["reference_free"]["context_relevance"]["judges"]["context_relevance"]
+    categories = {c["category"]: c for c in judge["categories"]}
+    assert r.exit_code == 1 and judge["pass"] is not True
+    assert categories["other_passage"]["n"] == 0 and categories["other_passage"]["pass"] is None
+    assert categories["own_passage"]["n"] == 1
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

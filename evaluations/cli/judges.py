@@ -22,6 +22,7 @@ from evaluations.judging.lexical import KEYWORD_THRESHOLD
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
+    from evaluations.judging.questions import QAItem
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
 
@@ -367,10 +368,27 @@ def _control_table(report, title: str, categories: dict | None = None) -> Table:
         cells = []
         for judge in report.judges:
             r = rows[judge][category]
-            cells.append("no controls" if r.passed is None else "none judged ✗" if not r.n else
+            cells.append("not checked" if r.passed is None else "none judged ✗" if not r.n else
                          f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}")
         table.add_row(category, kind, *cells)
     return table
+
+
+def _verdict(report, every: str) -> bool:
+    """Print the check's verdict under its table(s): ``every`` when every category of every judge was measured and
+    passed, else the failed categories and, one line each, the categories not checked (no controls) and why.
+    True when the check did not pass."""
+    failures, unchecked = report.failures(), report.unchecked()
+    if failures:
+        click.echo("FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+    for judge, category, why in unchecked:
+        click.echo(f"NOT CHECKED: {judge} on {category}: no controls ({why})")
+    if unchecked:
+        click.echo("fix: give files (or a larger --limit) that yield every category; a category without controls "
+                   "is no pass")
+    if not failures and not unchecked:
+        click.echo(every)
+    return bool(failures or unchecked)
 
 
 def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
@@ -399,7 +417,8 @@ def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
 def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, config_path, no_cache):
     """Controls: does each judge reject non-answers and accept gold answers? The reference-free judges get their
     own (faithfulness: a copied passage sentence vs one with a swapped fact; context_relevance: the question's own
-    passage vs another question's). Exit 1 when a category fails."""
+    passage vs another question's, drawn from every question of the files). Exit 1 when a category fails or is not
+    checked: the files gave no control of it (a judge that says yes to everything passes the positive ones)."""
     from evaluations.judging.agreement import JUDGES
     from evaluations.judging.controls import run_controls
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
@@ -423,19 +442,18 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
         report = run_controls(controls, batch, min_rate=min_rate,
                               progress=lambda name, k: progress.update(tasks[name], advance=k))
-    failures = report.failures()
+    failed = bool(report.failures() or report.unchecked())
     if as_json and not passage_judges:
         click.echo(json.dumps({"files": list(files), "controls": len(controls), **report.to_dict()}, indent=2))
     elif not as_json:
         skipped = sum(1 for i in items if not (i.answerable and i.references))
         _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} answers; "
                                              f"{skipped} unanswerable questions skipped)"))
-        click.echo("every judge passes every category" if not failures else
-                   "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
+        _verdict(report, "every judge passes every category")
     if passage_judges:
         _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache,
-                       failed=bool(failures), answers=report.to_dict() if as_json else None, served=served)
-    if failures:
+                       failed=failed, answers=report.to_dict() if as_json else None, served=served)
+    if failed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
@@ -482,15 +500,13 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
                    failed: bool = False, answers: dict | None = None, served: Config | None = None) -> None:
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
     from the questions of ``files`` that carry a passage."""
-    from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls, run_controls
+    from evaluations.judging.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
-    from evaluations.judging.questions import load_questions
-
-    items = [item for file in files for item in load_questions(file, limit=limit)]
+    items, pool = passage_questions(files, limit)
     _note_checker(judges, served)
     reports = {}
     for name in judges:
-        controls = build_passage_controls(items, name, seed=seed)
+        controls = build_passage_controls(items, name, seed=seed, pool=pool)
         if not controls:
             raise EvaluationsError(f"no answerable question with a gold answer and a passage to build {name} "
                                    "controls from", where=", ".join(files),
@@ -500,7 +516,7 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
             reports[name] = (len(controls), run_controls(
                 controls, {name: PASSAGE_JUDGES[name](cache=not no_cache, config=served)}, min_rate=min_rate,
                 progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
-    failures = [f for _, report in reports.values() for f in report.failures()]
+    combined = ControlReport(min_rate, 0, {n: rows for _, r in reports.values() for n, rows in r.judges.items()})
     if as_json:
         payload = {"files": list(files), "reference_free": {n: {"controls": k, **r.to_dict()}
                                                             for n, (k, r) in reports.items()}}
@@ -509,10 +525,23 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
         for name, (count, report) in reports.items():
             _out().print(_control_table(report, f"{name} controls from {report.questions} questions ({count})",
                                         PASSAGE_CONTROLS[name]))
-        click.echo("every reference-free judge passes every category" if not failures else
-                   "FAIL: " + ", ".join(f"{j} on {c}" for j, c in failures))
-    if failures or failed:
+        _verdict(combined, "every reference-free judge passes every category")
+    if combined.failures() or combined.unchecked() or failed:
         raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def passage_questions(files: tuple[str, ...], limit: int | None) -> tuple[list[QAItem], list[QAItem]]:
+    """(the questions the reference-free controls are built for: the first ``limit`` answerable ones of each file;
+    every question of the files: the pool another passage and the swapped-in names are drawn from)."""
+    from evaluations.judging.questions import first_answerable, load_questions
+
+    items: list[QAItem] = []
+    pool: list[QAItem] = []
+    for file in files:
+        every = load_questions(file)
+        pool.extend(every)
+        items.extend(first_answerable(every, limit))
+    return items, pool
 
 
 commands: list[click.Command] = [judge_agreement, calibrate_judge, judge_check]

@@ -1,7 +1,8 @@
 """Exit codes of the ``evaluations`` commands, and the ``--max-failures`` rule behind exit 3.
 
 ``0`` all went well; ``1`` a check said no (``gate`` rules broken, ``judge-check`` or ``golden validate``
-failing, fitted judge parameters refused); ``2`` bad input (an EvaluationsError: one message, no traceback);
+failing, or ``judge-check`` unable to build a control category, so not checking it; fitted judge parameters
+refused); ``2`` bad input (an EvaluationsError: one message, no traceback);
 ``3`` a run (or a matrix cell) finished with more cases that did not complete than ``--max-failures`` allows,
 or ``judge-agreement``/``calibrate-judge`` had rows the judge model failed on;
 ``130`` interrupted.

@@ -16,14 +16,18 @@ synonymy.
 The reference-free judges have their own controls (``PASSAGE_CONTROLS``: judge -> categories, built by
 ``build_passage_controls`` from any question file whose rows carry their passage):
 ``faithfulness`` — ``copied_sentence`` (a sentence of the passage, the one holding the gold answer when there is
-one: supported) and ``swapped_fact`` (that sentence with one number, else one capitalised name, replaced by one
-absent from the passage: not supported); ``context_relevance`` — ``own_passage`` (the question's own passage:
-needed) and ``other_passage`` (another question's passage that does not contain this question's gold: not needed).
+one: supported) and ``swapped_fact`` (that sentence, else another of the passage's, with one number, else one
+capitalised name, replaced by one absent from the passage: not supported); ``context_relevance`` —
+``own_passage`` (the question's own passage: needed) and ``other_passage`` (another question's passage that does
+not contain this question's gold: not needed). The other passage and the swapped-in names come from a ``pool`` of
+questions (judge-check gives every question of its files, not only the first ``--limit``).
 
 ``run_controls`` gives each judge's rate per category: rejection rate (share judged incorrect) for negatives,
 acceptance rate for positives, with the Wilson 95% interval
     (p̂ + z²/2n ± z·sqrt(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n),  z = 1.96
 (``statsmodels.stats.proportion.proportion_confint(method="wilson")``); a category passes at rate ≥ ``min_rate``.
+A category the files gave no control of is not checked (``NO_CONTROLS`` says why): no failure, but no pass either
+— a judge that says yes to everything passes every positive category, so a check is only as good as its negatives.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ from evaluations.judging.data import LabelledAnswer
 from evaluations.judging.questions import QAItem
 from evaluations.judging.text import STOPWORDS, keywords
 
-__all__ = ["CATEGORIES", "PASSAGE_CONTROLS", "Control", "build_controls", "build_passage_controls", "run_controls",
-           "ControlReport", "restate", "heading", "paraphrase", "swap_fact"]
+__all__ = ["CATEGORIES", "NO_CONTROLS", "PASSAGE_CONTROLS", "Control", "build_controls", "build_passage_controls",
+           "run_controls", "ControlReport", "restate", "heading", "paraphrase", "swap_fact"]
 
 REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that from the information given.",
             "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
@@ -208,19 +212,44 @@ def swap_fact(sentence: str, passage: str, names: Sequence[str], rng: np.random.
     return None
 
 
-def _swapped(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+@lru_cache(maxsize=None)
+def _names(passage: str) -> tuple[str, ...]:
+    """The capitalised words of ``passage`` that ``swap_fact`` may put in or take out (``_NAME``), sorted."""
+    return tuple(sorted({m.group(0) for m in _NAME.finditer(passage)}))
+
+
+@lru_cache(maxsize=None)
+def _passage_words(passage: str) -> frozenset[str]:
+    return frozenset(keywords(passage))
+
+
+def _swap_sentences(item: QAItem) -> list[str]:
+    """The sentences a fact may be swapped in: the copied one first, then the passage's others of 6 to 60 words."""
     copied = _copied(item)
-    if copied is None:
+    rest = [s for s in sentences(item.context) if 6 <= len(s.split()) <= 60 and s != copied]
+    return ([copied] if copied else []) + rest
+
+
+def _swapped(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    """A passage sentence with one fact swapped (``swap_fact``): the copied sentence, else the first other one
+    that has a number or a name to swap; the fresh names come from another passage of ``pool`` that has a name
+    absent from this one."""
+    candidates = _swap_sentences(item)
+    if not candidates:
         return None
-    other = _other(item, rng, pool, accept=lambda p: p.context != item.context)
-    names = sorted({m.group(0) for m in _NAME.finditer(other.context)}) if other is not item else []
-    return swap_fact(copied, item.context, names, rng)
+    other = _other(item, rng, pool, accept=lambda p: p.context != item.context
+                   and any(n not in item.context for n in _names(p.context)))
+    names = _names(other.context) if other is not item else ()
+    return next((s for s in (swap_fact(c, item.context, names, rng) for c in candidates) if s is not None), None)
 
 
 def _other_passage(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    """Another passage of ``pool`` that has no keyword of this question's gold, nor any gold as a substring
+    (a gold inside a longer word, "Odo" in "orthodoxy", shares no keyword with it)."""
     gold = _gold_words(tuple(item.references))
-    other = _other(item, rng, pool, accept=lambda p: bool(p.context) and p.context != item.context
-                   and not gold & keywords(p.context))
+    refs = [r.lower() for r in item.references]
+    other = _other(item, rng, pool, accept=lambda p: bool(p.context.strip()) and p.context != item.context
+                   and not gold & _passage_words(p.context) and not any(r in p.context.lower() for r in refs))
     return None if other is item else other.context
 
 
@@ -241,16 +270,36 @@ PASSAGE_CONTROLS: dict[str, dict[str, tuple[str, PassageBuilder, str]]] = {
 }
 PASSAGE_CONTROLS["groundedness"] = PASSAGE_CONTROLS["faithfulness"]
 
+_ALWAYS = "no answerable question with a gold answer (and a passage, for a reference-free judge) in the files"
+#: category -> why the files can give no control of it (said when a category goes unchecked)
+NO_CONTROLS: dict[str, str] = {
+    **{c: _ALWAYS for c in (*CATEGORIES, "own_passage")},
+    "options": "no question offers options (\"A or B?\") and no two questions have short golds (≤ 4 words, "
+               "without \"or\") that share no keyword",
+    "other_gold": "no two questions have golds that share no keyword",
+    "restatement": "every gold answer is in its question's own words (a restatement would state it)",
+    "heading": "every gold answer is in its question's own words (a heading would state it)",
+    "copied_sentence": "no passage has a sentence holding the gold (≤ 400 characters) or one of 6 to 60 words",
+    "swapped_fact": "no passage sentence has a number to change, nor a capitalised name to replace by one that "
+                    "another passage of the files has and this passage lacks",
+    "other_passage": "no passage of the files is another question's without words of this question's gold (do "
+                     "all the questions share one passage?)",
+}
 
-def build_passage_controls(items: Sequence[QAItem], judge: str, seed: int = 0) -> list[Control]:
-    """The controls of reference-free ``judge`` (``PASSAGE_CONTROLS``) for every answerable question with gold
-    and a passage."""
+
+def build_passage_controls(items: Sequence[QAItem], judge: str, seed: int = 0,
+                           pool: Sequence[QAItem] | None = None) -> list[Control]:
+    """The controls of reference-free ``judge`` (``PASSAGE_CONTROLS``) for every answerable question of ``items``
+    with gold and a passage. Another question's passage and the names a fact is swapped for are drawn from
+    ``pool`` (every question with a passage; default ``items``): give the whole file, so that the few questions
+    of a ``--limit`` that share one passage still get them."""
     rng = np.random.default_rng(seed)
-    pool = [i for i in items if i.answerable and i.references and i.context.strip()]
+    targets = [i for i in items if i.answerable and i.references and i.context.strip()]
+    material = [i for i in (items if pool is None else pool) if i.context.strip()]
     out = []
-    for item in pool:
+    for item in targets:
         for category, (kind, build, _) in PASSAGE_CONTROLS[judge].items():
-            made = build(item, rng, pool)
+            made = build(item, rng, material)
             if made is None:
                 continue
             answer, passage = made
@@ -290,8 +339,9 @@ def build_controls(items: Sequence[QAItem], seed: int = 0) -> list[Control]:
 
 @dataclass
 class CategoryResult:
-    """One judge on one category's controls. ``passed`` is None when the files gave no control of the category
-    (nothing to check: not a failure); a category whose controls the judge all left unjudged fails."""
+    """One judge on one category's controls. ``passed`` is None when the files gave no control of the category:
+    the category is not checked (``why``: ``NO_CONTROLS``), which is no pass either (``ControlReport.unchecked``);
+    a category whose controls the judge all left unjudged fails."""
 
     category: str
     kind: str
@@ -300,13 +350,15 @@ class CategoryResult:
     rate: float
     ci: tuple[float, float]
     passed: bool | None
+    why: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
             return None if x != x else x
 
         return {"category": self.category, "kind": self.kind, "n": self.n, "not_judged": self.not_judged,
-                "rate": clean(self.rate), "ci95": [clean(c) for c in self.ci], "pass": self.passed}
+                "rate": clean(self.rate), "ci95": [clean(c) for c in self.ci], "pass": self.passed,
+                "not_checked": self.why}
 
 
 @dataclass
@@ -318,6 +370,10 @@ class ControlReport:
     def failures(self) -> list[tuple[str, str]]:
         return [(j, r.category) for j, rows in self.judges.items() for r in rows if r.passed is False]
 
+    def unchecked(self) -> list[tuple[str, str, str]]:
+        """(judge, category, why) of every category the files gave no control of: not measured, so not passed."""
+        return [(j, r.category, r.why or "") for j, rows in self.judges.items() for r in rows if r.passed is None]
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"min_rate": self.min_rate, "questions": self.questions, "judges": {}}
         for judge, rows in self.judges.items():
@@ -326,7 +382,9 @@ class ControlReport:
                 "categories": [r.to_dict() for r in rows],
                 "min_rejection": min(rates["negative"]) if rates["negative"] else None,
                 "min_acceptance": min(rates["positive"]) if rates["positive"] else None,
-                "pass": all(r.passed is not False for r in rows),
+                # a judge passes when every category was measured and passed; None: none failed, some unchecked
+                "pass": False if any(r.passed is False for r in rows) else
+                        None if any(r.passed is None for r in rows) else True,
             }
         return out
 
@@ -354,6 +412,7 @@ def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np
             rate = hits / n if n else float("nan")
             low, high = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"),) * 2
             passed = None if not mask.any() else bool(n) and rate >= min_rate
-            rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)), passed))
+            rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)), passed,
+                                       None if mask.any() else NO_CONTROLS.get(category, "the files gave none")))
         report.judges[name] = rows
     return report

@@ -24,7 +24,7 @@ from evaluations.judging.gold_rows import FORMATS, QAItem, read_row
 if TYPE_CHECKING:
     from evaluations.judging.data import LabelledAnswer
 
-__all__ = ["QAItem", "FORMATS", "load_questions", "read_row"]
+__all__ = ["QAItem", "FORMATS", "first_answerable", "load_questions", "read_row"]
 
 
 def _from_labelled(path: Path, limit: int | None) -> list[QAItem]:
@@ -43,6 +43,18 @@ def questions_of(examples: Iterable[LabelledAnswer], limit: int | None = None) -
             if limit is not None and sum(i.answerable for i in seen.values()) >= limit:
                 break
     return list(seen.values())
+
+
+def first_answerable(items: list[QAItem], limit: int | None) -> list[QAItem]:
+    """``items`` up to and including the ``limit``-th answerable one (what ``load_questions(limit=...)`` keeps)."""
+    if limit is None:
+        return list(items)
+    seen = 0
+    for k, item in enumerate(items):
+        seen += item.answerable
+        if seen >= limit:
+            return items[:k + 1]
+    return list(items)
 
 
 def load_questions(path: str | Path, limit: int | None = None) -> list[QAItem]:
