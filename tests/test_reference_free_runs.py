@@ -45,10 +45,12 @@ def unrelated(request):
     return {"retrieved": [{"id": case["paragraph"], "score": 1.0}], "answer": case["unrelated"]}
 
 def refuse(request):
-    """Retrieves the same paragraph, but states nothing: a refusal, or (every other question) an empty answer."""
+    """Retrieves an id the corpus lacks, then the same paragraph, and states nothing: a refusal, or (every other
+    question) an empty answer."""
     case = PLAN[request["case_id"]]
     said = "I don't know." if sorted(PLAN).index(request["case_id"]) % 2 else ""
-    return {"retrieved": [{"id": case["paragraph"], "score": 1.0}], "answer": said}
+    return {"retrieved": [{"id": "NOT_IN_CORPUS", "score": 2.0}, {"id": case["paragraph"], "score": 1.0}],
+            "answer": said}
 '''
 
 
@@ -156,6 +158,27 @@ def test_records_keep_every_claim_and_chunk_verdict_with_the_corpus_text(squad_r
         relevant = [c["rank"] for c in record["chunk_relevance"] if c["relevant"]]
         assert record["first_relevant_rank"] == (relevant[0] if relevant else None)
         assert record["judge_labels"]["faithfulness_kind"] == "claims"
+
+
+def test_an_item_without_text_is_judged_not_relevant_at_its_own_rank(squad_runs):
+    """``refuse`` retrieves an id the corpus lacks at rank 1, then the paragraph ``copy`` retrieves at rank 1: the
+    unknown item is not relevant where it stands (never dropped to move the paragraph up), the paragraph keeps the
+    verdict it has in ``copy`` (same question, same text), so precision@2 is half of copy's precision@1 and the
+    first relevant rank is 2 where copy's is 1."""
+    copied = {r["name"]: r for r in _records(squad_runs["dirs"]["copy"])}
+    records = _records(squad_runs["dirs"]["refuse"])
+    assert len(records) == CASES
+    for record in records:
+        before = copied[record["name"]]
+        unknown, paragraph = record["chunk_relevance"]
+        assert (unknown["rank"], unknown["id"], unknown["relevant"]) == (1, "NOT_IN_CORPUS", False)
+        assert (paragraph["rank"], paragraph["id"]) == (2, before["chunk_relevance"][0]["id"])
+        assert (paragraph["relevant"], paragraph["p"]) == (before["chunk_relevance"][0]["relevant"],
+                                                           before["chunk_relevance"][0]["p"])
+        assert record["judges"]["context_relevance"] == pytest.approx(before["judges"]["context_relevance"] / 2)
+        assert record["first_relevant_rank"] == (2 if paragraph["relevant"] else None)
+    summary = _summary(squad_runs["dirs"]["refuse"])
+    assert summary["reference_free"]["metrics"]["context_relevance"]["n"] == CASES
 
 
 def test_a_cached_rerun_makes_no_model_call_and_gives_the_same_verdicts(squad_runs):
@@ -447,6 +470,21 @@ def test_a_logged_answer_and_context_give_the_metrics(tmp_path, squad_runs, cli,
     assert logged["metrics"]["context_relevance"]["n"] == CASES
     assert logged["metrics"]["answer_relevance"]["n"] == CASES
     assert logged["model_calls"] == 0
+
+    # a span logged without text (and no corpus to look it up in) ranked first: not relevant where it stands,
+    # the paragraph below it keeps its verdict, so precision@2 is half and the first relevant rank is 2
+    log.write_text("".join(json.dumps({
+        "query_id": r["id"], "query": r["question"], "answer": plan[r["id"]]["copied"],
+        "retrieved": [{"id": "gone"}, {"id": plan[r["id"]]["paragraph"], "text": r["context"]}]}) + "\n"
+        for r in rows))
+    code, out, err = cli(["score", str(log), "--format", "log", "--json"])
+    assert code == 0, err
+    shifted = json.loads(out)["reference_free"]
+    context, before = shifted["metrics"]["context_relevance"], run["metrics"]["context_relevance"]
+    assert context["n"] == CASES and context["mean"] == pytest.approx(before["mean"] / 2)
+    assert context["first_relevant"]["mrr"] == pytest.approx(before["first_relevant"]["mrr"] / 2)
+    assert shifted["metrics"]["faithfulness"]["mean"] == pytest.approx(run["metrics"]["faithfulness"]["mean"])
+    assert shifted["model_calls"] == 0
 
 
 def test_old_records_load_and_dump_without_the_new_fields():

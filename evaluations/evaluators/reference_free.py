@@ -4,8 +4,9 @@ relevance labels; the judges themselves are ``judging.faithfulness`` and ``judgi
 model, verdicts cached in the verdict store unless ``cache`` is False), run in a worker thread.
 
 The passages are the retrieved items given as context (``CaseOutput.chunks``, in order), each with its text; when a
-system returned ids only, the text is looked up in the corpus by id (``texts``; an item without text anywhere is
-left out). Results per case, only where the judge applies:
+system returned ids only, the text is looked up in the corpus by id (``texts``). An item without text anywhere (an
+id the corpus lacks) is not relevant at its own rank for context relevance, and faithfulness has nothing to check
+against in it (``ranked_passages``). Results per case, only where the judge applies:
 
 - ``faithfulness`` (score in [0, 1], with "k of n claims supported" as reason), ``faithfulness_kind`` (label:
   "claims", or why it does not apply: "refusal", "empty", "no_context", …; its reason holds the claims as
@@ -27,23 +28,25 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
-from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs, RetrievedChunk
+from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
 from evaluations.results.records import ChunkRecord, ClaimRecord, ContextEvidence, FaithfulnessEvidence
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
 
-__all__ = ["ContextRelevance", "Faithfulness", "context_items", "context_relevance_results", "faithfulness_results",
-           "checker_label", "checker_notes", "parameter_sources", "reference_free_evaluators",
+__all__ = ["ContextRelevance", "Faithfulness", "context_relevance_results", "faithfulness_results",
+           "checker_label", "checker_notes", "parameter_sources", "ranked_passages", "reference_free_evaluators",
            "reference_free_tools"]
 
 
-def context_items(chunks: list[RetrievedChunk], texts: Mapping[str, str] | None = None
-                  ) -> list[tuple[RetrievedChunk, str]]:
-    """(chunk, text) of every chunk that has a text: its own, else the corpus text of its id (``texts``: id ->
-    document text, for systems that return ids only). Chunks without text anywhere are left out."""
-    items = [(chunk, chunk.text_or_corpus(texts)) for chunk in chunks]
-    return [(chunk, text) for chunk, text in items if text.strip()]
+def ranked_passages(items: Iterable[tuple[str, str]]) -> list[Any]:
+    """The passages context relevance judges, from (id, text) of every retrieved item in rank order: all of them,
+    so an item without text (an id the corpus lacks) is judged not relevant at its own rank, never dropped to move
+    the items below it up; none when no item has a text (nothing to judge: not applicable)."""
+    from evaluations.judging.passages import Passage
+
+    passages = [Passage(id=i, text=text or "") for i, text in items]
+    return passages if any(p.text.strip() for p in passages) else []
 
 
 def _verdict_cache(enabled: bool) -> Any:
@@ -55,11 +58,15 @@ def _verdict_cache(enabled: bool) -> Any:
 
 
 def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list[Any], list[str]]:
-    """The judge's passages (``judging.passages.Passage``: chunk id and text) and each one's document id."""
-    from evaluations.judging.passages import Passage
+    """Every retrieved item as a ``judging.passages.Passage`` (``ranked_passages``: chunk id and text, "" where it
+    has none) and each one's document id."""
+    passages = ranked_passages((c.chunk_id, c.text_or_corpus(texts)) for c in output.chunks)
+    return passages, [c.doc_id for c in output.chunks] if passages else []
 
-    items = context_items(output.chunks, texts)
-    return [Passage(id=c.chunk_id, text=t) for c, t in items], [c.doc_id for c, _ in items]
+
+def _with_text(passages: list[Any]) -> list[Any]:
+    """The passages that have a text: what faithfulness checks claims against."""
+    return [p for p in passages if p.text.strip()]
 
 
 def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
@@ -122,7 +129,7 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
             return {}
         passages, _ = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
-            faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
+            faithfulness_results, str(ctx.inputs.query), answer.answer or "", _with_text(passages), cache=self.cache,
             scorer=self.scorer, decompose=self.decompose))
 
     def build_serialization_arguments(self) -> dict[str, Any]:

@@ -163,12 +163,17 @@ def _waste(record: LogRecord, gold: Gold | None) -> tuple[float, str] | None:
     return sum(i not in relevant for i in ids) / len(ids), "spans"
 
 
-def _context_spans(record: LogRecord) -> list[tuple[str, str]]:
-    """(id, text) of the spans given to the model (``context`` ids), else of every retrieved span; spans without
-    text are left out."""
+def _ranked_spans(record: LogRecord) -> list[tuple[str, str]]:
+    """(id, text) of the spans given to the model (``context`` ids), else of every retrieved span, in order; ""
+    for a span without text."""
     spans = {s.id: s for s in record.spans()}
     ids = record.context if record.context is not None else list(spans)
-    return [(i, spans[i].text) for i in ids if i in spans and spans[i].text and spans[i].text.strip()]
+    return [(i, (spans[i].text if i in spans else None) or "") for i in ids]
+
+
+def _context_spans(record: LogRecord) -> list[tuple[str, str]]:
+    """``_ranked_spans`` that have a text."""
+    return [(i, text) for i, text in _ranked_spans(record) if text.strip()]
 
 
 def _context_text(record: LogRecord) -> str:
@@ -203,12 +208,16 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
                     tools: Mapping[str, Any]) -> dict[str, Any]:
     """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring);
     ``tools``: judge -> (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``."""
-    from evaluations.evaluators.reference_free import context_relevance_results, faithfulness_results
-    from evaluations.judging.passages import Passage
+    from evaluations.evaluators.reference_free import (
+        context_relevance_results,
+        faithfulness_results,
+        ranked_passages,
+    )
 
     if not record.query or not names:
         return {}
-    passages = [Passage(id=i, text=text) for i, text in _context_spans(record)]
+    ranked = ranked_passages(_ranked_spans(record))
+    passages = [p for p in ranked if p.text.strip()]
     results: dict[str, Any] = {}
     if "faithfulness" in names and record.answer is not None:
         scorer, decompose = tools.get("faithfulness", (None, None))
@@ -216,7 +225,7 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
                                             decompose=decompose))
     if "context_relevance" in names:
         scorer, _ = tools.get("context_relevance", (None, None))
-        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer))
+        results.update(context_relevance_results(record.query, ranked, cache=cache, scorer=scorer))
     return results_fields(results)
 
 
