@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 from conftest import DATA
@@ -74,3 +75,63 @@ def test_pieces_fit_the_embedded_models_window():
     assert len(parts) >= 2
     assert all(scorer.fit(passage_shared(p), tail) == passage_shared(p) for p in parts)
     assert " ".join(parts).split() == " ".join(sentences(long_text)).split()
+
+
+def _without_sentence_ends(title: str) -> str:
+    """The article's paragraphs joined, every sentence end (. ! ? before a space) written as a comma: one sentence
+    of real text, far longer than the model's window."""
+    return re.sub(r"[.!?](?=[\"')\]]*\s)", ",", " ".join(_article(title)))
+
+
+QUESTION = "What did the monks of Saint-Evroul establish in southern Italy?"
+CLAIM = "The monks of Saint-Evroul established a Latin monastery at Sant'Eufemia."
+
+
+def test_a_long_passage_without_sentence_ends_is_read_to_its_end_in_windows_and_pieces():
+    """The Normans article with its sentence ends made commas: one 25k-character sentence whose last part (the
+    monks of Saint-Evroul, from character ~22k on) the window cut away, for both reference-free judges. Cut into
+    runs of words within the characters the window holds, every part is read whole: the windows and the pieces
+    each fit the model's window, and together hold every word of the passage, the last ones included."""
+    from evaluations.judging.faithfulness import ASKS, load_params, windows
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, char_budget, load_scorer
+
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    text = _without_sentence_ends("Normans")
+    assert len(sentences(text)) == 1 and len(text) > 25_000 and text.index("Saint-Evroul") > 22_000
+    tail = ASKS[load_params().ask].format(question=QUESTION, claim=CLAIM)
+    assert "Saint-Evroul" not in scorer.fit(passage_shared(text), tail)  # read whole, the end is cut away
+    assert windows(text) == [text]  # without a budget: one window, as before
+
+    read = windows(text, budget=char_budget(scorer, text, tail))
+    assert len(read) >= len(text) // 6000
+    assert all(scorer.fit(passage_shared(w), tail) == passage_shared(w) for w in read)
+    assert set(" ".join(read).split()) == set(text.split())
+    assert read[-1].split()[-30:] == text.split()[-30:] and "Sant'Eufemia" in read[-1]
+
+    ctail = cr.params().wording.format(question=QUESTION)
+    parts = cr.pieces(text, ctail, scorer)
+    assert len(parts) >= 2 and all(scorer.fit(passage_shared(p), ctail) == passage_shared(p) for p in parts)
+    assert " ".join(parts).split() == text.split()
+
+
+def test_the_faithfulness_judge_supports_a_claim_from_the_end_of_a_long_sentence_less_passage():
+    """One real-model check: a claim stated only at the end of that passage is supported, and the text the model
+    read holds it (it read the cut start of the passage before)."""
+    from evaluations.judging.faithfulness import judge_faithfulness
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    read: list[str] = []
+
+    class Recording:  # the embedded scorer, recording the passage text each question is asked about
+        id, fit = scorer.id, scorer.fit
+
+        def probability(self, shared: str, tail: str) -> tuple[float, float]:
+            read.append(scorer.fit(shared, tail))
+            return scorer.probability(shared, tail)
+
+    text = _without_sentence_ends("Normans")
+    result = judge_faithfulness(QUESTION, CLAIM, [text], scorer=Recording(), cache=None)
+    assert result.applicable and len(result.claims) == 1 and len(read) == 1
+    assert "established a Latin monastery at Sant'Eufemia" in read[0] and not read[0].endswith(" ...")
+    assert result.claims[0].supported, result.claims[0]

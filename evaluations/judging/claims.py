@@ -51,7 +51,7 @@ from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "sentences", "clauses", "has_verb",
-    "numbers", "entities", "claim_signals", "passage_windows",
+    "numbers", "entities", "claim_signals", "passage_windows", "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
@@ -123,6 +123,26 @@ def sentences(text: str) -> tuple[str, ...]:
             start = match.end()
         out.append(line[start:].strip())
     return tuple(s for s in out if re.search(r"\w", s))
+
+
+def bounded(sents: Sequence[str], budget: int) -> list[str]:
+    """``sents`` with every one longer than ``budget`` characters cut into runs of its words, each at most
+    ``budget`` long (a single longer word is cut too): a text without sentence ends is read whole, part by part.
+    Sentences within the budget are kept as they are."""
+    out: list[str] = []
+    for sentence in sents:
+        if len(sentence) <= budget:
+            out.append(sentence)
+            continue
+        runs: list[str] = []
+        for word in sentence.split():
+            for part in (word[i:i + budget] for i in range(0, len(word), budget)):
+                if runs and len(runs[-1]) + 1 + len(part) <= budget:
+                    runs[-1] = f"{runs[-1]} {part}"
+                else:
+                    runs.append(part)
+        out.extend(runs)
+    return out
 
 
 _PRONOUNS = frozenset("i you he she it we they this that there".split())

@@ -181,18 +181,16 @@ def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Seq
 # -- the model's question ------------------------------------------------------------------------------------
 def pieces(text: str, tail: str, scorer: Any) -> list[str]:
     """``text`` itself when it fits the scorer's window beside ``tail``; else runs of its consecutive sentences,
-    each within the characters the window held of it (a single longer sentence is cut by the scorer), so no part
-    of a long passage goes unread."""
-    from evaluations.judging.claims import sentences
-    from evaluations.judging.yesno import passage_shared
+    each within the characters the window held of it (``yesno.char_budget``; a sentence longer than that is cut
+    into runs of its words, ``claims.bounded``), so no part of a long passage goes unread."""
+    from evaluations.judging.claims import bounded, sentences
+    from evaluations.judging.yesno import char_budget
 
-    shared = passage_shared(text)
-    held = scorer.fit(shared, tail)
-    if held == shared:
+    budget = char_budget(scorer, text, tail)
+    if budget is None:
         return [text]
-    budget = max(int(0.9 * (len(held) - len(passage_shared("")))), 200)
     out: list[str] = []
-    for sentence in sentences(text) or (text,):
+    for sentence in bounded(sentences(text), budget) or (text,):
         if out and len(out[-1]) + 1 + len(sentence) <= budget:
             out[-1] = f"{out[-1]} {sentence}"
         else:

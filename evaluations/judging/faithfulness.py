@@ -14,8 +14,10 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    and the ask of ``ASKS[params.ask]``); p_llm = the highest P(yes); the passage of that window is the claim's
    supporting passage. Windows, not whole passages: a forward pass costs in proportion to its tokens (a window of
    three sentences is ~100 tokens, a retrieved passage 300-500), the model reads the few sentences that matter
-   instead of a long text, and no passage is ever longer than the model's window. (The cost: the passage state is
-   not shared with the context-relevance judge, which reads whole passages.)
+   instead of a long text, and no passage is ever longer than the model's window. A sentence longer than the
+   window holds (a text without sentence ends) is cut into runs of its words (``windows``' budget), so its
+   end is read too. (The cost: the passage state is not shared with the context-relevance judge, which reads
+   whole passages.)
 4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) (in the column ``llm_logit_short`` for a short
    claim, ``llm_logit`` otherwise, 0 in the other: each kind gets its own weight) and the alignment signals of ``claims.claim_signals``
    (``FEATURES``). P(supported) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) with the parameters of
@@ -39,7 +41,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evaluations.judging.claims import SIGNALS, Claim, claim_signals, has_verb, sentences, split_claims
+from evaluations.judging.claims import SIGNALS, Claim, bounded, claim_signals, has_verb, sentences, split_claims
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
@@ -172,9 +174,23 @@ def _coverage(claim_stems: frozenset[str], text: str) -> float:
     return sum(similar(w, have) for w in claim_stems) / len(claim_stems) if claim_stems else 0.0
 
 
-def windows(text: str, size: int = WINDOW_SENTENCES) -> list[str]:
-    """Runs of ``size`` consecutive sentences of a passage (stride 1; the whole text when it has fewer)."""
+def windows(text: str, size: int = WINDOW_SENTENCES, budget: int | None = None) -> list[str]:
+    """Runs of ``size`` consecutive sentences of a passage (stride 1; the whole text when it has fewer).
+    ``budget``: the characters the model reads whole (``yesno.char_budget``); when a sentence is longer, the
+    sentences are ``claims.bounded`` (a long one cut into runs of its words) and every part starts a window of up
+    to ``size`` parts within the budget (one that ends where the previous one ends is left out: it was read), so
+    no part of the passage is cut away. Without a sentence that long, the windows are as without ``budget``."""
     sents = list(sentences(text)) or [text]
+    if budget is not None and any(len(s) > budget for s in sents):
+        parts, out, end = bounded(sents, budget), [], 0
+        for i, part in enumerate(parts):
+            j, length = i + 1, len(part)
+            while j < len(parts) and j - i < size and length + 1 + len(parts[j]) <= budget:
+                length, j = length + 1 + len(parts[j]), j + 1
+            if j > end:
+                out.append(" ".join(parts[i:j]))
+                end = j
+        return out
     if len(sents) <= size:
         return [" ".join(sents)]
     return [" ".join(sents[i:i + size]) for i in range(len(sents) - size + 1)]
@@ -184,15 +200,16 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
                    cache: VerdictCache | None, ask: str = "statement", top_m: int = 1) -> ClaimEvidence:
     """Features of one claim against the passages (module docstring, steps 3-4). ``scorer`` None: no model,
     p_llm = 0.5 (llm_logit 0; used only to measure the alignment signals alone)."""
-    from evaluations.judging.yesno import cached_probability, passage_shared
+    from evaluations.judging.yesno import cached_probability, char_budget, passage_shared
 
     texts = [p.text for p in passages]
     signals = claim_signals(question, claim, texts)
     words = stems(f"{question} {claim.text}" if claim.short else claim.text) - FILLER
-    pieces = [(i, w) for i, p in enumerate(passages) if p.text.strip() for w in windows(p.text)]
-    ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
     template = ASKS[SHORT_ASK if claim.short else ask]
     tail = template.format(question=question.strip(), claim=claim.text.strip())
+    pieces = [(i, w) for i, p in enumerate(passages) if p.text.strip()
+              for w in windows(p.text, budget=None if scorer is None else char_budget(scorer, p.text, tail))]
+    ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
     best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
     if scorer is not None:
         for index, text in ranked:

@@ -36,7 +36,8 @@ import numpy as np
 from evaluations.judging.embedded import NO, YES, VerdictCache, embedded_judge_path
 from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
 
-__all__ = ["N_CTX", "PASSAGE_SYSTEM", "passage_shared", "YesNoScorer", "load_scorer", "cached_probability"]
+__all__ = ["N_CTX", "PASSAGE_SYSTEM", "passage_shared", "char_budget", "YesNoScorer", "load_scorer",
+           "cached_probability"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 STATES = 16  # passages whose evaluated prefix state is kept per model (a state of ~400 tokens is ~11 MB)
@@ -47,6 +48,21 @@ PASSAGE_SYSTEM = (
 def passage_shared(text: str) -> str:
     """The shared part of every question the reference-free judges ask about a passage (or a window of one)."""
     return f"Passage:\n{text}\n\n"
+
+
+def char_budget(scorer: Any, text: str, tail: str) -> int | None:
+    """The characters a part of ``text`` may have to be read whole beside ``tail``: None when all of ``text`` fits
+    the scorer's window (``fit`` keeps it), else 90% of the characters of it that ``fit`` keeps (the window is in
+    tokens, the budget in characters: the margin is for denser parts), at least 200. None too for a scorer
+    without ``fit`` (a cache-only stand-in): the text is then read as it always was."""
+    fit = getattr(scorer, "fit", None)
+    if fit is None:
+        return None
+    shared = passage_shared(text)
+    held = fit(shared, tail)
+    if held == shared:
+        return None
+    return max(int(0.9 * (len(held) - len(passage_shared("")))), 200)
 
 
 _HEADER = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
