@@ -95,6 +95,10 @@ def squad_runs(tmp_path_factory) -> dict:
     rows, plan, corpus = _squad_plan()
     (tmp / "questions.jsonl").write_text("".join(json.dumps({"id": r["id"], "query": r["question"]}) + "\n"
                                                  for r in rows))
+    # the same questions with relevance labels and no gold answers: no QA plan, only the system's own answers
+    (tmp / "qrels.jsonl").write_text("".join(json.dumps({"id": r["id"], "query": r["question"],
+                                                         "relevant_doc_ids": [r["paragraph_id"]]}) + "\n"
+                                             for r in rows))
     (tmp / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
     (tmp / "plan.json").write_text(json.dumps(plan))
     (tmp / "refsys.py").write_text(SYSTEMS)
@@ -116,6 +120,12 @@ def squad_runs(tmp_path_factory) -> dict:
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[name] = tmp / name
         outputs[name] = proc.stdout + proc.stderr
+    for name, extra in (("qrels", []), ("qrels-skip-qa", ["--skip-qa"])):
+        proc = _run(["run", str(tmp / "qrels.jsonl"), "--corpus", str(tmp / "corpus.jsonl"), "--system",
+                     "refsys:copy", "--reference-free", "--out", str(tmp / name), "--no-progress", "--name", name,
+                     *extra], env, tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[name] = tmp / name
     return {"dirs": out, "plan": plan, "rows": rows, "env": env, "tmp": tmp, "outputs": outputs}
 
 
@@ -141,6 +151,22 @@ def test_copied_answers_are_faithful_and_unrelated_ones_are_not(squad_runs):
         assert summary["answers"]["primary_judge"] not in ("faithfulness", "context_relevance")
     assert copy["metrics"]["faithfulness"] >= 0.9
     assert unrelated["metrics"]["faithfulness"] <= 0.2
+
+
+def test_a_systems_answers_are_judged_on_rows_without_gold(squad_runs):
+    """Rows with relevance labels and no gold answers have no QA plan; a --system that answers still gets its
+    answers judged without gold (the same verdicts as the questions-only run: the same answers and passages) beside
+    the qrels metrics; ``--skip-qa`` ("do not answer or judge answers") leaves them out."""
+    copy, qrels, skipped = (_summary(squad_runs["dirs"][k]) for k in ("copy", "qrels", "qrels-skip-qa"))
+    judged = qrels["reference_free"]["metrics"]
+    assert sorted(judged) == ["answer_relevance", "context_relevance", "faithfulness"]
+    for name in judged:
+        assert judged[name]["n"] == CASES
+        assert judged[name]["mean"] == pytest.approx(copy["reference_free"]["metrics"][name]["mean"])
+    assert qrels["reference_free"]["model_calls"] == 0  # the questions-only run's verdicts, from the cache
+    assert qrels["metrics"]["mrr@10"] == pytest.approx(1.0)  # the system retrieves each question's own paragraph
+    assert sorted(skipped["reference_free"]["metrics"]) == ["context_relevance"]
+    assert "faithfulness" not in skipped["metrics"] and "answer_relevance" not in skipped["metrics"]
 
 
 def test_records_keep_every_claim_and_chunk_verdict_with_the_corpus_text(squad_runs):

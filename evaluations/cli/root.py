@@ -62,7 +62,8 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     options = RunOptions(
         source=Path(source) if source else None, limit=params["limit"], split=params["split"], name=params["name"],
         ks=ks, db=params["db"], skip_db=params["skip_db"], skip_retrieval=params["skip_retrieval"],
-        skip_qa=params["skip_qa"] or not spec.answers, out=params["out"], resume=params["resume"],
+        skip_qa=params["skip_qa"] or not spec.answers, judge_answers=not params["skip_qa"], out=params["out"],
+        resume=params["resume"],
         overwrite=params["overwrite"], repeat=params["repeat"], system=params["system"],
         tags=[t.strip() for t in (params["tags"] or "").split(",") if t.strip()],
         concurrency=params["concurrency"] or config.evaluation.concurrency, progress=not params["no_progress"],
@@ -139,7 +140,8 @@ def wix_command(source: str | None, **params) -> None:
 @click.argument("path", type=click.Path())
 @common_options
 def beir_command(path: str, **params) -> None:
-    """Any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). Retrieval only."""
+    """Any BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). Retrieval; a --system's own
+    answers are judged without gold (faithfulness, answer relevance)."""
     run_dataset("beir", path, params)
 
 

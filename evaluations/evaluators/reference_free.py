@@ -162,18 +162,24 @@ class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
 
 def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool, has_qrels: bool = False,
                               texts: Mapping[str, str] | None = None) -> list[Evaluator]:
-    """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` when the run answers, ``context_relevance``
-    when it scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
-    (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for systems that
-    return ids only. (``answer_relevance`` is one of the QA plan's evaluators, ``pipeline.plan``.) Their checkers,
-    and what is checked before any case runs: ``reference_free_tools``."""
+    """The evaluators ``judge.reference_free`` asks for: ``faithfulness`` and ``answer_relevance`` when the run
+    answers (the QA model, or a user's system that returns answers, gold or not), ``context_relevance`` when it
+    scores retrieval (not with ``--skip-retrieval``); ``has_qrels``: the dataset has relevance labels
+    (``judge.reference_free: auto`` then leaves context relevance out). ``texts``: the corpus (id -> text), for
+    systems that return ids only. Their checkers, and what is checked before any case runs:
+    ``reference_free_tools``."""
     wanted = set(config.judge.reference_free_judges(has_qrels=has_qrels))
-    wanted -= {judge for judge, needed in (("faithfulness", answers), ("context_relevance", retrieval)) if not needed}
+    wanted -= {judge for judge, needed in (("faithfulness", answers), ("answer_relevance", answers),
+                                           ("context_relevance", retrieval)) if not needed}
     tools = reference_free_tools(config, wanted)
     made: list[Evaluator] = []
     if "faithfulness" in tools:
         scorer, decompose = tools["faithfulness"]
         made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, decompose=decompose))
+    if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.relevance``)
+        from evaluations.evaluators.relevance import AnswerRelevance
+
+        made.append(AnswerRelevance(cache=config.cache.enabled))
     if "context_relevance" in tools:
         made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=tools["context_relevance"][0]))
     return made

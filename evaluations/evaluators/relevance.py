@@ -4,8 +4,9 @@ Runs on every case that has an answer, with or without gold answers: ``answer_re
 (with the rule that decided it as its reason), and ``answer_relevance_kind`` a label (``relevant`` or a
 ``relevance.KINDS`` key). It is not a correctness verdict: never the primary judge, never in "judges disagree"
 (``results.records.REFERENCE_FREE_SCORES``). No answer (QA skipped or failed) gives ``{}``: not applicable, counted
-by the summary. The context is the text of the chunks given to the QA model, or returned by the system (none when
-it returned ids only: then the off-topic rule does not apply).
+by the summary. The context is the text of the chunks given to the QA model, or returned by the system (for ids
+only, the corpus text of those ids: ``pipeline.task``). Made by ``evaluators.reference_free.reference_free_evaluators``
+with the other reference-free judges.
 """
 
 from __future__ import annotations

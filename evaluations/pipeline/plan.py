@@ -31,7 +31,6 @@ from evaluations.evaluators.answers import (
 from evaluations.judging.validation import Validation, best_judge, load_validation
 from evaluations.pipeline.qa_agent import build_qa_agent
 from evaluations.evaluators.context import ContextWaste, Coverage
-from evaluations.evaluators.relevance import AnswerRelevance
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings
 
 
@@ -144,8 +143,6 @@ def build_qa_plan(config: Config) -> QAPlan:
         SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
         Coverage(), ContextWaste(),
     ]
-    if "answer_relevance" in config.judge.reference_free_judges(has_qrels=False):  # reference-free: never a primary (not in VERDICTS)
-        evaluators.append(AnswerRelevance(cache=config.cache.enabled))
     checks = [lambda: check_model(qa_model, config, key="qa.model")]
     metadata: dict[str, Any] = {"qa_model": describe_model(qa_model, config), "judge_model": None}
     primary = choose_primary(config)

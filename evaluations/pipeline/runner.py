@@ -63,6 +63,9 @@ class RunOptions:
     skip_db: bool = False
     skip_retrieval: bool = False
     skip_qa: bool = False
+    #: judge the answers a user's system returns (reference-free: faithfulness, answer relevance) even where the
+    #: dataset has no gold answers and so no QA plan (``beir``, rows with qrels only); False: ``--skip-qa``
+    judge_answers: bool = True
     out: Path | None = None
     resume: Path | None = None
     overwrite: bool = False
@@ -313,7 +316,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
 
     evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
     reference_free = reference_free_evaluators(
-        config, answers=qa is not None, retrieval=not options.skip_retrieval,
+        config, answers=qa is not None or (system is not None and options.judge_answers),
+        retrieval=not options.skip_retrieval,
         has_qrels=any(q.relevant for q in corpus.queries),
         texts=task.texts)
     judge_parameters = parameter_sources(reference_free)  # each parameters file read once
