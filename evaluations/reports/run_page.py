@@ -7,6 +7,7 @@ agree; per-case views (segments, calibration, latency distributions, tiers, wors
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -425,6 +426,34 @@ def _tier_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
 
 # -- drill-down ----------------------------------------------------------------------------------
 
+#: a reference-free judge's ``<name>_kind`` label when it does not apply for want of context, not for the answer
+_CONTEXT_KINDS = frozenset({"no_context"})
+#: a judge's kind label that says it applied (``faithfulness``: claims checked; ``answer_relevance``: accepted)
+_APPLIED_KINDS = frozenset({"claims", "chunks", "relevant"})
+
+
+def not_applicable(record: CaseRecord, name: str) -> str | None:
+    """Why the reference-free judge ``name`` does not apply to the case (its ``<name>_kind`` label: "refusal",
+    "empty", "echo", "no_context", …); None when it gave a value or did not run."""
+    kind = record.judge_labels.get(f"{name}_kind")
+    if kind is None or kind in _APPLIED_KINDS or _number(record.judges.get(name)) is not None:
+        return None
+    return kind
+
+
+def _unanswered(record: CaseRecord) -> list[str]:
+    """What the reference-free judges say of an answer that does not answer: answer relevance rejecting it (with its
+    kind) and faithfulness not applicable because of the answer itself (a refusal, an empty answer, an echo …)."""
+    why = []
+    if _number(record.judges.get("answer_relevance")) == 0.0:
+        kind = record.judge_labels.get("answer_relevance_kind")
+        why.append("answer_relevance rejects the answer" + (f" ({kind})" if kind else ""))
+    kind = not_applicable(record, "faithfulness")
+    if kind is not None and kind not in _CONTEXT_KINDS:
+        why.append(f"faithfulness not applicable ({kind}): the answer states nothing to check")
+    return why
+
+
 def _badness(record: CaseRecord, primary: str | None) -> tuple[int, float] | None:
     """Sort key of a case in the drill-down (smaller = worse); None for a case with nothing to show."""
     ndcg = _number(record.metrics.get("ndcg@10"))
@@ -436,46 +465,75 @@ def _badness(record: CaseRecord, primary: str | None) -> tuple[int, float] | Non
         return (2, ndcg or 0.0)
     if primary and record.judges.get(primary) is False:
         return (3, ndcg if ndcg is not None else 1.0)
+    if _unanswered(record):
+        return (4, ndcg if ndcg is not None else 1.0)
     if ndcg is not None and ndcg < 1.0:
-        return (4, ndcg)
+        return (5, ndcg)
     faithfulness = _number(record.judges.get("faithfulness"))
     if faithfulness is not None and faithfulness < 1.0:
-        return (5, faithfulness)
+        return (6, faithfulness)
     if _number(record.judges.get("context_relevance")) == 0.0:
-        return (6, 0.0)
+        return (7, 0.0)
     return None
 
 
 _WHY = {0: "the run failed for this case", 1: "the answer stage failed", 2: "a judge failed",
-        3: "the primary judge says wrong", 4: "retrieval below perfect", 5: "claims not supported by the context",
-        6: "no retrieved chunk judged relevant"}
+        3: "the primary judge says wrong", 4: "the answer does not answer", 5: "retrieval below perfect",
+        6: "claims not supported by the context", 7: "no retrieved chunk judged relevant"}
 
 
 def evidence_rows(record: CaseRecord) -> list[tuple[str, str, str, str]]:
     """The reference-free judges' evidence as drill-down rows (judge, verdict, css, detail): every claim (verdict,
-    P(supported), the passage that supports it best) and every chunk verdict (rank, id, P(relevant))."""
+    P(supported), the passage that supports it, or for an unsupported claim the closest passage, which does not)
+    and every chunk verdict (rank, id, P(relevant))."""
     rows = []
     for i, c in enumerate(record.claims or [], 1):
+        where = (f"supported by passage {c.passage or '—'}" if c.supported
+                 else f"closest passage {c.passage or '—'} (does not support it)")
         rows.append((f"claim {i}", "supported" if c.supported else "not supported", "pass" if c.supported else "fail",
-                     f"p {c.p:.2f} · passage {c.passage or '—'} · {c.claim}"))
+                     f"p {c.p:.2f} · {where} · {c.claim}"))
     for c in record.chunk_relevance or []:
         rows.append((f"chunk {c.rank}", "relevant" if c.relevant else "not relevant", "pass" if c.relevant else "fail",
                      f"p {c.p:.2f} · {c.id}" + (f" (document {c.doc})" if c.doc and c.doc != c.id else "")))
     return rows
 
 
+def reference_free_rows(record: CaseRecord) -> list[tuple[str, str, str, str]]:
+    """The reference-free judges' verdicts as drill-down rows (judge, verdict, css, reason): answer relevance as
+    accepted or rejected with its kind, faithfulness and context relevance as scores, and a judge that does not
+    apply as "not applicable (kind)" with why."""
+    reasons, rows = record.judge_reasons, []
+    for name in REFERENCE_FREE_SCORES:
+        value = _number(record.judges.get(name))
+        kind = not_applicable(record, name)
+        if value is not None and name == "answer_relevance":
+            label = record.judge_labels.get(f"{name}_kind")
+            rows.append((name, "addresses the question" if value else "rejected" + (f": {label}" if label else ""),
+                         "pass" if value else "fail", reasons.get(name, "")))
+        elif value is not None:
+            rows.append((name, fmt(value, 3), "", reasons.get(name, "")))
+        elif kind is not None:
+            why = ("no retrieved passage has text" if kind in _CONTEXT_KINDS
+                   else "the answer states nothing to check against the context")
+            rows.append((name, f"not applicable ({kind})", "muted", why))
+    return rows
+
+
 def worst_cases(records: list[CaseRecord], primary: str | None, limit: int = WORST_CASES) -> list[CaseRecord]:
-    """The worst cases: failed runs, failed answers, failed judges, answers judged wrong, then lowest nDCG@10."""
+    """The worst cases: failed runs, failed answers, failed judges, answers judged wrong, answers that do not answer
+    (rejected by answer relevance, or a refusal, empty answer or echo faithfulness does not apply to), then lowest
+    nDCG@10, unsupported claims and contexts with no relevant chunk."""
     keyed = [(key, i, r) for i, r in enumerate(records) if (key := _badness(r, primary)) is not None]
     return [r for _, _, r in sorted(keyed, key=lambda x: (x[0], x[1]))[:limit]]
 
 
 def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
-    key = _badness(record, primary) or (5, 1.0)
+    key = _badness(record, primary) or (len(_WHY), 1.0)  # not listed for a fault: no why
     relevant = {d: g for d, g in record.relevant.items() if g and g > 0}
     retrieved = list(record.retrieved)
     ndcg = _number(record.metrics.get("ndcg@10"))
-    why = _WHY.get(key[0], "") + (f" · nDCG@10 = {ndcg:.3f}" if ndcg is not None else "")
+    why = ("; ".join(_unanswered(record)) if key[0] == 4 else _WHY.get(key[0], "")) + (
+        f" · nDCG@10 = {ndcg:.3f}" if ndcg is not None else "")
     fields: list[tuple[str, str]] = []
     answer = record.answer or {}
     if answer:
@@ -491,6 +549,8 @@ def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
     reasons = record.judge_reasons
     judges = []
     for name, value in record.judges.items():
+        if name in REFERENCE_FREE_SCORES:
+            continue  # reference_free_rows
         if isinstance(value, bool):
             judges.append((name, "correct" if value else "wrong", "pass" if value else "fail", reasons.get(name, "")))
         else:
@@ -500,7 +560,7 @@ def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
     raw = record.qa.raw_text
     if raw and record.qa.status == "failed":
         errors.append(f"model output: {raw}")
-    judges += evidence_rows(record)
+    judges += reference_free_rows(record) + evidence_rows(record)
     rank = {d: i + 1 for i, d in enumerate(retrieved)}
     expected = sorted(relevant.items(), key=lambda kv: (rank.get(kv[0], 10**9), kv[0]))
     return CaseCard(name=record.name, why=why, query=record.query, fields=fields,
@@ -518,9 +578,13 @@ def _worst_section(records: list[CaseRecord], summary: RunSummary) -> Section:
         section.absent = "no case failed, and every case has perfect retrieval and a correct answer"
         return section
     section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
-                         "failed judges, answers the primary judge rejects, the lowest nDCG@10, then "
-                         "answers with unsupported claims and contexts with no relevant chunk. "
-                         "Relevant documents among the retrieved are marked ✓.")
+                         "failed judges, answers the primary judge rejects, answers that do not answer (answer "
+                         "relevance rejects them, or faithfulness does not apply: a refusal, an empty answer, an "
+                         "echo …), the lowest nDCG@10, then answers with unsupported claims and contexts with no "
+                         "relevant chunk. Relevant documents among the retrieved are marked ✓.")
+    counts = Counter(key[0] for r in records if (key := _badness(r, primary)) is not None)
+    section.notes.append("Cases by the first reason they are listed for: "
+                         + "; ".join(f"{_WHY[k]} {counts[k]}" for k in sorted(counts)) + ".")
     split = set(disagreeing_cases(summary))
     section.cases = [case_card(r, primary) for r in worst]
     for card in section.cases:
