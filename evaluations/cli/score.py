@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.table import Table
 
@@ -16,6 +18,10 @@ def _ks(text: str | None, default: list[int]) -> list[int]:
     if not text:
         return default
     return parse_ks(text)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _show(summary: dict) -> None:
@@ -65,13 +71,20 @@ def _show(summary: dict) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--out", "out", type=click.Path(), help="Folder for the per-query evidence of a log: cases.jsonl (one "
+              "case record per query: claims, chunk verdicts, judges) and summary.json (what --json prints).")
+@click.option("--overwrite", is_flag=True, help="Replace cases.jsonl and summary.json of an earlier --out.")
 def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges, keyword_threshold, resamples, seed,
-          per_query, as_json):
+          per_query, as_json, out, overwrite):
     """Score what already happened: classic labelled answers, a TREC run (+ --qrels) or production logs."""
     fmt = fmt or detect_format(file)
-    if corpus and fmt != "log":
-        raise EvaluationsError(f"--corpus is for logs, not a {fmt} file", where="--corpus",
-                               fix="drop --corpus, or score a log (--format log)")
+    for option, given in (("--corpus", corpus), ("--out", out), ("--overwrite", overwrite)):
+        if given and fmt != "log":
+            raise EvaluationsError(f"{option} is for logs, not a {fmt} file", where=option,
+                                   fix=f"drop {option}, or score a log (--format log)")
+    if overwrite and not out:
+        raise EvaluationsError("--overwrite replaces the files of --out, and no --out is given", where="--overwrite",
+                               fix="add --out DIR, or drop --overwrite")
     if fmt == "classic":
         from evaluations.scoring.classic import score_classic
 
@@ -89,26 +102,39 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         from evaluations.core.config import load_config
         from evaluations.evaluators.reference_free import checker_label, reference_free_tools
         from evaluations.scoring.gold import load_gold
+        from evaluations.scoring import log_out
         from evaluations.scoring.logs import score_logs
 
         config = load_config(config_path)
         judges = config.judge.reference_free_judges(has_qrels=False)
         tools = reference_free_tools(config, judges)  # checked before any log row is judged
-        texts = None
-        if corpus:
-            from evaluations.datasets.generic import read_documents
+        made = log_out.open_out(out, overwrite=overwrite) if out else []  # a bad --out before any work
+        try:
+            texts = None
+            if corpus:
+                from evaluations.datasets.generic import read_documents
 
-            texts = {d.id: d.text for d in read_documents(corpus)}
-        summary = score_logs(file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
-                             prices=dict(config.prices), bins=bins,
-                             tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                             reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools)
-        if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
-            summary["reference_free_judge"] = checker_label(config)
+                texts = {d.id: d.text for d in read_documents(corpus)}
+            summary, records = score_logs(
+                file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
+                prices=dict(config.prices), bins=bins,
+                tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
+                reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools)
+            if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
+                summary["reference_free_judge"] = checker_label(config)
+            if out:
+                log_out.write_out(out, records, dumps(summary))
+        except BaseException:
+            log_out.discard(made)
+            raise
     if as_json:
         click.echo(dumps(summary))
     else:
         _show(summary)
+    if out:  # on stderr: stdout stays the summary alone
+        written = _plural(summary["queries"], "case record")
+        make_console(stderr=True).print(f"wrote {Path(out) / 'cases.jsonl'} ({written}) and "
+                                        f"{Path(out) / 'summary.json'}", highlight=False)
     for warning in [*summary.get("warnings", []), *filter(None, [summary.get("warning")])]:  # on stderr
         make_console(stderr=True).print(f"[bold yellow]warning:[/] {warning}", highlight=False)
 

@@ -3,6 +3,8 @@
 - ``atomic_write_bytes/text(path, data)``: a temporary file in the same folder, written, fsynced, then
   ``os.replace``d over ``path`` (and the folder fsynced): readers see the old file or the new one,
   never half of one. On any failure the temporary file is removed and ``path`` is untouched.
+- ``atomic_write_files(folder, files)``: several files at once: every one written to a temporary file first,
+  renamed only when all are written, so a failure (a full disk) leaves none of them new.
 - ``append_line_durable(path, line)`` / ``DurableAppender``: append one line, flush, fsync — a line
   that was appended survives a crash (``cases.jsonl``, one record per finished case).
 - ``check_writable_dir(path)``: create the folder if needed and prove a small file can be written and
@@ -25,7 +27,7 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["DurableAppender", "append_line_durable", "atomic_write_bytes", "atomic_write_json",
+__all__ = ["DurableAppender", "append_line_durable", "atomic_write_bytes", "atomic_write_files", "atomic_write_json",
            "atomic_write_text", "check_writable_dir", "os_error"]
 
 #: errno -> (what is wrong, how to fix it)
@@ -74,24 +76,41 @@ def _fsync_dir(folder: Path) -> None:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fix: str | None = None) -> None:
     """Write ``data`` to ``path`` all or nothing (temporary file in the same folder, fsync, rename)."""
     path = Path(path)
-    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644  # mkstemp's 0600 would hide outputs
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            os.fchmod(fd, mode)
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        tmp = None
-        _fsync_dir(path.parent)
     except OSError as exc:
         raise os_error(exc, path, fix=fix) from None
+    atomic_write_files(path.parent, {path.name: data}, fix=fix)
+
+
+def atomic_write_files(folder: str | os.PathLike[str], files: dict[str, bytes], *, fix: str | None = None) -> None:
+    """Write ``files`` (name -> data) into the existing ``folder`` together: each to a temporary file there,
+    written and fsynced, then all renamed into place; on a failure before the renames every temporary file is
+    removed and no file of ``files`` is touched."""
+    folder = Path(folder)
+    staged: list[tuple[str, Path]] = []
+    current = folder
+    try:
+        for name, data in files.items():
+            current = folder / name
+            mode = current.stat().st_mode & 0o777 if current.exists() else 0o644  # mkstemp's 0600 would hide outputs
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+            staged.append((tmp, current))
+            try:
+                os.fchmod(fd, mode)
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for tmp, path in staged:
+            current = path
+            os.replace(tmp, path)
+        staged = []
+        _fsync_dir(folder)
+    except OSError as exc:
+        raise os_error(exc, current, fix=fix) from None
     finally:
-        if tmp is not None:
+        for tmp, _ in staged:
             try:
                 os.unlink(tmp)
             except OSError:

@@ -269,11 +269,13 @@ def _mean(values: list[float]) -> float | None:
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
                reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None,
-               tools: Mapping[str, Any] | None = None) -> dict:
-    """The summary of one log file (module docstring). ``reference_free``: the reference-free judges to run
-    (``cache`` False: verdicts neither read from nor written to the verdict store); ``texts``: the corpus (id ->
-    text) spans logged as ids are read from; ``tools``: the judges' checkers (``reference_free_tools``; default:
-    the default embedded judge model)."""
+               tools: Mapping[str, Any] | None = None) -> tuple[dict, list[CaseRecord]]:
+    """The summary of one log file (module docstring) and each query's outcome as the ``CaseRecord`` the figures
+    are made from (its last attempt: the answer, the context ids, the judges' values, labels and evidence: claims,
+    chunk verdicts, first relevant rank), in the log's query order. ``reference_free``: the reference-free judges
+    to run (``cache`` False: verdicts neither read from nor written to the verdict store); ``texts``: the corpus
+    (id -> text) spans logged as ids are read from; ``tools``: the judges' checkers (``reference_free_tools``;
+    default: the default embedded judge model)."""
     records = read_logs(path)
     if texts is not None:
         records = [(where, _with_corpus(record, texts)) for where, record in records]
@@ -332,7 +334,10 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         finals.append(CaseRecord(
             name=qid, query=last.query or "", retrieved=ranking, relevant=g.relevant if g else {},
             metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {}, judges=judges,
-            qa=QARecord(status="ok" if last.answer is not None else "skipped"), **judged))
+            qa=QARecord(status="ok" if last.answer is not None else "skipped"),
+            answer=None if last.answer is None else {"answer": last.answer},
+            gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)], tier=last.tier,
+            model=last.model, **judged))
 
     n_queries, n_attempts = len(groups), len(records)
     final = RunData(records=finals)
@@ -378,7 +383,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
                               f"of the golden set probably differ (log: {sorted(retrieved_ids)[:3]}, "
                               f"golden: {sorted(gold_ids)[:3]})")
-    return summary
+    return summary, finals
 
 
 

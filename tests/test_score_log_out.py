@@ -1,0 +1,164 @@
+"""``score --format log --out DIR``: a scored log's per-query evidence as a run folder's case records.
+
+A two-row log of real SQuAD 2.0 passages (each query's own paragraph ranked first, another article's paragraph
+second, the answer a sentence of its own paragraph), judged by the three reference-free judges with the embedded
+judge model: every ``cases.jsonl`` line keeps the claims (taken from the answer), the chunk verdicts at the ranks
+and with the span ids the log gave, and ``summary.json`` is what ``--json`` prints. A bad ``--out`` is one error
+naming it (exit 2), and nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_reports_reference_free import squad_articles
+
+ALL_JUDGES = "faithfulness,answer_relevance,context_relevance"
+
+
+def _squad_log() -> list[dict]:
+    """Two log rows: answerable questions of distinct articles, answered with the sentence of their paragraph that
+    holds the gold answer; retrieved: their paragraph, then the other row's paragraph."""
+    picked = squad_articles(2)
+    return [{"query_id": row["id"], "query": row["question"], "answer": row["sentence"],
+             "retrieved": [{"id": row["paragraph_id"], "text": row["context"]},
+                           {"id": other["paragraph_id"], "text": other["context"]}]}
+            for row, other in zip(picked, reversed(picked))]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def test_cases_jsonl_keeps_claims_and_chunk_verdicts_and_summary_is_the_json(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path / "judge_cache"))  # verdicts judged afresh
+    rows = _squad_log()
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "evidence"
+    code, stdout, err = cli(["score", str(log), "--format", "log", "--out", str(out), "--json"])
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["cases.jsonl", "summary.json"]  # no temporary file left
+    assert (out / "summary.json").read_text() == stdout  # the same JSON, byte for byte
+    summary = json.loads(stdout)
+    assert f"wrote {out / 'cases.jsonl'} (2 case records)" in err
+
+    lines = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert [line["name"] for line in lines] == [r["query_id"] for r in rows]
+    for line, row in zip(lines, rows):
+        ids = [span["id"] for span in row["retrieved"]]
+        assert line["query"] == row["query"] and line["answer"]["answer"] == row["answer"]
+        assert line["retrieved"] == ids and line["context"] == ids
+        # claims: the answer's own words, each checked against a logged passage
+        assert line["claims"], line
+        for claim in line["claims"]:
+            assert _words(claim["claim"]) <= _words(row["answer"]), claim
+            assert claim["passage"] in ids and 0.0 <= claim["p"] <= 1.0
+        supported = sum(c["supported"] for c in line["claims"])
+        assert line["judges"]["faithfulness"] == pytest.approx(supported / len(line["claims"]))
+        assert line["judge_labels"]["faithfulness_kind"] == "claims"
+        # chunk verdicts: one per logged span, at its rank, with its id
+        chunks = line["chunk_relevance"]
+        assert [(c["rank"], c["id"]) for c in chunks] == [(1, ids[0]), (2, ids[1])]
+        relevant = [c["rank"] for c in chunks if c["relevant"]]
+        assert line["first_relevant_rank"] == (relevant[0] if relevant else None)
+        assert line["judges"]["context_relevance"] == pytest.approx(len(relevant) / len(chunks))
+        # answer relevance: its verdict with its kind and reason
+        assert line["judges"]["answer_relevance"] in (0.0, 1.0)
+        assert line["judge_labels"]["answer_relevance_kind"] and line["judge_reasons"]["answer_relevance"]
+    # the summary's means are those of the records written
+    metrics = summary["reference_free"]["metrics"]
+    for name in ("faithfulness", "context_relevance", "answer_relevance"):
+        assert metrics[name]["n"] == 2
+        assert metrics[name]["mean"] == pytest.approx(sum(line["judges"][name] for line in lines) / 2)
+
+    # the records load as a run folder's do
+    from evaluations.results.records import CaseRecord
+
+    records = [CaseRecord.model_validate_json(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert [len(r.chunk_relevance or []) for r in records] == [2, 2]
+
+
+def _tiny_log(tmp_path: Path) -> Path:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": "Who wrote Dracula?", "answer": "Bram Stoker",
+                               "retrieved": [{"id": "d1", "text": "Dracula is a novel by Bram Stoker."}]}) + "\n")
+    return log
+
+
+def _one_error(err: str, where: Path) -> None:
+    assert err.startswith(f"error: {where}:") and "fix:" in err and "Traceback" not in err, err
+
+
+def test_a_bad_out_folder_is_one_error_and_nothing_is_written(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")  # no judge model needed here
+    log = _tiny_log(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+
+    code, out, err = cli(["score", str(log), "--format", "log", "--out", str(blocker / "sub")])
+    assert code == 2 and out == ""
+    _one_error(err, blocker / "sub")
+    assert blocker.read_text() == "x"
+
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("mine")
+    for extra in ([], ["--overwrite"]):  # --overwrite replaces only the files of an earlier --out
+        code, out, err = cli(["score", str(log), "--format", "log", "--out", str(full), *extra])
+        assert code == 2 and out == ""
+        _one_error(err, full)
+        assert "notes.txt" in err and [p.name for p in full.iterdir()] == ["notes.txt"]
+
+    # a log that fails to score leaves no --out folder behind
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"query": "no id"}) + "\n")
+    code, _, err = cli(["score", str(broken), "--format", "log", "--out", str(tmp_path / "new" / "out")])
+    assert code == 2 and "query_id" in err and not (tmp_path / "new").exists()
+
+    # an earlier --out is refused, then replaced with --overwrite
+    done = tmp_path / "done"
+    assert cli(["score", str(log), "--format", "log", "--out", str(done)])[0] == 0
+    before = (done / "cases.jsonl").read_text()
+    code, _, err = cli(["score", str(log), "--format", "log", "--out", str(done)])
+    assert code == 2 and "--overwrite" in err
+    _one_error(err, done)
+    code, _, err = cli(["score", str(log), "--format", "log", "--out", str(done), "--overwrite"])
+    assert code == 0, err
+    assert (done / "cases.jsonl").read_text() == before and json.loads(before)["answer"] == {"answer": "Bram Stoker"}
+
+    # --out is for logs only
+    code, _, err = cli(["score", str(log), "--format", "classic", "--out", str(tmp_path / "c")])
+    assert code == 2 and "--out is for logs" in err and not (tmp_path / "c").exists()
+
+
+def test_a_full_disk_at_the_second_file_leaves_the_earlier_out_as_it_was(tmp_path, cli, monkeypatch):
+    """cases.jsonl and summary.json are written together: the disk filling while the summary is written leaves
+    neither new (the earlier --out's files stay, no temporary file remains) and is one error naming the file."""
+    import errno
+    import os
+
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    log = _tiny_log(tmp_path)
+    done = tmp_path / "done"
+    assert cli(["score", str(log), "--format", "log", "--out", str(done)])[0] == 0
+    before = {p.name: p.read_text() for p in done.iterdir()}
+    log.write_text(log.read_text().replace("q1", "q2"))  # another query: new files would differ from the old
+    real_write = os.write
+
+    def full_at_the_summary(fd, data):
+        if bytes(data[:1]) == b"{" and b'"format": "log"' in bytes(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full_at_the_summary)
+    code, out, err = cli(["score", str(log), "--format", "log", "--out", str(done), "--overwrite"])
+    monkeypatch.undo()
+    assert code == 2 and out == ""
+    _one_error(err, done / "summary.json")
+    assert "no space left" in err
+    assert {p.name: p.read_text() for p in done.iterdir()} == before
