@@ -110,3 +110,14 @@ def test_model_refs():
     assert parse_model_ref("embedded", flag="--qa-model") == {"provider": "embedded"}
     with pytest.raises(EvaluationsError, match="--judge"):
         parse_model_ref("qwen3", flag="--judge")
+
+
+def test_groundedness_names_faithfulness_in_the_config_and_the_environment(tmp_path, monkeypatch):
+    """``groundedness`` (TruLens's name) is accepted wherever a reference-free judge is named: the config's
+    ``judge.reference_free`` list and ``$EVALUATIONS_REFERENCE_FREE`` give faithfulness, listed once."""
+    path = tmp_path / "haiku.rag.yaml"
+    path.write_text("judge:\n  reference_free: [groundedness, faithfulness, context_relevance]\n")
+    assert load_config(str(path)).judge.reference_free == ["faithfulness", "context_relevance"]
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "groundedness,answer_relevance")
+    assert Config().judge.reference_free == ["faithfulness", "answer_relevance"]
+    assert Config().judge.reference_free_judges(has_qrels=True) == ["faithfulness", "answer_relevance"]

@@ -78,6 +78,19 @@ def test_wilson_interval_matches_scipy():
         assert r.ci == pytest.approx((ci.low, ci.high), abs=1e-9), r.category
 
 
+def test_the_shared_wilson_interval_is_scipys_with_its_exact_ends():
+    """``results.stats.wilson`` (the reference-free summaries' and the controls' interval) equals scipy's Wilson
+    interval for every k of n ≤ 60, and is exactly 0 below 0 / n and exactly 1 above n / n, as scipy's is (statsmodels
+    alone gives 2.8e-17 and 0.9999999999999999 for some n, which a summary then printed)."""
+    from evaluations.results.stats import wilson
+
+    for n in range(1, 61):
+        for hits in range(n + 1):
+            ci = binomtest(hits, n).proportion_ci(confidence_level=0.95, method="wilson")
+            assert wilson(hits, n) == pytest.approx((ci.low, ci.high), abs=1e-12), (hits, n)
+        assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0
+
+
 def test_judge_check_cli_and_the_shipped_offline_judge_passes():
     files = [str(SHARED / "evouna" / "NQ.jsonl.gz"), str(SHARED / "squad2_dev_cs224n" / "questions.jsonl.gz")]
     result = CliRunner().invoke(main, ["judge-check", *files, "--limit", "30", "--judges", "keyword,offline",

@@ -177,6 +177,24 @@ def test_judge_agreement_reports_pass_rates_without_labels(nq_rows):
     assert rates["contains_gold"][1:] == [len(rows), 1, round(expected, 4)]  # the no-gold case is "not judged"
 
 
+def test_judge_agreement_gives_no_table_when_no_case_has_a_verdict(nq_rows):
+    """Questions without gold answers (the rows of a questions-only run) give no verdict to any judge: no table at
+    all, not an empty "Judge pass rates" table under the console's answers."""
+    rows = [e for (line, system), e in nq_rows.items() if system == "fid"][:3]
+    cases = [Case(name=f"q{i}", inputs=RetrievalInputs(query=e.question), metadata=CaseMetadata(query_id=f"q{i}"))
+             for i, e in enumerate(rows)]
+    answers = {e.question: e.answer for e in rows}
+
+    async def task(inputs: RetrievalInputs) -> CaseOutput:
+        return CaseOutput(answer=Answer(answer=answers[inputs.query]))
+
+    dataset = Dataset(name="no-gold", cases=cases, evaluators=[KeywordOverlap(), TokenF1(), ExactMatch(), Containment()],
+                      report_evaluators=[JudgeAgreement(resamples=50)])
+    report = dataset.evaluate_sync(task, progress=False)
+    assert all(c.assertions == {} for c in report.cases) and len(report.cases) == 3
+    assert report.analyses == []
+
+
 def test_semantic_and_offline_evaluators_reuse_cached_embeddings(tq_rows, tmp_path, monkeypatch):
     """In a pydantic-evals run the semantic and offline judges give what the functions give; a second run of
     the same answers takes every embedding from the on-disk cache (the model is never asked); cache=False

@@ -443,6 +443,8 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
     assert agreed["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
     if len(set(labels)) > 1 or len(set(verdicts)) > 1:
         assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
+    said = " ".join((proc.stdout + proc.stderr).split())  # the console line, beside the retrieval metrics
+    assert f"agrees with the qrels on 9 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
 
 
 def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, cli, monkeypatch, squad_runs):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluations.core.env import data_home, env_str, env_url
 from evaluations.core.errors import EvaluationsError, field_errors
@@ -75,6 +75,8 @@ PrimaryJudge = Literal["offline_correct", "llm_judge", "combined_correct", "keyw
 ReferenceFreeJudge = Literal["faithfulness", "answer_relevance", "context_relevance"]
 REFERENCE_FREE_JUDGES: tuple[str, ...] = get_args(ReferenceFreeJudge)
 REFERENCE_FREE_ENV = "EVALUATIONS_REFERENCE_FREE"
+#: other names of reference-free judges, accepted wherever one is named (TruLens calls faithfulness groundedness)
+REFERENCE_FREE_ALIASES = {"groundedness": "faithfulness"}
 
 
 def reference_free_default() -> list[str] | Literal["auto"]:
@@ -84,6 +86,7 @@ def reference_free_default() -> list[str] | Literal["auto"]:
     if not value or value.strip().lower() == "auto":
         return "auto"
     names = [n.strip() for n in value.split(",") if n.strip() and n.strip().lower() != "none"]
+    names = list(dict.fromkeys(REFERENCE_FREE_ALIASES.get(n, n) for n in names))
     unknown = [n for n in names if n not in REFERENCE_FREE_JUDGES]
     if unknown:
         raise EvaluationsError(f"{REFERENCE_FREE_ENV}={value!r}: unknown judge(s) {', '.join(unknown)}",
@@ -103,6 +106,14 @@ class Judge(_Strict):
     # retrieved chunks when it scores retrieval), run on the embedded model; [] turns them off (--no-reference-free),
     # "auto": all but context relevance on a dataset with relevance labels (reference_free_judges)
     reference_free: list[ReferenceFreeJudge] | Literal["auto"] = Field(default_factory=reference_free_default)
+
+    @field_validator("reference_free", mode="before")
+    @classmethod
+    def _aliases(cls, value: object) -> object:
+        """``groundedness`` is faithfulness (``REFERENCE_FREE_ALIASES``), listed once."""
+        if isinstance(value, list):
+            return list(dict.fromkeys(REFERENCE_FREE_ALIASES.get(v, v) if isinstance(v, str) else v for v in value))
+        return value
 
     def reference_free_judges(self, *, has_qrels: bool) -> list[str]:
         """The reference-free judges a run computes. ``auto``: faithfulness and answer relevance always, context

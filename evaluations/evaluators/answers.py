@@ -214,6 +214,8 @@ class JudgeAgreement(ReportEvaluator):
         cases = list(ctx.report.cases)
         n_failed = len(ctx.report.failures)
         names = self._names(cases)
+        if not names:  # no verdict in any case (questions without gold): no table, not an empty one
+            return []
         labelled = [c for c in cases if _field(c.metadata, "label") is not None]
         if not labelled:
             rows = []

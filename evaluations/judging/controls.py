@@ -395,7 +395,7 @@ def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np
     """Each batch judge (``agreement.BatchJudge``) on every control; rates per category (module docstring).
     ``categories``: the registry the controls come from (default ``CATEGORIES``; ``PASSAGE_CONTROLS[judge]``)."""
     categories = CATEGORIES if categories is None else categories
-    from statsmodels.stats.proportion import proportion_confint
+    from evaluations.results.stats import wilson
 
     examples = [c.answer for c in controls]
     names = np.array([c.category for c in controls])
@@ -410,7 +410,7 @@ def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np
             n = int(judged.sum())
             hits = int(((verdicts[judged] > 0.5) == (kind == "positive")).sum())
             rate = hits / n if n else float("nan")
-            low, high = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"),) * 2
+            low, high = wilson(hits, n) if n else (float("nan"),) * 2
             passed = None if not mask.any() else bool(n) and rate >= min_rate
             rows.append(CategoryResult(category, kind, n, int(mask.sum()) - n, rate, (float(low), float(high)), passed,
                                        None if mask.any() else NO_CONTROLS.get(category, "the files gave none")))

@@ -9,10 +9,12 @@ the ``yesno.YesNoScorer`` duck type (``id``, ``calls``, ``probability(shared, ta
     system = yesno.PASSAGE_SYSTEM + the judge's rubric (judges/<judge>.md, else judges/reference_free_served.md)
     user   = shared (the passage, cut to ``max_chars`` characters by ``fit``) + tail (the judge's question)
 
-through the one output-mode ladder (``models.ladder``), as the served correctness judge (``judging.llm``) does:
-``tool`` / ``native`` / ``prompted`` ask for a ``YesNo`` object {reason, answer: yes|no} (P(yes) = 1 or 0), then
-``text`` asks for one word, and P(yes) comes from the first token's ``top_logprobs`` (``llm.yes_no_masses``;
-the yes/no probability mass beside it), else from the word (``llm.parse_yes_no``). Each mode gets ``judge.retries``
+through the one output-mode ladder (``models.ladder``), as the served correctness judge (``judging.llm``) does,
+in the order the checker is given (``served_tools``: ``text`` first, the quantity the judges' parameters were
+fitted on; ``checker_for``'s default: ``SERVED_LADDER``). ``text`` asks for one word, and P(yes) comes from the
+first token's ``top_logprobs`` (``llm.yes_no_masses``; the yes/no probability mass beside it), else from the word
+(``llm.parse_yes_no``); ``tool`` / ``native`` / ``prompted`` ask for a ``YesNo`` object {reason, answer: yes|no}
+(P(yes) = 1 or 0). Each mode gets ``judge.retries``
 output retries; the ladder remembers the mode that worked. ``claims(question, answer)`` (and
 ``claims_from_model``) asks for a ``Claims`` object {claims: [str]}, the answer's atomic claims, in the structured
 modes only; None when the model cannot give one (the judges then use their deterministic splitter).

@@ -72,5 +72,14 @@ def reference_free_line(summary: RunSummary) -> str | None:
                  if entry.get(key)]
         if (first := entry.get("first_relevant")) and first.get("cases"):
             extra.append(f"a relevant chunk in {first['hit_rate']:.0%} of cases, MRR {first['mrr']:.2f}")
+        if (agreed := entry.get("qrels_agreement")) and agreed.get("chunks"):
+            accuracy, kappa = (_value(agreed.get(key)) for key in ("accuracy", "kappa"))
+            extra.append(f"agrees with the qrels on {agreed['chunks']} chunks: accuracy {accuracy}, κ {kappa}")
         parts.append(f"{name} {value} (n {', '.join([str(n), *extra])})")
     return "reference-free: " + " · ".join(parts) if parts else None
+
+
+def _value(entry: object) -> str:
+    """An agreement figure ({"value": x, …} or x) to two decimals; "—" when it is missing or not a number."""
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    return f"{value:.2f}" if isinstance(value, (int, float)) and value == value else "—"
