@@ -104,6 +104,11 @@ def test_a_refusal_and_an_echo_are_listed_with_their_labels(refusal_run):
     unanswered = sum(r.judges.get("answer_relevance") == 0.0 or "faithfulness" not in r.judges
                      for r in records.values())
     assert f"the answer does not answer {unanswered}" in md
+    # answer relevance is a 1/0 verdict per case, listed as one in the answers table (not as a score)
+    answers = md[md.index("## Answers and judges"):]
+    row = next(line for line in answers.splitlines() if line.startswith("| answer_relevance |"))
+    assert row.split("|")[2].strip() == "verdict", row
+    assert "Accuracy per judge: answer_relevance" not in md  # a reference-free verdict is no accuracy
 
 
 def test_an_unsupported_claim_names_its_closest_passage_not_a_support(refusal_run):

@@ -223,7 +223,11 @@ def _reference_free_section(summary: RunSummary) -> Section:
 
 
 def _judge_kinds(records: list[CaseRecord]) -> dict[str, str]:
-    kinds: dict[str, str] = {}
+    """judge -> "verdict" (true/false, or a reference-free score that is 1 or 0 per case: ``answer_relevance``,
+    ``results.measures.REFERENCE_FREE``) or "score"."""
+    from evaluations.results.measures import REFERENCE_FREE
+
+    kinds: dict[str, str] = {name: "verdict" for name, kind in REFERENCE_FREE.items() if kind.binary}
     for record in records:
         for name, value in record.judges.items():
             if isinstance(value, bool):
@@ -254,7 +258,8 @@ def _answers_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
                                 caption="Accuracy counts a failed or empty answer, a judge failure and a missing "
                                         "verdict as incorrect; the mean is over the answers the judge gave a value "
                                         "for."))
-    verdicts = [n for n in judges if kinds.get(n) == "verdict"]
+    # correctness verdicts: a reference-free verdict (answer relevance) is no accuracy (its section shows it)
+    verdicts = [n for n in judges if kinds.get(n) == "verdict" and n not in REFERENCE_FREE_SCORES]
     charted = [n for n in verdicts if _number(judges[n].value) is not None]
     if charted:
         values = [judges[n].value for n in charted]
