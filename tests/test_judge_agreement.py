@@ -209,6 +209,7 @@ def test_passage_rows_nothing_to_compare_is_one_error_and_rows_not_judged_are_sa
     line = next(x for x in table.stdout.splitlines() if x.strip().startswith("faithfulness"))
     assert line.split()[1:] == ["n/a"] * 6 + ["0"]
     assert "faithfulness: 2 of 2 rows not judged" in table.stdout
+    assert "2 answers, 1 questions" in " ".join(table.stdout.split())  # rows without an id: grouped by question
     assert "context_relevance: 2 of 2 rows not judged (not applicable: no passage)" in table.stdout
     payload = json.loads(CliRunner().invoke(command, [*args, "--json"]).stdout)
     for judge in payload["judges"]:

@@ -104,7 +104,10 @@ def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False
     return LabelledAnswer(
         question=row["query"], references=_references(row.get("reference_answer"), where),
         answer=answer or "", label=parse_label(row["label"], where),
-        group=str(row.get("group") or row.get("id") or f"row{n}"), source=where, system=str(row.get("system") or ""),
+        # the question a row belongs to (CV folds and bootstrap resample questions): as the classic rows
+        # (``judging.data``), its id, else its question's text
+        group=str(row.get("group") or row.get("id") or row.get("query_id") or row["query"]), source=where,
+        system=str(row.get("system") or ""),
         context="\n\n".join(passages), passages=passages)
 
 
