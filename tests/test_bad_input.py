@@ -620,3 +620,19 @@ def test_a_lone_surrogate_escape_in_a_csv_cells_json_list_is_named(capsys, tmp_p
     assert "\\ud800" in path.read_text(encoding="utf-8")  # the cell holds the escape, the file is valid UTF-8
     assert_one_error(*run_cli(capsys, "judge-agreement", str(path), "--judges", "context_relevance"),
                      f"{path}:2: field 'context.1'", "lone surrogate '\\ud800' at index 7")
+
+
+def test_a_lone_surrogate_escape_in_a_classic_csvs_gold_list_is_named(capsys, tmp_path):
+    """Classic labelled answers in CSV write alternative gold answers as a JSON list in the ``reference_answer``
+    cell; half a UTF-16 pair escaped there reached the semantic judge's encoder (a traceback). judge-agreement and
+    score both give one error naming file:line and the alternative."""
+    path = tmp_path / "classic.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["query", "context", "generated_answer", "reference_answer", "label"])
+        writer.writerow(["What is the capital of France?", "Paris is the capital of France.", "Paris",
+                         json.dumps(["Paris", "Par\ud800is"]), "true"])
+    assert "\\ud800" in path.read_text(encoding="utf-8")
+    for command in (["judge-agreement", str(path), "--judges", "keyword,semantic"], ["score", str(path), "--json"]):
+        assert_one_error(*run_cli(capsys, *command), f"{path}:2: field 'reference_answer.1'",
+                         "lone surrogate '\\ud800' at index 3")

@@ -127,8 +127,8 @@ def test_classic_jsonl_and_csv_loaders(tmp_path, nq_2000):
          "'maybe' is not a correctness label"),
         ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": 1}\n{"query": \n', ":2",
          "not valid JSON"),
-        ('{"query": "q", "generated_answer": "a", "reference_answer": 3, "label": 1}\n', ":1 field 'reference_answer'",
-         "must be a string or a list"),
+        ('{"query": "q", "generated_answer": "a", "reference_answer": 3, "label": 1}\n', ":1",
+         "field 'reference_answer' must be a string or a list"),
     ],
 )
 def test_malformed_classic_rows_name_file_line_and_field(tmp_path, content, where, what):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluations.datasets.rows import iter_rows
+from evaluations.datasets.rows import check_unicode, iter_rows
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.data import parse_label
 from evaluations.judging.lexical import KEYWORD_THRESHOLD, keyword_overlap
@@ -42,9 +42,11 @@ class ClassicRow:
 def _strings(value: Any, key: str, where: str) -> list[str]:
     if isinstance(value, str) and value.strip().startswith("["):
         try:
-            value = json.loads(value)
+            value, text = json.loads(value), value
         except json.JSONDecodeError:
             pass
+        else:  # a CSV cell's JSON list: its escapes are checked as a JSON row's are
+            check_unicode(value, text, where, key)
     if value is None:
         return []
     if isinstance(value, str):
