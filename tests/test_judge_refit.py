@@ -114,6 +114,7 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
     assert doc["training_data"]["positive"] == int(y.sum())
     assert doc["training_data"]["questions"] == len(set(groups.tolist()))
     assert doc["checker"].startswith("embedded (checker id ")
+    assert doc["written_by"] == "evaluations calibrate-judge --judges context_relevance"  # the default checker
 
     # runs read the refit from $EVALUATIONS_JUDGES_DIR; a file the folder does not hold is the shipped one
     prob, threshold = _oracle_fit(x, y)

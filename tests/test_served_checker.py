@@ -25,6 +25,7 @@ from evaluations.judging.served_checker import (
     FALLBACK_RUBRIC,
     MAX_CHARS,
     ONE_WORD,
+    STRUCTURED,
     CheckFailed,
     ServedChecker,
     checker_for,
@@ -214,6 +215,31 @@ def test_rubrics_and_ids():
     assert len({a.id, ServedChecker(model, "rubric B", identity="m").id,
                 ServedChecker(model, "rubric A", identity="n").id,
                 ServedChecker(model, "rubric A", identity="m", modes=("text",)).id}) == 4
+
+
+def test_each_judge_asks_for_one_reply_form_in_its_own_words(tmp_path):
+    """The system prompt a served checker sends asks for one reply: one word in text mode, a reason then the
+    answer in the structured modes (never both, as faithfulness's rubric once ended with "Reply with one word" before
+    the structured ask); no rubric speaks of the correctness judge's fields (an <Input>, pass, score)."""
+
+    def responder(body: dict) -> object:
+        if body.get("tools"):
+            return tool_call(body["tools"][0]["function"]["name"], {"reason": "It says so.", "answer": "yes"})
+        return "Yes."
+
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _config(tmp_path, cache={"enabled": False})
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        for judge in ("faithfulness", "context_relevance"):
+            for mode, asked, never in (("text", ONE_WORD, STRUCTURED), ("tool", STRUCTURED, ONE_WORD)):
+                checker = checker_for(model_cfg, config, judge=judge, modes=(mode,))
+                tail = "Question: When did it open?\nIs this passage relevant? Answer yes or no."
+                assert checker.probability("Passage:\nThe bridge opened in 1932.\n\n", tail)[0] == 1.0
+                system = server.calls("/v1/chat/completions")[-1].body["messages"][0]["content"]
+                assert system.count(asked) == 1 and never not in system, (judge, mode, system[-300:])
+                assert system.rstrip().endswith(asked)
+            rubric = served_rubric(judge)
+            assert not any(word in rubric for word in ("<Input>", "Set pass", "score to")), judge
 
 
 def test_the_embedded_provider_gets_the_embedded_scorer(tmp_path):
@@ -480,6 +506,8 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
     assert code in (0, None), out
     doc = json.loads(target.read_text())
     assert doc["checker"].startswith(f"openai:{qwen_server.model_id} (checker id ")
+    assert doc["written_by"] == ("evaluations calibrate-judge --judges context_relevance "
+                                 f"--judge openai:{qwen_server.model_id}")
     assert doc["validation"]["previous_parameters_same_rows"]["accuracy"] == pytest.approx(
         current["accuracy"]["value"], abs=1e-4)
     assert doc["training_data"]["rows"] == current["n"] == 12

@@ -249,6 +249,7 @@ class Refit:
     def document(self) -> dict:
         """The parameters file's JSON, with what it was fitted on and how it was validated."""
         m = self.measured
+        checker = self.checker.split(" (")[0]  # the checker's name, without its id
 
         def stats(a: Agreement) -> dict:
             return {"n": a.n, **{k: round(a.values[k], 4) for k in ("accuracy", "kappa")},
@@ -257,7 +258,8 @@ class Refit:
         info = {
             "checker": self.checker,
             "fitted": dt.date.today().isoformat(),
-            "written_by": f"evaluations calibrate-judge --judges {self.judge}",
+            "written_by": f"evaluations calibrate-judge --judges {self.judge}" + (
+                "" if checker == "embedded" else f" --judge {checker}"),
             "model": "the shipped model form refitted on the checker's signals (evaluations.judging.refit)",
             "training_data": {"files": sorted({s.rsplit(':', 1)[0] for s in m.sources}), "rows": int(len(m.y)),
                               "questions": int(len(set(m.groups.tolist()))), "positive": int(m.y.sum()),
