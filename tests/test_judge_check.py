@@ -79,10 +79,10 @@ def test_wilson_interval_matches_scipy():
 
 
 def test_the_shared_wilson_interval_is_scipys_with_its_exact_ends():
-    """``results.stats.wilson`` (the reference-free summaries' and the controls' interval) equals scipy's Wilson
+    """``judging.agreement.wilson`` (the reference-free summaries' and the controls' interval) equals scipy's Wilson
     interval for every k of n ≤ 60, and is exactly 0 below 0 / n and exactly 1 above n / n, as scipy's is (statsmodels
     alone gives 2.8e-17 and 0.9999999999999999 for some n, which a summary then printed)."""
-    from evaluations.results.stats import wilson
+    from evaluations.judging.agreement import wilson
 
     for n in range(1, 61):
         for hits in range(n + 1):

@@ -26,8 +26,8 @@ import numpy as np
 from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
 
-__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "agreement", "run_judges",
-           "offline_batch", "payload"]
+__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "wilson", "agreement",
+           "run_judges", "offline_batch", "payload"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
 #: verdict rule of the token-F1 judge: correct iff F1 >= F1_THRESHOLD
@@ -128,6 +128,16 @@ class Agreement:
             "judge_positive_rate": clean(self.judge_positive_rate),
             **{m: {"value": clean(self.values[m]), "ci95": [clean(c) for c in self.ci[m]]} for m in METRICS},
         }
+
+
+def wilson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of the proportion hits / n (``statsmodels.stats.proportion.proportion_confint``,
+    ``method="wilson"``), with its exact ends where floating point misses them: the lower end of 0 / n is 0 and the
+    upper end of n / n is 1 (statsmodels gives e.g. 2.8e-17 and 0.9999999999999999). n must be > 0."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(hits, n, alpha=1 - level, method="wilson")
+    return (0.0 if hits == 0 else float(low)), (1.0 if hits == n else float(high))
 
 
 def agreement(

@@ -395,7 +395,7 @@ def run_controls(controls: Sequence[Control], judges: dict[str, Callable[..., np
     """Each batch judge (``agreement.BatchJudge``) on every control; rates per category (module docstring).
     ``categories``: the registry the controls come from (default ``CATEGORIES``; ``PASSAGE_CONTROLS[judge]``)."""
     categories = CATEGORIES if categories is None else categories
-    from evaluations.results.stats import wilson
+    from evaluations.judging.agreement import wilson
 
     examples = [c.answer for c in controls]
     names = np.array([c.category for c in controls])

@@ -8,7 +8,7 @@ a refusal, no retrieved context, no answer):
 * ``mean`` = Σ v(r) / n over the n records of D with a value; ``failed`` = records of D whose judge raised (a
   model or server error: counted, never a score); ``not_applicable`` = |D| − n − failed;
 * ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
-  (``results.stats.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
+  (``judging.agreement.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
 * ``kinds``: how many records of D had each ``M_kind`` label ("claims", "refusal", "no_context", …).
 
@@ -49,7 +49,7 @@ def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | N
     if n == 0:
         return None
     if all(v in (0.0, 1.0) for v in values):
-        from evaluations.results.stats import wilson
+        from evaluations.judging.agreement import wilson
 
         return wilson(int(sum(values)), n, level)
     if n < 2:

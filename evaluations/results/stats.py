@@ -1,4 +1,4 @@
-"""Small statistics used by the reports: percentiles, distribution summaries and the Wilson interval."""
+"""Small statistics used by the reports: percentiles and distribution summaries."""
 
 from __future__ import annotations
 
@@ -24,12 +24,3 @@ def distribution(values: Iterable[float]) -> dict[str, float | int | None]:
     return {"n": int(data.size), "mean": float(data.mean()), "p50": p50, "p95": p95, "p99": p99,
             "max": float(data.max())}
 
-
-def wilson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of the proportion hits / n (``statsmodels.stats.proportion.proportion_confint``,
-    ``method="wilson"``), with its exact ends where floating point misses them: the lower end of 0 / n is 0 and the
-    upper end of n / n is 1 (statsmodels gives e.g. 2.8e-17 and 0.9999999999999999). n must be > 0."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(hits, n, alpha=1 - level, method="wilson")
-    return (0.0 if hits == 0 else float(low)), (1.0 if hits == n else float(high))
