@@ -39,6 +39,19 @@ def check_unicode(value: Any, text: str, where: str, key: str = "") -> None:
                                    "or remove the escape")
 
 
+def json_cell(value: Any, where: str, key: str) -> Any:
+    """A CSV cell that holds a JSON list (``'["a", "b"]'``), parsed, its escapes checked as a JSON row's are
+    (``check_unicode``, naming ``key``); any other value, or text that does not parse, as it is."""
+    if not (isinstance(value, str) and value.lstrip().startswith("[")):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    check_unicode(parsed, value, where, key)
+    return parsed
+
+
 def _open_binary(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evaluations.datasets.rows import check_unicode, iter_rows
+from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.labels import LabelledAnswer, parse_label
 from evaluations.judging.text import split_alternatives
@@ -51,13 +51,7 @@ def _string(record: dict[str, Any], key: str, where: str, *, nullable: bool = Fa
 
 
 def _references(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value, text = json.loads(value), value
-        except json.JSONDecodeError:
-            pass
-        else:  # a CSV cell's JSON list: its escapes are checked as a JSON row's are
-            check_unicode(value, text, where, "reference_answer")
+    value = json_cell(value, where, "reference_answer")
     if isinstance(value, str):
         refs = (value.strip(),) if value.strip() else ()
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):

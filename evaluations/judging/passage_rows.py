@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.datasets.rows import check_unicode, iter_rows
+from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.judging.context_labels import is_context_labels_file, load_context_labels
 from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
 from evaluations.judging.labels import LabelledAnswer, parse_label
@@ -44,18 +44,8 @@ class PassageRows(list[LabelledAnswer]):
     not_applicable: int = 0
 
 
-def _json_list(value: str) -> Any:
-    """A CSV cell holding a JSON list, parsed; any other text as it is."""
-    try:
-        return json.loads(value) if value.lstrip().startswith("[") else value
-    except json.JSONDecodeError:
-        return value
-
-
 def _passages(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        text, value = value, _json_list(value)
-        check_unicode(value, text, where, "context")
+    value = json_cell(value, where, "context")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     if isinstance(value, str):

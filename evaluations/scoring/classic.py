@@ -15,12 +15,11 @@ Each row: ``query``, ``context`` (list of strings, or one string), ``generated_a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluations.datasets.rows import check_unicode, iter_rows
+from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.data import parse_label
 from evaluations.judging.lexical import KEYWORD_THRESHOLD, keyword_overlap
@@ -40,13 +39,7 @@ class ClassicRow:
 
 
 def _strings(value: Any, key: str, where: str) -> list[str]:
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value, text = json.loads(value), value
-        except json.JSONDecodeError:
-            pass
-        else:  # a CSV cell's JSON list: its escapes are checked as a JSON row's are
-            check_unicode(value, text, where, key)
+    value = json_cell(value, where, key)
     if value is None:
         return []
     if isinstance(value, str):
