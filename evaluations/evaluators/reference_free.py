@@ -64,18 +64,15 @@ def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list
     return passages, [c.doc_id for c in output.chunks] if passages else []
 
 
-def _with_text(passages: list[Any]) -> list[Any]:
-    """The passages that have a text: what faithfulness checks claims against."""
-    return [p for p in passages if p.text.strip()]
-
-
 def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
                          decompose: Callable[[str, str], list[str] | None] | None = None) -> dict[str, Any]:
     """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims.
-    ``scorer``: the yes/no checker (default: the embedded judge model); ``decompose``: a served model's claim
-    decomposition (None from it: the deterministic splitter)."""
+    ``passages``: the retrieved ones (``ranked_passages``; those without text give nothing to check against and
+    are left out here); ``scorer``: the yes/no checker (default: the embedded judge model); ``decompose``: a served
+    model's claim decomposition (None from it: the deterministic splitter)."""
     from evaluations.judging.faithfulness import judge_faithfulness
 
+    passages = [p for p in passages if p.text.strip()]
     result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer,
                                 decompose=decompose)
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
@@ -129,7 +126,7 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
             return {}
         passages, _ = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
-            faithfulness_results, str(ctx.inputs.query), answer.answer or "", _with_text(passages), cache=self.cache,
+            faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
             scorer=self.scorer, decompose=self.decompose))
 
     def build_serialization_arguments(self) -> dict[str, Any]:

@@ -216,8 +216,7 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
 
     if not record.query or not names:
         return {}
-    ranked = ranked_passages(_ranked_spans(record))
-    passages = [p for p in ranked if p.text.strip()]
+    passages = ranked_passages(_ranked_spans(record))
     results: dict[str, Any] = {}
     if "faithfulness" in names and record.answer is not None:
         scorer, decompose = tools.get("faithfulness", (None, None))
@@ -225,7 +224,7 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
                                             decompose=decompose))
     if "context_relevance" in names:
         scorer, _ = tools.get("context_relevance", (None, None))
-        results.update(context_relevance_results(record.query, ranked, cache=cache, scorer=scorer))
+        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer))
     return results_fields(results)
 
 
