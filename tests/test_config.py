@@ -121,3 +121,8 @@ def test_groundedness_names_faithfulness_in_the_config_and_the_environment(tmp_p
     monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "groundedness,answer_relevance")
     assert Config().judge.reference_free == ["faithfulness", "answer_relevance"]
     assert Config().judge.reference_free_judges(has_qrels=True) == ["faithfulness", "answer_relevance"]
+    # a value that is no name (an object) is the usual error at its key, not a traceback of the alias reading
+    path.write_text("judge:\n  reference_free: [{a: 1}, groundedness]\n")
+    with pytest.raises(EvaluationsError) as err:
+        load_config(str(path))
+    assert "key 'judge.reference_free.0'" in str(err.value) and "got {'a': 1}" in str(err.value)

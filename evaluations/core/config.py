@@ -79,6 +79,17 @@ REFERENCE_FREE_ENV = "EVALUATIONS_REFERENCE_FREE"
 REFERENCE_FREE_ALIASES = {"groundedness": "faithfulness"}
 
 
+def _canonical(names: list[Any]) -> list[Any]:
+    """``names`` with each alias (``REFERENCE_FREE_ALIASES``) read as its judge, every judge listed once; a value
+    that is not a name stays where it is, for the validation error that names it."""
+    out: list[Any] = []
+    for name in names:
+        name = REFERENCE_FREE_ALIASES.get(name, name) if isinstance(name, str) else name
+        if not (isinstance(name, str) and name in out):
+            out.append(name)
+    return out
+
+
 def reference_free_default() -> list[str] | Literal["auto"]:
     """``auto`` (see ``Judge.reference_free_judges``), unless ``$EVALUATIONS_REFERENCE_FREE`` lists some (comma
     separated; ``none``: no judge; ``auto``), e.g. to keep a test suite's runs off the judge model."""
@@ -86,7 +97,7 @@ def reference_free_default() -> list[str] | Literal["auto"]:
     if not value or value.strip().lower() == "auto":
         return "auto"
     names = [n.strip() for n in value.split(",") if n.strip() and n.strip().lower() != "none"]
-    names = list(dict.fromkeys(REFERENCE_FREE_ALIASES.get(n, n) for n in names))
+    names = _canonical(names)
     unknown = [n for n in names if n not in REFERENCE_FREE_JUDGES]
     if unknown:
         raise EvaluationsError(f"{REFERENCE_FREE_ENV}={value!r}: unknown judge(s) {', '.join(unknown)}",
@@ -111,9 +122,7 @@ class Judge(_Strict):
     @classmethod
     def _aliases(cls, value: object) -> object:
         """``groundedness`` is faithfulness (``REFERENCE_FREE_ALIASES``), listed once."""
-        if isinstance(value, list):
-            return list(dict.fromkeys(REFERENCE_FREE_ALIASES.get(v, v) if isinstance(v, str) else v for v in value))
-        return value
+        return _canonical(value) if isinstance(value, list) else value
 
     def reference_free_judges(self, *, has_qrels: bool) -> list[str]:
         """The reference-free judges a run computes. ``auto``: faithfulness and answer relevance always, context
