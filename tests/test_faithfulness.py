@@ -39,9 +39,58 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     ("What is the capital of France?", "The capital of France is Paris.", [Claim("The capital of France is Paris.")]),
     ("List the points.", "- The first point is here.\n- The second point was there.",
      [Claim("The first point is here."), Claim("The second point was there.")]),
+    # an answer that picks one of the question's options uses only the question's words, and still claims
+    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine was started first.",
+     [Claim("Arthur's Magazine was started first.")]),
+    ("Which magazine was started first, Arthur's Magazine or First for Women?", "First for Women",
+     [Claim("First for Women", short=True)]),
+    ("Which magazine was started first, Arthur's Magazine or First for Women?", "Arthur's Magazine or First for Women",
+     []),
+    # a yes/no answer to a yes/no question claims its polarity
+    ("Are Lake Tahoe and Crater Lake in the same state?", "No", [Claim("No", short=True)]),
+    ("Are Lake Tahoe and Crater Lake in the same state?", "No, they are not.", [Claim("No, they are not", short=True)]),
+    ("Are Lake Tahoe and Crater Lake in the same state?", "Yes, both are in Oregon.", [Claim("Both are in Oregon.")]),
+    ("Are Lake Tahoe and Crater Lake in the same state?", "I don't know.", []),
+    ("What is the capital of France?", "No", []),
 ])
 def test_split_claims_by_hand(question, answer, expected):
     assert split_claims(question, answer) == expected
+
+
+class _Asked:
+    """A scorer that records the passages it is asked about (the duck type of ``yesno.YesNoScorer``)."""
+
+    id = "recorder"
+
+    def __init__(self) -> None:
+        self.shared: list[str] = []
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        self.shared.append(shared)
+        return 0.9, 1.0
+
+
+def test_a_claim_spanning_two_passages_is_read_with_both():
+    """Multi-hop: the film's passage names the director, the director's passage the city. The model reads the
+    best-covered window together with the other passage's window that holds what it lacks; with one passage, or
+    when the best window has every word, it reads that window alone."""
+    from evaluations.judging.faithfulness import claim_evidence
+
+    C = Claim
+
+    film = Passage(id="film", text="Harbour Lights is a 1963 British drama film directed by Malcolm Fenwick. "
+                                   "The film was shot on location in Cornwall.")
+    person = Passage(id="person", text="Malcolm Fenwick was a British film director. He was born in Leeds.")
+    question = "In which city was the director of the film Harbour Lights born?"
+    asked = _Asked()
+    evidence = claim_evidence(question, C("Leeds", short=True), [film, person], scorer=asked, cache=None)
+    assert "Harbour Lights" in asked.shared[-1] and "born in Leeds" in asked.shared[-1]
+    assert evidence.passage == 0 and evidence.calls == 1
+    claim_evidence(question, C("Leeds", short=True), [film], scorer=asked, cache=None)
+    assert "Leeds" not in asked.shared[-1]
+    claim_evidence(question, C("The film was shot on location in Cornwall."), [film, person], scorer=asked,
+                   cache=None)
+    assert "Leeds" not in asked.shared[-1] and "Cornwall" in asked.shared[-1]
 
 
 def test_sentences_keep_abbreviations_and_initials():
@@ -199,3 +248,26 @@ def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(scorer, 
     assert first.model_calls >= 1 and second.model_calls == 0
     assert second == first.model_copy(update={"model_calls": 0})
     assert [c.passage for c in first.claims] == ["gold-doc"]
+
+
+@pytest.mark.slow
+def test_multi_hop_bridge_answers_are_read_across_both_passages(scorer, tmp_path):
+    """The 25 bridge questions of the multi-hop probe (datasets/labels/multihop_faithfulness.jsonl, labelled by
+    reading): the asked fact is in the second passage, its link to the question in the first. Supported short
+    answers were accepted 8 of 25 times when each window was read alone; read across the two passages they are
+    accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%."""
+    from evaluations.judging.embedded import VerdictCache
+
+    path = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["type"] == "bridge" and r["form"] == "short"]
+    assert len(rows) == 50
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    verdicts = {r["id"]: judge_faithfulness(r["query"], r["generated_answer"],
+                                            [Passage(id=f"p{i}", text=t) for i, t in enumerate(r["context"])],
+                                            cache=cache, scorer=scorer) for r in rows}
+    accepted = [r["id"] for r in rows if r["label"] and verdicts[r["id"]].score == 1.0]
+    rejected = [r["id"] for r in rows if not r["label"] and verdicts[r["id"]].score == 0.0]
+    assert all(v.applicable for v in verdicts.values())
+    assert len(accepted) >= 0.7 * 25, accepted
+    assert len(rejected) >= 0.4 * 25, rejected

@@ -10,8 +10,13 @@ Claims (``split_claims``, deterministic):
    ", who" when both sides make a statement (each has a verb, ``has_verb``); a right side with no subject of its own
    ("…, and sold it in 2000") takes the left side's subject, a "which"/"who" clause takes the words it follows
    (its antecedent: the left side's words after its last function word);
-4. a sentence of at most ``REFUSAL_WORDS`` words with a refusal phrase (``nonanswer.is_refusal``) and a part that only restates the question (no keyword beyond the question's, ``nonanswer.stems``) is no claim;
-5. an answer without a verb ("Rollo", "in 1889") is one ``short`` claim, read together with the question.
+4. a sentence of at most ``REFUSAL_WORDS`` words with a refusal phrase (``nonanswer.is_refusal``) and a part that only
+   restates the question (no keyword beyond the question's, ``nonanswer.stems``) is no claim, unless it picks one of
+   the options the question offers (``nonanswer.picks_option``: "Arthur's Magazine was started first." to "Which
+   magazine was started first, Arthur's Magazine or First for Women?");
+5. an answer without a verb ("Rollo", "in 1889") is one ``short`` claim, read together with the question;
+6. when nothing else is left, a yes/no answer to a yes/no question ("No", "No, they are not.": ``polar_claim``) is
+   one ``short`` claim: its polarity is what it states.
 
 Signals of one claim against passages (each a small function, all in [0, 1] or a count; ``claim_signals``). With
 kw(x) the keyword stems of x (``nonanswer.stems``), a word present when ``nonanswer.similar`` finds it, C the
@@ -46,11 +51,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evaluations.judging.nonanswer import FILLER, is_refusal, similar, stem, stems
+from evaluations.judging.nonanswer import FILLER, POLARITY, is_polar, is_refusal, picks_option, similar, stem, stems
 from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
-    "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "sentences", "clauses", "has_verb",
+    "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
+    "clauses", "has_verb",
     "numbers", "entities", "claim_signals", "passage_windows", "bounded",
 ]
 
@@ -230,11 +236,20 @@ def split_claims(question: str, answer: str) -> list[Claim]:
             continue  # "I don't know.", "The context does not say.": no claim
         for part in clauses(sentence):
             part = _strip_filler(part)
-            if part and not _restates(question, part):
+            if part and (not _restates(question, part) or picks_option(question, part)):
                 out.append(Claim(part))
     if out and not any(has_verb(c.text) for c in out):
         return [Claim(_strip_filler(answer).strip(" ."), short=True)]  # "Rollo", "in 1889, in Paris"
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out)) or polar_claim(question, answer)
+
+
+def polar_claim(question: str, answer: str) -> list[Claim]:
+    """A yes/no answer to a yes/no question ("No", "No, they are not.") as one short claim, read with the question;
+    [] when the question is not polar or the answer has no yes/no word, or is a refusal."""
+    text = answer.strip().rstrip(".!").strip()
+    if not is_polar(question) or is_refusal(text) or not POLARITY.search(normalize(text)):
+        return []
+    return [Claim(text, short=True)]
 
 
 # -- alignment signals ------------------------------------------------------------------------------------

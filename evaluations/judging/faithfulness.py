@@ -12,7 +12,11 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    the ``top_m`` windows with the highest lexical coverage of the claim's keywords are asked to the embedded model
    (``judging.yesno``, ``PASSAGE_SYSTEM``, shared = ``"Passage:\\n{window}\\n\\n"``, tail = the question, the claim
    and the ask of ``ASKS[params.ask]``); p_llm = the highest P(yes); the passage of that window is the claim's
-   supporting passage. Windows, not whole passages: a forward pass costs in proportion to its tokens (a window of
+   supporting passage. Support may span passages (a multi-hop question: the film's passage names the director,
+   the director's passage the city): when the best window lacks some of the claim's words (for a short claim,
+   the question's too) and a window of *another* passage holds some of them, the model reads the two together
+   (``_bridged``; not within one passage, where a value away from the question's words is what a weak model
+   wrongly picks). Windows, not whole passages: a forward pass costs in proportion to its tokens (a window of
    three sentences is ~100 tokens, a retrieved passage 300-500), the model reads the few sentences that matter
    instead of a long text, and no passage is ever longer than the model's window. A sentence longer than the
    window holds (a text without sentence ends) is cut into runs of its words (``windows``' budget), so its
@@ -41,7 +45,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evaluations.judging.claims import SIGNALS, Claim, bounded, claim_signals, has_verb, sentences, split_claims
+from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, has_verb, polar_claim, sentences,
+                                       split_claims)
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
@@ -163,7 +168,7 @@ def applicability(question: str, answer: str, passages: Sequence[Passage],
     given = decompose(question, answer) if decompose is not None else None
     claims = split_claims(question, answer) if given is None else [  # a decomposed refusal or echo is no claim
         Claim(c.strip(), short=not has_verb(c)) for c in dict.fromkeys(given)
-        if c.strip() and screen(question, (), c).kind not in NOT_APPLICABLE]
+        if c.strip() and screen(question, (), c).kind not in NOT_APPLICABLE] or polar_claim(question, answer)
     if not claims:
         return ("refusal" if kind == "refusal" else "no_claim"), []
     return None, claims  # a refusal phrase beside claims ("X is not available as a service when ...") is judged
@@ -210,6 +215,8 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     pieces = [(i, w) for i, p in enumerate(passages) if p.text.strip()
               for w in windows(p.text, budget=None if scorer is None else char_budget(scorer, p.text, tail))]
     ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
+    if ranked:
+        ranked[0] = (ranked[0][0], _bridged(words, ranked[0], pieces, scorer, tail))
     best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
     if scorer is not None:
         for index, text in ranked:
@@ -220,6 +227,31 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     logit = float(llm_logit(best_p))  # a short claim's own column: the model reads a bare answer differently
     features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
     return ClaimEvidence(claim, features, best, best_p, calls)
+
+
+def _bridged(words: frozenset[str], first: tuple[int, str], pieces: Sequence[tuple[int, str]], scorer: Any,
+             tail: str) -> str:
+    """The window the model reads for a claim: the best-covered window ``first``, followed by the window of
+    *another* passage that holds most of the claim's words ``first`` lacks, when one holds any (module docstring,
+    step 3: support may span passages, as in a multi-hop question); ``first`` alone when none does, or when the
+    two together would not fit the model's window."""
+    index, text = first
+    have = stems(text)
+    missing = frozenset(w for w in words if not similar(w, have))
+    if not missing:
+        return text
+    others = [(_coverage(missing, w) * len(missing), w) for i, w in pieces if i != index]
+    gain, second = max(others, key=lambda item: item[0], default=(0.0, ""))
+    if gain <= 0:
+        return text
+    joined = f"{text}\n\n{second}"
+    if scorer is not None:
+        from evaluations.judging.yesno import char_budget
+
+        budget = char_budget(scorer, joined, tail)
+        if budget is not None and len(joined) > budget:
+            return text
+    return joined
 
 
 def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> list[float]:

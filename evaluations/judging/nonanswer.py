@@ -24,22 +24,37 @@ Kinds (``KINDS``, checked in this order; the first that applies wins):
 * ``echo``: A is the question (same normalised text, or a question whose words add nothing: novel(A) = ∅ and A
   ends with "?");
 * ``options``: A hedges between candidates: at most OPTIONS_MAX_WORDS words, "X or Y" (parts of at most
-  OPTION_MAX_WORDS words) with two or more
-  parts that have keywords, not all of them gold (a part is gold when it contains a gold alternative or most of
-  its informative words, or shares a word with one);
-* ``restatement``: not has_gold, the answer is mostly the question's words (|kw(A) ∩ kw(Q)| ≥ max(1, |kw(A)|/2))
-  and adds (almost) nothing: |novel(A)| ≤ RESTATE_SHARE · |kw(A)| when the gold has
-  informative words, novel(A) = ∅ otherwise (a one-word paraphrase of the gold shares nothing with the question);
-* ``heading``: not has_gold and A is shaped like a title (4–10 words, no comma or final period, a function word
-  or a colon, ≥ 60% of its content words capitalised, no finite verb from a small list), not to a who-question
-  unless it reuses the question's words;
+  OPTION_MAX_WORDS words) with two or more parts that have keywords, not all of them gold (a part is gold when it
+  contains a gold alternative or most of its informative words, or shares a word with one); an "or" between the
+  same two words as one of the question's is the question's, not a hedge, when A adds a keyword of its own ("The
+  hormone released from the ruptured follicle or corpus luteum is progesterone");
+* ``restatement``: not has_gold, A does not pick one of the question's options (``picks_option``, below), A is
+  mostly the question's words (|kw(A) ∩ kw(Q)| ≥ max(1, |kw(A)|/2)) and adds (almost) nothing:
+  |novel(A)| ≤ RESTATE_SHARE · |kw(A)| when the gold has informative words, novel(A) = ∅ otherwise (a one-word
+  paraphrase of the gold shares nothing with the question);
+* ``heading``: not has_gold, no option picked, and A is shaped like a title (4–10 words, no comma or final period,
+  a function word or a colon, ≥ 60% of its content words capitalised, no finite verb from a small list), not to a
+  who-question unless it reuses the question's words;
 * ``fragment``: the asked-for part is missing: a date is asked for explicitly ("on which date", "what day";
   a plain "when" accepts a year) and every gold alternative has a month but A gives only a
   year; a number is asked (how many / how much / what percentage) and the gold has one but A has none.
+
+An answer that picks one of the options a question offers ("Arthur's Magazine" or "Arthur's Magazine was started
+first." to "Which magazine was started first, Arthur's Magazine or First for Women?") uses only the question's words
+by necessity: it is an answer, not a restatement or a heading. ``question_options``: around each "or" of the
+question, the option on each side is the run of capitalised words next to it (function words such as "of" or "for"
+inside it, a leading article left out: "the Rolling Stones", "F. Scott Fitzgerald") or else the one content word
+next to it ("a musician or an actor"), and the short items of a comma list before it ("Poland, Austria or
+Switzerland"); ``picks_option``: the answer has a keyword of exactly one option that neither another option nor the
+rest of the question has, does not say "or" itself (a hedge is the ``options`` kind), and, when it is shaped like a
+title (no final period, its longer words capitalised), has no keyword beyond that option's (a heading of the
+question's words that names one option is still a heading). Picks count only without
+gold: with gold, a pick that is not the gold is the judge's to reject, and the screen keeps those verdicts.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +64,8 @@ from evaluations.judging import lexical
 from evaluations.judging.text import STOPWORDS, normalize, tokens
 
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
-           "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR"]
+           "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
+           "picks_option", "POLARITY", "AUX_START", "is_polar"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -107,6 +123,10 @@ _VERBS = frozenset(
     "said says made makes took takes gave gives became becomes found finds led leads began begins".split()
 )
 _OR = re.compile(r"\s*(?:\bor\b|/)\s*")
+#: a yes/no word of an answer, and the auxiliary a polar question starts with (``is_polar``)
+POLARITY = re.compile(r"\b(yes|no|not|never|true|false|correct|incorrect|indeed|none|neither|nor|nt|cannot)\b")
+AUX_START = re.compile(r"^\W*(is|are|was|were|am|do|does|did|can|could|will|would|should|shall|has|have|had|may|"
+                        r"might|must|isn't|aren't|wasn't|weren't|don't|doesn't|didn't)\b", re.I)
 
 
 #: irregular past forms -> base form, and number words -> digits, so "overcame" matches "overcome", "eleven" "11"
@@ -244,7 +264,7 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
     options = _options(question, refs, answer)
     if options:
         return Screen(False, "options", f"{KINDS['options']}: {' / '.join(options)}")
-    if not s.has_gold:
+    if not s.has_gold and not (not refs and picks_option(question, answer)):
         limit = RESTATE_SHARE * s.answer_keywords if s.recall is not None else 0
         if len(s.novel) <= limit and s.shared >= max(1.0, 0.5 * s.answer_keywords):
             added = f" (adds only: {', '.join(sorted(s.novel))})" if s.novel else ""
@@ -255,6 +275,84 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
     if fragment:
         return Screen(False, "fragment", fragment)
     return _PASS
+
+
+_OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
+_OPTION_WORD = re.compile(r"[\w'’.&-]+")
+_OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon".split())
+_QUESTION_WORD = re.compile(r"^\W*(who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|"
+                            r"will|would|has|have|had)\b", re.I)
+
+
+def _option(words: list[str]) -> list[str]:
+    """The option among ``words`` (the words on one side of an "or", nearest first): the run of capitalised
+    words (joiners inside it; an article next to the "or" skipped), else the first content word."""
+    if len(words) > 1 and words[0].lower() in ("the", "a", "an"):
+        words = words[1:]
+    run: list[str] = []
+    for word in words:
+        if word[:1].isupper() or word[:1].isdigit() or (run and word.lower() in _OPTION_JOINERS):
+            run.append(word)
+        else:
+            break
+    while run and run[-1].lower() in _OPTION_JOINERS:
+        run.pop()
+    return run or [w for w in words if stems(w)][:1]
+
+
+def _listed(pieces: list[str]) -> list[str]:
+    """The items of a comma list before the "or"'s left option ("Poland, Austria or Switzerland"), nearest last:
+    pieces of at most ``OPTION_MAX_WORDS`` words that are no clause of the question ("Which is taller")."""
+    items: list[str] = []
+    for piece in reversed(pieces):
+        words = _OPTION_WORD.findall(piece)
+        if not words or len(words) > OPTION_MAX_WORDS or _QUESTION_WORD.search(piece):
+            break
+        items.append(" ".join(words))
+    return items[::-1]
+
+
+def question_options(question: str) -> list[tuple[str, ...]]:
+    """The options around each "or" of the question (module docstring), each group left to right; [] when it
+    offers none."""
+    out = []
+    for segment in _OPTION_BOUNDARY.split(question):
+        for left, right in itertools.pairwise(re.split(r"\bor\b", segment, flags=re.I)):
+            pieces = left.split(",")
+            if len(pieces) > 1 and not pieces[-1].strip():
+                pieces.pop()  # "A, B, or C"
+            near = " ".join(reversed(_option(_OPTION_WORD.findall(pieces[-1])[::-1])))
+            far = " ".join(_option(_OPTION_WORD.findall(right.split(",")[0])))
+            group = (*_listed(pieces[:-1]), near, far)
+            if sum(bool(stems(o)) for o in group) >= 2:
+                out.append(group)
+    return out
+
+
+def is_polar(question: str) -> bool:
+    """A yes/no question: it starts with an auxiliary ("Is", "Did", "Can" ...) and offers no options ("or")."""
+    return bool(AUX_START.search(question)) and not re.search(r"\bor\b", question, re.I)
+
+
+def picks_option(question: str, answer: str) -> bool:
+    """The answer picks one of the question's options (module docstring): it has a keyword of exactly one
+    option that no other option and not the rest of the question has ("first" of "started first" is no option's
+    own); an answer that says "or" hedges and picks nothing."""
+    if re.search(r"\bor\b", answer, re.I):
+        return False
+    have = stems(answer)
+    words = re.findall(r"[^\W\d_][\w'’-]+", answer)
+    titled = not answer.strip().endswith((".", "!", "?")) and all(w[0].isupper() for w in words if len(w) > 3)
+    for group in question_options(question):
+        rest = question
+        for option in group:
+            rest = rest.replace(option, " ", 1)
+        kws = [stems(o) - stems(rest) for o in group]
+        own = [k - frozenset().union(*(other for j, other in enumerate(kws) if j != i)) for i, k in enumerate(kws)]
+        hits = [i for i, k in enumerate(own) if any(similar(w, have) for w in k)]
+        if len(hits) == 1 and not (titled and have - stems(group[hits[0]])):
+            return True  # a title-shaped answer picks an option only by being it ("The Kessel Tower")
+    return False
 
 
 def _is_echo(question: str, answer: str, s: Signals) -> bool:
@@ -269,6 +367,8 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
     words = tokens(answer)
     if len(words) > OPTIONS_MAX_WORDS or any(_OR.search(normalize(r)) for r in refs):
         return []
+    if _question_or(question, answer):
+        return []  # "the ruptured follicle or corpus luteum is progesterone": the question's own "or"
     parts = [p for p in _OR.split(normalize(answer)) if p.strip()]
     if len(parts) < 2 or any(len(p.split()) > OPTION_MAX_WORDS for p in parts):
         return []
@@ -277,6 +377,16 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
         return []
     gold = [p for p in keyworded if refs and (lexical.containment(list(refs), p) or _gold_recall(refs, question, p))]
     return keyworded if len(gold) < len(keyworded) else []
+
+
+def _question_or(question: str, answer: str) -> bool:
+    """Every "or" of the answer stands between the same two words as an "or" of the question, and the answer adds
+    a keyword of its own (it repeats the question's "follicle or corpus luteum" to name "progesterone"; repeating
+    the question's options and nothing else is the hedge)."""
+    q = f" {normalize(question)} "
+    found = re.findall(r"(\w+)\s+(?:or|/)\s+(\w+)", normalize(answer))
+    return (bool(found) and all(f" {a} or {b} " in q for a, b in found)
+            and bool(stems(answer) - stems(question) - FILLER))
 
 
 def _gold_recall(refs: Sequence[str], question: str, part: str) -> bool:

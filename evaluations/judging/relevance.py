@@ -18,8 +18,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
    reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1): ``heading`` when
    it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
-   keyword is enough), else ``restatement``. A short answer that picks one word of the question ("concrete" to
-   "abstract or concrete?") is neither.
+   keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
+   (``nonanswer.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
+   "Which magazine was started first, Arthur's Magazine or First for Women?") is neither.
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, or a quantity word such as "several");
@@ -70,7 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.nonanswer import FILLER, MONTH, NUMBER_WORDS, has_number, is_refusal, screen, similar, stems
+from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLARITY, has_number, is_polar,
+                                           is_refusal, picks_option, screen, similar, stems)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -97,9 +99,7 @@ _TIME_WORDS = frozenset(
     week weeks month months day days hour hours minute minutes early late mid later earlier recently currently
     now then once daily weekly monthly annually bc ad bce ce when whenever while if""".split())
 _TIME_STEMS = frozenset(s for w in _TIME_WORDS for s in stems(w)) | _TIME_WORDS
-_POLARITY = re.compile(r"\b(yes|no|not|never|true|false|correct|incorrect|indeed|none|neither|nor|nt|cannot)\b")
-_AUX_START = re.compile(r"^\W*(is|are|was|were|am|do|does|did|can|could|will|would|should|shall|has|have|had|may|"
-                        r"might|must|isn't|aren't|wasn't|weren't|don't|doesn't|didn't)\b", re.I)
+_POLAR_STEMS = stems("yes no not never true false correct incorrect indeed none neither nor")  # POLARITY's words
 
 
 #: the screen's kinds taken as they are (its restatement and heading rules read gold answers: ``_restates``)
@@ -168,7 +168,7 @@ def _only_numbers_or_time(text: str) -> bool:
 
 
 def _polar_ok(answer: str) -> bool:
-    return bool(_POLARITY.search(normalize(answer))) or len(answer.split()) >= POLAR_MIN_WORDS
+    return bool(POLARITY.search(normalize(answer))) or len(answer.split()) >= POLAR_MIN_WORDS
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ ASKED: dict[str, Asked] = {
                                         r"language|religion|group|organi[sz]ation|author|artist|band)\b|\bwhat is "
                                         r"(it|he|she|this|that) called\b", re.I),
                              lambda a: not _only_numbers_or_time(a), "only numbers or time words"),
-    "polar": Asked(_AUX_START, _polar_ok, f"no yes/no word and fewer than {POLAR_MIN_WORDS} words"),
+    "polar": Asked(AUX_START, _polar_ok, f"no yes/no word and fewer than {POLAR_MIN_WORDS} words"),
 }
 
 
@@ -260,9 +260,10 @@ class Topic:
 
 
 def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | None:
-    """The ``Topic`` signals of an answer, or None without a context or without an answer keyword."""
+    """The ``Topic`` signals of an answer, or None without a context or without an answer keyword (a yes/no
+    word answering a yes/no question is none: "Yes" states the asked polarity, not a topic)."""
     parts = sentences(context)
-    words = frozenset(stems(_digits(answer)) - GENERIC)
+    words = frozenset(stems(_digits(answer)) - GENERIC - (_POLAR_STEMS if is_polar(question) else frozenset()))
     if not parts or not words:
         return None
     vectors = embed([question, answer, *parts])
@@ -304,7 +305,7 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
             and stems(answer) & stems(question)):
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
-    restated = _restates(question, answer)
+    restated = None if picks_option(question, answer) else _restates(question, answer)
     if restated is not None:
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
