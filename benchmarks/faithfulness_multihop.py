@@ -1,4 +1,4 @@
-"""The reference-free answer judges on multi-hop questions: ``datasets/labels/multihop_faithfulness.jsonl``.
+"""The reference-free judges on multi-hop questions: ``datasets/labels/multihop_faithfulness.jsonl``.
 
     python benchmarks/faithfulness_multihop.py [--labels FILE]
 
@@ -12,7 +12,9 @@ For every row: the ``faithfulness`` verdict (the answer is supported when every 
 as an error) with the two passages as a list, and again with them joined into one passage (support then has to be
 found inside one passage's sentence windows), and ``answer_relevance`` with the passages as context (every answer
 of the file addresses its question, right or wrong, so its acceptance rate is what it measures here). Accuracy
-per question type, answer form and label, with Wilson 95% intervals. Verdicts go through the user's verdict store
+per question type, answer form and label, with Wilson 95% intervals. Per question, also ``context_relevance`` of
+each of its two passages: both are needed (one step each; the rubric's "a necessary part of the answer"), so the
+share judged relevant is its recall on multi-hop passages, per question type and passage (first, second). Verdicts go through the user's verdict store
 (a re-run makes no model call).
 Writes ``benchmarks/results/faithfulness_multihop.json``.
 """
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from evaluations.judging.agreement import wilson  # noqa: E402
+from evaluations.judging.context_relevance import judge_context_relevance  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
 from evaluations.judging.passages import Passage  # noqa: E402
@@ -68,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
         if not judged.verdict:
             rejected.append({"id": row["id"], "answer": row["generated_answer"], "reason": judged.reason})
         print(f"{i}/{len(rows)} {row['id']}", file=sys.stderr)
+    needed: collections.Counter = collections.Counter()
+    judged: collections.Counter = collections.Counter()
+    for query, row in {r["query"]: r for r in rows}.items():
+        verdict = judge_context_relevance(query, [Passage(id=f"p{j}", text=t) for j, t in enumerate(row["context"])],
+                                          cache=cache)
+        calls += verdict.model_calls
+        for chunk in verdict.chunks:
+            for group in ("all", row["type"], f"{row['type']}/passage {chunk.rank}"):
+                needed[group] += 1
+                judged[group] += chunk.relevant
     result = {
         "labels_file": str(Path(args.labels).resolve().relative_to(ROOT)),
         "rows": len(rows),
@@ -76,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "faithfulness_not_applicable": dict(not_applicable),
         "answer_relevance_accepted": {g: rate(relevant[g], counts[g]) for g in sorted(counts)},
         "answer_relevance_rejected": rejected,
+        "context_relevance_recall": {g: rate(judged[g], needed[g]) for g in sorted(needed)},
         "model_calls": calls,
         "note": "faithfulness: the answer's verdict (every claim supported) against the label; not applicable "
                 "counts as an error. answer_relevance: the share of answers accepted (every answer of the file "
@@ -87,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("listed", "joined"):
         print(name, {g: v["accuracy"] for g, v in result["faithfulness"][name].items()})
     print("answer_relevance", {g: v["accuracy"] for g, v in result["answer_relevance_accepted"].items()})
+    print("context_relevance recall", {g: v["accuracy"] for g, v in result["context_relevance_recall"].items()})
     return 0
 
 
