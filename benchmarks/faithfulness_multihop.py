@@ -14,9 +14,9 @@ found inside one passage's sentence windows), and ``answer_relevance`` with the 
 of the file addresses its question, right or wrong, so its acceptance rate is what it measures here). Accuracy
 per question type, answer form and label, with Wilson 95% intervals. Per question, also ``context_relevance`` of
 each of its two passages: both are needed (one step each; the rubric's "a necessary part of the answer"), so the
-share judged relevant is its recall on multi-hop passages, per question type and passage (first, second). Verdicts go through the user's verdict store
-(a re-run makes no model call).
-Writes ``benchmarks/results/faithfulness_multihop.json``.
+share judged relevant is its recall on multi-hop passages, per question type and passage (first, second).
+Verdicts go through the user's verdict store (a re-run makes no model call). Writes
+``benchmarks/results/faithfulness_multihop.json``.
 """
 
 from __future__ import annotations
