@@ -15,7 +15,11 @@ of the file addresses its question, right or wrong, so its acceptance rate is wh
 per question type, answer form and label, with Wilson 95% intervals. Per question, also ``context_relevance`` of
 each of its two passages: both are needed (one step each; the rubric's "a necessary part of the answer"), so the
 share judged relevant is its recall on multi-hop passages, per question type and passage (first, second).
-Verdicts go through the user's verdict store (a re-run makes no model call). Writes
+A single-hop control (``single_hop``): reading two passages together must not make faithfulness accept wrong
+answers on ordinary questions. 40 SQuAD 2.0 questions (seeded), each with its own paragraph and two other paragraphs
+of the same article in random order; the gold answer (supported) and another question's gold of a co-retrieved
+paragraph, absent from the question's own (unsupported: a passage's value in another relation, the distractor a
+bridge would add). Verdicts go through the user's verdict store (a re-run makes no model call). Writes
 ``benchmarks/results/faithfulness_multihop.json``.
 """
 
@@ -40,6 +44,48 @@ from evaluations.judging.relevance import answer_relevance  # noqa: E402
 
 def rate(hits: int, n: int) -> dict:
     return {"n": n, "accuracy": round(hits / n, 4) if n else None, "ci95": [round(x, 4) for x in wilson(hits, n)]}
+
+
+def single_hop(cache: VerdictCache, n: int = 40, seed: int = 0) -> dict:
+    """The single-hop control (module docstring): supported accepted and unsupported rejected, with Wilson CIs."""
+    import gzip
+    import random
+
+    rows = [json.loads(line) for line in gzip.open(ROOT.parent / "shared/data/squad2_dev_cs224n/questions.jsonl.gz",
+                                                   "rt", encoding="utf-8")]
+    paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}
+    answered: dict[str, list[dict]] = collections.defaultdict(list)
+    for r in rows:
+        if r["answers"]["text"]:
+            answered[r["paragraph_id"]].append(r)
+    by_title: dict[str, list[str]] = collections.defaultdict(list)
+    for pid, (title, _) in paragraphs.items():
+        by_title[title].append(pid)
+    rng = random.Random(seed)
+    pids = [p for p in paragraphs if answered[p] and len(by_title[paragraphs[p][0]]) >= 3]
+    rng.shuffle(pids)
+    hits, calls, items = collections.Counter(), 0, 0
+    for pid in pids:
+        question = rng.choice(answered[pid])
+        others = [p for p in by_title[paragraphs[pid][0]] if p != pid]
+        rng.shuffle(others)
+        wrong = [o["answers"]["text"][0] for p in others[:2] for o in answered[p]
+                 if o["answers"]["text"][0].lower() not in paragraphs[pid][1].lower()
+                 and len(o["answers"]["text"][0].split()) <= 4]
+        if not wrong:
+            continue
+        context = [pid, *others[:2]]
+        rng.shuffle(context)
+        passages = [Passage(id=p, text=paragraphs[p][1]) for p in context]
+        for answer, label in ((question["answers"]["text"][0], True), (rng.choice(wrong), False)):
+            verdict = judge_faithfulness(question["question"], answer, passages, cache=cache)
+            calls += verdict.model_calls
+            hits[label] += verdict.applicable and (verdict.score == 1.0) == label
+        items += 1
+        if items >= n:
+            break
+    return {"questions": items, "supported_accepted": rate(hits[True], items),
+            "unsupported_rejected": rate(hits[False], items), "model_calls": calls}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "answer_relevance_rejected": rejected,
         "context_relevance_recall": {g: rate(judged[g], needed[g]) for g in sorted(needed)},
         "model_calls": calls,
+        "single_hop": single_hop(cache),
         "note": "faithfulness: the answer's verdict (every claim supported) against the label; not applicable "
                 "counts as an error. answer_relevance: the share of answers accepted (every answer of the file "
                 "addresses its question).",
@@ -102,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(name, {g: v["accuracy"] for g, v in result["faithfulness"][name].items()})
     print("answer_relevance", {g: v["accuracy"] for g, v in result["answer_relevance_accepted"].items()})
     print("context_relevance recall", {g: v["accuracy"] for g, v in result["context_relevance_recall"].items()})
+    print("single hop", {k: v["accuracy"] for k, v in result["single_hop"].items() if isinstance(v, dict)})
     return 0
 
 

@@ -52,6 +52,8 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     ("Are Lake Tahoe and Crater Lake in the same state?", "Yes, both are in Oregon.", [Claim("Both are in Oregon.")]),
     ("Are Lake Tahoe and Crater Lake in the same state?", "I don't know.", []),
     ("What is the capital of France?", "No", []),
+    ("Can you tell me what the capital of France is?", "No", []),
+    ("WAS 8.5 support SHA-2, and which fix pack adds it?", "No", []),
 ])
 def test_split_claims_by_hand(question, answer, expected):
     assert split_claims(question, answer) == expected
@@ -91,6 +93,15 @@ def test_a_claim_spanning_two_passages_is_read_with_both():
     claim_evidence(question, C("The film was shot on location in Cornwall."), [film, person], scorer=asked,
                    cache=None)
     assert "Leeds" not in asked.shared[-1] and "Cornwall" in asked.shared[-1]
+    # no name shared by the two windows (the bridge entity): the other passage is a distractor, read alone
+    claim_evidence("Where was John Smith born?", C("Paris", short=True),
+                   [Passage(id="a", text="John Smith was born in Lyon."),
+                    Passage(id="b", text="Paris is the capital of France.")], scorer=asked, cache=None)
+    assert "Paris" not in asked.shared[-1]
+    # two chunks of one document (the same id) are one passage: no bridge within it
+    chunk = Passage(id="film", text="Its director was born in Leeds.")
+    claim_evidence(question, C("Leeds", short=True), [film, chunk], scorer=asked, cache=None)
+    assert asked.shared[-1].count("\n\n") == 1 and "Leeds" not in asked.shared[-1]  # one window, read alone
 
 
 def test_sentences_keep_abbreviations_and_initials():

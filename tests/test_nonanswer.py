@@ -50,11 +50,6 @@ CASES = [
     ("which organelle is the site of atp production", ["mitochondrion"],
      "The mitochondria is the organelle that is the site of ATP production.", None),
     ("when did the first pokemon game come out", ["1996", "February 27, 1996"], "It came out in 1996.", None),
-    # the question's own "or" repeated around an answer is no hedge (EVOUNA NQ; its annotators: correct)
-    ("which hormone is released from the ruptured follicle or corpus luteum", ["progesterone"],
-     "The hormone released from the ruptured follicle or corpus luteum is progesterone.", None),
-    ("The second largest town or city of which country is Esch-sur-Alzette?", ["Luxembourg"],
-     "The second-largest town or city of Luxembourg is Esch-sur-Alzette.", None),
     # without gold: picking one of the question's options is an answer; repeating them all is not
     ("Who was born first, Kiefer Sutherland or Christian Slater?", [], "Kiefer Sutherland", None),
     ("In which country was Marie Curie born? Poland, Austria or Switzerland?", [], "Marie Curie was born in Poland.",
@@ -62,6 +57,12 @@ CASES = [
     ("Is the capital of Australia Sydney or Canberra?", [], "Sydney or Canberra", "options"),
     ("Which magazine was started first, Arthur's Magazine or First for Women?", [], "The magazine was started first.",
      "restatement"),
+    # an "or" that offers no choice exempts nothing (restatements of the question's words)
+    ("What served as a justification for imposing imperialistic policies on certain peoples or regions?", [],
+     "Served as a justification for imposing imperialistic policies on certain regions.", "restatement"),
+    ("What committee corresponds with one or more departments in the Spanish Government?", [],
+     "The committee that corresponds with departments in the Spanish Government.", "restatement"),
+    ("roman god of the underworld also called orcus or pluto", [], "Pluto", "restatement"),
 ]
 
 

@@ -13,15 +13,18 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    (``judging.yesno``, ``PASSAGE_SYSTEM``, shared = ``"Passage:\\n{window}\\n\\n"``, tail = the question, the claim
    and the ask of ``ASKS[params.ask]``); p_llm = the highest P(yes); the passage of that window is the claim's
    supporting passage. Support may span passages (a multi-hop question: the film's passage names the director,
-   the director's passage the city): when the best window lacks some of the claim's words (for a short claim,
-   the question's too) and a window of *another* passage holds some of them, the model reads the two together
-   (``_bridged``; not within one passage, where a value away from the question's words is what a weak model
-   wrongly picks). Windows, not whole passages: a forward pass costs in proportion to its tokens (a window of
-   three sentences is ~100 tokens, a retrieved passage 300-500), the model reads the few sentences that matter
-   instead of a long text, and no passage is ever longer than the model's window. A sentence longer than the
-   window holds (a text without sentence ends) is cut into runs of its words (``windows``' budget), so its
-   end is read too. (The cost: the passage state is not shared with the context-relevance judge, which reads
-   whole passages.)
+   the director's passage the city): when the best window lacks some of the claim's words (for a short claim, the
+   question's too), a window of *another* passage (another text and id) holds some of them, and the two windows
+   share a name the question does not have (the bridge entity, "Malcolm Fenwick"), the model reads the two
+   together (``_bridged``). Without a shared name, the other window is most often a distractor holding a wrong
+   answer (SQuAD with two paragraphs of the same article beside the right one: 35 of 40 wrong short answers
+   would be joined to theirs without the name rule, 8 with it). Never within one passage, where a value away from
+   the question's words is what a weak model wrongly picks. Windows, not whole passages: a forward pass costs in
+   proportion to its tokens (a window of three sentences is ~100 tokens, a retrieved passage 300-500), the model
+   reads the few sentences that matter instead of a long text, and no passage is ever longer than the model's
+   window. A sentence longer than the window holds (a text without sentence ends) is cut into runs of its words
+   (``windows``' budget), so its end is read too. (The cost: the passage state is not shared with the
+   context-relevance judge, which reads whole passages.)
 4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) (in the column ``llm_logit_short`` for a short
    claim, ``llm_logit`` otherwise, 0 in the other: each kind gets its own weight) and the alignment signals of ``claims.claim_signals``
    (``FEATURES``). P(supported) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) with the parameters of
@@ -45,8 +48,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, has_verb, polar_claim, sentences,
-                                       split_claims)
+from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, entities, has_verb, polar_claim,
+                                       sentences, split_claims)
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
@@ -216,7 +219,7 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
               for w in windows(p.text, budget=None if scorer is None else char_budget(scorer, p.text, tail))]
     ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
     if ranked:
-        ranked[0] = (ranked[0][0], _bridged(words, ranked[0], pieces, scorer, tail))
+        ranked[0] = (ranked[0][0], _bridged(words, ranked[0], pieces, passages, scorer, tail, question))
     best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
     if scorer is not None:
         for index, text in ranked:
@@ -229,28 +232,35 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     return ClaimEvidence(claim, features, best, best_p, calls)
 
 
-def _bridged(words: frozenset[str], first: tuple[int, str], pieces: Sequence[tuple[int, str]], scorer: Any,
-             tail: str) -> str:
+def _names(text: str) -> frozenset[str]:
+    return frozenset(name.lower() for name in entities(text))
+
+
+def _bridged(words: frozenset[str], first: tuple[int, str], pieces: Sequence[tuple[int, str]],
+             passages: Sequence[Passage], scorer: Any, tail: str, question: str) -> str:
     """The window the model reads for a claim: the best-covered window ``first``, followed by the window of
-    *another* passage that holds most of the claim's words ``first`` lacks, when one holds any (module docstring,
-    step 3: support may span passages, as in a multi-hop question); ``first`` alone when none does, or when the
-    two together would not fit the model's window."""
+    *another* passage (not the same text, not the same id) that holds most of the words ``first`` lacks, when one
+    holds any and the two windows share a name the question does not have: the bridge entity of a multi-hop
+    question (module docstring, step 3); ``first`` alone otherwise, or when the two together would not fit the
+    model's window."""
     index, text = first
     have = stems(text)
     missing = frozenset(w for w in words if not similar(w, have))
     if not missing:
         return text
-    others = [(_coverage(missing, w) * len(missing), w) for i, w in pieces if i != index]
+    this = passages[index]
+    others = [(_coverage(missing, w) * len(missing), w) for i, w in pieces
+              if i != index and passages[i].text != this.text and not (this.id and passages[i].id == this.id)]
     gain, second = max(others, key=lambda item: item[0], default=(0.0, ""))
-    if gain <= 0:
-        return text
+    if gain <= 0 or not (_names(text) & _names(second)) - _names(question):
+        return text  # no bridge entity: on a single-hop question the other window is a distractor
     joined = f"{text}\n\n{second}"
-    if scorer is not None:
-        from evaluations.judging.yesno import char_budget
+    fit = getattr(scorer, "fit", None)
+    if fit is not None:
+        from evaluations.judging.yesno import passage_shared
 
-        budget = char_budget(scorer, joined, tail)
-        if budget is not None and len(joined) > budget:
-            return text
+        if fit(passage_shared(joined), tail) != passage_shared(joined):
+            return text  # the two together would be cut: read the best window alone
     return joined
 
 

@@ -25,9 +25,7 @@ Kinds (``KINDS``, checked in this order; the first that applies wins):
   ends with "?");
 * ``options``: A hedges between candidates: at most OPTIONS_MAX_WORDS words, "X or Y" (parts of at most
   OPTION_MAX_WORDS words) with two or more parts that have keywords, not all of them gold (a part is gold when it
-  contains a gold alternative or most of its informative words, or shares a word with one); an "or" between the
-  same two words as one of the question's is the question's, not a hedge, when A adds a keyword of its own ("The
-  hormone released from the ruptured follicle or corpus luteum is progesterone");
+  contains a gold alternative or most of its informative words, or shares a word with one);
 * ``restatement``: not has_gold, A does not pick one of the question's options (``picks_option``, below), A is
   mostly the question's words (|kw(A) ∩ kw(Q)| ≥ max(1, |kw(A)|/2)) and adds (almost) nothing:
   |novel(A)| ≤ RESTATE_SHARE · |kw(A)| when the gold has informative words, novel(A) = ∅ otherwise (a one-word
@@ -280,6 +278,11 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
 _OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
 _OPTION_WORD = re.compile(r"[\w'’.&-]+")
 _OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon".split())
+#: a comparison a wh-question asks to decide between options ("who sold the most records elvis or the beatles")
+_COMPARES = re.compile(r"\b(first|last|more|most|less|least|fewer|older|oldest|younger|youngest|earlier|earliest|later|"
+                       r"latest|bigger|biggest|larger|largest|smaller|smallest|higher|highest|taller|tallest|longer|"
+                       r"longest|shorter|shortest|better|best|worse|worst|faster|fastest|slower|slowest|greater|"
+                       r"greatest|heavier|heaviest|closer|closest|farther|further)\b", re.I)
 _QUESTION_WORD = re.compile(r"^\W*(who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|"
                             r"will|would|has|have|had)\b", re.I)
 
@@ -302,56 +305,79 @@ def _option(words: list[str]) -> list[str]:
 
 def _listed(pieces: list[str]) -> list[str]:
     """The items of a comma list before the "or"'s left option ("Poland, Austria or Switzerland"), nearest last:
-    pieces of at most ``OPTION_MAX_WORDS`` words that are no clause of the question ("Which is taller")."""
+    pieces of at most ``OPTION_MAX_WORDS`` words that are no clause of the question ("Which is taller", a quote, a
+    piece with a verb)."""
     items: list[str] = []
     for piece in reversed(pieces):
         words = _OPTION_WORD.findall(piece)
-        if not words or len(words) > OPTION_MAX_WORDS or _QUESTION_WORD.search(piece):
+        if (not words or len(words) > OPTION_MAX_WORDS or _QUESTION_WORD.search(piece) or '"' in piece
+                or any(w.lower() in _VERBS for w in words)):
             break
         items.append(" ".join(words))
     return items[::-1]
 
 
 def question_options(question: str) -> list[tuple[str, ...]]:
-    """The options around each "or" of the question (module docstring), each group left to right; [] when it
-    offers none."""
+    """The options around each "or" of the question that offers a choice (module docstring), each group left to
+    right; [] when it offers none."""
     out = []
+    polar = bool(AUX_START.search(question))
     for segment in _OPTION_BOUNDARY.split(question):
         for left, right in itertools.pairwise(re.split(r"\bor\b", segment, flags=re.I)):
             pieces = left.split(",")
             if len(pieces) > 1 and not pieces[-1].strip():
                 pieces.pop()  # "A, B, or C"
-            near = " ".join(reversed(_option(_OPTION_WORD.findall(pieces[-1])[::-1])))
-            far = " ".join(_option(_OPTION_WORD.findall(right.split(",")[0])))
-            group = (*_listed(pieces[:-1]), near, far)
-            if sum(bool(stems(o)) for o in group) >= 2:
+            before, after = _OPTION_WORD.findall(pieces[-1])[::-1], _OPTION_WORD.findall(right.split(",")[0])
+            if not before or not after or before[0].lower() in STOPWORDS or (
+                    after[0].lower() in STOPWORDS and after[0].lower() not in ("the", "a", "an")):
+                continue  # "one or more", "whether or not", "who or what": no option next to the "or"
+            near, far = _option(before), _option(after)
+            skipped = len(after) > 1 and after[0].lower() in ("the", "a", "an")
+            own_piece = all(w.lower() in ("the", "a", "an") for w in before[len(near):])  # ", the Kessler Tower or"
+            if not polar and not own_piece and (stems(" ".join(after[len(far) + skipped:]))
+                                                or not _COMPARES.search(question)):
+                continue  # "imposing policies on certain peoples or regions?": no choice is asked
+            group = (*_listed(pieces[:-1]), " ".join(reversed(near)), " ".join(far))
+            if all(stems(o) for o in group[-2:]):
                 out.append(group)
     return out
 
 
+_ASKS_OTHER = re.compile(r"\b(?:know|tell|name|explain|show|help|list|describe|and|if so)\b\W+(?:\w+\W+){0,3}?"
+                         r"(?:who|whom|whose|what|which|where|when|why|how)\b", re.I)
+
+
 def is_polar(question: str) -> bool:
-    """A yes/no question: it starts with an auxiliary ("Is", "Did", "Can" ...) and offers no options ("or")."""
-    return bool(AUX_START.search(question)) and not re.search(r"\bor\b", question, re.I)
+    """A yes/no question: it starts with an auxiliary ("Is", "Did", "Can" ...; not an all-caps name such as "WAS
+    8.5"), offers no options (``question_options``), and asks nothing else ("Can you tell me what …", "… and how
+    is it used?")."""
+    match = AUX_START.search(question)
+    if match is None or match.group(1).isupper() and len(match.group(1)) > 1:
+        return False
+    return not question_options(question) and not _ASKS_OTHER.search(question)
 
 
 def picks_option(question: str, answer: str) -> bool:
-    """The answer picks one of the question's options (module docstring): it has a keyword of exactly one
-    option that no other option and not the rest of the question has ("first" of "started first" is no option's
-    own); an answer that says "or" hedges and picks nothing."""
-    if re.search(r"\bor\b", answer, re.I):
-        return False
+    """The answer picks one of the question's options (module docstring): all its keywords are the question's, and
+    it has a keyword of exactly one option that no other option and not the rest of the question has ("first" of
+    "started first" is no option's own); an answer that says "or" hedges and picks nothing, and a title-shaped one
+    with two or more of the question's other keywords is a heading ("Instance Characterized Abstract")."""
     have = stems(answer)
-    words = re.findall(r"[^\W\d_][\w'’-]+", answer)
-    titled = not answer.strip().endswith((".", "!", "?")) and all(w[0].isupper() for w in words if len(w) > 3)
+    asked = stems(question)
+    if re.search(r"\bor\b", answer, re.I) or any(not similar(w, asked) for w in have - FILLER):
+        return False
+    words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", answer) if w.lower() not in STOPWORDS]
+    titled = (not answer.strip().endswith((".", "!", "?")) and bool(words)
+              and sum(w[0].isupper() for w in words) >= 0.6 * len(words))
     for group in question_options(question):
         rest = question
         for option in group:
-            rest = rest.replace(option, " ", 1)
+            rest = re.sub(rf"(?<!\w){re.escape(option)}(?!\w)", " ", rest, count=1)
         kws = [stems(o) - stems(rest) for o in group]
         own = [k - frozenset().union(*(other for j, other in enumerate(kws) if j != i)) for i, k in enumerate(kws)]
         hits = [i for i, k in enumerate(own) if any(similar(w, have) for w in k)]
-        if len(hits) == 1 and not (titled and have - stems(group[hits[0]])):
-            return True  # a title-shaped answer picks an option only by being it ("The Kessel Tower")
+        if len(hits) == 1 and not (titled and len(have - stems(group[hits[0]])) >= 2):
+            return True
     return False
 
 
@@ -367,8 +393,6 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
     words = tokens(answer)
     if len(words) > OPTIONS_MAX_WORDS or any(_OR.search(normalize(r)) for r in refs):
         return []
-    if _question_or(question, answer):
-        return []  # "the ruptured follicle or corpus luteum is progesterone": the question's own "or"
     parts = [p for p in _OR.split(normalize(answer)) if p.strip()]
     if len(parts) < 2 or any(len(p.split()) > OPTION_MAX_WORDS for p in parts):
         return []
@@ -377,16 +401,6 @@ def _options(question: str, refs: Sequence[str], answer: str) -> list[str]:
         return []
     gold = [p for p in keyworded if refs and (lexical.containment(list(refs), p) or _gold_recall(refs, question, p))]
     return keyworded if len(gold) < len(keyworded) else []
-
-
-def _question_or(question: str, answer: str) -> bool:
-    """Every "or" of the answer stands between the same two words as an "or" of the question, and the answer adds
-    a keyword of its own (it repeats the question's "follicle or corpus luteum" to name "progesterone"; repeating
-    the question's options and nothing else is the hedge)."""
-    q = f" {normalize(question)} "
-    found = re.findall(r"(\w+)\s+(?:or|/)\s+(\w+)", normalize(answer))
-    return (bool(found) and all(f" {a} or {b} " in q for a, b in found)
-            and bool(stems(answer) - stems(question) - FILLER))
 
 
 def _gold_recall(refs: Sequence[str], question: str, part: str) -> bool:
