@@ -163,6 +163,8 @@ def test_a_bare_yes_to_a_yes_no_question_is_on_topic():
     assert [answer_relevance(question, a, context).kind for a in ("Yes", "No", "Yes, both were born in Sweden.")] \
         == ["relevant"] * 3
     assert answer_relevance(question, "Bananas are a yellow fruit rich in potassium.", context).kind == "off_topic"
+    # a complete negative answer is made of the question's words and its polarity: no restatement
+    assert answer_relevance(question, "No, Anna Berg and Tomas Lind were not born in the same country.").verdict
 
 
 def test_human_judged_correct_answers_to_choice_questions_are_relevant():

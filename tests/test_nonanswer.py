@@ -63,6 +63,9 @@ CASES = [
     ("What committee corresponds with one or more departments in the Spanish Government?", [],
      "The committee that corresponds with departments in the Spanish Government.", "restatement"),
     ("roman god of the underworld also called orcus or pluto", [], "Pluto", "restatement"),
+    # a yes/no answer to a yes/no question adds its polarity (TechQA's style; without gold)
+    ("Does DataPower support SHA-2?", [], "No, DataPower does not support SHA-2.", None),
+    ("Does DataPower support SHA-2?", [], "DataPower SHA-2 support", "restatement"),
 ]
 
 

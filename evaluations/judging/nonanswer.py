@@ -26,7 +26,8 @@ Kinds (``KINDS``, checked in this order; the first that applies wins):
 * ``options``: A hedges between candidates: at most OPTIONS_MAX_WORDS words, "X or Y" (parts of at most
   OPTION_MAX_WORDS words) with two or more parts that have keywords, not all of them gold (a part is gold when it
   contains a gold alternative or most of its informative words, or shares a word with one);
-* ``restatement``: not has_gold, A does not pick one of the question's options (``picks_option``, below), A is
+* ``restatement``: not has_gold, A does not pick one of the question's options (``picks_option``, below) nor
+  answer a yes/no question with its polarity (``answers_polar``: "No, X does not Y."), A is
   mostly the question's words (|kw(A) ∩ kw(Q)| ≥ max(1, |kw(A)|/2)) and adds (almost) nothing:
   |novel(A)| ≤ RESTATE_SHARE · |kw(A)| when the gold has informative words, novel(A) = ∅ otherwise (a one-word
   paraphrase of the gold shares nothing with the question);
@@ -63,7 +64,7 @@ from evaluations.judging.text import STOPWORDS, normalize, tokens
 
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
            "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
-           "picks_option", "POLARITY", "AUX_START", "is_polar"]
+           "picks_option", "POLARITY", "AUX_START", "is_polar", "answers_polar"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -262,7 +263,7 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
     options = _options(question, refs, answer)
     if options:
         return Screen(False, "options", f"{KINDS['options']}: {' / '.join(options)}")
-    if not s.has_gold and not (not refs and picks_option(question, answer)):
+    if not s.has_gold and not (not refs and (picks_option(question, answer) or answers_polar(question, answer))):
         limit = RESTATE_SHARE * s.answer_keywords if s.recall is not None else 0
         if len(s.novel) <= limit and s.shared >= max(1.0, 0.5 * s.answer_keywords):
             added = f" (adds only: {', '.join(sorted(s.novel))})" if s.novel else ""
@@ -343,7 +344,8 @@ def question_options(question: str) -> list[tuple[str, ...]]:
     return out
 
 
-_ASKS_OTHER = re.compile(r"\b(?:know|tell|name|explain|show|help|list|describe|and|if so)\b\W+(?:\w+\W+){0,3}?"
+_ASKS_OTHER = re.compile(r"\b(?:know|tell|name|explain|show|help|list|describe|and|if so|if yes|if not)\b\W+"
+                         r"(?:\w+\W+){0,3}?"
                          r"(?:who|whom|whose|what|which|where|when|why|how)\b", re.I)
 
 
@@ -355,6 +357,14 @@ def is_polar(question: str) -> bool:
     if match is None or match.group(1).isupper() and len(match.group(1)) > 1:
         return False
     return not question_options(question) and not _ASKS_OTHER.search(question)
+
+
+def answers_polar(question: str, answer: str) -> bool:
+    """A yes/no answer to a yes/no question ("No, DataPower does not support SHA-2." to "Does DataPower support
+    SHA-2?"): its polarity, a yes/no word the question does not have, is what it adds to the question's words, so
+    it restates nothing."""
+    added = set(POLARITY.findall(normalize(answer))) - set(POLARITY.findall(normalize(question)))
+    return bool(added) and is_polar(question) and not is_refusal(answer)
 
 
 def picks_option(question: str, answer: str) -> bool:

@@ -71,8 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLARITY, has_number, is_polar,
-                                           is_refusal, picks_option, screen, similar, stems)
+from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLARITY, answers_polar, has_number,
+                                           is_polar, is_refusal, picks_option, screen, similar, stems)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -305,7 +305,8 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
             and stems(answer) & stems(question)):
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
-    restated = None if picks_option(question, answer) else _restates(question, answer)
+    restated = (None if picks_option(question, answer) or answers_polar(question, answer)
+                else _restates(question, answer))
     if restated is not None:
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
