@@ -162,3 +162,57 @@ def test_a_full_disk_at_the_second_file_leaves_the_earlier_out_as_it_was(tmp_pat
     _one_error(err, done / "summary.json")
     assert "no space left" in err
     assert {p.name: p.read_text() for p in done.iterdir()} == before
+
+
+def test_the_judges_caches_live_under_the_configs_data_folder(tmp_path, cli, monkeypatch):
+    """``storage.data_dir`` is where everything this tool writes goes (a read-only home needs it): the verdict store
+    of faithfulness and context relevance and the embedding cache of answer relevance are written under
+    ``<storage.data_dir>/cache``, nothing under the default data home."""
+    from evaluations.judging.embedded import embedded_judge_path
+
+    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))  # the model as assembled already
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    monkeypatch.delenv("EVALUATIONS_CACHE_DIR", raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    data = tmp_path / "data"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"storage:\n  data_dir: {data}\n")
+    log = _tiny_log(tmp_path)
+
+    code, out, err = cli(["score", str(log), "--format", "log", "--config", str(config), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["reference_free"]["metrics"]["faithfulness"]["n"] == 1
+    assert sorted(p.name for p in (data / "cache").glob("*.sqlite")) == ["judge_embeddings.sqlite",
+                                                                         "llm_verdicts.sqlite"]
+    assert not home.exists()
+
+    # the verdicts are read back from there: the same log again makes no forward pass, with the same figures
+    first = json.loads(out)["reference_free"]
+    assert first["model_calls"] > 0
+    code, again, err = cli(["score", str(log), "--format", "log", "--config", str(config), "--json"])
+    second = json.loads(again)["reference_free"]
+    assert code == 0 and second["model_calls"] == 0, err
+    assert second["metrics"] == first["metrics"]
+
+
+def test_a_runs_judges_get_the_configs_cache_folder_and_reports_do_not_name_it(tmp_path, monkeypatch):
+    """The evaluators a run is made of (``pipeline.plan``, ``reference_free_evaluators``, ``llm_judge``) keep their
+    caches under ``<storage.data_dir>/cache``; the folder is not among the arguments a report records."""
+    from evaluations.core.config import LLMModel, load_config
+    from evaluations.evaluators.llm_judges import llm_judge
+    from evaluations.evaluators.reference_free import reference_free_evaluators
+    from evaluations.judging.embedded import embedded_judge_path
+
+    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(f"storage:\n  data_dir: {tmp_path / 'data'}\n")
+    config = load_config(str(config_file))
+    made = [*reference_free_evaluators(config, answers=True, retrieval=True),
+            llm_judge(LLMModel(provider="embedded"), config)]
+    assert [type(e).__name__ for e in made] == ["Faithfulness", "AnswerRelevance", "ContextRelevance",
+                                                "EmbeddedLLMJudge"]
+    for evaluator in made:
+        assert evaluator.cache_dir == str(tmp_path / "data" / "cache"), evaluator
+        assert "cache_dir" not in evaluator.build_serialization_arguments()

@@ -304,11 +304,9 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
     examples = _load(files, limit, passages=True, judges=(name,))
     scorer, decompose = judge_tools(config, name)
     checker = f"{_checker(config)} (checker id {scorer.id})"
-    cache = None
-    if not no_cache and config.cache.enabled:
-        from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.embedded import verdict_cache
 
-        cache = VerdictCache()
+    cache = verdict_cache(not no_cache and config.cache.enabled, config.judge_cache_dir())
     try:
         with _progress() as progress:
             task = progress.add_task(f"{name}: asking {checker.split(' ')[0]}", total=len(examples))

@@ -119,7 +119,8 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
                 file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
                 prices=dict(config.prices), bins=bins,
                 tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools)
+                reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools,
+                cache_dir=str(config.judge_cache_dir()))
             if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
                 summary["reference_free_judge"] = checker_label(config)
             if out:

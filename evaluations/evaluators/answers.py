@@ -37,6 +37,7 @@ __all__ = [
     "JudgedCase",
     "judged_case",
     "screened",
+    "without_cache_dir",
 ]
 
 
@@ -47,6 +48,12 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def without_cache_dir(arguments: dict[str, Any]) -> dict[str, Any]:
+    """An evaluator's serialized arguments without ``cache_dir``: a local folder, not part of what it measures
+    (reports read the same on every machine)."""
+    return {k: v for k, v in arguments.items() if k != "cache_dir"}
 
 
 def _gold_and_answer(ctx: EvaluatorContext) -> tuple[list[str], str] | None:
@@ -149,20 +156,24 @@ class SemanticSimilarity(Evaluator):
     #: embeddings from/to the on-disk judge-embedding cache (``semantic.default_cache_path``), so a re-run of
     #: the same answers never loads the model; False recomputes them (``--no-cache``)
     cache: bool = True
+    cache_dir: str | None = None  # the cache's folder (``Config.judge_cache_dir``); None: the default one
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
-        from evaluations.judging.semantic import semantic_similarity
+        from evaluations.judging.semantic import cache_file, semantic_similarity
 
         pair = _gold_and_answer(ctx)
         if pair is None:
             return {}
         # the model (loaded on the first cache miss) runs in a worker thread, not on the event loop of the cases
         similarity = await anyio.to_thread.run_sync(
-            functools.partial(semantic_similarity, *pair, cache_path=self.cache))
+            functools.partial(semantic_similarity, *pair, cache_path=cache_file(self.cache, self.cache_dir)))
         result: dict[str, float | bool] = {"semantic_similarity": similarity}
         if self.threshold is not None:
             result["semantic_correct"] = similarity >= self.threshold
         return result
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return without_cache_dir(super().build_serialization_arguments())
 
 
 @dataclass(repr=False)
@@ -172,9 +183,11 @@ class OfflineJudge(Evaluator):
 
     params: str | None = None
     cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
+    cache_dir: str | None = None  # as ``SemanticSimilarity.cache_dir``
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
         from evaluations.judging.offline import load_model
+        from evaluations.judging.semantic import cache_file
 
         case = judged_case(ctx)
         if case is None:
@@ -184,9 +197,13 @@ class OfflineJudge(Evaluator):
             return decided
         model = load_model(self.params)
         probability, verdict = await anyio.to_thread.run_sync(
-            functools.partial(model.judge, case.refs, case.answer, question=case.question, cache_path=self.cache))
+            functools.partial(model.judge, case.refs, case.answer, question=case.question,
+                              cache_path=cache_file(self.cache, self.cache_dir)))
         reason = f"p(correct) = {probability:.2f}, threshold {model.threshold:g}"
         return {"offline_p_correct": probability, "offline_correct": EvaluationReason(verdict, reason=reason)}
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return without_cache_dir(super().build_serialization_arguments())
 
 
 @dataclass(repr=False)

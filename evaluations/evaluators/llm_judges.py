@@ -84,6 +84,7 @@ class EmbeddedLLMJudge(Evaluator):
     cache: bool = True
     combined: bool = True  # also the combined judge (offline features + this P) when its parameters are shipped
     data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
+    cache_dir: str | None = None  # the verdict cache's folder (``Config.judge_cache_dir``); None: the default
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
         import anyio.to_thread
@@ -97,7 +98,8 @@ class EmbeddedLLMJudge(Evaluator):
             if combined:
                 decided.update(screened(case, "combined_correct", "combined_p_correct") or {})
             return decided
-        grader = EmbeddedGrader(model=self.model, threshold=self.threshold, cache=self.cache, data_dir=self.data_dir)
+        grader = EmbeddedGrader(model=self.model, threshold=self.threshold, cache=self.cache, data_dir=self.data_dir,
+                                cache_dir=self.cache_dir)
         grade = await grader.grade(case.question or "", case.answer, case.refs)
         out: dict[str, float | EvaluationReason] = {
             "llm_p_correct": grade.p_correct, self.evaluation_name: EvaluationReason(grade.verdict, reason=grade.reason)
@@ -117,7 +119,7 @@ def llm_judge(model_cfg: LLMModel, config: Config) -> Evaluator:
     ``cache.enabled``); served -> ``AnswerEquivalenceJudge`` with sampling pinned and ``judge.retries`` retries."""
     if model_cfg.provider == "embedded":
         return EmbeddedLLMJudge(model=embedded_judge_name(model_cfg), data_dir=str(config.data_dir()),
-                                cache=config.cache.enabled)
+                                cache=config.cache.enabled, cache_dir=str(config.judge_cache_dir()))
     grader = answer_grader(model_cfg, config)
     return AnswerEquivalenceJudge(model=grader.model, rubric=grader.rubric, model_settings=grader.model_settings,
                                   retries=grader.retries)

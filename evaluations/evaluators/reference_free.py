@@ -49,12 +49,10 @@ def ranked_passages(items: Iterable[tuple[str, str]]) -> list[Any]:
     return passages if any(p.text.strip() for p in passages) else []
 
 
-def _verdict_cache(enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from evaluations.judging.embedded import VerdictCache
+def _verdict_cache(enabled: bool, cache_dir: str | None) -> Any:
+    from evaluations.judging.embedded import verdict_cache
 
-    return VerdictCache()
+    return verdict_cache(enabled, cache_dir)
 
 
 def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list[Any], list[str]]:
@@ -65,16 +63,18 @@ def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list
 
 
 def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
-                         decompose: Callable[[str, str], list[str] | None] | None = None) -> dict[str, Any]:
+                         decompose: Callable[[str, str], list[str] | None] | None = None,
+                         cache_dir: str | None = None) -> dict[str, Any]:
     """The ``faithfulness`` results of one answer (module docstring): score (where it applies), kind, claims.
     ``passages``: the retrieved ones (``ranked_passages``; those without text give nothing to check against and
     are left out here); ``scorer``: the yes/no checker (default: the embedded judge model); ``decompose``: a served
-    model's claim decomposition (None from it: the deterministic splitter)."""
+    model's claim decomposition (None from it: the deterministic splitter); ``cache_dir``: the verdict store's
+    folder (``Config.judge_cache_dir``; None: the default one)."""
     from evaluations.judging.faithfulness import judge_faithfulness
 
     passages = [p for p in passages if p.text.strip()]
-    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache), scorer=scorer,
-                                decompose=decompose)
+    result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache, cache_dir),
+                                scorer=scorer, decompose=decompose)
     evidence = FaithfulnessEvidence(claims=[ClaimRecord.model_validate(c, from_attributes=True) for c in result.claims],
                                     model_calls=result.model_calls)
     out: dict[str, Any] = {"faithfulness_kind": EvaluationReason(result.kind, reason=evidence.model_dump_json())}
@@ -86,12 +86,12 @@ def faithfulness_results(question: str, answer: str, passages: list[Any], *, cac
 
 
 def context_relevance_results(question: str, passages: list[Any], docs: list[str] | None = None, *,
-                              cache: bool = True, scorer: Any = None) -> dict[str, Any]:
+                              cache: bool = True, scorer: Any = None, cache_dir: str | None = None) -> dict[str, Any]:
     """The ``context_relevance`` results of one retrieved list (module docstring); ``docs``: each passage's document
-    id (what qrels name; default: the passage id)."""
+    id (what qrels name; default: the passage id); ``cache_dir``: as for ``faithfulness_results``."""
     from evaluations.judging.context_relevance import judge_context_relevance
 
-    result = judge_context_relevance(question, passages, cache=_verdict_cache(cache), scorer=scorer)
+    result = judge_context_relevance(question, passages, cache=_verdict_cache(cache, cache_dir), scorer=scorer)
     docs = docs if docs is not None else [p.id for p in passages]
     evidence = ContextEvidence(
         chunks=[ChunkRecord(rank=c.rank, id=c.id, doc=docs[c.rank - 1] if 0 < c.rank <= len(docs) else "",
@@ -113,9 +113,11 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``faithfulness`` = supported claims / claims of the answer (``judging.faithfulness``); see module docstring.
     ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
     corpus id -> text, for systems that return ids only; ``scorer`` / ``decompose``: a served judge's checker and claim
-    decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter)."""
+    decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter);
+    ``cache_dir``: the verdict store's folder (``Config.judge_cache_dir``; None: the default one)."""
 
     cache: bool = True
+    cache_dir: str | None = field(default=None, compare=False)
     texts: Mapping[str, str] | None = field(default=None, compare=False)
     scorer: Any = field(default=None, compare=False)
     decompose: Callable[[str, str], list[str] | None] | None = field(default=None, compare=False)
@@ -127,7 +129,7 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         passages, _ = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
             faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
-            scorer=self.scorer, decompose=self.decompose))
+            scorer=self.scorer, decompose=self.decompose, cache_dir=self.cache_dir))
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
@@ -139,16 +141,19 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
 @dataclass(repr=False)
 class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``context_relevance`` = share of the retrieved chunks judged needed to answer the question
-    (``judging.context_relevance``); see module docstring. ``cache``, ``texts``: as for ``Faithfulness``."""
+    (``judging.context_relevance``); see module docstring. ``cache``, ``cache_dir``, ``texts``: as for
+    ``Faithfulness``."""
 
     cache: bool = True
+    cache_dir: str | None = field(default=None, compare=False)
     texts: Mapping[str, str] | None = field(default=None, compare=False)
     scorer: Any = field(default=None, compare=False)
 
     async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         passages, docs = _passages(ctx.output, self.texts)
         return await anyio.to_thread.run_sync(functools.partial(
-            context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer))
+            context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer,
+            cache_dir=self.cache_dir))
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
@@ -170,15 +175,16 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
                                            ("context_relevance", retrieval)) if not needed}
     tools = reference_free_tools(config, wanted)
     made: list[Evaluator] = []
+    cache = {"cache": config.cache.enabled, "cache_dir": str(config.judge_cache_dir())}
     if "faithfulness" in tools:
         scorer, decompose = tools["faithfulness"]
-        made.append(Faithfulness(cache=config.cache.enabled, texts=texts, scorer=scorer, decompose=decompose))
+        made.append(Faithfulness(**cache, texts=texts, scorer=scorer, decompose=decompose))
     if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.relevance``)
         from evaluations.evaluators.relevance import AnswerRelevance
 
-        made.append(AnswerRelevance(cache=config.cache.enabled))
+        made.append(AnswerRelevance(**cache))
     if "context_relevance" in tools:
-        made.append(ContextRelevance(cache=config.cache.enabled, texts=texts, scorer=tools["context_relevance"][0]))
+        made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
     return made
 
 

@@ -17,7 +17,9 @@ from typing import Any
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.evaluators.answers import without_cache_dir
 from evaluations.judging.relevance import answer_relevance
+from evaluations.judging.semantic import cache_file
 
 __all__ = ["AnswerRelevance"]
 
@@ -25,9 +27,11 @@ __all__ = ["AnswerRelevance"]
 @dataclass(repr=False)
 class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``answer_relevance`` (score 1/0) and ``answer_relevance_kind`` (label) of the case's answer; ``cache``: the
-    judge's embeddings cached on disk (``judging.semantic``)."""
+    judge's embeddings cached on disk (``judging.semantic``) in ``cache_dir`` (``Config.judge_cache_dir``; None: the
+    default folder)."""
 
     cache: bool = True
+    cache_dir: str | None = None
 
     def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
@@ -36,9 +40,12 @@ class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
         context = "\n\n".join(c.text for c in ctx.output.chunks if c.text)
         answerable = ctx.metadata.answerable if ctx.metadata is not None else True
         result = answer_relevance(str(ctx.inputs.query), answer.answer, context, answerable=answerable,
-                                  cache=self.cache)
+                                  cache=cache_file(self.cache, self.cache_dir))
         return {"answer_relevance": EvaluationReason(1.0 if result.verdict else 0.0, reason=result.reason),
                 "answer_relevance_kind": result.kind}
+
+    def build_serialization_arguments(self) -> dict[str, Any]:
+        return without_cache_dir(super().build_serialization_arguments())
 
     def get_default_evaluation_name(self) -> str:
         return "answer_relevance"  # a failure is counted under the metric (``results.reference_free``)

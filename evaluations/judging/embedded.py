@@ -44,6 +44,7 @@ __all__ = [
     "EmbeddedGrader",
     "YesNoJudge",
     "VerdictCache",
+    "verdict_cache",
     "load_judge",
     "judge_params",
     "embedded_judge_path",
@@ -189,10 +190,18 @@ def load_judge(name: str = DEFAULT_JUDGE, data_dir: Path | None = None) -> YesNo
 
 
 # -- verdict cache ----------------------------------------------------------------------------------
-def default_verdict_cache() -> Path:
+def default_verdict_cache(cache_dir: str | Path | None = None) -> Path:
+    """The verdict store in ``cache_dir`` (a run's: ``Config.judge_cache_dir``); None: beside the embedding cache
+    (``semantic.default_cache_path``)."""
     from evaluations.judging.semantic import default_cache_path
 
-    return default_cache_path().parent / "llm_verdicts.sqlite"
+    return default_cache_path(cache_dir).parent / "llm_verdicts.sqlite"
+
+
+def verdict_cache(enabled: bool, cache_dir: str | Path | None = None) -> VerdictCache | None:
+    """The ``VerdictCache`` in ``cache_dir`` (``default_verdict_cache``), None when ``enabled`` is False
+    (``--no-cache``: verdicts neither read nor written)."""
+    return VerdictCache(default_verdict_cache(cache_dir)) if enabled else None
 
 
 class VerdictCache:
@@ -299,18 +308,20 @@ def combined_verdict(refs: Sequence[str], answer: str, p: float, question: str =
 @dataclass
 class EmbeddedGrader:
     """One verdict of the embedded judge ``model``: P(correct) ≥ ``threshold`` (None: the calibrated one of
-    ``judges/embedded_judge.json``). ``cache``: read and write verdicts in the ``VerdictCache``; False
-    (``--no-cache``) neither reads nor writes them. ``data_dir``: where the assembled GGUF lives."""
+    ``judges/embedded_judge.json``). ``cache``: read and write verdicts in the ``VerdictCache`` in ``cache_dir``
+    (None: the default one); False (``--no-cache``) neither reads nor writes them. ``data_dir``: where the assembled
+    GGUF lives."""
 
     model: str = DEFAULT_JUDGE
     threshold: float | None = None
     cache: bool = True
     data_dir: str | None = None
+    cache_dir: str | None = None
 
     def probability(self, question: str, refs: Sequence[str], answer: str) -> float:
         """P(correct), from the verdict cache when it is there (runs the model in this thread otherwise)."""
         judge = load_judge(self.model, Path(self.data_dir) if self.data_dir else None)
-        cache = VerdictCache() if self.cache else None
+        cache = verdict_cache(self.cache, self.cache_dir)
         return float(judge_many(judge, [(question, refs, answer)], cache=cache)[0])
 
     async def grade(self, question: str, answer: str, gold: list[str]) -> Grade:

@@ -227,14 +227,14 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
     """A ``judging.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed.
 
     Embedded: P(correct) ≥ the calibrated threshold, one verdict at a time. Served: ``concurrency`` requests
-    in flight. Verdicts are cached on disk (``judging.embedded.VerdictCache``) keyed by judge, prompt and texts;
-    ``cache`` False neither reads nor writes them.
+    in flight. Verdicts are cached on disk (``judging.embedded.VerdictCache``, in ``config.judge_cache_dir()``)
+    keyed by judge, prompt and texts; ``cache`` False neither reads nor writes them.
     """
     import numpy as np
 
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.embedded import VerdictCache, verdict_cache
 
-    store = VerdictCache() if cache else None
+    store = verdict_cache(cache, config.judge_cache_dir())
     if model_cfg.provider == "embedded":
         from evaluations.judging.embedded import judge_many, judge_params, load_judge
 

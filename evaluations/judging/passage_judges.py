@@ -38,42 +38,39 @@ def _passages_of(e: LabelledAnswer) -> list[Any]:
     return [Passage(id=str(rank), text=text) for rank, text in enumerate(e.passages, 1)]
 
 
-def _verdict_cache(cache: bool) -> Any:
-    from evaluations.judging.embedded import VerdictCache
-
-    return VerdictCache() if cache else None
-
-
-def _faithful(e: LabelledAnswer, cache: bool, tools: tuple[Any, Any]) -> float:
+def _faithful(e: LabelledAnswer, cache: Any, tools: tuple[Any, Any]) -> float:
     from evaluations.judging.faithfulness import judge_faithfulness
 
     scorer, decompose = tools
-    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=_verdict_cache(cache), scorer=scorer,
+    result = judge_faithfulness(e.question, e.answer, _passages_of(e), cache=cache, scorer=scorer,
                                 decompose=decompose)
     return float(all(c.supported for c in result.claims)) if result.applicable else float("nan")
 
 
-def _context_relevant(e: LabelledAnswer, cache: bool, tools: tuple[Any, Any]) -> float:
+def _context_relevant(e: LabelledAnswer, cache: Any, tools: tuple[Any, Any]) -> float:
     from evaluations.judging.context_relevance import judge_context_relevance
 
-    result = judge_context_relevance(e.question, _passages_of(e), cache=_verdict_cache(cache), scorer=tools[0])
+    result = judge_context_relevance(e.question, _passages_of(e), cache=cache, scorer=tools[0])
     return float(any(c.relevant for c in result.chunks)) if result.applicable else float("nan")
 
 
-def _per_example(rule: Callable[[LabelledAnswer, bool, tuple[Any, Any]], float], judge: str) -> Callable[..., BatchJudge]:
+def _per_example(rule: Callable[[LabelledAnswer, Any, tuple[Any, Any]], float], judge: str) -> Callable[..., BatchJudge]:
     """The factory of a batch judge of a per-example rule that may not apply (NaN), one progress step per example:
     ``factory(cache=True, config=None)``; the served checker (if any) is made when the factory is called, so an
-    unreachable server is an error before any example."""
+    unreachable server is an error before any example. Verdicts are kept in the verdict store of the config's
+    ``judge_cache_dir`` (no config: the default one) unless ``cache`` is False."""
 
     def factory(cache: bool = True, config: Config | None = None) -> BatchJudge:
+        from evaluations.judging.embedded import verdict_cache
         from evaluations.judging.served_checker import judge_tools
 
         tools = judge_tools(config, judge) if config is not None else (None, None)
+        store = verdict_cache(cache, config.judge_cache_dir() if config is not None else None)
 
         def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
             values = []
             for e in examples:
-                values.append(rule(e, cache, tools))
+                values.append(rule(e, store, tools))
                 if progress is not None:
                     progress(1)
             return np.array(values, dtype=float)

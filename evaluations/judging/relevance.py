@@ -67,6 +67,7 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -318,10 +319,11 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
 
 
 def answer_relevance(question: str, answer: str, context: str | None = None, *, answerable: bool = True,
-                     embed: Embed | None = None, cache: bool = True) -> Relevance:
+                     embed: Embed | None = None, cache: bool | Path | None = True) -> Relevance:
     """Judge one answer (module docstring). ``context``: the text the system was given (None or "" when unknown);
     ``answerable`` False: the question has no answer, and a refusal is the relevant reply. ``embed``: texts ->
-    L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk unless ``cache`` is False)."""
+    L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
+    path that file, False or None no cache)."""
     answer = answer or ""
     form = answer_form(question, answer, answerable)
     if form is not None:
@@ -334,7 +336,7 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
                      + ("" if sentences(context or "") else " (no context: the off-topic rule did not apply)"))
 
 
-def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *, cache: bool = True,
+def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *, cache: bool | Path | None = True,
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""

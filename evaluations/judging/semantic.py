@@ -20,6 +20,7 @@ __all__ = [
     "semantic_similarity",
     "semantic_similarity_batch",
     "embed_texts",
+    "cache_file",
     "default_cache_path",
 ]
 
@@ -36,11 +37,19 @@ _embedder = None
 Progress = Callable[[int], None]  # called with the number of texts just embedded
 
 
-def default_cache_path() -> Path:
-    """``$EVALUATIONS_CACHE_DIR`` or ``$XDG_DATA_HOME/evaluations`` (~/.local/share/evaluations), + cache file."""
+def default_cache_path(cache_dir: str | Path | None = None) -> Path:
+    """The embedding cache file in ``cache_dir`` (a run's: ``Config.judge_cache_dir``); None: in
+    ``$EVALUATIONS_CACHE_DIR/cache`` or ``$XDG_DATA_HOME/evaluations/cache`` (~/.local/share/evaluations/cache)."""
     from evaluations.core.env import data_home, env_dir
 
-    return (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache" / "judge_embeddings.sqlite"
+    folder = Path(cache_dir) if cache_dir else (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache"
+    return folder / "judge_embeddings.sqlite"
+
+
+def cache_file(enabled: bool, cache_dir: str | Path | None = None) -> Path | None:
+    """The embedding cache file an evaluator uses (``default_cache_path(cache_dir)``), None when ``enabled`` is
+    False (``--no-cache``)."""
+    return default_cache_path(cache_dir) if enabled else None
 
 
 def _get_embedder():

@@ -140,7 +140,8 @@ def build_qa_plan(config: Config) -> QAPlan:
     agent = build_qa_agent(build_model(qa_model, config), model_settings(qa_model))
     evaluators: list = [
         KeywordOverlap(threshold=config.judge.keyword_threshold), TokenF1(), ExactMatch(), Containment(),
-        SemanticSimilarity(cache=config.cache.enabled), OfflineJudge(cache=config.cache.enabled),
+        SemanticSimilarity(cache=config.cache.enabled, cache_dir=str(config.judge_cache_dir())),
+        OfflineJudge(cache=config.cache.enabled, cache_dir=str(config.judge_cache_dir())),
         Coverage(), ContextWaste(),
     ]
     checks = [lambda: check_model(qa_model, config, key="qa.model")]

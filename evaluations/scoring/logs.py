@@ -53,6 +53,7 @@ from evaluations.core.types import corpus_text
 from evaluations.judging.lexical import keyword_correct
 from evaluations.judging.grounding import context_waste
 from evaluations.judging.relevance import answer_relevance_batch
+from evaluations.judging.semantic import cache_file
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
 from evaluations.results.records import CaseRecord, QARecord, results_fields
@@ -181,10 +182,12 @@ def _context_text(record: LogRecord) -> str:
     return "\n\n".join(text for _, text in _context_spans(record))
 
 
-def _relevance(finals: list[CaseRecord], lasts: list[LogRecord]) -> dict[str, Any]:
-    """Answer relevance of each query's last attempt (module docstring), set in ``finals``' judges."""
+def _relevance(finals: list[CaseRecord], lasts: list[LogRecord], cache: Path | None) -> dict[str, Any]:
+    """Answer relevance of each query's last attempt (module docstring), set in ``finals``' judges; ``cache``: the
+    embedding cache file (None: none)."""
     judged = [(f, a) for f, a in zip(finals, lasts) if a.query and a.answer is not None]
-    results = answer_relevance_batch([(a.query or "", a.answer or "", _context_text(a), True) for _, a in judged])
+    results = answer_relevance_batch([(a.query or "", a.answer or "", _context_text(a), True) for _, a in judged],
+                                     cache=cache)
     for (final, _), result in zip(judged, results):
         final.judges["answer_relevance"] = 1.0 if result.verdict else 0.0
         final.judge_reasons["answer_relevance"] = result.reason
@@ -205,9 +208,10 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
 
 
 def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
-                    tools: Mapping[str, Any]) -> dict[str, Any]:
+                    tools: Mapping[str, Any], cache_dir: str | None) -> dict[str, Any]:
     """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring);
-    ``tools``: judge -> (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``."""
+    ``tools``: judge -> (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``;
+    ``cache_dir``: the verdict store's folder (None: the default one)."""
     from evaluations.evaluators.reference_free import (
         context_relevance_results,
         faithfulness_results,
@@ -221,10 +225,11 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
     if "faithfulness" in names and record.answer is not None:
         scorer, decompose = tools.get("faithfulness", (None, None))
         results.update(faithfulness_results(record.query, record.answer, passages, cache=cache, scorer=scorer,
-                                            decompose=decompose))
+                                            decompose=decompose, cache_dir=cache_dir))
     if "context_relevance" in names:
         scorer, _ = tools.get("context_relevance", (None, None))
-        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer))
+        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer,
+                                                 cache_dir=cache_dir))
     return results_fields(results)
 
 
@@ -268,13 +273,14 @@ def _mean(values: list[float]) -> float | None:
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
                reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None,
-               tools: Mapping[str, Any] | None = None) -> tuple[dict, list[CaseRecord]]:
+               tools: Mapping[str, Any] | None = None, cache_dir: str | None = None) -> tuple[dict, list[CaseRecord]]:
     """The summary of one log file (module docstring) and each query's outcome as the ``CaseRecord`` the figures
     are made from (its last attempt: the answer, the context ids, the judges' values, labels and evidence: claims,
     chunk verdicts, first relevant rank), in the log's query order. ``reference_free``: the reference-free judges
-    to run (``cache`` False: verdicts neither read from nor written to the verdict store); ``texts``: the corpus
-    (id -> text) spans logged as ids are read from; ``tools``: the judges' checkers (``reference_free_tools``;
-    default: the default embedded judge model)."""
+    to run (``cache`` False: verdicts neither read from nor written to the verdict store; ``cache_dir``: the folder
+    of the verdict store and the embedding cache, ``Config.judge_cache_dir``, None the default one); ``texts``: the
+    corpus (id -> text) spans logged as ids are read from; ``tools``: the judges' checkers
+    (``reference_free_tools``; default: the default embedded judge model)."""
     records = read_logs(path)
     if texts is not None:
         records = [(where, _with_corpus(record, texts)) for where, record in records]
@@ -328,7 +334,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
         ranking = _dedupe([s.id for s in last.spans()])
-        judged = _reference_free(last, reference_free, cache, tools or {})
+        judged = _reference_free(last, reference_free, cache, tools or {}, cache_dir)
         judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
         finals.append(CaseRecord(
             name=qid, query=last.query or "", retrieved=ranking, relevant=g.relevant if g else {},
@@ -372,7 +378,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "calibration": calibration(confidences, outcomes, bins),
     }
     if "answer_relevance" in reference_free:
-        summary["answer_relevance"] = _relevance(finals, lasts)
+        summary["answer_relevance"] = _relevance(finals, lasts, cache_file(cache, cache_dir))
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
