@@ -551,7 +551,7 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
                                  f"history: {{path: '{history}'}}\n")
     (work / "rules.yaml").write_text("rules:\n  - {metric: tokens_per_query, max: 100}\n")
     monkeypatch.chdir(work)
-    summaries = {}
+    summaries, costs = {}, {}
     for system in ("no_usage", "zero_usage", "some_usage"):
         out = work / system
         code, _, err = cli(["run", str(work / "q.jsonl"), "--corpus", str(work / "corpus.jsonl"), "--system",
@@ -559,11 +559,14 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
                             "--no-progress"])
         assert code == 0, err
         summaries[system] = json.loads((out / "summary.json").read_text())["answers"]["tokens"]
+        costs[system] = json.loads((out / "summary.json").read_text())["answers"]["cost_usd"]["per_query"]
         assert summaries[system]["per_correct_answer"] is None  # no gold answers: nothing is correct
 
     assert summaries["no_usage"]["per_query"] is None
+    assert costs["no_usage"] is None and costs["zero_usage"] == costs["some_usage"] == 0.0  # unknown is never 0 USD
     assert {r["usage"]["input_tokens"] if r["usage"] else None for r in _cases(work / "no_usage").values()} == {None}
-    assert "| Tokens per query | not reported |" in (work / "no_usage" / "report.md").read_text()
+    report = (work / "no_usage" / "report.md").read_text()
+    assert "| Tokens per query | not reported |" in report and "| Cost per query (USD) |" not in report
     assert summaries["zero_usage"]["per_query"] == 0.0
     assert "| Tokens per query | 0.0 |" in (work / "zero_usage" / "report.md").read_text()
     some = (30 + 5 + 10 + 3) / 2  # by hand: q1 and q3 reported usage, q2 did not
@@ -573,7 +576,7 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
     code, out, _ = cli(["history", "--history", str(history), "--json"])
     assert code == 0
     recorded = {Path(row["run_dir"]).name: row["metrics"] for row in json.loads(out)}
-    assert "tokens_per_query" not in recorded["no_usage"]
+    assert "tokens_per_query" not in recorded["no_usage"] and "cost_per_query" not in recorded["no_usage"]
     assert (recorded["zero_usage"]["tokens_per_query"], recorded["some_usage"]["tokens_per_query"]) == (0.0, some)
 
     code, out, err = cli(["gate", str(work / "no_usage"), "--rules", str(work / "rules.yaml"), "--json"])

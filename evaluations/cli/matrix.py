@@ -27,11 +27,12 @@ def matrix_table(result: dict[str, Any]) -> Table:
     for cell in cells_:
         marks = ",".join(k for k, v in cell["pareto"].items() if v) or "-"
         quality, ndcg = cell["quality"], cell["metrics"].get("ndcg@10")
-        tokens = cell["tokens"]["per_query"]
+        tokens, cost = cell["tokens"]["per_query"], cell["cost_per_query"]
         table.add_row(*(cell["params"][a] for a in axes),
                       "–" if quality is None else f"{quality:.3f}", "–" if ndcg is None else f"{ndcg:.3f}",
                       "–" if cell["latency_ms"]["p95"] is None else f"{cell['latency_ms']['p95']:.0f}",
-                      "–" if tokens is None else f"{tokens:.0f}", f"{cell['cost_per_query']:.5f}", marks)
+                      "–" if tokens is None else f"{tokens:.0f}",
+                      "–" if cost is None else f"{cost:.5f}", marks)
     return table
 
 

@@ -18,7 +18,7 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
 - ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query`` (cases whose
   answer stage ran; missing usage counts 0, but a user's system that answered without reporting usage has no value:
   not reported, never 0 tokens); ``cost_per_query`` = (input × price_in + output × price_out) / 1e6, prices from
-  the summary;
+  the summary, on the same cases (no known tokens: no cost, never 0 USD);
 - ``failure_rate`` (1 when the case's system failed), ``qa_failure_rate`` (1 when its answer failed).
 
 Per case (``per_case``: compare, gate) a measure is the mean over the case's repeats; a *run-level value*
@@ -202,7 +202,7 @@ def cost(used: tuple[float, float], price: tuple[float, float]) -> float:
 
 
 def _cost_value(name: str, record: CaseRecord, run: RunData) -> float | None:
-    used = usage(record)
+    used = token_usage(record)
     return None if used is None else cost(used, run.summary.price)
 
 

@@ -97,7 +97,7 @@ class Tokens(_Open):
 
 
 class Cost(_Open):
-    per_query: Number = 0.0
+    per_query: Number | None = 0.0  # None: no case's tokens are known (no answer stage, or no usage reported)
     total: Number = 0.0
     price_per_1m_tokens: dict[str, Number] = Field(default_factory=dict)
 

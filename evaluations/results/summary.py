@@ -108,7 +108,7 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
     due = [r for r in records if to_answer(r)]
     kinds = [answer_kind(r) for r in due]
     usage_in, usage_out = [int(i) for i, _ in known], [int(o) for _, o in known]
-    costs = [measures.cost(u, price) for u in used]
+    costs = [measures.cost(u, price) for u in known]  # a system that reported no tokens has no known cost
     correct = sum(1 for r in answered if r.judges.get(primary_judge) is True) if primary_judge else 0
     non_empty = sum(1 for r in due if non_empty_answer(r))
     modes: dict[str, int] = defaultdict(int)
@@ -134,7 +134,7 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
                    "total_input": sum(usage_in), "total_output": sum(usage_out),
                    "per_query": (sum(usage_in) + sum(usage_out)) / len(known) if known else None,
                    "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct and known else None},
-        "cost_usd": {"per_query": sum(costs) / len(costs) if costs else 0.0, "total": sum(costs),
+        "cost_usd": {"per_query": sum(costs) / len(costs) if costs else None, "total": sum(costs),
                      "price_per_1m_tokens": {"input": price[0], "output": price[1]}},
     }
 
