@@ -604,3 +604,70 @@ def test_score_log_with_a_served_judge_model_asks_that_server(tmp_path, monkeypa
     assert any("Is this passage relevant" in a for a in asked)  # context relevance asked the server too
     metrics = summary["reference_free"]["metrics"]
     assert metrics["faithfulness"]["mean"] == 1.0 and metrics["context_relevance"]["mean"] == 1.0
+
+
+class _Recording:
+    """A served checker that records the (passage, question) of each yes/no question it is asked; everything else
+    (``fit``, ``id``, ...) is the checker's own."""
+
+    def __init__(self, checker: ServedChecker) -> None:
+        self.checker = checker
+        self.asked: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.checker, name)
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        self.asked.append((shared, tail))
+        return self.checker.probability(shared, tail)
+
+
+def _bridge_rows(n: int) -> list[dict]:
+    """Supported short answers to bridge questions of the multi-hop probe (datasets/labels/MULTIHOP.md): the answer
+    is in the second passage only, the question's title in the first only."""
+    path = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["type"] == "bridge" and r["form"] == "short" and r["label"]
+            and r["generated_answer"] in r["context"][1] and r["generated_answer"] not in r["context"][0]]
+    assert len(rows) >= n
+    return rows[:n]
+
+
+def _holds_both(sent: str, first: str, second: str) -> bool:
+    """``sent`` has a sentence of each passage."""
+    return any(s in sent for s in re.split(r"(?<=\.)\s+", first)) and any(s in sent for s in re.split(r"(?<=\.)\s+",
+                                                                                                    second))
+
+
+def test_a_bridge_claim_is_sent_to_a_real_server_with_both_passages_when_they_fit(qwen_server, tmp_path):
+    """Faithfulness through a served checker on multi-hop questions: the claim (an entity found only in the second
+    passage) is asked about the first passage's window and the second's together, in one request the real server
+    answers; with a checker whose window holds one passage but not two (``max_chars``), each window is asked
+    alone, and nothing sent exceeds the window."""
+    from evaluations.judging.faithfulness import judge_faithfulness
+    from evaluations.judging.passages import Passage
+
+    model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
+    config = _config(tmp_path)
+    rows = _bridge_rows(3)
+    tails = []
+    for row in rows:
+        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",)))
+        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
+        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
+        assert result.applicable and len(result.claims) == 1 and 0.0 <= result.claims[0].p <= 1.0, result
+        sent, tail = checker.asked[-1]
+        assert row["generated_answer"] in sent and _holds_both(sent, *row["context"]), sent
+        tails.append(len(tail))
+
+    longest = max(len(t) for row in rows for t in row["context"])
+    narrow = max(tails) + len("Passage:\n\n\n") + longest + 20  # one passage fits, two do not
+    assert all(len(r["context"][0]) + len(r["context"][1]) > longest + 20 for r in rows)
+    for row in rows:
+        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",),
+                                         max_chars=narrow))
+        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
+        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
+        assert result.applicable and checker.asked
+        for sent, tail in checker.asked:
+            assert len(sent) + len(tail) <= narrow and not _holds_both(sent, *row["context"]), sent
