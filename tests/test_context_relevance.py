@@ -124,3 +124,88 @@ def test_shipped_parameters_load_and_bad_file_names_it(tmp_path):
     with pytest.raises(EvaluationsError) as err:
         params(bad)
     assert str(bad) in str(err.value.where)
+
+
+def test_the_only_passage_naming_one_of_the_questions_names_is_needed_by_hand():
+    """A question naming two or more names needs a passage about each: the only passage naming one of them is
+    relevant while another passage names another (``sole_sources``); not when one passage names them all, when the
+    question names one, or when there is one passage."""
+    from evaluations.judging.context_relevance import sole_sources
+
+    comparison = "Which is the older magazine, Hearth & Field or The Meridian Review?"
+    hearth = "Hearth & Field is an American home and gardening magazine first published in 1952."
+    meridian = "The Meridian Review was an American literary quarterly published from 1921 to 1966."
+    unrelated = "The river rises near the village and flows north."
+    assert sole_sources(comparison, [hearth, meridian]) == [True, True]
+    assert sole_sources(comparison, [hearth, unrelated, meridian]) == [True, False, True]
+    both = f"{hearth} It outlived The Meridian Review by decades."
+    assert sole_sources(comparison, [both, meridian]) == [False, False]  # one passage names every name
+    assert sole_sources(comparison, [hearth]) == [False]
+    assert sole_sources(comparison, [hearth, unrelated]) == [False, False]  # no other name elsewhere
+    # two names joined by "and"; a plural and a hyphen are the same name
+    polar = "Were the Calloway-Hines brothers and the Huguenot settlers both in Lyon?"
+    assert sole_sources(polar, ["The Calloway Hines family moved west.", "Huguenots settled in the town."]) == [
+        True, True]
+    assert sole_sources("When did the Eiffel Tower open?", [hearth, "The Eiffel Tower opened in 1889."]) == [
+        False, False]  # one name: a single-hop question
+
+
+def test_a_sole_source_passage_is_relevant_whatever_the_model_says():
+    """The passage the model (here one that says no to everything) calls not needed is relevant as the only one
+    naming a compared name; its P stays the model's, and the record says why."""
+    class No:
+        id = "always-no"
+
+        def probability(self, shared: str, tail: str) -> tuple[float, float]:
+            return 0.0, 1.0
+
+    question = "Who was born first, Lavinia Osterholt or Bertram Calloway-Hines?"
+    passages = [Passage(id="a", text="Lavinia Osterholt (14 June 1902 – 3 March 1988) was a Dutch painter."),
+                Passage(id="b", text="Bertram Calloway-Hines (2 November 1899 – 1975) was an English architect."),
+                Passage(id="c", text="The river rises near the village and flows north.")]
+    verdict = judge_context_relevance(question, passages, scorer=No())
+    fitted = params()
+    assert all(c.p < fitted.threshold for c in verdict.chunks)
+    assert [(c.relevant, c.sole_source) for c in verdict.chunks] == [(True, True), (True, True), (False, False)]
+    assert verdict.score == pytest.approx(2 / 3) and verdict.first_relevant_rank == 1
+
+
+def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_path):
+    """The 25 comparison and yes/no questions of the multi-hop probe (datasets/labels/multihop_faithfulness.jsonl,
+    MULTIHOP.md): both passages are needed, one per compared name. The model alone called 15 of their 50 passages
+    relevant; with the sole-source rule at least 70% are."""
+    from evaluations.judging.embedded import VerdictCache
+
+    rows = [json.loads(line) for line in (REPO / "datasets" / "labels" / "multihop_faithfulness.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    questions = {r["query"]: r["context"] for r in rows if r["type"] in ("comparison", "polar")}
+    assert len(questions) == 25
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    relevant = sum(c.relevant for q, texts in questions.items()
+                   for c in judge_context_relevance(q, [Passage(id=f"p{i}", text=t) for i, t in enumerate(texts)],
+                                                    cache=cache).chunks)
+    assert relevant >= 0.7 * 50, relevant
+
+
+def test_other_paragraphs_of_the_same_article_are_rarely_sole_sources():
+    """SQuAD 2.0's answerable questions, each with two other paragraphs of its article beside its own (seeded): the
+    other paragraphs are not needed, and the sole-source rule marks at most 0.5% of them (measured: 7 of 5,820)."""
+    from evaluations.judging.context_relevance import sole_sources
+
+    rows = _gz(REPO.parent / "shared" / "data" / "squad2_dev_cs224n" / "questions.jsonl.gz")
+    paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}
+    by_title: dict[str, list[str]] = {}
+    for pid, (title, _) in paragraphs.items():
+        by_title.setdefault(title, []).append(pid)
+    rng = random.Random(0)
+    others_n, marked = 0, 0
+    for r in rows:
+        if not r["answers"]["text"]:
+            continue
+        others = [p for p in by_title[r["title"]] if p != r["paragraph_id"]]
+        rng.shuffle(others)
+        texts = [paragraphs[p][1] for p in [r["paragraph_id"], *others[:2]]]
+        others_n += len(texts) - 1
+        marked += sum(sole_sources(r["question"], texts)[1:])
+    assert others_n > 5000
+    assert marked <= 0.005 * others_n, (marked, others_n)

@@ -57,7 +57,7 @@ from evaluations.judging.text import STOPWORDS, normalize
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
     "clauses", "has_verb",
-    "numbers", "entities", "claim_signals", "passage_windows", "bounded",
+    "numbers", "entities", "name_words", "holds_name", "claim_signals", "passage_windows", "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
@@ -253,6 +253,36 @@ def polar_claim(question: str, answer: str) -> list[Claim]:
 
 
 # -- alignment signals ------------------------------------------------------------------------------------
+def name_words(text: str) -> list[tuple[str, ...]]:
+    """The names of ``text`` as lowercased word tuples without function words, a run joined by "and" split in two
+    ("Are Tollan Water and Loch Brae both ..." -> (tollan, water), (loch, brae)), "&" kept inside a name ("Hearth &
+    Field" -> (hearth, field)); each once, in order; names of one or two letters and question words ("Whose") left
+    out. A word loses a final s (Huguenots / Huguenot)."""
+    out = []
+    for match in _NAME.finditer(text):
+        for part in re.split(r"\s+and\s+", match.group()):
+            words = _name_words(part)
+            if words and sum(map(len, words)) > 2 and not set(words) <= _WH:
+                out.append(tuple(words))
+    return list(dict.fromkeys(out))
+
+
+_WH = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})  # "Whose ..." is no name
+
+
+def _name_words(text: str) -> list[str]:
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w
+            for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
+
+
+def holds_name(text: str, name: tuple[str, ...]) -> bool:
+    """``text`` has the words of ``name`` (``name_words``) in a row, function words and punctuation between them
+    skipped."""
+    words = _name_words(text)
+    n = len(name)
+    return any(tuple(words[i:i + n]) == name for i in range(len(words) - n + 1))
+
+
 @lru_cache(maxsize=16384)
 def numbers(text: str) -> frozenset[str]:
     """Numbers of ``text``: digit runs (separators removed) and number words as digits."""

@@ -67,6 +67,7 @@ class ChunkRecord(BaseModel):
     doc: str = ""  # the document id the chunk belongs to (what qrels name); "" when unknown
     relevant: bool
     p: float  # P(relevant)
+    sole_source: bool = False  # relevant as the only chunk naming one of the question's names, not by p
 
 
 class FaithfulnessEvidence(BaseModel):
