@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evaluations.core.env import data_home, env_dir, env_str, env_url
+from evaluations.core.env import data_home, default_cache_dir, env_str, env_url
 from evaluations.core.errors import EvaluationsError, field_errors
 
 DEFAULT_CONFIG_NAME = "haiku.rag.yaml"
@@ -295,11 +295,10 @@ class Config(_Strict):
 
     def judge_cache_dir(self) -> Path:
         """Where the judges keep their verdicts and embeddings: ``<storage.data_dir>/cache`` when the config sets
-        the data folder, else ``$EVALUATIONS_CACHE_DIR/cache`` or ``<data home>/cache`` (the library default:
-        ``judging.semantic.default_cache_path``)."""
+        the data folder, else the library default (``env.default_cache_dir``)."""
         if self.storage.data_dir:
             return self.data_dir() / "cache"
-        return (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache"
+        return default_cache_dir()
 
     def sets(self, key: str) -> bool:
         """The config file (or the code that made this config) set dotted ``key`` itself: not its default."""

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["PATH_VARIABLES", "data_home", "env_dir", "env_file", "env_flag", "env_int", "env_str", "env_url",
-           "path_origin"]
+__all__ = ["PATH_VARIABLES", "data_home", "default_cache_dir", "env_dir", "env_file", "env_flag", "env_int", "env_str",
+           "env_url", "path_origin"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -140,3 +140,9 @@ def data_home() -> Path:
     """Where this tool keeps data by default: ``$XDG_DATA_HOME/evaluations`` (~/.local/share/evaluations)."""
     base = env_dir("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return base / "evaluations"
+
+
+def default_cache_dir() -> Path:
+    """Where the judges keep verdicts and embeddings when no config names a data folder:
+    ``$EVALUATIONS_CACHE_DIR/cache``, else ``<data home>/cache``."""
+    return (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache"

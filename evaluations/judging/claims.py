@@ -57,7 +57,7 @@ from evaluations.judging.text import STOPWORDS, normalize
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
     "clauses", "has_verb",
-    "numbers", "entities", "name_words", "holds_name", "claim_signals", "passage_windows", "bounded",
+    "numbers", "entities", "name_words", "held_names", "claim_signals", "passage_windows", "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
@@ -275,12 +275,12 @@ def _name_words(text: str) -> list[str]:
             for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
 
 
-def holds_name(text: str, name: tuple[str, ...]) -> bool:
-    """``text`` has the words of ``name`` (``name_words``) in a row, function words and punctuation between them
-    skipped."""
+def held_names(text: str, names: Sequence[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """The ``names`` (``name_words``) whose words ``text`` has in a row, function words and punctuation between
+    them skipped."""
     words = _name_words(text)
-    n = len(name)
-    return any(tuple(words[i:i + n]) == name for i in range(len(words) - n + 1))
+    return {name for name in names
+            if any(tuple(words[i:i + len(name)]) == name for i in range(len(words) - len(name) + 1))}
 
 
 @lru_cache(maxsize=16384)

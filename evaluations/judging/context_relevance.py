@@ -292,12 +292,12 @@ def sole_sources(question: str, texts: Sequence[str]) -> list[bool]:
     "Are Tollan Water and Loch Brae both reservoirs?"), while another passage names another of them. Such a question
     asks about each name, so the one passage about a name is needed even when it cannot answer alone (module
     docstring, "Across passages")."""
-    from evaluations.judging.claims import holds_name, name_words
+    from evaluations.judging.claims import held_names, name_words
 
     names = name_words(question)
     if len(names) < 2 or len(texts) < 2:
         return [False] * len(texts)
-    held = [{n for n in names if holds_name(t, n)} for t in texts]
+    held = [held_names(t, names) for t in texts]
     out = []
     for j, mine in enumerate(held):
         others = set().union(*(h for i, h in enumerate(held) if i != j))

@@ -323,9 +323,10 @@ def _listed(pieces: list[str]) -> list[str]:
     return items[::-1]
 
 
-def question_options(question: str) -> list[tuple[str, ...]]:
+@lru_cache(maxsize=4096)
+def question_options(question: str) -> tuple[tuple[str, ...], ...]:
     """The options around each "or" of the question that offers a choice (module docstring), each group left to
-    right; [] when it offers none."""
+    right; () when it offers none. Cached: the screen and answer relevance ask it of one question several times."""
     out = []
     polar = bool(AUX_START.search(question))
     for segment in _OPTION_BOUNDARY.split(question):
@@ -346,7 +347,7 @@ def question_options(question: str) -> list[tuple[str, ...]]:
             group = (*_listed(pieces[:-1]), " ".join(reversed(near)), " ".join(far))
             if all(stems(o) for o in group[-2:]):
                 out.append(group)
-    return out
+    return tuple(out)
 
 
 _ASKS_OTHER = re.compile(r"\b(?:know|tell|name|explain|show|help|list|describe|and|if so|if yes|if not)\b\W+"

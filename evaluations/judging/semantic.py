@@ -39,11 +39,10 @@ Progress = Callable[[int], None]  # called with the number of texts just embedde
 
 def default_cache_path(cache_dir: str | Path | None = None) -> Path:
     """The embedding cache file in ``cache_dir`` (a run's: ``Config.judge_cache_dir``); None: in
-    ``$EVALUATIONS_CACHE_DIR/cache`` or ``$XDG_DATA_HOME/evaluations/cache`` (~/.local/share/evaluations/cache)."""
-    from evaluations.core.env import data_home, env_dir
+    ``env.default_cache_dir()`` (``$EVALUATIONS_CACHE_DIR/cache`` or ~/.local/share/evaluations/cache)."""
+    from evaluations.core.env import default_cache_dir
 
-    folder = Path(cache_dir) if cache_dir else (env_dir("EVALUATIONS_CACHE_DIR") or data_home()) / "cache"
-    return folder / "judge_embeddings.sqlite"
+    return (Path(cache_dir) if cache_dir else default_cache_dir()) / "judge_embeddings.sqlite"
 
 
 def cache_file(enabled: bool, cache_dir: str | Path | None = None) -> Path | None:
