@@ -164,20 +164,27 @@ def test_a_full_disk_at_the_second_file_leaves_the_earlier_out_as_it_was(tmp_pat
     assert {p.name: p.read_text() for p in done.iterdir()} == before
 
 
-def test_the_judges_caches_live_under_the_configs_data_folder(tmp_path, cli, monkeypatch):
-    """``storage.data_dir`` is where everything this tool writes goes (a read-only home needs it): the verdict store
-    of faithfulness and context relevance and the embedding cache of answer relevance are written under
-    ``<storage.data_dir>/cache``, nothing under the default data home."""
+def _data_folder_config(tmp_path: Path, monkeypatch) -> tuple[Path, Path, Path]:
+    """(a data home that should stay absent, the config's data folder, a config file setting it); the judge model
+    as assembled already (``EVALUATIONS_JUDGE_GGUF``), no ``EVALUATIONS_CACHE_DIR``."""
     from evaluations.judging.embedded import embedded_judge_path
 
-    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))  # the model as assembled already
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))
     monkeypatch.delenv("EVALUATIONS_CACHE_DIR", raising=False)
     home = tmp_path / "home"
     monkeypatch.setenv("XDG_DATA_HOME", str(home))
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
     config.write_text(f"storage:\n  data_dir: {data}\n")
+    return home, data, config
+
+
+def test_the_judges_caches_live_under_the_configs_data_folder(tmp_path, cli, monkeypatch):
+    """``storage.data_dir`` is where everything this tool writes goes (a read-only home needs it): the verdict store
+    of faithfulness and context relevance and the embedding cache of answer relevance are written under
+    ``<storage.data_dir>/cache``, nothing under the default data home."""
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    home, data, config = _data_folder_config(tmp_path, monkeypatch)
     log = _tiny_log(tmp_path)
 
     code, out, err = cli(["score", str(log), "--format", "log", "--config", str(config), "--json"])
@@ -216,3 +223,78 @@ def test_a_runs_judges_get_the_configs_cache_folder_and_reports_do_not_name_it(t
     for evaluator in made:
         assert evaluator.cache_dir == str(tmp_path / "data" / "cache"), evaluator
         assert "cache_dir" not in evaluator.build_serialization_arguments()
+
+
+def test_the_judge_commands_cache_under_the_configs_data_folder(tmp_path, cli, monkeypatch):
+    """judge-agreement, judge-check and score's agreement block read ``--config``: their model judges' verdicts and
+    embeddings go to ``<storage.data_dir>/cache``, not the data home, and are read back from there."""
+    home, data, config = _data_folder_config(tmp_path, monkeypatch)
+    articles = squad_articles(2)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"query": a["question"], "context": [a["context"]],
+                                        "generated_answer": a["sentence"], "label": True}) + "\n" for a in articles))
+
+    def agreement() -> dict:
+        code, out, err = cli(["judge-agreement", str(rows), "--judges", "answer_relevance,context_relevance",
+                              "--config", str(config), "--json", "--resamples", "10"])
+        assert code == 0, err
+        return {j["judge"]: j for j in json.loads(out)["judges"]}
+
+    first = agreement()
+    assert first["context_relevance"]["n"] == 2 and first["answer_relevance"]["n"] == 2
+    stores = data / "cache"
+    assert sorted(p.name for p in stores.glob("*.sqlite")) == ["judge_embeddings.sqlite", "llm_verdicts.sqlite"]
+    assert not home.exists()
+    entries = _entries(stores)
+    assert agreement() == first  # read back: nothing new written
+    assert _entries(stores) == entries
+
+    classic = tmp_path / "classic.jsonl"
+    classic.write_text("".join(json.dumps({"query": a["question"], "reference_answer": a["answers"]["text"][0],
+                                           "generated_answer": a["sentence"], "label": True}) + "\n"
+                               for a in articles))
+    code, out, err = cli(["score", str(classic), "--format", "classic", "--judges", "semantic",
+                          "--config", str(config), "--json", "--resamples", "10"])
+    assert code == 0, err
+    assert json.loads(out)["agreement"]["judges"][0]["n"] == 2
+    assert not home.exists()
+    after = _entries(stores)  # the gold answers were embedded there
+    assert after["judge_embeddings.sqlite"] > entries["judge_embeddings.sqlite"], (entries, after)
+
+
+def _entries(folder: Path) -> dict[str, int]:
+    """Rows of every table of each sqlite store in ``folder``."""
+    import sqlite3
+
+    counts = {}
+    for path in folder.glob("*.sqlite"):
+        with sqlite3.connect(path) as db:
+            tables = [t for (t,) in db.execute("select name from sqlite_master where type = 'table'")]
+            counts[path.name] = sum(db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables)
+    return counts
+
+
+def test_judge_check_asks_the_embedded_model_its_judge_option_names(tmp_path, cli, monkeypatch):
+    """``judge-check --judges context_relevance --judge embedded:NAME`` asks that model (it used to ask the default
+    one whatever --judge said): its verdicts are the 0.5B's, so the default model's check afterwards asks again."""
+    from test_reports_reference_free import SQUAD
+
+    monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
+    data = tmp_path / "data"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"storage:\n  data_dir: {data}\n")
+
+    def check(model: str) -> tuple[dict, str]:
+        code, out, err = cli(["judge-check", str(SQUAD), "--judges", "context_relevance", "--limit", "3",
+                              "--judge", model, "--config", str(config), "--json"])
+        assert code in (0, 1), err
+        return json.loads(out)["reference_free"]["context_relevance"], err
+
+    small, err = check("embedded:qwen2.5-coder-0.5b")
+    assert "fitted through embedded, the verdicts come from embedded:qwen2.5-coder-0.5b" in err
+    assert small["controls"] == 6
+    after_small = _entries(data / "cache")["llm_verdicts.sqlite"]
+    assert after_small > 0
+    _, err = check("embedded")
+    assert "fitted through" not in err
+    assert _entries(data / "cache")["llm_verdicts.sqlite"] == 2 * after_small

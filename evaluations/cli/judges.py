@@ -122,7 +122,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
         results = run_judges(
             examples, names, keyword_threshold=keyword_threshold, resamples=resamples, seed=seed, progress=step,
-            llm=llm, cache=cache, batch=batch,
+            llm=llm, cache=cache, batch=batch, config=config,
         )
     failed = {r.judge: len(failures[r.judge]) if r.judge in failures else
               (0 if r.judge in NOT_JUDGED else len(examples) - r.n) for r in results}
@@ -237,7 +237,7 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     write parameters that fail the controls (``judge-check``); a reference-free judge (faithfulness,
     context_relevance) is refitted on the signals of the checker it will run with and refuses to write parameters
     that validate worse than the current ones on the same rows, unless --force."""
-    _judge_config(judge_model, config_path)  # a bad config or --judge is an error on every path
+    config = _judge_config(judge_model, config_path)  # a bad config or --judge is an error on every path
     if judge != "offline":
         _calibrate_reference_free(files, judge, out, folds, limit, force, judge_model, config_path, no_cache)
         return
@@ -246,12 +246,14 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     from evaluations.judging.controls import build_controls, run_controls
     from evaluations.judging.questions import questions_of
     from evaluations.judging.offline import default_output_path, default_params_path
+    from evaluations.judging.semantic import cache_file
 
     examples = _load(files, limit)
+    embeddings = cache_file(not no_cache and config.cache.enabled, config.judge_cache_dir()) or False
     with _progress() as progress:
         task = progress.add_task("embedding answers and gold", total=None)
         model = calibrate(
-            examples, folds=folds, sources=[Path(f).name for f in files],
+            examples, folds=folds, sources=[Path(f).name for f in files], cache_path=embeddings,
             progress=lambda k: progress.update(task, advance=k),
         )
     items = questions_of(examples)
@@ -260,7 +262,8 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
 
         rng = np.random.default_rng(0)
         items = [items[i] for i in sorted(rng.choice(len(items), control_questions, replace=False))]
-    report = run_controls(build_controls(items), {"offline": offline_batch(model)}, min_rate=min_rate)
+    report = run_controls(build_controls(items), {"offline": offline_batch(model, cache_path=embeddings)},
+                          min_rate=min_rate)
     model.info["controls"] = report.to_dict()["judges"]["offline"]
     failures = [c for _, c in report.failures()]
     if failures:
@@ -424,18 +427,17 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     names = parse_judges(judges)
     passage_judges = [n for n in names if n in PASSAGE_JUDGES]
     names = [n for n in names if n not in PASSAGE_JUDGES]
-    served = _served_config(judge_model, config_path)
+    config = _judge_config(judge_model, config_path)
+    cache = not no_cache and config.cache.enabled
     if not names:
-        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache, served=served)
+        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, cache, config=config)
         return
     items, controls = controls_for(files, limit, seed)
-    batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=not no_cache) for name in names}
+    batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
     if "llm" in names and judge_model != "embedded":
-        from evaluations.core.config import load_config, parse_model_ref
         from evaluations.judging.llm import batch_judge
 
-        config = served or load_config(config_path, {"judge.model": parse_model_ref(judge_model, flag="--judge")})
-        batch["llm"] = batch_judge(config.judge.model, config, cache=not no_cache)
+        batch["llm"] = batch_judge(config.judge.model, config, cache=cache)
     with _progress() as progress:
         tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
         report = run_controls(controls, batch, min_rate=min_rate,
@@ -449,8 +451,8 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
                                              f"{skipped} unanswerable questions skipped)"))
         _verdict(report, "every judge passes every category")
     if passage_judges:
-        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, no_cache,
-                       failed=failed, answers=report.to_dict() if as_json else None, served=served)
+        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, cache,
+                       failed=failed, answers=report.to_dict() if as_json else None, config=config)
     if failed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
@@ -486,22 +488,15 @@ def _judge_config(judge_model: str, config_path: str | None) -> Config:
     return load_config(config_path, {"judge.model": ref})
 
 
-def _served_config(judge_model: str, config_path: str | None) -> Config | None:
-    """The config whose ``judge.model`` is ``--judge`` when that is a served model (the reference-free judges then
-    ask it, ``passage_judges``), else None (the embedded model); the config is validated either way."""
-    config = _judge_config(judge_model, config_path)
-    model = config.judge.model
-    return None if model is None or model.provider == "embedded" else config
-
-
-def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, no_cache: bool,
-                   failed: bool = False, answers: dict | None = None, served: Config | None = None) -> None:
+def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, cache: bool, *,
+                   config: Config, failed: bool = False, answers: dict | None = None) -> None:
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
-    from the questions of ``files`` that carry a passage."""
+    from the questions of ``files`` that carry a passage, asked through ``config``'s ``judge.model`` (embedded or
+    served), verdicts cached in its ``judge_cache_dir()`` when ``cache``."""
     from evaluations.judging.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
     items, pool = passage_questions(files, limit)
-    _note_checker(judges, served)
+    _note_checker(judges, config)
     reports = {}
     for name in judges:
         controls = build_passage_controls(items, name, seed=seed, pool=pool)
@@ -512,7 +507,7 @@ def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, 
         with _progress() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))
             reports[name] = (len(controls), run_controls(
-                controls, {name: PASSAGE_JUDGES[name](cache=not no_cache, config=served)}, min_rate=min_rate,
+                controls, {name: PASSAGE_JUDGES[name](cache=cache, config=config)}, min_rate=min_rate,
                 progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
     combined = ControlReport(min_rate, 0, {n: rows for _, r in reports.values() for n, rows in r.judges.items()})
     if as_json:

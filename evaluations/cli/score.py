@@ -61,7 +61,8 @@ def _show(summary: dict) -> None:
 @click.option("--k", "ks", help="Cut-offs, comma separated (default 1,3,5,10,100; logs 1,3,5,10).")
 @click.option("--corpus", type=click.Path(exists=True), help="Documents the ids of a log are looked up in (logs; "
               "a JSONL/JSON/CSV file or a folder of .txt/.md files, as run --corpus).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config with prices (logs).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config with prices (logs) and the data "
+              "folder the model judges cache in.")
 @click.option("--tiers", help="Tier order, cheapest first, e.g. small,large (logs; default: order of appearance).")
 @click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Calibration bins (logs).")
 @click.option("--judges", default="keyword,f1,em,containment", show_default=True,
@@ -86,10 +87,11 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         raise EvaluationsError("--overwrite replaces the files of --out, and no --out is given", where="--overwrite",
                                fix="add --out DIR, or drop --overwrite")
     if fmt == "classic":
+        from evaluations.core.config import load_config
         from evaluations.scoring.classic import score_classic
 
         summary = score_classic(file, keyword_threshold=keyword_threshold, judges=tuple(parse_judges(judges)),
-                                resamples=resamples, seed=seed)
+                                resamples=resamples, seed=seed, config=load_config(config_path))
     elif fmt == "trec":
         from evaluations.scoring.trec import score_trec
 

@@ -19,12 +19,16 @@ import functools
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
 
 __all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "wilson", "agreement",
            "run_judges", "offline_batch", "payload"]
@@ -178,54 +182,71 @@ def _per_example(rule: Callable[[LabelledAnswer], bool]) -> BatchJudge:
     return run
 
 
-def _semantic(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+def _embedding_cache(cache: bool, config: Config | None) -> Path | bool:
+    """The judge-embedding cache file in ``config``'s ``judge_cache_dir()`` (default ``Config()``), False when
+    ``cache`` is False."""
+    from evaluations.core.config import Config
+    from evaluations.judging.semantic import cache_file
+
+    return cache_file(cache, (config or Config()).judge_cache_dir()) or False
+
+
+def _semantic(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
+              config: Config | None = None) -> np.ndarray:
     from evaluations.judging.semantic import SEMANTIC_THRESHOLD, semantic_similarity_batch
 
-    sims = semantic_similarity_batch([e.references for e in examples], [e.answer for e in examples], progress=progress)
+    sims = semantic_similarity_batch([e.references for e in examples], [e.answer for e in examples], progress=progress,
+                                     cache_path=_embedding_cache(cache, config))
     return sims >= SEMANTIC_THRESHOLD
 
 
-def offline_batch(model: Any) -> BatchJudge:
-    """A batch judge running the ``OfflineJudgeModel`` ``model`` (non-answer screen first, as in a run)."""
+def offline_batch(model: Any, *, cache_path: Path | bool = True) -> BatchJudge:
+    """A batch judge running the ``OfflineJudgeModel`` ``model`` (non-answer screen first, as in a run);
+    ``cache_path``: its embedding cache (True: the default file, False: none)."""
 
     def run(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
         _, verdicts = model.judge_batch(
             [e.references for e in examples], [e.answer for e in examples], progress=progress,
             questions=[e.question for e in examples], answerable=[e.answerable for e in examples],
+            cache_path=cache_path,
         )
         return verdicts
 
     return run
 
 
-def _offline(examples: Sequence[LabelledAnswer], progress: Progress | None = None) -> np.ndarray:
+def _offline(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
+             config: Config | None = None) -> np.ndarray:
     from evaluations.judging.offline import load_model
 
-    return offline_batch(load_model())(examples, progress)
+    return offline_batch(load_model(), cache_path=_embedding_cache(cache, config))(examples, progress)
 
 
 def _keyword(threshold: float) -> BatchJudge:
     return _per_example(lambda e: lexical.keyword_correct(e.references, e.answer, threshold))
 
 
-def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True) -> np.ndarray:
-    """The default LLM judge: the embedded one (``judging.embedded``); ``run_judges(llm=...)`` picks another."""
+def _llm(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
+         config: Config | None = None) -> np.ndarray:
+    """The default LLM judge: the embedded one (``judging.embedded``); ``run_judges(llm=...)`` picks another.
+    ``config``: whose data folder holds the model and the verdict cache (default: ``Config()``)."""
     from evaluations.core.config import Config, LLMModel
     from evaluations.judging.llm import batch_judge
 
-    return batch_judge(LLMModel(provider="embedded"), Config(), cache=cache)(examples, progress)
+    return batch_judge(LLMModel(provider="embedded"), config or Config(), cache=cache)(examples, progress)
 
 
-def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True
-              ) -> np.ndarray:
+def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
+              config: Config | None = None) -> np.ndarray:
     """The combined judge (``judges/combined_judge.json``): offline features + the embedded judge's P(yes)."""
     from evaluations.core.config import Config
-    from evaluations.judging.embedded import VerdictCache, combined_params_path, judge_many, load_judge
+    from evaluations.judging.embedded import combined_params_path, judge_many, load_judge, verdict_cache
     from evaluations.judging.offline import llm_logit, load_model
 
-    judge = load_judge(data_dir=Config().data_dir())
+    config = config or Config()
+    judge = load_judge(data_dir=config.data_dir())
     p = judge_many(judge, [(e.question, e.references, e.answer) for e in examples],
-                   cache=VerdictCache() if cache else None, progress=progress,
+                   cache=verdict_cache(cache, config.judge_cache_dir()), progress=progress,
                    answerable=[e.answerable for e in examples])
     _, verdicts = load_model(combined_params_path()).judge_batch(
         [e.references for e in examples], [e.answer for e in examples], extras={"llm_logit": llm_logit(p)},
@@ -234,33 +255,35 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
     return verdicts
 
 
-def _relevance(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True
-               ) -> np.ndarray:
+def _relevance(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
+               config: Config | None = None) -> np.ndarray:
     """``judging.relevance``: reference-free, from the question, the answer and the example's context (the
     references are not read: its label is "addresses the question", not "correct")."""
     from evaluations.judging.relevance import answer_relevance_batch
 
     cases = [(e.question, e.answer, e.context, e.answerable) for e in examples]
-    verdicts = np.array([r.verdict for r in answer_relevance_batch(cases, cache=cache)], dtype=bool)
+    verdicts = np.array([r.verdict for r in answer_relevance_batch(cases, cache=_embedding_cache(cache, config))],
+                        dtype=bool)
     if progress is not None:
         progress(len(examples))
     return verdicts
 
 
-#: judge name -> factory(keyword_threshold, cache=True) -> batch judge. ``semantic`` and ``offline`` embed texts;
-#: ``llm`` and ``combined`` run the embedded LLM judge (verdicts cached on disk unless ``cache=False``).
+#: judge name -> factory(keyword_threshold, cache=True, config=None) -> batch judge. ``semantic``, ``offline`` and
+#: ``answer_relevance`` embed texts; ``llm`` and ``combined`` run the embedded LLM judge. Embeddings and verdicts
+#: are cached on disk in ``config.judge_cache_dir()`` (default ``Config()``) unless ``cache=False``.
 #: ``answer_relevance`` does not read the references: its label is "addresses the question", not "correct".
 #: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
 JUDGES: dict[str, Callable[..., BatchJudge]] = {
-    "llm": lambda _t, cache=True: functools.partial(_llm, cache=cache),
-    "combined": lambda _t, cache=True: functools.partial(_combined, cache=cache),
-    "keyword": lambda t, cache=True: _keyword(t),
-    "f1": lambda _t, cache=True: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
-    "em": lambda _t, cache=True: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
-    "containment": lambda _t, cache=True: _per_example(lambda e: lexical.containment(e.references, e.answer)),
-    "semantic": lambda _t, cache=True: _semantic,
-    "offline": lambda _t, cache=True: _offline,
-    "answer_relevance": lambda _t, cache=True: functools.partial(_relevance, cache=cache),
+    "llm": lambda _t, cache=True, config=None: functools.partial(_llm, cache=cache, config=config),
+    "combined": lambda _t, cache=True, config=None: functools.partial(_combined, cache=cache, config=config),
+    "keyword": lambda t, **_: _keyword(t),
+    "f1": lambda _t, **_: _per_example(lambda e: lexical.token_f1(e.references, e.answer) >= F1_THRESHOLD),
+    "em": lambda _t, **_: _per_example(lambda e: lexical.exact_match(e.references, e.answer)),
+    "containment": lambda _t, **_: _per_example(lambda e: lexical.containment(e.references, e.answer)),
+    "semantic": lambda _t, cache=True, config=None: functools.partial(_semantic, cache=cache, config=config),
+    "offline": lambda _t, cache=True, config=None: functools.partial(_offline, cache=cache, config=config),
+    "answer_relevance": lambda _t, cache=True, config=None: functools.partial(_relevance, cache=cache, config=config),
 }
 
 
@@ -275,11 +298,13 @@ def run_judges(
     llm: BatchJudge | None = None,
     cache: bool = True,
     batch: dict[str, BatchJudge] | None = None,
+    config: Config | None = None,
 ) -> list[Agreement]:
     """Run each named judge over ``examples`` and measure its agreement with the human labels.
 
     ``llm``: the batch judge behind the name ``llm`` (default: the embedded LLM judge); ``batch``: batch judges by
-    name that are not in ``JUDGES`` (``judging.passage_judges``). Examples a judge
+    name that are not in ``JUDGES`` (``judging.passage_judges``); ``config``: whose ``judge_cache_dir()`` holds
+    the cached verdicts and embeddings (default ``Config()``). Examples a judge
     failed on (NaN verdict) are left out of that judge's statistics (its ``n`` says how many were judged).
     """
     labels = np.array([e.label for e in examples], dtype=bool)
@@ -290,7 +315,8 @@ def run_judges(
         if batch is not None and name in batch:
             run = batch[name]
         else:
-            run = llm if (name == "llm" and llm is not None) else JUDGES[name](keyword_threshold, cache=cache)
+            run = (llm if (name == "llm" and llm is not None)
+                   else JUDGES[name](keyword_threshold, cache=cache, config=config))
         verdicts = np.asarray(run(examples, step), dtype=float)
         judged = ~np.isnan(verdicts)
         results.append(agreement(name, labels[judged], verdicts[judged] > 0.5, groups[judged],

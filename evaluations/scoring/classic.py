@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.data import parse_label
 from evaluations.judging.lexical import KEYWORD_THRESHOLD, keyword_overlap
 from evaluations.judging.grounding import coverage
+
+if TYPE_CHECKING:
+    from evaluations.core.config import Config
 
 DEFAULT_JUDGES = ("keyword", "f1", "em", "containment")
 
@@ -87,8 +90,10 @@ def _mean(values: list[float]) -> float | None:
 
 
 def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESHOLD,
-                  judges: tuple[str, ...] = DEFAULT_JUDGES, resamples: int = 1000, seed: int = 0) -> dict:
-    """The summary of one classic file (module docstring)."""
+                  judges: tuple[str, ...] = DEFAULT_JUDGES, resamples: int = 1000, seed: int = 0,
+                  config: Config | None = None) -> dict:
+    """The summary of one classic file (module docstring); ``config``: whose ``judge_cache_dir()`` the model
+    judges of the agreement block cache in (default ``Config()``)."""
     from evaluations.judging.agreement import confusion, metrics
 
     path = Path(path)
@@ -116,15 +121,17 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
         values = metrics(counts)
         summary["confusion"] = dict(zip(("tp", "fp", "fn", "tn"), map(int, counts)))
         summary.update({name: float(values[name]) for name in ("accuracy", "precision", "recall", "f1")})
-        summary["agreement"] = agreement_block(path, judges, keyword_threshold, resamples, seed)
+        summary["agreement"] = agreement_block(path, judges, keyword_threshold, resamples, seed, config)
     return summary
 
 
-def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int) -> dict:
+def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int,
+                    config: Config | None = None) -> dict:
     """``judge-agreement FILE --json`` on the same file (same loader, same ``run_judges``)."""
     from evaluations.judging.agreement import payload, run_judges
     from evaluations.judging.data import load_labelled
 
     examples = load_labelled(path)
-    results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed)
+    results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed,
+                         config=config)
     return payload([str(path)], examples, results, resamples=resamples, seed=seed)
