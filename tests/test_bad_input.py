@@ -574,6 +574,30 @@ def test_a_reference_free_row_without_the_answer(capsys, tmp_path):
                      "must be a string")
 
 
+def test_a_reference_free_row_in_another_tools_names_says_which_field_to_rename(capsys, tmp_path):
+    """Rows written with RAGAS's or DeepEval's names, or a misspelt key, lack a required field: the one error names
+    the row's field meant for it and the rename. Fields of one's own beside the required ones are ignored."""
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    hamlet = {"context": ["Hamlet is a tragedy by William Shakespeare."], "label": True}
+    cases = [
+        ({"question": "Who wrote Hamlet?", **hamlet, "generated_answer": "Shakespeare"}, "'query'", "'question'"),
+        ({"query": "Who wrote Hamlet?", "contexts": hamlet["context"], "label": True, "generated_answer": "x"},
+         "'context'", "'contexts'"),
+        ({"query": "Who wrote Hamlet?", "context": hamlet["context"], "lable": True, "generated_answer": "x"},
+         "'label'", "'lable'"),
+        ({"query": "Who wrote Hamlet?", **hamlet, "actual_output": "Shakespeare"}, "'generated_answer'",
+         "'actual_output'"),
+    ]
+    for n, (row, missing, present) in enumerate(cases):
+        rows = _jsonl(tmp_path / f"rows{n}.jsonl", [row])
+        assert_one_error(*run_cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness"), f"{rows}:1",
+                         f"missing field {missing}", f"the row has {present}", f"rename {present} to {missing}")
+    own = _jsonl(tmp_path / "own.jsonl", [{"query": "Who wrote Hamlet?", **hamlet, "generated_answer": "Shakespeare",
+                                           "labeller": "me", "note": "copied", "dataset": "plays"}])
+    assert [e.answer for e in load_passage_rows(own, needs_answer=True)] == ["Shakespeare"]
+
+
 def test_a_lone_surrogate_escape_in_a_row_is_named_with_its_field(capsys, tmp_path):
     """JSON may escape half a UTF-16 pair (``"\\ud800"``); the text it parses to cannot be encoded as UTF-8, so a judge
     reading it (the model tokenizes UTF-8) or a run writing it failed with a traceback. It is one error naming the

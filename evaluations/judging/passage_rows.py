@@ -4,7 +4,9 @@ A row (JSONL, JSON array or CSV, ``datasets.rows``) holds ``query``, ``context``
 text; in CSV a JSON list), ``generated_answer`` (not needed for context relevance), ``label`` (the property the
 judge measures: the answer is supported by the context / the passage is needed to answer; true/false, 1/0,
 yes/no; null = not applicable, left out of the agreement) and optional ``id`` (the question: the resampling unit),
-``system``, ``reference_answer`` (a text or a list of texts). ``query`` is a non-empty string and
+``system``, ``reference_answer`` (a text or a list of texts); other fields are ignored. A missing required field is
+an error that names the row's field seemingly meant for it (another tool's name, ``ALIASES``, or a near spelling:
+``question``, ``contexts``, ``lable``). ``query`` is a non-empty string and
 ``generated_answer`` a string (null or "" = no answer): a number or a boolean is an error, never read as text.
 The hand-labelled sets of this project are read by their own loaders, detected from their first row
 (``LOADERS``): faithfulness labels (``judging.faith_labels``) and context-relevance labels
@@ -73,11 +75,34 @@ def _references(value: Any, where: str) -> tuple[str, ...]:
                            where=where, fix='write the gold answer as text ("1889"), a list of texts, or null')
 
 
+#: the required fields, and the names other evaluation tools give them (RAGAS, DeepEval, TruLens): a row missing
+#: one of ours gets an error naming the field of the row that seems meant for it
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query": ("question", "input", "user_input", "prompt"),
+    "context": ("contexts", "retrieval_context", "retrieved_contexts", "passages", "passage"),
+    "generated_answer": ("answer", "response", "actual_output", "output"),
+    "label": ("labels", "human_label", "verdict"),
+}
+
+
+def _meant(row: dict[str, Any], key: str) -> str | None:
+    """The field of ``row`` that seems meant for the missing ``key``: another tool's name for it, or a near spelling
+    (``difflib``, ratio ≥ 0.8), else None."""
+    import difflib
+
+    others = [k for k in row if isinstance(k, str)]
+    alias = next((k for k in others if k in ALIASES[key]), None)
+    close = difflib.get_close_matches(key, others, n=1, cutoff=0.8)
+    return alias or (close[0] if close else None)
+
+
 def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False) -> LabelledAnswer | None:
     for key in ("query", "context", "label", *(("generated_answer",) if needs_answer else ())):
         if key not in row:
             why = ' (the judges asked for read the answer; an empty answer is "")' if key == "generated_answer" else ""
-            raise EvaluationsError(f"missing field {key!r}{why}", where=where, fix=_FIX)
+            meant = _meant(row, key)
+            raise EvaluationsError(f"missing field {key!r}{why}" + (f"; the row has {meant!r}" if meant else ""),
+                                   where=where, fix=f"rename {meant!r} to {key!r}" if meant else _FIX)
     if not isinstance(row["query"], str) or not row["query"].strip():
         got = "an empty string" if isinstance(row["query"], str) else _json_kind(row["query"])
         raise EvaluationsError(f"field 'query' must be a non-empty string (the question), got {got}", where=where,
