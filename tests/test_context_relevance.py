@@ -148,6 +148,12 @@ def test_the_only_passage_naming_one_of_the_questions_names_is_needed_by_hand():
         True, True]
     assert sole_sources("When did the Eiffel Tower open?", [hearth, "The Eiffel Tower opened in 1889."]) == [
         False, False]  # one name: a single-hop question
+    # "for" inside a title: "First for Women" is one name, so the words "first" and "women" in the other
+    # passage do not take it for that magazine
+    hotpot = "Which magazine was started first, Arthur's Magazine or First for Women?"
+    arthur = "Arthur's Magazine was an American literary periodical, first published in 1844, read by women and men."
+    first = "First for Women is a magazine published by Bauer Media Group in the USA since 1989."
+    assert sole_sources(hotpot, [arthur, first]) == [True, True]
 
 
 def test_a_sole_source_passage_is_relevant_whatever_the_model_says():

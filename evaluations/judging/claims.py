@@ -256,10 +256,11 @@ def polar_claim(question: str, answer: str) -> list[Claim]:
 def name_words(text: str) -> list[tuple[str, ...]]:
     """The names of ``text`` as lowercased word tuples without function words, a run joined by "and" split in two
     ("Are Tollan Water and Loch Brae both ..." -> (tollan, water), (loch, brae)), "&" kept inside a name ("Hearth &
-    Field" -> (hearth, field)); each once, in order; names of one or two letters and question words ("Whose") left
-    out. A word loses a final s (Huguenots / Huguenot)."""
+    Field" -> (hearth, field)), "for" too ("First for Women" -> (first, women)); each once, in order; names of one
+    or two letters (UK: "us" is a word too) and question words ("Whose") left out. A word loses a final s
+    (Huguenots / Huguenot)."""
     out = []
-    for match in _NAME.finditer(text):
+    for match in _TITLE.finditer(text):
         for part in re.split(r"\s+and\s+", match.group()):
             words = _name_words(part)
             if words and sum(map(len, words)) > 2 and not set(words) <= _WH:
@@ -268,6 +269,8 @@ def name_words(text: str) -> list[tuple[str, ...]]:
 
 
 _WH = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})  # "Whose ..." is no name
+#: ``_NAME`` with "for" inside a title too ("First for Women", "Doctors for Peace"): the names ``name_words`` reads
+_TITLE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|van|von|da|del|and|for|&)?\s*[A-Z][\w'’.-]*)*")
 
 
 def _name_words(text: str) -> list[str]:

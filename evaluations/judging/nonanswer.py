@@ -69,7 +69,7 @@ from evaluations.judging.text import STOPWORDS, normalize, tokens
 
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
            "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
-           "picks_option", "POLARITY", "AUX_START", "is_polar", "answers_polar"]
+           "picks_option", "POLAR_WORDS", "POLARITY", "AUX_START", "is_polar", "answers_polar"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -128,7 +128,9 @@ _VERBS = frozenset(
 )
 _OR = re.compile(r"\s*(?:\bor\b|/)\s*")
 #: a yes/no word of an answer, and the auxiliary a polar question starts with (``is_polar``)
-POLARITY = re.compile(r"\b(yes|no|not|never|true|false|correct|incorrect|indeed|none|neither|nor|nt|cannot)\b")
+POLAR_WORDS = ("yes", "no", "not", "never", "true", "false", "correct", "incorrect", "indeed", "none", "neither", "nor",
+               "nt", "cannot")
+POLARITY = re.compile(rf"\b({'|'.join(POLAR_WORDS)})\b")
 AUX_START = re.compile(r"^\W*(is|are|was|were|am|do|does|did|can|could|will|would|should|shall|has|have|had|may|"
                         r"might|must|isn't|aren't|wasn't|weren't|don't|doesn't|didn't)\b", re.I)
 

@@ -72,8 +72,8 @@ from pathlib import Path
 import numpy as np
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLARITY, answers_polar, has_number,
-                                           is_polar, is_refusal, picks_option, screen, similar, stems)
+from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, answers_polar,
+                                           has_number, is_polar, is_refusal, picks_option, screen, similar, stems)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -100,7 +100,7 @@ _TIME_WORDS = frozenset(
     week weeks month months day days hour hours minute minutes early late mid later earlier recently currently
     now then once daily weekly monthly annually bc ad bce ce when whenever while if""".split())
 _TIME_STEMS = frozenset(s for w in _TIME_WORDS for s in stems(w)) | _TIME_WORDS
-_POLAR_STEMS = stems("yes no not never true false correct incorrect indeed none neither nor")  # POLARITY's words
+_POLAR_STEMS = stems(" ".join(POLAR_WORDS))
 
 
 #: the screen's kinds taken as they are (its restatement and heading rules read gold answers: ``_restates``)
