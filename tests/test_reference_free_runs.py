@@ -447,6 +447,48 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
     assert f"agrees with the qrels on 9 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
 
 
+def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
+    """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
+    hold the answer. RepliQA's documents (about 800 words) as a BEIR folder, each question's own document relevant:
+    the per-document agreement (a retrieved document judged relevant when one of its chunks is) equals
+    scikit-learn's over those (case, document) pairs built from the records, and it covers fewer rows than the
+    per-chunk one."""
+    with gzip.open(DATA / "repliqa_samples" / "repliqa_sample20.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(next(handle)) for _ in range(3)]
+    folder = tmp_path / "repliqa"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": f"d{i}", "title": "", "text": r["document_extracted"]}) + "\n" for i, r in enumerate(rows)))
+    (folder / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": f"q{i}", "text": r["question"]}) + "\n" for i, r in enumerate(rows)))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"q{i}\td{i}\t1\n" for i in range(len(rows))))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 4}}\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
+    proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--reference-free",
+                 "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pairs: dict[tuple[str, str], list[bool]] = {}
+    chunks = 0
+    for record in _records(tmp_path / "run"):
+        for chunk in record["chunk_relevance"]:
+            chunks += 1
+            seen = pairs.setdefault((record["case"], chunk["doc"]), [record["relevant"].get(chunk["doc"], 0) > 0,
+                                                                     False])
+            seen[1] = seen[1] or chunk["relevant"]
+    agreed = _summary(tmp_path / "run")["reference_free"]["metrics"]["context_relevance"]["qrels_agreement"]
+    per_doc = agreed["documents"]
+    labels, verdicts = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
+    assert agreed["chunks"] == chunks == 12 and per_doc["documents"] == len(pairs) < chunks
+    assert per_doc["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
+    assert per_doc["qrels_relevant_rate"] == pytest.approx(sum(labels) / len(labels))
+    if len(set(labels)) > 1 or len(set(verdicts)) > 1:
+        assert per_doc["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert f"on {len(pairs)} documents: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
+
+
 def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, cli, monkeypatch, squad_runs):
     """Rows of query, context (passages), generated_answer and label: copied sentences (label true) and another
     article's sentence (label false); the CLI's accuracy and κ equal scikit-learn's on the judge's own verdicts

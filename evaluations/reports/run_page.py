@@ -210,16 +210,22 @@ def _reference_free_section(summary: RunSummary) -> Section:
                                         "Not correctness verdicts."))
     agreed = (metrics.get("context_relevance") or {}).get("qrels_agreement")
     if agreed:
-        accuracy, kappa = agreed["accuracy"], agreed["kappa"]
+        rows = [_agreement_row("chunks", agreed["chunks"], agreed, agreed["cases"], agreed["qrels_precision"])]
+        caption = "Agreement of the context-relevance verdicts with the qrels. chunks: " + agreed["rule"]
+        if per_doc := agreed.get("documents"):  # runs written before the per-document figures have none
+            rows.append(_agreement_row("documents", per_doc["documents"], per_doc, agreed["cases"], None))
+            caption += "; documents: " + per_doc["rule"]
         section.tables.append(Table(
-            "context-relevance-qrels", ["chunks", "cases", "accuracy", "κ", "judge says relevant",
-                                        "qrels say relevant", "precision by qrels"],
-            [[Cell.number(agreed["chunks"]), Cell.number(agreed["cases"]), Cell.number(_number(accuracy["value"])),
-              Cell.number(_number(kappa["value"])), Cell.number(_number(agreed["judge_relevant_rate"])),
-              Cell.number(_number(agreed["qrels_relevant_rate"])), Cell.number(_number(agreed["qrels_precision"]))]],
-            caption="Agreement of the per-chunk context-relevance verdicts with the qrels (" + agreed["rule"] + ")."))
+            "context-relevance-qrels", ["unit", "n", "cases", "accuracy", "κ", "judge says relevant",
+                                        "qrels say relevant", "precision by qrels"], rows, caption=caption + "."))
     section.notes.append(f"Judge model forward passes this run: {block.get('model_calls', 0)} (0: all cached).")
     return section
+
+
+def _agreement_row(unit: str, n: int, agreed: dict, cases: int, precision: float | None) -> list[Cell]:
+    return [Cell(unit), Cell.number(n), Cell.number(cases), Cell.number(_number(agreed["accuracy"]["value"])),
+            Cell.number(_number(agreed["kappa"]["value"])), Cell.number(_number(agreed["judge_relevant_rate"])),
+            Cell.number(_number(agreed["qrels_relevant_rate"])), Cell.number(_number(precision))]
 
 
 def _judge_kinds(records: list[CaseRecord]) -> dict[str, str]:

@@ -74,7 +74,11 @@ def reference_free_line(summary: RunSummary) -> str | None:
             extra.append(f"a relevant chunk in {first['hit_rate']:.0%} of cases, MRR {first['mrr']:.2f}")
         if (agreed := entry.get("qrels_agreement")) and agreed.get("chunks"):
             accuracy, kappa = (_value(agreed.get(key)) for key in ("accuracy", "kappa"))
-            extra.append(f"agrees with the qrels on {agreed['chunks']} chunks: accuracy {accuracy}, κ {kappa}")
+            said = f"agrees with the qrels on {agreed['chunks']} chunks: accuracy {accuracy}, κ {kappa}"
+            if (per_doc := agreed.get("documents")) and per_doc.get("documents", 0) < agreed["chunks"]:
+                said += (f"; on {per_doc['documents']} documents: accuracy {_value(per_doc.get('accuracy'))}, "
+                         f"κ {_value(per_doc.get('kappa'))}")
+            extra.append(said)
         parts.append(f"{name} {value} (n {', '.join([str(n), *extra])})")
     return "reference-free: " + " · ".join(parts) if parts else None
 

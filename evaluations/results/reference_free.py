@@ -17,7 +17,9 @@ relevant (``hit_rate``, Wilson ``ci95``) and the mean reciprocal rank of the fir
 Where the cases have qrels, ``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a
 chunk is relevant by the qrels when its document has grade > 0; a document absent from the qrels counts as not
 relevant, the BEIR/trec_eval convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
-cases (``judging.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels.
+cases (``judging.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels. The qrels
+judge documents, and a chunk of a relevant document need not hold what made it relevant, so ``documents`` gives the
+same figures per (case, retrieved document): judged relevant when one of its retrieved chunks is.
 ``model_calls`` = forward passes the reference-free judges made for the records (0 on a fully cached run).
 """
 
@@ -101,26 +103,40 @@ def first_relevant(records: list[CaseRecord]) -> dict[str, Any] | None:
 
 
 def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
-    """The chunk verdicts of the cases with qrels against the qrels (module docstring); None without any."""
+    """The chunk verdicts of the cases with qrels against the qrels, and the same per document (module docstring);
+    None without any."""
     from evaluations.judging.agreement import agreement
 
     labels, verdicts, groups, precision = [], [], [], []
+    documents: dict[tuple[str, str], list[bool]] = {}  # (case, document) -> [qrels label, judged relevant]
     for record in records:
         if not record.has_relevant or not record.chunk_relevance:
             continue
+        case = record.case or record.name
         by_qrels = [record.relevant.get(c.doc or c.id, 0) > 0 for c in record.chunk_relevance]
         labels += by_qrels
         verdicts += [c.relevant for c in record.chunk_relevance]
-        groups += [record.case or record.name] * len(by_qrels)
+        groups += [case] * len(by_qrels)
         precision.append(sum(by_qrels) / len(by_qrels))
+        for chunk, label in zip(record.chunk_relevance, by_qrels):
+            seen = documents.setdefault((case, chunk.doc or chunk.id), [label, False])
+            seen[1] = seen[1] or chunk.relevant
     if not labels:
         return None
     result = agreement("context_relevance", labels, verdicts, groups, resamples=resamples, seed=seed).to_dict()
+    per_doc = agreement("context_relevance", [v[0] for v in documents.values()], [v[1] for v in documents.values()],
+                        [case for case, _ in documents], resamples=resamples, seed=seed).to_dict()
     return {"chunks": result["n"], "cases": len(precision), "confusion": result["confusion"],
             "accuracy": result["accuracy"], "kappa": result["kappa"],
             "judge_relevant_rate": result["judge_positive_rate"], "qrels_relevant_rate": result["human_positive_rate"],
             "qrels_precision": sum(precision) / len(precision),
-            "rule": "a chunk is relevant by the qrels when its document has grade > 0 (absent: not relevant)"}
+            "rule": "a chunk is relevant by the qrels when its document has grade > 0 (absent: not relevant)",
+            "documents": {"documents": per_doc["n"], "confusion": per_doc["confusion"],
+                          "accuracy": per_doc["accuracy"], "kappa": per_doc["kappa"],
+                          "judge_relevant_rate": per_doc["judge_positive_rate"],
+                          "qrels_relevant_rate": per_doc["human_positive_rate"],
+                          "rule": "per case, a retrieved document is judged relevant when one of its chunks is "
+                                  "(the qrels' own unit)"}}
 
 
 def reference_free_summary(run: RunData) -> dict[str, Any] | None:
