@@ -537,6 +537,12 @@ def some_usage(request):
     if request["case_id"] in SOME:
         reply["usage"] = SOME[request["case_id"]]
     return reply
+
+
+def priced_usage(request):  # q1 names its model, q3 only its tier; both are priced in the config
+    reply = some_usage(request)
+    reply.update({"q1": {"model": "openai:gpt-test"}, "q3": {"tier": "small"}}.get(request["case_id"], {}))
+    return reply
 '''
 
 
@@ -548,11 +554,12 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
     (work / "usage_rag.py").write_text(USAGE_SYSTEM)
     history = work / "history.sqlite"
     (work / "c.yaml").write_text(f"cache: {{enabled: false}}\njudge: {{reference_free: []}}\n"
-                                 f"history: {{path: '{history}'}}\n")
+                                 f"history: {{path: '{history}'}}\n"
+                                 "prices: {'openai:gpt-test': {input: 2.5, output: 10}, small: {input: 1, output: 2}}\n")
     (work / "rules.yaml").write_text("rules:\n  - {metric: tokens_per_query, max: 100}\n")
     monkeypatch.chdir(work)
-    summaries, costs = {}, {}
-    for system in ("no_usage", "zero_usage", "some_usage"):
+    summaries, costs, unpriced = {}, {}, {}
+    for system in ("no_usage", "zero_usage", "some_usage", "priced_usage"):
         out = work / system
         code, _, err = cli(["run", str(work / "q.jsonl"), "--corpus", str(work / "corpus.jsonl"), "--system",
                             f"usage_rag:{system}", "--config", str(work / "c.yaml"), "--out", str(out),
@@ -560,10 +567,17 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
         assert code == 0, err
         summaries[system] = json.loads((out / "summary.json").read_text())["answers"]["tokens"]
         costs[system] = json.loads((out / "summary.json").read_text())["answers"]["cost_usd"]["per_query"]
+        unpriced[system] = json.loads((out / "summary.json").read_text())["answers"]["cost_usd"]["unpriced"]
         assert summaries[system]["per_correct_answer"] is None  # no gold answers: nothing is correct
 
     assert summaries["no_usage"]["per_query"] is None
-    assert costs["no_usage"] is None and costs["zero_usage"] == costs["some_usage"] == 0.0  # unknown is never 0 USD
+    # unknown is never 0 USD: no tokens (no_usage), or tokens of a model the replies do not name and the config
+    # does not price (zero_usage, some_usage: counted as unpriced); by hand, q1 at 2.5 / 10 USD per 1M tokens
+    # (its model), q3 at 1 / 2 (its tier)
+    assert costs["no_usage"] is None and costs["zero_usage"] is None and costs["some_usage"] is None
+    assert (unpriced["no_usage"], unpriced["zero_usage"], unpriced["some_usage"], unpriced["priced_usage"]) == (
+        0, 3, 2, 0)
+    assert costs["priced_usage"] == pytest.approx(((30 * 2.5 + 5 * 10) + (10 * 1 + 3 * 2)) / 1e6 / 2)
     assert {r["usage"]["input_tokens"] if r["usage"] else None for r in _cases(work / "no_usage").values()} == {None}
     report = (work / "no_usage" / "report.md").read_text()
     assert "| Tokens per query | not reported |" in report and "| Cost per query (USD) |" not in report
@@ -578,6 +592,14 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
     recorded = {Path(row["run_dir"]).name: row["metrics"] for row in json.loads(out)}
     assert "tokens_per_query" not in recorded["no_usage"] and "cost_per_query" not in recorded["no_usage"]
     assert (recorded["zero_usage"]["tokens_per_query"], recorded["some_usage"]["tokens_per_query"]) == (0.0, some)
+    assert "cost_per_query" not in recorded["some_usage"]
+    assert recorded["priced_usage"]["cost_per_query"] == pytest.approx(costs["priced_usage"])
+    (work / "cost.yaml").write_text("rules:\n  - {metric: cost_per_query, max: 0.001}\n")
+    code, out, err = cli(["gate", str(work / "some_usage"), "--rules", str(work / "cost.yaml"), "--json"])
+    assert code == 2 and "Traceback" not in err, err
+    assert "no price is known" in err and "prices:" in err, err
+    code, out, err = cli(["gate", str(work / "priced_usage"), "--rules", str(work / "cost.yaml"), "--json"])
+    assert code == 0 and json.loads(out)["checks"][0]["value"] == pytest.approx(costs["priced_usage"]), err
 
     code, out, err = cli(["gate", str(work / "no_usage"), "--rules", str(work / "rules.yaml"), "--json"])
     assert code == 2 and "Traceback" not in err, err
@@ -591,3 +613,21 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
     code, _, err = cli(["compare", str(work / "zero_usage"), str(work / "no_usage"), "--json", "--metrics",
                         "tokens_per_query"])
     assert code == 2 and "without reporting token usage" in err, err
+
+
+def test_the_qa_agents_price_is_the_configs_and_unknown_for_an_unpriced_served_model(tmp_path):
+    """The built-in pipeline's answers cost the config's price of its QA model; an embedded or Ollama model costs 0
+    unless priced (it runs on the user's machine); a served OpenAI-compatible model without a price is unknown
+    (None: its cost is not reported), never 0 USD."""
+    from evaluations.core.config import load_config
+    from evaluations.pipeline.plan import build_qa_plan
+
+    def price(text: str):
+        (tmp_path / "c.yaml").write_text(text)
+        return build_qa_plan(load_config(str(tmp_path / "c.yaml"))).price
+
+    served = "qa: {model: {provider: openai, name: gpt-test, base_url: 'http://127.0.0.1:9/v1'}}\n"
+    assert price(served) is None
+    assert price(served + "prices: {'openai:gpt-test': {input: 2.5, output: 10}}\n") == (2.5, 10.0)
+    assert price("qa: {model: {provider: ollama, name: qwen2.5:0.5b}}\n") == (0.0, 0.0)
+    assert price("qa: {model: {provider: embedded}}\n") == (0.0, 0.0)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluations.core.config import Config
+from evaluations.core.config import Config, Price
 from evaluations.core.errors import EvaluationsError
 from evaluations.evaluators.answers import (
     Containment,
@@ -32,6 +32,9 @@ from evaluations.judging.validation import Validation, best_judge, load_validati
 from evaluations.pipeline.qa_agent import build_qa_agent
 from evaluations.evaluators.context import ContextWaste, Coverage
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings
+
+#: providers whose models run on this machine (or the user's own Ollama): no per-token price unless configured
+LOCAL_PROVIDERS = ("embedded", "ollama")
 
 
 def _always(config: Config) -> bool:
@@ -123,7 +126,8 @@ class QAPlan:
     report_evaluators: list
     metadata: dict[str, Any]
     primary_judge: str  # the verdict behind "answer accuracy" and "tokens per correct answer" (choose_primary)
-    price: tuple[float, float] = (0.0, 0.0)  # USD per 1M input / output tokens of the QA model
+    # USD per 1M input / output tokens of the QA model; None: unknown (a served model the config does not price)
+    price: tuple[float, float] | None = (0.0, 0.0)
     max_concurrency: int | None = None  # the in-process model runs one generation at a time
     max_context_chars: int | None = None
     checks: list[Callable[[], None]] = field(default_factory=list)
@@ -156,9 +160,11 @@ def build_qa_plan(config: Config) -> QAPlan:
         checks.append(judge_check(judge_model, config))
         metadata["judge_model"] = describe_judge(judge_model, config)
     price = config.prices.get(f"{qa_model.provider}:{qa_model.name}")
+    if price is None and qa_model.provider in LOCAL_PROVIDERS:
+        price = Price()  # a model on this machine: no per-token charge unless the config prices it
     return QAPlan(agent=agent, evaluators=evaluators, report_evaluators=[JudgeAgreement()], metadata=metadata,
                   primary_judge=primary.name, primary_validation=primary.validation,
-                  primary_chosen_by=primary.chosen_by, price=(price.input, price.output) if price else (0.0, 0.0),
+                  primary_chosen_by=primary.chosen_by, price=(price.input, price.output) if price else None,
                   checks=checks,
                   max_concurrency=1 if qa_model.provider == "embedded" else None,
                   max_context_chars=config.qa.context_chars())

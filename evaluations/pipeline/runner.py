@@ -373,7 +373,10 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     records.sort(key=lambda r: (order.get(r.case, len(order)), r.repeat))
     summary = summarize(
         records, name=name, ks=options.ks, scored=not options.skip_retrieval,
-        primary_judge=qa.primary_judge if qa else None, price=qa.price if qa else (0.0, 0.0),
+        primary_judge=qa.primary_judge if qa else None,
+        # the built-in QA agent's price; a user's system's answers are priced by the model its replies name
+        price=qa.price if qa else (0.0, 0.0),
+        prices={key: (p.input, p.output) for key, p in config.prices.items()} if system is not None else None,
         primary_validation=qa.primary_validation if qa else None,
         primary_chosen_by=qa.primary_chosen_by if qa else None, calibrate=qa is not None,
         analyses=[a.model_dump(mode="json") for a in report.analyses],

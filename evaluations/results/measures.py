@@ -18,7 +18,8 @@ A *measure* has one value per record (``value(name, record, run)``, None when th
 - ``tokens_per_query`` (input + output), ``input_tokens_per_query``, ``output_tokens_per_query`` (cases whose
   answer stage ran; missing usage counts 0, but a user's system that answered without reporting usage has no value:
   not reported, never 0 tokens); ``cost_per_query`` = (input × price_in + output × price_out) / 1e6, prices from
-  the summary, on the same cases (no known tokens: no cost, never 0 USD);
+  the summary (``RunSummary.price_of``: the model or tier a system's reply named, else the QA agent's), on the same
+  cases (no known tokens or no known price: no cost, never 0 USD);
 - ``failure_rate`` (1 when the case's system failed), ``qa_failure_rate`` (1 when its answer failed).
 
 Per case (``per_case``: compare, gate) a measure is the mean over the case's repeats; a *run-level value*
@@ -202,8 +203,8 @@ def cost(used: tuple[float, float], price: tuple[float, float]) -> float:
 
 
 def _cost_value(name: str, record: CaseRecord, run: RunData) -> float | None:
-    used = token_usage(record)
-    return None if used is None else cost(used, run.summary.price)
+    used, price = token_usage(record), run.summary.price_of(record)
+    return None if used is None or price is None else cost(used, price)
 
 
 _FAILURE_TEST: dict[str, Callable[[CaseRecord], bool]] = {
@@ -500,7 +501,16 @@ def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
             f"{kinds.total()} not applicable ({listed}); it applies to {spec.applies}", where=where,
             fix=f"see why in the run's answers (report.html, or judge_labels.{measure}_kind in cases.jsonl); a rule "
                 f"on {name} needs a run with answers it applies to: fix the system, or drop the rule")
-    if measure in _TOKEN_PARTS and any(usage(r) is not None for r in lacking.records):
+    if measure == "cost_per_query" and (counted := [r for r in lacking.records if token_usage(r) is not None]):
+        named = sorted({r.model or r.tier for r in counted if r.model or r.tier})
+        return EvaluationsError(
+            f"the run has no {name!r} values: no price is known for the tokens of {lacking.path} (its model "
+            + (f"named {', '.join(map(repr, named))} is" if named else "is not named and") + " not in its "
+            "config's prices; not 0 USD)", where=where,
+            fix="price the model in the config (prices: {'provider:name': {input: USD per 1M, output: ...}}; a "
+                "system names its model in its replies' \"model\" or \"tier\") and re-run, or leave "
+                f"{name} out")
+    if measure in (*_TOKEN_PARTS, "cost_per_query") and any(usage(r) is not None for r in lacking.records):
         return EvaluationsError(
             f"the run has no {name!r} values: the system answered on {lacking.path} without reporting token usage "
             "(not reported, not 0 tokens)", where=where,

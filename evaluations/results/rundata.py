@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.records import CaseRecord
+from evaluations.results.records import SYSTEM_ANSWER, CaseRecord
 
 Number = int | float
 
@@ -97,9 +97,14 @@ class Tokens(_Open):
 
 
 class Cost(_Open):
-    per_query: Number | None = 0.0  # None: no case's tokens are known (no answer stage, or no usage reported)
+    per_query: Number | None = 0.0  # None: no case's tokens and price are known (no usage reported, no price)
     total: Number = 0.0
-    price_per_1m_tokens: dict[str, Number] = Field(default_factory=dict)
+    # the run's model's USD per 1M {"input", "output"} tokens; None: unknown (a served model without a config
+    # price, a user's system); absent from a summary written before prices could be unknown: 0
+    price_per_1m_tokens: dict[str, Number] | None = Field(default_factory=dict)
+    # a user's system: the config's prices of the models / tiers its replies named ("provider:name" or tier)
+    prices: dict[str, dict[str, Number]] = Field(default_factory=dict)
+    unpriced: int = 0  # cases with known tokens and no known price: left out of per_query and total
 
 
 class AnswersSummary(_Open):
@@ -173,10 +178,22 @@ class RunSummary(_Open):
         return self.answers.primary_judge if self.answers else None
 
     @property
-    def price(self) -> tuple[float, float]:
-        """USD per 1M input/output tokens recorded for the run (0, 0 when absent)."""
+    def price(self) -> tuple[float, float] | None:
+        """USD per 1M input/output tokens recorded for the run (0, 0 when absent; None: unknown)."""
         prices = self.answers.cost_usd.price_per_1m_tokens if self.answers else {}
+        if prices is None:
+            return None
         return float(prices.get("input") or 0.0), float(prices.get("output") or 0.0)
+
+    def price_of(self, record: CaseRecord) -> tuple[float, float] | None:
+        """The price of a case's tokens: that of the model its system's reply named, else of its tier (``prices``);
+        else, for an answer of the built-in QA agent, the run's (``price``); None: unknown (a user's system's answer
+        naming no priced model)."""
+        named = self.answers.cost_usd.prices if self.answers else {}
+        for key in (record.model, record.tier):
+            if key and key in named:
+                return float(named[key].get("input") or 0.0), float(named[key].get("output") or 0.0)
+        return None if record.qa.mode == SYSTEM_ANSWER else self.price
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of summary.json (only the keys the summary was made or read with)."""

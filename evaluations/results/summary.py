@@ -23,6 +23,11 @@ Averaging rules:
 - tokens (``answers.tokens``) are over the cases whose answer stage ran and whose token counts are known
   (``measures.token_usage``): a user's system that answers without reporting usage gives ``per_query`` null (not
   reported), never 0; one that reports 0 tokens gives 0;
+- cost (``answers.cost_usd``) is over the cases whose tokens and price are known (``RunSummary.price_of``): the
+  price of the model or tier a system's reply names (the config's ``prices``), else for the built-in QA agent's
+  answers its model's (an embedded or Ollama model costs 0 unless priced; a served one without a price is
+  unknown); a user's system's answer naming no priced model is unknown too: null, never 0 USD; ``unpriced``
+  counts the cases with tokens and no price;
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -83,7 +88,7 @@ def disagreements(records: list[CaseRecord], judges: tuple[str, ...] = DISAGREEM
 
 def _answer_summary(run: RunData, primary_judge: str | None, primary_validation: dict[str, Any] | None = None,
                     primary_chosen_by: str | None = None) -> dict[str, Any]:
-    records, price = run.records, run.summary.price
+    records, cost_usd = run.records, run.summary.answers.cost_usd if run.summary.answers else None
     values: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     for record in records:
@@ -108,7 +113,10 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
     due = [r for r in records if to_answer(r)]
     kinds = [answer_kind(r) for r in due]
     usage_in, usage_out = [int(i) for i, _ in known], [int(o) for _, o in known]
-    costs = [measures.cost(u, price) for u in known]  # a system that reported no tokens has no known cost
+    # a case has a known cost when its tokens and its price are known (``RunSummary.price_of``)
+    priced = [(u, p) for r in records if (u := measures.token_usage(r)) is not None
+              and (p := run.summary.price_of(r)) is not None]
+    costs = [measures.cost(u, p) for u, p in priced]
     correct = sum(1 for r in answered if r.judges.get(primary_judge) is True) if primary_judge else 0
     non_empty = sum(1 for r in due if non_empty_answer(r))
     modes: dict[str, int] = defaultdict(int)
@@ -135,7 +143,9 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
                    "per_query": (sum(usage_in) + sum(usage_out)) / len(known) if known else None,
                    "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct and known else None},
         "cost_usd": {"per_query": sum(costs) / len(costs) if costs else None, "total": sum(costs),
-                     "price_per_1m_tokens": {"input": price[0], "output": price[1]}},
+                     "price_per_1m_tokens": cost_usd.price_per_1m_tokens if cost_usd else None,
+                     **({"prices": cost_usd.prices} if cost_usd and cost_usd.prices else {}),
+                     "unpriced": len(known) - len(priced)},
     }
 
 
@@ -197,15 +207,20 @@ def counts(records: list[CaseRecord]) -> dict[str, int]:
 
 
 def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dict[str, Any],
-              scored: bool = True, primary_judge: str | None = None, price: tuple[float, float] = (0.0, 0.0),
+              scored: bool = True, primary_judge: str | None = None, price: tuple[float, float] | None = (0.0, 0.0),
+              prices: dict[str, tuple[float, float]] | None = None,
               analyses: list[Any] | None = None, primary_validation: dict[str, Any] | None = None,
               primary_chosen_by: str | None = None, calibrate: bool = False) -> RunSummary:
     """The run's summary (module docstring). ``primary_validation``: the primary judge's entry of the shipped
     validation file (``JudgeValidation`` as a dict; None: not validated), recorded as ``answers.primary_validation``
     for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``); ``calibrate``
-    (a run that answers): the calibration of its probabilities (``results.calibration``)."""
-    priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(price_per_1m_tokens={"input": price[0],
-                                                                                  "output": price[1]})))
+    (a run that answers): the calibration of its probabilities (``results.calibration``). ``price``: USD per 1M
+    input/output tokens of the run's model (None: unknown); ``prices``: by the model or tier a system's reply names
+    (the config's ``prices``; those no case named are left out)."""
+    named = {key for r in records for key in (r.model, r.tier) if key}
+    priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(
+        price_per_1m_tokens=None if price is None else {"input": price[0], "output": price[1]},
+        prices={k: {"input": v[0], "output": v[1]} for k, v in (prices or {}).items() if k in named})))
     run = RunData(records=records, summary=priced, ks=ks if scored else [])
     metrics, evaluated = retrieval_means(run) if scored else ({}, 0)
     ok = [r for r in records if r.status == "ok"]
