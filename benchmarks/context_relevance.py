@@ -51,10 +51,11 @@ JUDGES = ("judge", "qwen@0.5", "qwen@train_best", "word_overlap@train_best")
 
 # -- signals ----------------------------------------------------------------------------------------------------
 class CacheOnly:
-    """A stand-in scorer with the real scorer's id that never runs the model (``--only-cached``)."""
+    """A stand-in scorer with the real scorer's id and window (``fit``) that never runs the model (``--only-cached``)."""
 
     def __init__(self, scorer):
         self.id = scorer.id
+        self.fit = scorer.fit
 
     def probability(self, shared: str, tail: str) -> tuple[float, float]:
         raise LookupError("not cached")

@@ -62,10 +62,12 @@ class Uncached(Exception):
 
 
 class CacheOnly:
-    """Stands in for the scorer when only stored verdicts may be used: same id, no model."""
+    """Stands in for the scorer when only stored verdicts may be used: same id and window (``fit``: the bridge's fit
+    gate and the passage budget decide as the scorer does, so the same texts are looked up), no forward pass."""
 
-    def __init__(self, scorer_id: str):
-        self.id = scorer_id
+    def __init__(self, scorer):
+        self.id = scorer.id
+        self.fit = scorer.fit
 
     def probability(self, shared: str, tail: str):
         raise Uncached
@@ -87,7 +89,7 @@ def collect(rows, cache_path: Path, out: Path, limit: int | None = None, cached_
             done[rec["id"]] = rec
     scorer = load_scorer(PASSAGE_SYSTEM)
     if cached_only:
-        scorer = CacheOnly(scorer.id)
+        scorer = CacheOnly(scorer)
     cache = VerdictCache(cache_path)
     # a seeded random order: a partial pass (``limit``) is a sample of every origin
     order = np.random.default_rng(0).permutation(len(rows))
