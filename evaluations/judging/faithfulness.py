@@ -136,6 +136,7 @@ class ClaimVerdict(BaseModel):
     supported: bool
     p: float  # P(supported), the fitted model's
     passage: str | None  # id of the passage that supports it best (highest P(yes)); None when no passage
+    bridge: str | None = None  # id of another passage read together with ``passage`` (a multi-hop claim's other step)
 
 
 class Faithfulness(BaseModel):
@@ -155,6 +156,7 @@ class ClaimEvidence:
     passage: int | None
     p_llm: float
     calls: int
+    bridge: int | None = None  # index of the other passage whose window the model read with ``passage``'s
 
 
 def applicability(question: str, answer: str, passages: Sequence[Passage],
@@ -218,18 +220,21 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     pieces = [(i, w) for i, p in enumerate(passages) if p.text.strip()
               for w in windows(p.text, budget=None if scorer is None else char_budget(scorer, p.text, tail))]
     ranked = sorted(pieces, key=lambda item: -_coverage(words, item[1]))[:top_m]  # stable: earlier first on ties
+    bridge = None  # the other passage of the first window's bridge, if it has one
     if ranked:
-        ranked[0] = (ranked[0][0], _bridged(words, ranked[0], pieces, passages, scorer, tail, question))
-    best, best_p, calls = (ranked[0][0] if ranked else None), 0.5 if scorer is None else 0.0, 0
+        joined, bridge = _bridged(words, ranked[0], pieces, passages, scorer, tail, question)
+        ranked[0] = (ranked[0][0], joined)
+    best, best_p, calls = (0 if ranked else None), 0.5 if scorer is None else 0.0, 0
     if scorer is not None:
-        for index, text in ranked:
+        for rank, (_, text) in enumerate(ranked):
             p, called = cached_probability(scorer, passage_shared(text), tail, cache)
             calls += int(called)
             if p > best_p:
-                best, best_p = index, p
+                best, best_p = rank, p
     logit = float(llm_logit(best_p))  # a short claim's own column: the model reads a bare answer differently
     features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
-    return ClaimEvidence(claim, features, best, best_p, calls)
+    return ClaimEvidence(claim, features, None if best is None else ranked[best][0], best_p, calls,
+                         bridge=bridge if best == 0 else None)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -237,31 +242,31 @@ def _names(text: str) -> frozenset[str]:
 
 
 def _bridged(words: frozenset[str], first: tuple[int, str], pieces: Sequence[tuple[int, str]],
-             passages: Sequence[Passage], scorer: Any, tail: str, question: str) -> str:
-    """The window the model reads for a claim: the best-covered window ``first``, followed by the window of
-    *another* passage (not the same text, not the same id) that holds most of the words ``first`` lacks, when one
-    holds any and the two windows share a name the question does not have: the bridge entity of a multi-hop
-    question (module docstring, step 3); ``first`` alone otherwise, or when the two together would not fit the
-    model's window."""
+             passages: Sequence[Passage], scorer: Any, tail: str, question: str) -> tuple[str, int | None]:
+    """(the window the model reads for a claim, the index of the other passage in it or None): the best-covered
+    window ``first``, followed by the window of *another* passage (not the same text, not the same id) that holds
+    most of the words ``first`` lacks, when one holds any and the two windows share a name the question does not
+    have: the bridge entity of a multi-hop question (module docstring, step 3); ``first`` alone otherwise, or when
+    the two together would not fit the model's window."""
     index, text = first
     have = stems(text)
     missing = frozenset(w for w in words if not similar(w, have))
     if not missing:
-        return text
+        return text, None
     this = passages[index]
-    others = [(_coverage(missing, w) * len(missing), w) for i, w in pieces
+    others = [(_coverage(missing, w) * len(missing), i, w) for i, w in pieces
               if i != index and passages[i].text != this.text and not (this.id and passages[i].id == this.id)]
-    gain, second = max(others, key=lambda item: item[0], default=(0.0, ""))
+    gain, other, second = max(others, key=lambda item: item[0], default=(0.0, 0, ""))
     if gain <= 0 or not (_names(text) & _names(second)) - _names(question):
-        return text  # no bridge entity: on a single-hop question the other window is a distractor
+        return text, None  # no bridge entity: on a single-hop question the other window is a distractor
     joined = f"{text}\n\n{second}"
     fit = getattr(scorer, "fit", None)
     if fit is not None:
         from evaluations.judging.yesno import passage_shared
 
         if fit(passage_shared(joined), tail) != passage_shared(joined):
-            return text  # the two together would be cut: read the best window alone
-    return joined
+            return text, None  # the two together would be cut: read the best window alone
+    return joined, other
 
 
 def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> list[float]:
@@ -290,7 +295,8 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
     order = [FEATURES.index(f) for f in params.features]
     probs = params.probability(np.array([[e.features[j] for j in order] for e in evidence]))
     verdicts = [ClaimVerdict(claim=e.claim.text, supported=bool(p >= params.threshold), p=float(p),
-                             passage=items[e.passage].id if e.passage is not None else None)
+                             passage=items[e.passage].id if e.passage is not None else None,
+                             bridge=items[e.bridge].id if e.bridge is not None else None)
                 for e, p in zip(evidence, probs)]
     score = sum(v.supported for v in verdicts) / len(verdicts)
     return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,

@@ -499,8 +499,8 @@ def evidence_rows(record: CaseRecord) -> list[tuple[str, str, str, str]]:
     and every chunk verdict (rank, id, P(relevant))."""
     rows = []
     for i, c in enumerate(record.claims or [], 1):
-        where = (f"supported by passage {c.passage or '—'}" if c.supported
-                 else f"closest passage {c.passage or '—'} (does not support it)")
+        read = f"passages {c.passage} and {c.bridge}" if c.bridge else f"passage {c.passage or '—'}"
+        where = f"supported by {read}" if c.supported else f"closest {read} (does not support it)"
         rows.append((f"claim {i}", "supported" if c.supported else "not supported", "pass" if c.supported else "fail",
                      f"p {c.p:.2f} · {where} · {c.claim}"))
     for c in record.chunk_relevance or []:

@@ -57,6 +57,7 @@ class ClaimRecord(BaseModel):
     supported: bool
     p: float  # P(supported)
     passage: str | None = None  # id of the passage that supports it best (None: no passage)
+    bridge: str | None = None  # id of another passage read together with it (a multi-hop claim's other step)
 
 
 class ChunkRecord(BaseModel):
