@@ -121,6 +121,8 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("when do you need to blind bake pastry", "when the filling will not be baked", None, "time"),
     ("Who wrote Dracula?", "Bram Stoker", "Dracula is an 1897 novel by Bram Stoker.", "person or place"),
     ("Is Paris the capital of France?", "Yes.", None, "polar"),
+    ("Is Paris the capital of France?", "Paris is the capital of France.", None, "polar"),  # "yes", stated
+    ("Does DataPower support SHA-2?", "DataPower supports SHA-2.", None, "polar"),
     ("Is a problem instance abstract or concrete?", "concrete", None, None),  # picks one of the question's words
     ("What is the capital of Australia?", "Canberra", "Canberra is the capital city of Australia.", None),
     ("Which novel did Hemingway publish in 1952?", "The Old Man and the Sea", None, None),  # a title, as asked

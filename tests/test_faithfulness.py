@@ -51,6 +51,9 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     ("Are Lake Tahoe and Crater Lake in the same state?", "No, they are not.", [Claim("No, they are not", short=True)]),
     ("Are Lake Tahoe and Crater Lake in the same state?", "Yes, both are in Oregon.", [Claim("Both are in Oregon.")]),
     ("Are Lake Tahoe and Crater Lake in the same state?", "I don't know.", []),
+    # a statement of the question's proposition answers "yes" and claims it; without the auxiliary it restates
+    ("Is Paris the capital of France?", "Paris is the capital of France.", [Claim("Paris is the capital of France.")]),
+    ("Is Paris the capital of France?", "Paris the capital of France.", []),
     ("What is the capital of France?", "No", []),
     ("Can you tell me what the capital of France is?", "No", []),
     ("WAS 8.5 support SHA-2, and which fix pack adds it?", "No", []),

@@ -66,6 +66,14 @@ CASES = [
     # a yes/no answer to a yes/no question adds its polarity (TechQA's style; without gold)
     ("Does DataPower support SHA-2?", [], "No, DataPower does not support SHA-2.", None),
     ("Does DataPower support SHA-2?", [], "DataPower SHA-2 support", "restatement"),
+    # a statement of the question's proposition answers it "yes"; the question with its auxiliary dropped
+    # (judge-check's restatement control) states nothing
+    ("Does DataPower support SHA-2?", [], "DataPower supports SHA-2.", None),
+    ("Is Paris the capital of France?", [], "Paris is the capital of France.", None),
+    ("Did Marie Curie win two Nobel prizes?", [], "Marie Curie did win two Nobel prizes.", None),
+    ("Is Paris the capital of France?", [], "Paris the capital of France.", "restatement"),
+    ("Does DataPower support SHA-2?", [], "DataPower support SHA-2.", "restatement"),
+    ("Is Paris the capital of France?", [], "Is Paris the capital of France.", "echo"),
 ]
 
 

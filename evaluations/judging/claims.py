@@ -13,7 +13,9 @@ Claims (``split_claims``, deterministic):
 4. a sentence of at most ``REFUSAL_WORDS`` words with a refusal phrase (``nonanswer.is_refusal``) and a part that only
    restates the question (no keyword beyond the question's, ``nonanswer.stems``) is no claim, unless it picks one of
    the options the question offers (``nonanswer.picks_option``: "Arthur's Magazine was started first." to "Which
-   magazine was started first, Arthur's Magazine or First for Women?");
+   magazine was started first, Arthur's Magazine or First for Women?") or, without a yes/no word, states a yes/no
+   question's proposition (``nonanswer.affirms_polar``: "Paris is the capital of France." to "Is Paris the capital
+   of France?": it answers "yes");
 5. an answer without a verb ("Rollo", "in 1889") is one ``short`` claim, read together with the question;
 6. when nothing else is left, a yes/no answer to a yes/no question ("No", "No, they are not.": ``polar_claim``) is
    one ``short`` claim: its polarity is what it states.
@@ -51,7 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evaluations.judging.nonanswer import FILLER, POLARITY, is_polar, is_refusal, picks_option, similar, stem, stems
+from evaluations.judging.nonanswer import (FILLER, POLARITY, affirms_polar, is_polar, is_refusal, picks_option, similar,
+                                           stem, stems)
 from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
@@ -236,7 +239,8 @@ def split_claims(question: str, answer: str) -> list[Claim]:
             continue  # "I don't know.", "The context does not say.": no claim
         for part in clauses(sentence):
             part = _strip_filler(part)
-            if part and (not _restates(question, part) or picks_option(question, part)):
+            if part and (not _restates(question, part) or picks_option(question, part)
+                         or affirms_polar(question, part) and not POLARITY.search(normalize(part))):
                 out.append(Claim(part))
     if out and not any(has_verb(c.text) for c in out):
         return [Claim(_strip_filler(answer).strip(" ."), short=True)]  # "Rollo", "in 1889, in Paris"

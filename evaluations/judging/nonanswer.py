@@ -52,8 +52,9 @@ that neither another option nor the rest of the question has, it does not say "o
 ``options`` kind), and, when it is shaped like a title (no final period, ≥ 60% of its content words capitalised),
 it has at most one keyword beyond that option's (a heading of the question's words that names one option is still
 a heading). ``answers_polar``: a yes/no word the question lacks, answering a yes/no question (``is_polar``), adds
-the polarity ("No, X does not Y."). Both count only without gold: with gold, a pick that is not the gold is the
-judge's to reject, and the screen keeps those verdicts.
+the polarity ("No, X does not Y."); a statement of the question's proposition answers it "yes" (``affirms_polar``:
+"Paris is the capital of France." to "Is Paris the capital of France?"). Both count only without gold: with gold,
+a pick that is not the gold is the judge's to reject, and the screen keeps those verdicts.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ from evaluations.judging.text import STOPWORDS, normalize, tokens
 
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
            "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
-           "picks_option", "POLAR_WORDS", "POLARITY", "AUX_START", "is_polar", "answers_polar"]
+           "picks_option", "POLAR_WORDS", "POLARITY", "AUX_START", "is_polar", "answers_polar",
+           "affirms_polar"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -370,9 +372,38 @@ def is_polar(question: str) -> bool:
 def answers_polar(question: str, answer: str) -> bool:
     """A yes/no answer to a yes/no question ("No, DataPower does not support SHA-2." to "Does DataPower support
     SHA-2?"): its polarity, a yes/no word the question does not have, is what it adds to the question's words, so
-    it restates nothing."""
+    it restates nothing; or it affirms the question's proposition (``affirms_polar``)."""
     added = set(POLARITY.findall(normalize(answer))) - set(POLARITY.findall(normalize(question)))
-    return bool(added) and is_polar(question) and not is_refusal(answer)
+    if not is_polar(question) or is_refusal(answer):
+        return False
+    return bool(added) or affirms_polar(question, answer)
+
+
+_DO = frozenset({"do", "does", "did"})
+
+
+def affirms_polar(question: str, answer: str) -> bool:
+    """A statement answering a yes/no question "yes" in the question's own words ("Paris is the capital of France."
+    to "Is Paris the capital of France?", "DataPower supports SHA-2." to "Does DataPower support SHA-2?"): no "?",
+    a final period, and a sentence with the question's auxiliary in declarative order (after the sentence's first
+    word), or for do/does/did that auxiliary or an inflected form (-s, -ed) of one of the question's words. The
+    question with its auxiliary dropped ("Paris the capital of France.", ``controls.restate``) is no statement."""
+    match = AUX_START.search(question)
+    if match is None or not is_polar(question) or "?" in answer or not answer.strip().endswith("."):
+        return False
+    aux = match.group(1).lower()
+    asked = set(re.findall(r"[\w'’]+", question.lower()))
+    stemmed = {stem(w) for w in asked}
+    for sentence in re.split(r"(?<=[.!])\s+|\n+", answer.strip()):
+        words = re.findall(r"[\w'’]+", sentence.lower())[1:]
+        if len(words) < 2:
+            continue
+        if aux in _DO and (any(w in _DO for w in words)
+                           or any(w not in asked and w.endswith(("s", "ed")) and stem(w) in stemmed for w in words)):
+            return True
+        if aux not in _DO and aux in words:
+            return True
+    return False
 
 
 def picks_option(question: str, answer: str) -> bool:

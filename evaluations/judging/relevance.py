@@ -72,8 +72,9 @@ from pathlib import Path
 import numpy as np
 
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, answers_polar,
-                                           has_number, is_polar, is_refusal, picks_option, screen, similar, stems)
+from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, affirms_polar,
+                                           answers_polar, has_number, is_polar, is_refusal, picks_option, screen,
+                                           similar, stems)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -312,7 +313,8 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
     asked = asked_type(question)
-    if asked is not None and not ASKED[asked].accepts(answer):
+    affirms = asked == "polar" and affirms_polar(question, answer)  # "X supports Y." to "Does X support Y?"
+    if asked is not None and not ASKED[asked].accepts(answer) and not affirms:
         return Relevance(False, "wrong_type",
                          f"wrong_type: the question asks for a {asked}, the answer has {ASKED[asked].needs}")
     return None
