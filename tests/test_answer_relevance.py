@@ -150,6 +150,11 @@ def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked
     ("Who was born first, Kiefer Sutherland or Christian Slater?", "Early life of Christian Slater", "heading"),
     ("Who was born first, Kiefer Sutherland or Christian Slater?", "Christian Slater or Kiefer Sutherland, probably",
      "options"),
+    # lowercase options of several words: "red button" / "green button" (the first word alone was taken: "button"
+    # on the left, so "the red button" picked nothing and was a restatement)
+    ("Should I press the red button or the green button?", "the red button", "relevant"),
+    ("Is the file kept in local storage or cloud storage?", "It is kept in local storage.", "relevant"),
+    ("Do I need a static IP address or a dynamic IP address?", "a static IP address", "relevant"),
 ])
 def test_an_answer_that_picks_one_of_the_questions_options_addresses_it(question, answer, kind):
     """A choice question's answer is made of the question's own words: picking one option is an answer, naming

@@ -69,6 +69,11 @@ CASES = [
     # a statement of the question's proposition answers it "yes"; the question with its auxiliary dropped
     # (judge-check's restatement control) states nothing
     ("Does DataPower support SHA-2?", [], "DataPower supports SHA-2.", None),
+    # options of several lowercase words; a noun the two share ("public or private company") tells neither apart
+    ("Should I press the red button or the green button?", [], "The red button.", None),
+    ("Should I press the red button or the green button?", [], "The button.", "restatement"),
+    ("Is Coca-Cola a public or private company?", [], "A private company.", None),
+    ("Is Coca-Cola a public or private company?", [], "A company.", "restatement"),
     ("Is Paris the capital of France?", [], "Paris is the capital of France.", None),
     ("Did Marie Curie win two Nobel prizes?", [], "Marie Curie did win two Nobel prizes.", None),
     ("Is Paris the capital of France?", [], "Paris the capital of France.", "restatement"),

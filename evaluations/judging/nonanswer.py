@@ -42,8 +42,9 @@ An answer that picks one of the options a question offers ("Arthur's Magazine" o
 first." to "Which magazine was started first, Arthur's Magazine or First for Women?") uses only the question's words
 by necessity: it is an answer, not a restatement or a heading. ``question_options``: around each "or" of the
 question, the option on each side is the run of capitalised words next to it (function words such as "of" or "for"
-inside it, a leading article left out: "the Rolling Stones", "F. Scott Fitzgerald") or else the one content word
-next to it ("a musician or an actor"), and the short items of a comma list before it ("Poland, Austria or
+inside it, a leading article left out: "the Rolling Stones", "F. Scott Fitzgerald") or else the content words
+next to it, as many as both sides have (up to ``OPTION_RUN``: "a musician or an actor", "the red button or the
+green button"; "a public or private company" is "public" / "private"), and the short items of a comma list before it ("Poland, Austria or
 Switzerland"). An "or" offers a choice only when no stopword stands next to it ("one or more", "whether or not"),
 and the question starts with an auxiliary ("Is it … or …?"), or the left option is its comma piece's only words
 (", the Kessler Tower or …"), or the question compares (``_COMPARES``: first, most, taller …) and the options end
@@ -95,6 +96,7 @@ FILLER = frozenset(
 )
 OPTIONS_MAX_WORDS = 10  # an "X or Y" answer longer than this is a sentence that mentions alternatives
 OPTION_MAX_WORDS = 5  # ... and so is one with a longer part
+OPTION_RUN = 3  # a lowercase option of a question: at most this many content words ("static IP address")
 RESTATE_SHARE = 0.2
 
 _REFUSAL = re.compile(
@@ -297,11 +299,11 @@ _QUESTION_WORD = re.compile(r"^\W*(who|whom|whose|what|which|when|where|why|how|
                             r"will|would|has|have|had)\b", re.I)
 
 
-def _option(words: list[str]) -> list[str]:
+def _option(words: list[str], size: int = 1) -> list[str]:
     """The option among ``words`` (the words on one side of an "or", nearest first): the run of capitalised
-    words (joiners inside it; an article next to the "or" skipped), else the first content word."""
-    if len(words) > 1 and words[0].lower() in ("the", "a", "an"):
-        words = words[1:]
+    words (joiners inside it; an article next to the "or" skipped), else the first ``size`` words of the run of
+    content words next to the "or" (``_plain``), else the first content word."""
+    words = _unarticled(words)
     run: list[str] = []
     for word in words:
         if word[:1].isupper() or word[:1].isdigit() or (run and word.lower() in _OPTION_JOINERS):
@@ -310,7 +312,18 @@ def _option(words: list[str]) -> list[str]:
             break
     while run and run[-1].lower() in _OPTION_JOINERS:
         run.pop()
-    return run or [w for w in words if stems(w)][:1]
+    return run or _plain(words)[:size] or [w for w in words if stems(w)][:1]
+
+
+def _unarticled(words: list[str]) -> list[str]:
+    return words[1:] if len(words) > 1 and words[0].lower() in ("the", "a", "an") else words
+
+
+def _plain(words: list[str]) -> list[str]:
+    """The content words next to the "or" up to a function word or a verb ("green button" of "green button in the
+    corner"), at most ``OPTION_RUN``."""
+    return list(itertools.takewhile(lambda w: w.lower() not in STOPWORDS and w.lower() not in _VERBS,
+                                    words))[:OPTION_RUN]
 
 
 def _listed(pieces: list[str]) -> list[str]:
@@ -348,6 +361,10 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
             if not polar and not own_piece and (stems(" ".join(after[len(far) + skipped:]))
                                                 or not _COMPARES.search(question)):
                 continue  # "imposing policies on certain peoples or regions?": no choice is asked
+            # lowercase options as long as both sides' runs of content words allow: "red button or green button"
+            # (not "red or green button": a shared noun belongs to both, and neither option is told by it)
+            size = min(len(_plain(_unarticled(before))), len(_plain(_unarticled(after))))
+            near, far = _option(before, size), _option(after, size)
             group = (*_listed(pieces[:-1]), " ".join(reversed(near)), " ".join(far))
             if all(stems(o) for o in group[-2:]):
                 out.append(group)
