@@ -27,7 +27,7 @@ Averaging rules:
   price of the model or tier a system's reply names (the config's ``prices``), else for the built-in QA agent's
   answers its model's (an embedded or Ollama model costs 0 unless priced; a served one without a price is
   unknown); a user's system's answer naming no priced model is unknown too: null, never 0 USD; ``unpriced``
-  counts the cases with tokens and no price;
+  counts the cases with tokens and no price (present when there are any);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -145,7 +145,8 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
         "cost_usd": {"per_query": sum(costs) / len(costs) if costs else None, "total": sum(costs),
                      "price_per_1m_tokens": cost_usd.price_per_1m_tokens if cost_usd else None,
                      **({"prices": cost_usd.prices} if cost_usd and cost_usd.prices else {}),
-                     "unpriced": len(known) - len(priced)},
+                     # said only when some are: a summary of priced runs reads as it always did
+                     **({"unpriced": len(known) - len(priced)} if len(known) > len(priced) else {})},
     }
 
 
