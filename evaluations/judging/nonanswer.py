@@ -42,21 +42,20 @@ An answer that picks one of the options a question offers ("Arthur's Magazine" o
 first." to "Which magazine was started first, Arthur's Magazine or First for Women?") uses only the question's words
 by necessity: it is an answer, not a restatement or a heading. ``question_options``: around each "or" of the
 question, the option on each side is the run of capitalised words next to it (function words such as "of" or "for"
-inside it, a leading article left out: "the Rolling Stones", "F. Scott Fitzgerald") or else the content words
-next to it, as many as both sides have (up to ``OPTION_RUN``: "a musician or an actor", "the red button or the
-green button"; "a public or private company" is "public" / "private"), and the short items of a comma list before it ("Poland, Austria or
-Switzerland"). An "or" offers a choice only when no stopword stands next to it ("one or more", "whether or not"),
-and the question starts with an auxiliary ("Is it … or …?"), or the left option is its comma piece's only words
-(", the Kessler Tower or …"), or the question compares (``_COMPARES``: first, most, taller …) and the options end
-it. ``picks_option``: every keyword of the answer is the question's, the answer has a keyword of exactly one option
-that neither another option nor the rest of the question has, it does not say "or" itself (a hedge is the
-``options`` kind), and, when it is shaped like a title (no final period, ≥ 60% of its content words capitalised),
-it has at most one keyword beyond that option's (a heading of the question's words that names one option is still
-a heading). ``answers_polar``: a yes/no word the question lacks, answering a yes/no question (``is_polar``), adds
-the polarity ("No, X does not Y."); a statement of the question's proposition answers it "yes" (``affirms_polar``:
-"Paris is the capital of France." to "Is Paris the capital of France?"). Both count only without gold: with gold,
-a pick that is not the gold is the judge's to reject, and the screen keeps those verdicts.
-"""
+inside it, a leading article left out: "the Rolling Stones", "F. Scott Fitzgerald") or else the content words next
+to it, as many as both sides have (up to ``OPTION_RUN``: "a musician or an actor", "the red button or the green
+button"; "a public or private company" is "public" / "private"), and the short items of a comma list before it
+("Poland, Austria or Switzerland"). An "or" offers a choice only when no stopword stands next to it ("one or more",
+"whether or not"), and the question starts with an auxiliary ("Is it … or …?"), or the left option is its comma
+piece's only words (", the Kessler Tower or …"), or the question compares (``_COMPARES``: first, most, taller …) and
+the options end it. ``picks_option``: every keyword of the answer is the question's, the answer has a keyword of
+exactly one option that neither another option nor the rest of the question has, it does not say "or" itself (a
+hedge is the ``options`` kind), and, when it is shaped like a title (no final period, ≥ 60% of its content words
+capitalised), it has at most one keyword beyond that option's (a heading of the question's words that names one
+option is still a heading). ``answers_polar``: a yes/no word the question lacks, answering a yes/no question
+(``is_polar``), adds the polarity ("No, X does not Y."); a statement of the question's proposition answers it "yes"
+(``affirms_polar``: "Paris is the capital of France." to "Is Paris the capital of France?"). Both count only without
+gold: with gold, a pick that is not the gold is the judge's to reject, and the screen keeps those verdicts. """
 
 from __future__ import annotations
 

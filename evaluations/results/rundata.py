@@ -107,6 +107,11 @@ class Cost(_Open):
     unpriced: int = 0  # cases with known tokens and no known price: left out of per_query and total
 
 
+def _usd(price: dict[str, Number]) -> tuple[float, float]:
+    """A price record ({"input", "output"} USD per 1M tokens; a missing one 0) as (input, output)."""
+    return float(price.get("input") or 0.0), float(price.get("output") or 0.0)
+
+
 class AnswersSummary(_Open):
     judges: dict[str, JudgeSummary] = Field(default_factory=dict)
     judge_errors: dict[str, int] = Field(default_factory=dict)
@@ -181,9 +186,7 @@ class RunSummary(_Open):
     def price(self) -> tuple[float, float] | None:
         """USD per 1M input/output tokens recorded for the run (0, 0 when absent; None: unknown)."""
         prices = self.answers.cost_usd.price_per_1m_tokens if self.answers else {}
-        if prices is None:
-            return None
-        return float(prices.get("input") or 0.0), float(prices.get("output") or 0.0)
+        return None if prices is None else _usd(prices)
 
     def price_of(self, record: CaseRecord) -> tuple[float, float] | None:
         """The price of a case's tokens: that of the model its system's reply named, else of its tier (``prices``);
@@ -192,7 +195,7 @@ class RunSummary(_Open):
         named = self.answers.cost_usd.prices if self.answers else {}
         for key in (record.model, record.tier):
             if key and key in named:
-                return float(named[key].get("input") or 0.0), float(named[key].get("output") or 0.0)
+                return _usd(named[key])
         return None if record.qa.mode == SYSTEM_ANSWER else self.price
 
     def to_dict(self) -> dict[str, Any]:
