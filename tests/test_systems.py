@@ -616,9 +616,9 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
 
 
 def test_the_qa_agents_price_is_the_configs_and_unknown_for_an_unpriced_served_model(tmp_path):
-    """The built-in pipeline's answers cost the config's price of its QA model; an embedded or Ollama model costs 0
-    unless priced (it runs on the user's machine); a served OpenAI-compatible model without a price is unknown
-    (None: its cost is not reported), never 0 USD."""
+    """The built-in pipeline's answers cost the config's price of its QA model; an embedded model, or an Ollama
+    model served from the user's machine or network, costs 0 unless priced; a remote Ollama, an Ollama cloud model
+    or a served OpenAI-compatible model without a price is unknown (None: its cost is not reported), never 0 USD."""
     from evaluations.core.config import load_config
     from evaluations.pipeline.plan import build_qa_plan
 
@@ -631,3 +631,11 @@ def test_the_qa_agents_price_is_the_configs_and_unknown_for_an_unpriced_served_m
     assert price(served + "prices: {'openai:gpt-test': {input: 2.5, output: 10}}\n") == (2.5, 10.0)
     assert price("qa: {model: {provider: ollama, name: qwen2.5:0.5b}}\n") == (0.0, 0.0)
     assert price("qa: {model: {provider: embedded}}\n") == (0.0, 0.0)
+    for url, free in [("http://192.168.1.20:11434", True), ("http://ollama:11434", True),
+                      ("http://gpu-box.lan:11434", True), ("http://[::1]:11434", True),
+                      ("https://ollama.com", False), ("http://34.120.7.9:11434", False)]:
+        ollama = f"qa: {{model: {{provider: ollama, name: qwen3}}}}\nproviders: {{ollama: {{base_url: '{url}'}}}}\n"
+        assert price(ollama) == ((0.0, 0.0) if free else None), url
+        assert price(ollama + "prices: {'ollama:qwen3': {input: 1, output: 2}}\n") == (1.0, 2.0), url
+    # a cloud model runs at ollama.com through the local server: not free because the server is local
+    assert price("qa: {model: {provider: ollama, name: 'gpt-oss:120b-cloud'}}\n") is None

@@ -13,11 +13,13 @@ one runs, else ``offline_correct``).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
-from evaluations.core.config import Config, Price
+from evaluations.core.config import Config, LLMModel, Price
 from evaluations.core.errors import EvaluationsError
 from evaluations.evaluators.answers import (
     Containment,
@@ -33,8 +35,26 @@ from evaluations.pipeline.qa_agent import build_qa_agent
 from evaluations.evaluators.context import ContextWaste, Coverage
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings
 
-#: providers whose models run on this machine (or the user's own Ollama): no per-token price unless configured
-LOCAL_PROVIDERS = ("embedded", "ollama")
+#: host names of the user's own machine or network (besides loopback and private addresses, and one-label names
+#: such as a compose service ``ollama``)
+_LOCAL_SUFFIXES = (".local", ".lan", ".internal", ".home.arpa", ".localhost")
+
+
+def runs_locally(model: LLMModel, config: Config) -> bool:
+    """The model runs on the user's hardware: the embedded model, or an Ollama model served from this machine or
+    its network (loopback or private address, ``localhost``, a one-label or ``.local``/``.lan``/``.internal``
+    host) that is not one of Ollama's cloud models (a ``…cloud`` tag, run by ollama.com through the local
+    server). A remote Ollama (another company's server, ollama.com) may charge, so it is not assumed free."""
+    if model.provider == "embedded":
+        return True
+    if model.provider != "ollama" or model.name.rsplit(":", 1)[-1].endswith("cloud"):
+        return False
+    host = (urlsplit(config.providers.ollama.base_url).hostname or "").lower().rstrip(".")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or "." not in host or host.endswith(_LOCAL_SUFFIXES)
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _always(config: Config) -> bool:
@@ -160,8 +180,8 @@ def build_qa_plan(config: Config) -> QAPlan:
         checks.append(judge_check(judge_model, config))
         metadata["judge_model"] = describe_judge(judge_model, config)
     price = config.prices.get(f"{qa_model.provider}:{qa_model.name}")
-    if price is None and qa_model.provider in LOCAL_PROVIDERS:
-        price = Price()  # a model on this machine: no per-token charge unless the config prices it
+    if price is None and runs_locally(qa_model, config):
+        price = Price()  # a model on the user's hardware: no per-token charge unless the config prices it
     return QAPlan(agent=agent, evaluators=evaluators, report_evaluators=[JudgeAgreement()], metadata=metadata,
                   primary_judge=primary.name, primary_validation=primary.validation,
                   primary_chosen_by=primary.chosen_by, price=(price.input, price.output) if price else None,

@@ -25,9 +25,9 @@ Averaging rules:
   reported), never 0; one that reports 0 tokens gives 0;
 - cost (``answers.cost_usd``) is over the cases whose tokens and price are known (``RunSummary.price_of``): the
   price of the model or tier a system's reply names (the config's ``prices``), else for the built-in QA agent's
-  answers its model's (an embedded or Ollama model costs 0 unless priced; a served one without a price is
-  unknown); a user's system's answer naming no priced model is unknown too: null, never 0 USD; ``unpriced``
-  counts the cases with tokens and no price (present when there are any);
+  answers its model's (an embedded model or a local Ollama one costs 0 unless priced, ``plan.runs_locally``; a
+  served one without a price is unknown); a user's system's answer naming no priced model is unknown too: null,
+  never 0 USD; ``unpriced`` counts the cases with tokens and no price (present when there are any);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
