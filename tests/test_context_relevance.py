@@ -154,6 +154,17 @@ def test_the_only_passage_naming_one_of_the_questions_names_is_needed_by_hand():
     arthur = "Arthur's Magazine was an American literary periodical, first published in 1844, read by women and men."
     first = "First for Women is a magazine published by Bauer Media Group in the USA since 1989."
     assert sole_sources(hotpot, [arthur, first]) == [True, True]
+    # a nationality qualifies, it names no entity: a passage about Dutch painting is not the "Dutch" source of a
+    # question about one treaty, and a question about one magazine is single-hop whatever its adjective
+    treaty = "When did Britain sign a treaty with the Dutch?"
+    signed = "The treaty between Britain and the Netherlands was signed at Westminster in 1674."
+    painters = "Dutch painters flourished in the 17th century."
+    assert sole_sources(treaty, [signed, painters]) == [False, False]
+    assert sole_sources("Who founded the French magazine Hearth & Field?", [hearth, painters]) == [False, False]
+    # inside a name an adjective stays: the French Revolution and the American Civil War are two names
+    wars = "Which came first, the French Revolution or the American Civil War?"
+    assert sole_sources(wars, ["The French Revolution began in 1789.", "The American Civil War began in 1861."]) == [
+        True, True]
 
 
 def test_a_sole_source_passage_is_relevant_whatever_the_model_says():

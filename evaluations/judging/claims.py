@@ -60,7 +60,7 @@ from evaluations.judging.text import STOPWORDS, normalize
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
     "clauses", "has_verb",
-    "numbers", "entities", "name_words", "held_names", "claim_signals", "passage_windows", "bounded",
+    "numbers", "entities", "name_words", "DEMONYMS", "held_names", "claim_signals", "passage_windows", "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
@@ -267,12 +267,30 @@ def name_words(text: str) -> list[tuple[str, ...]]:
     for match in _TITLE.finditer(text):
         for part in re.split(r"\s+and\s+", match.group()):
             words = _name_words(part)
-            if words and sum(map(len, words)) > 2 and not set(words) <= _WH:
+            if words and sum(map(len, words)) > 2 and not set(words) <= _WH | DEMONYMS:
                 out.append(tuple(words))
     return list(dict.fromkeys(out))
 
 
 _WH = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})  # "Whose ..." is no name
+#: nationality, regional and religious adjectives and peoples (final s dropped, as ``_name_words`` drops it): a
+#: name of only these ("French", "the British", "Muslims") qualifies something, it names no entity a passage is
+#: about, so ``name_words`` leaves it out ("Which French magazine ..., Arthur's Magazine or First for Women?");
+#: inside a name it stays ("French Revolution")
+DEMONYMS: frozenset[str] = frozenset("""
+    afghan african albanian algerian american anglo arab arabic argentine argentinian armenian asian assyrian
+    australian austrian aztec babylonian balkan bangladeshi basque belgian bolivian bosnian brazilian breton
+    british briton bulgarian burmese byzantine cambodian canadian caribbean catalan catholic celtic chilean
+    chinese christian colombian congolese coptic croatian cuban cypriot czech danish dutch egyptian english
+    eritrean estonian ethiopian european filipino finnish flemish french gaelic georgian german germanic greek
+    haitian hawaiian hebrew hellenic hindu hispanic hungarian icelandic indian indonesian iranian iraqi irish
+    islamic israeli italian jamaican japanese jewish jordanian kenyan korean kurdish latin latino latvian lebanese
+    libyan lithuanian macedonian malaysian maltese maori mayan mediterranean mexican mongol mongolian moroccan
+    muslim nepalese nordic norman norse norwegian ottoman pakistani palestinian persian peruvian polish
+    portuguese protestant prussian roman romanian russian saxon scandinavian scottish serbian sikh slavic
+    slovak slovenian somali soviet spanish sudanese swedish swis syrian taiwanese thai tibetan turkish ukrainian
+    venezuelan vietnamese viking welsh yemeni zulu
+""".split())
 #: ``_NAME`` with "for" inside a title too ("First for Women", "Doctors for Peace"): the names ``name_words`` reads
 _TITLE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|van|von|da|del|and|for|&)?\s*[A-Z][\w'’.-]*)*")
 

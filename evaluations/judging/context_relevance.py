@@ -26,7 +26,8 @@ model calls it not needed. A passage the model did not call relevant is relevant
 only one of the list naming one of the question's names while another passage names another. On the multi-hop probe
 (``benchmarks/faithfulness_multihop.py``) comparison passages went from 13 to 26 of 30 relevant and yes/no
 questions' from 2 to 16 of 20; over SQuAD 2.0's answerable questions with two other paragraphs of the same article
-beside their own, 7 of 5,820 other paragraphs are marked (8 of 26,190 with nine). A bridge's second passage (about
+beside their own, 5 of 5,820 other paragraphs are marked (13 of 26,190 with nine; one seeded draw, 12 and 16
+before a name of only nationality words, ``claims.DEMONYMS``, stopped counting). A bridge's second passage (about
 an entity the question does not name) is not reached by this rule: joining passages through a shared name marked
 64 of 120 same-article distractors.
 
