@@ -71,6 +71,20 @@ def half_prefixed(request):
     return response
 
 
+def distances(request):
+    """The same ranking, scored by distance (lower is better: the scores rise along the list); and without any
+    score."""
+    response = search(request)
+    response["retrieved"] = [{**hit, "score": float(rank)} for rank, hit in enumerate(response["retrieved"])]
+    return response
+
+
+def unscored(request):
+    response = search(request)
+    response["retrieved"] = [{"id": hit["id"], "text": hit["text"]} for hit in response["retrieved"]]
+    return response
+
+
 def broken(request):
     """Answers every third query with an item that has no id (a bug in the user's system)."""
     response = search(request)
@@ -127,6 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>oops</html>")
         if self.path == "/wrong-shape":
             return self._send(200, json.dumps({"results": []}).encode())
+        if self.path == "/slow":
+            time.sleep(1.5)
         hits = self.bm25.search(request["query"], request["k"])
         if self.redeployed:  # another system at the same URL: it misses the 10 best documents
             hits = hits[10:]
@@ -192,8 +208,10 @@ def test_bad_responses_are_per_case_errors(world, server):
     request = SystemRequest(query="vitamin D", k=5, case_id="q7")
     with pytest.raises(SystemResponseError, match=r"case q7.*not JSON"):
         anyio.run(HTTPSystem(f"{url}/not-json"), request)
-    with pytest.raises(SystemResponseError, match=r"neither 'retrieved' nor 'answer'"):
+    with pytest.raises(SystemResponseError, match=r"has 'results' but no 'retrieved'"):
         anyio.run(HTTPSystem(f"{url}/wrong-shape"), request)
+    with pytest.raises(SystemResponseError, match=r"neither 'retrieved' nor 'answer'"):
+        anyio.run(CallableSystem(lambda r: {"status": "ok"}, id="lambda"), request)
     with pytest.raises(SystemResponseError, match=r"is a list"):
         anyio.run(CallableSystem(lambda r: [r["query"]], id="lambda"), request)
     ok = anyio.run(build_system(f"{url}/ok"), request)
@@ -327,27 +345,72 @@ def test_ids_the_corpus_does_not_hold_are_counted_and_warned(world):
     assert all(r["unknown_ids"] == [] for r in records)
 
 
-def test_a_document_returned_twice_keeps_its_best_score(world):
+def test_a_document_returned_twice_keeps_its_first_rank(world):
+    """The list is the ranking: a document returned again further down (a second chunk of it) stays at its first
+    rank, whatever score the second item carries."""
     work, scifact, _, bm25 = world
     proc, records = run_beir(world, "my_rag:dupes", "dupes")
     assert proc.returncode == 0, proc.stderr
-    qrels: dict[str, dict[str, int]] = {}
-    for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, doc_id, grade = line.split("\t")
-        qrels.setdefault(qid, {})[doc_id] = int(grade)
-    run = {}
-    for qid in qrels:
-        hits = bm25.search(bm25.queries[qid], 100)
-        scores = {h["id"]: h["score"] for h in hits}
-        if len(hits) >= 10:
-            scores[hits[9]["id"]] = hits[0]["score"] + 1.0  # the oracle's rule: the best score of a document
-        run[qid] = scores
-    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recip_rank"}).evaluate(run)
+    expected = oracle(bm25, scifact)  # the plain search: appending a duplicate changes no rank
     for r in records:
         assert r["metrics"]["ndcg@10"] == pytest.approx(expected[r["name"]]["ndcg_cut_10"], abs=1e-9)
         assert len(r["retrieved"]) == len(set(r["retrieved"]))
-        top = max(run[r["name"]], key=lambda d: (run[r["name"]][d], d))
-        assert r["retrieved"][0] == top
+        assert r["retrieved"] == [h["id"] for h in bm25.search(bm25.queries[r["name"]], 100)]
+    # the record keeps each document once, at its first rank with that item's score: those do not rise
+    assert any(len(r["retrieved"]) >= 10 for r in records) and not json.loads(proc.stdout).get("warnings")
+
+
+def test_the_lists_order_is_the_ranking_and_scores_are_recorded_as_returned(world):
+    """Scores that are distances (rising along the list) or absent do not reorder the list: the metrics equal
+    pytrec_eval's on the system's ranking, the records keep the scores as returned (None when none was given,
+    never a made-up one), and rising scores are one warning with the count of cases."""
+    work, scifact, _, bm25 = world
+    expected = oracle(bm25, scifact)
+    proc, records = run_beir(world, "my_rag:distances", "distances")
+    assert proc.returncode == 0, proc.stderr
+    for r in records:
+        assert r["metrics"]["ndcg@10"] == pytest.approx(expected[r["name"]]["ndcg_cut_10"], abs=1e-9)
+        assert r["metrics"]["p@5"] == pytest.approx(expected[r["name"]]["P_5"], abs=1e-9)
+        assert r["scores"] == [float(i) for i in range(len(r["retrieved"]))]
+    summary = json.loads(proc.stdout)
+    (warning,) = summary["warnings"]
+    assert warning["cases"] == sum(len(r["retrieved"]) > 1 for r in records) == 20
+    assert "rise along its ranked list in 20 of 20 cases" in proc.stderr.replace("\n", " ")
+    proc, records = run_beir(world, "my_rag:unscored", "unscored")
+    assert proc.returncode == 0, proc.stderr
+    for r in records:
+        assert r["metrics"]["ndcg@10"] == pytest.approx(expected[r["name"]]["ndcg_cut_10"], abs=1e-9)
+        assert r["scores"] == [None] * len(r["retrieved"])
+    assert not json.loads(proc.stdout).get("warnings")
+
+
+def test_other_tools_reply_shapes_are_errors_naming_the_rename(server):
+    """A reply in another tool's shape (RAGAS's contexts, LangChain's documents, an id under another name, usage
+    with no counts) fails its case with the field and the rename, never scores as nothing retrieved or 0 tokens;
+    OpenAI's usage names are read; an HTTP timeout says so."""
+    from evaluations.core.config import Requests
+
+    request = SystemRequest(query="vitamin D", k=5, case_id="q7")
+
+    def reply(body):
+        return anyio.run(CallableSystem(lambda r: body, id="shape"), request)
+
+    with pytest.raises(SystemResponseError, match=r"(?s)has 'contexts' but no 'retrieved'.*rename 'contexts' to "
+                                                  r"'retrieved'"):
+        reply({"answer": "yes", "contexts": ["Vitamin D is made in the skin."]})
+    with pytest.raises(SystemResponseError, match=r"has 'source_documents' but no 'retrieved'"):
+        reply({"answer": "yes", "source_documents": [{"page_content": "x", "metadata": {"id": "1"}}]})
+    with pytest.raises(SystemResponseError, match=r"(?s)retrieved\.1\.id' is missing.*LangChain"):
+        reply({"retrieved": [{"id": "a"}, {"page_content": "x", "metadata": {"id": "1"}}]})
+    with pytest.raises(SystemResponseError, match=r"rename 'doc_id' to 'id'"):
+        reply({"retrieved": [{"doc_id": "a", "score": 1.0}]})
+    with pytest.raises(SystemResponseError, match=r"usage has no token counts"):
+        reply({"answer": "yes", "usage": {"total_tokens": 15}})
+    usage = reply({"answer": "yes", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).usage
+    assert (usage.input_tokens, usage.output_tokens) == (10, 5)
+    url, _, _ = server
+    with pytest.raises(EvaluationsError, match=r"no answer within 0\.5 s \(requests\.timeout\) in 1 attempt"):
+        anyio.run(HTTPSystem(f"{url}/slow", requests=Requests(timeout=0.5, retries=0)), request)
 
 
 def test_an_http_system_that_is_down_is_one_error_before_any_work(world):

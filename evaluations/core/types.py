@@ -78,7 +78,7 @@ class RetrievedChunk(BaseModel):
     chunk_id: str
     doc_id: str
     text: str
-    score: float
+    score: float | None = None  # None: a user's system gave none
 
     def text_or_corpus(self, texts: Mapping[str, str] | None) -> str:
         """Its own text, else (empty or whitespace only) the corpus text of its chunk id or document id
@@ -102,7 +102,7 @@ class CaseOutput(BaseModel):
     """What the task returns for one case. A failure of the answer stage never touches the retrieval fields.
 
     documents: ranked document ids (chunks collapsed to their document at its best rank),
-    scores: the score of each document in ``documents`` (same order).
+    scores: the score of each document in ``documents`` (same order; None: a user's system gave none).
     chunks: exactly the chunks given to the QA model as context, in order (the last one possibly cut to the
         context budget); empty when QA is skipped.
     context_text: the exact context string given to the model.
@@ -116,7 +116,7 @@ class CaseOutput(BaseModel):
     """
 
     documents: list[str] = Field(default_factory=list)
-    scores: list[float] = Field(default_factory=list)
+    scores: list[float | None] = Field(default_factory=list)
     chunks: list[RetrievedChunk] = Field(default_factory=list)
     context_text: str | None = None
     answer: Answer | None = None

@@ -39,21 +39,18 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _from_system(response: SystemResponse, texts: Mapping[str, str] | None = None
-                 ) -> tuple[list[str], list[float], list[RetrievedChunk]]:
-    """A system's ranked items -> documents in the trec_eval canonical order (scores, or rank as score); an item
-    without text gets the corpus document's (``texts``, by id), so the QA agent reads what the system found."""
-    from evaluations.results.retrieval_metrics import canonical_order
-
-    best: dict[str, float] = {}
+                 ) -> tuple[list[str], list[float | None], list[RetrievedChunk]]:
+    """A system's ranked items -> (documents in the list's order, a document returned twice at its first rank;
+    their scores as returned, None where none was given; the chunks). The list is the ranking (``systems.base``):
+    a score is recorded, never used to reorder. An item without text gets the corpus document's (``texts``, by id),
+    so the QA agent reads what the system found."""
+    first: dict[str, float | None] = {}
     chunks: list[RetrievedChunk] = []
-    n = len(response.retrieved)
-    for rank, item in enumerate(response.retrieved):
-        score = item.score if item.score is not None else float(n - rank)
-        best[item.id] = max(score, best.get(item.id, score))  # a document returned twice keeps its best score
-        chunk = RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text or "", score=score)
+    for item in response.retrieved:
+        first.setdefault(item.id, item.score)
+        chunk = RetrievedChunk(chunk_id=item.id, doc_id=item.id, text=item.text or "", score=item.score)
         chunks.append(chunk.model_copy(update={"text": chunk.text_or_corpus(texts)}))
-    order = canonical_order(best)
-    return order, [best[d] for d in order], chunks
+    return list(first), list(first.values()), chunks
 
 
 @dataclass

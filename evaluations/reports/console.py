@@ -140,9 +140,9 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
 def failure_line(console: Console, summary: RunSummary) -> None:
     """One clear closing line when any case did not complete, by stage."""
     for warning in summary.warnings:
-        console.print(f"[bold yellow]warning: {warning['message']}. Retrieved ids, e.g. "
-                      f"{', '.join(map(repr, warning['retrieved_examples']))}; relevant ids, e.g. "
-                      f"{', '.join(map(repr, warning['relevant_examples']))}[/]")
+        ids = (f". Retrieved ids, e.g. {', '.join(map(repr, warning['retrieved_examples']))}; relevant ids, e.g. "
+               f"{', '.join(map(repr, warning['relevant_examples']))}") if "retrieved_examples" in warning else ""
+        console.print(f"[bold yellow]warning: {warning['message']}{ids}[/]")
     counts = summary.counts
     if not counts.incomplete:
         return

@@ -124,7 +124,7 @@ class CaseRecord(BaseModel):
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
     retrieved: list[str] = Field(default_factory=list)
-    scores: list[float] = Field(default_factory=list)
+    scores: list[float | None] = Field(default_factory=list)  # None: a user's system gave no score
     relevant: dict[str, int] = Field(default_factory=dict)
     metrics: dict[str, float] = Field(default_factory=dict)
     qa: QARecord = Field(default_factory=QARecord)

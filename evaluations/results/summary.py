@@ -179,6 +179,19 @@ def id_mismatch(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] 
             "retrieved_examples": retrieved, "relevant_examples": relevant}
 
 
+def rising_scores(records: list[CaseRecord]) -> dict[str, Any] | None:
+    """When a user's system's scores rise along its ranked list in some case (distances, or a list not sorted best
+    first), say so: the list's order is the ranking the metrics score (``systems.base``), never the scores."""
+    scored = [[v for v in r.scores if v is not None] for r in records if r.unknown_ids is not None]
+    rising = sum(1 for s in scored if any(b > a for a, b in zip(s, s[1:])))
+    if not rising:
+        return None
+    return {"kind": "rising_scores", "cases": rising,
+            "message": f"the system's scores rise along its ranked list in {rising} of {len(scored)} cases: the list's "
+                       "order is the ranking scored (best first), the scores are only recorded; fine if they are "
+                       "distances, otherwise return the list sorted best first"}
+
+
 def unknown_ids(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] | None:
     """A user's system's retrieved ids that are not in the corpus (``CaseRecord.unknown_ids``), over the run: how
     many of how many retrieved ids, in how many cases, a few examples and one message; None when every record
@@ -253,8 +266,9 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         summary["segments"] = segment_metrics(run)
     if (spread := _repeat_spread(run)) is not None:
         summary["repeats"] = spread
-    if (mismatch := id_mismatch(records)) is not None:
-        summary["warnings"] = [mismatch]
+    warnings = [w for w in (id_mismatch(records), rising_scores(records)) if w is not None]
+    if warnings:
+        summary["warnings"] = warnings
     if (unknown := unknown_ids(records)) is not None:
         summary["unknown_ids"] = unknown
     tiers = [r.tier for r in records if r.tier]

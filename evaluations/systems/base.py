@@ -4,14 +4,17 @@ Request ``{"query": str, "k": int, "case_id": str}``; response
 ``{"retrieved": [{"id", "text"?, "score"?}], "answer"?: str, "usage"?: {"input_tokens", "output_tokens"},
 "model"?: str, "tier"?: str, "confidence"?: float, "latency_ms"?: {"embed", "retrieve", "rerank", "llm"}}``.
 Everything is optional but ``retrieved`` (or ``answer`` for answer-only evaluation). ``retrieved`` is ranked
-best first; ``score`` is used for the trec_eval tie rule when given.
+best first, and its order is the ranking the metrics score: ``score``, when given, is recorded as returned (a
+similarity or a distance), never used to reorder the list (a list whose scores rise is counted and warned about,
+``results.summary.rising_scores``). ``usage`` also takes OpenAI's names (``prompt_tokens``,
+``completion_tokens``); a ``usage`` with neither pair is an error, never 0 tokens.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 
 class SystemRequest(BaseModel):
@@ -31,8 +34,17 @@ class RetrievedItem(BaseModel):
 class SystemUsage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(0, validation_alias=AliasChoices("input_tokens", "prompt_tokens"))
+    output_tokens: int = Field(0, validation_alias=AliasChoices("output_tokens", "completion_tokens"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.keys() & {"input_tokens", "prompt_tokens", "output_tokens",
+                                                         "completion_tokens"}:
+            raise ValueError(f"usage has no token counts (keys: {sorted(map(str, data))[:6]}): give input_tokens "
+                             "and output_tokens (or prompt_tokens and completion_tokens), or leave usage out")
+        return data
 
 
 class SystemResponse(BaseModel):

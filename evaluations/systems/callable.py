@@ -43,6 +43,37 @@ class SystemTimeout(EvaluationsError):
     """A system did not answer one case within its timeout (the case fails; the call is abandoned)."""
 
 
+CONTRACT = ('the response contract is {"retrieved": [{"id", "text"?, "score"?}], "answer"?, "usage"?, ...} '
+            "(docs/your-system.md)")
+#: what other tools call the ranked items (RAGAS, LangChain, LlamaIndex, search engines): a response naming its
+#: list so, with no ``retrieved``, is an error naming the rename
+RETRIEVED_ALIASES = ("contexts", "retrieved_contexts", "context", "source_documents", "source_nodes", "documents",
+                     "docs", "sources", "results", "hits", "chunks", "passages", "retrieval_context")
+#: other names of an item's id (an item without ``id`` that has one of these is told to rename it)
+ID_ALIASES = ("doc_id", "document_id", "docid", "_id", "corpus_id", "chunk_id", "node_id", "uid")
+
+
+def _check_item_ids(items: Any, where: str) -> None:
+    """An item of ``retrieved`` without ``id``: an error saying where its id seems to be (another name, or
+    LangChain's ``metadata``) and how to return it."""
+    if not isinstance(items, list):
+        return
+    for n, item in enumerate(items):
+        if not isinstance(item, dict) or "id" in item:
+            continue
+        named = next((key for key in ID_ALIASES if key in item), None)
+        if named is not None:
+            fix = f"rename {named!r} to 'id' in each item"
+        elif "page_content" in item or "metadata" in item:  # a LangChain Document
+            fix = ("return each LangChain document as {\"id\": doc.metadata[...your id key...], \"text\": "
+                   "doc.page_content}")
+        else:
+            fix = "give each item the corpus document's id: {\"id\": ..., \"text\"?: ..., \"score\"?: ...}"
+        keys = sorted(map(str, item))[:6]
+        raise SystemResponseError(f"field 'retrieved.{n}.id' is missing (the item's keys: {keys})", where=where,
+                                  fix=fix)
+
+
 def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
     """``raw`` (dict or pydantic model) -> SystemResponse, or a SystemResponseError naming the case and field."""
     where = f"system {system_id}, case {case_id}"
@@ -54,15 +85,22 @@ def validate_response(raw: Any, system_id: str, case_id: str) -> SystemResponse:
     if not isinstance(raw, dict):
         raise SystemResponseError(f"the response is a {type(raw).__name__}, not a JSON object", where=where,
                                   fix='return {"retrieved": [{"id": ..., "text": ..., "score": ...}], "answer": ...}')
+    if "retrieved" not in raw:
+        meant = next((key for key in RETRIEVED_ALIASES if key in raw), None)
+        if meant is not None:  # another tool's name: scoring it as "nothing retrieved" would be silent and wrong
+            raise SystemResponseError(f"the response has {meant!r} but no 'retrieved'", where=where,
+                                      fix=f"rename {meant!r} to 'retrieved': a list of {{\"id\", \"text\"?, "
+                                          f"\"score\"?}} ranked best first (docs/your-system.md); leave it out to "
+                                          "evaluate the answer alone")
     if "retrieved" not in raw and "answer" not in raw:
         raise SystemResponseError(f"the response has neither 'retrieved' nor 'answer' (keys: {sorted(raw)[:8]})",
                                   where=where, fix="return at least 'retrieved' (ranked items) or 'answer'")
+    _check_item_ids(raw.get("retrieved"), where)
     try:
         response = SystemResponse.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(f"field '{key}': {msg}" for key, msg, _ in field_errors(exc.errors())[:5])
-        raise SystemResponseError(f"bad response: {problems}", where=where,
-                                  fix="see the response contract in evaluations/systems/base.py") from None
+        raise SystemResponseError(f"bad response: {problems}", where=where, fix=CONTRACT) from None
     check_text(response, where)
     return response
 

@@ -61,7 +61,16 @@ class HTTPSystem:
         try:
             reply = await self._http().post(self.url, json=payload)
         except Exception as exc:  # transport errors after the retries
-            raise EvaluationsError(f"the request failed: {type(exc).__name__}: {exc}"[:400], where=where,
+            import httpx2
+
+            attempts = self.requests.retries + 1
+            if isinstance(exc, httpx2.TimeoutException):
+                raise EvaluationsError(
+                    f"no answer within {self.requests.timeout:g} s (requests.timeout) in {attempts} attempt(s)",
+                    where=where, fix="make the system answer sooner, or raise requests.timeout in the config") from None
+            detail = str(exc) or "no detail"
+            raise EvaluationsError(f"the request failed after {attempts} attempt(s): {type(exc).__name__}: {detail}"
+                                   [:400], where=where,
                                    fix="check the server is up and answers POST requests at that URL") from None
         if reply.status_code >= 400:
             raise SystemResponseError(f"HTTP {reply.status_code}: {reply.text[:200]}", where=where,
