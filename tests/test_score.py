@@ -302,3 +302,48 @@ def test_a_log_of_ids_reads_the_span_texts_from_corpus(scifact, tmp_path, monkey
     assert looked_up["context_waste"] == reference["context_waste"]
     proc = cli("score", str(ids_only), "--format", "trec", "--corpus", str(folder / "corpus.jsonl"))
     assert proc.returncode == 2 and "--corpus is for logs" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_log_counts_failed_and_unanswered_queries_and_never_reports_unknown_as_zero(tmp_path):
+    """Four SQuAD 2.0 questions: one answered right (usage logged, priced model), one failed ('error', no usage),
+    one unanswered, one answered wrong (usage logged, a model the config does not price). The failed and the
+    unanswered query are wrong answers and counted; tokens and cost per query are unknown (null, 'unknown' in the
+    table) because some attempts have no usage or price; the totals are over the known attempts. A row in
+    RAGAS's names is an error naming the renames (it was scored as nothing, exit 0)."""
+    rows = [json.loads(line) for line in gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt")]
+    qs = [r for r in rows if not r["is_impossible"]][:4]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"id": q["id"], "query": q["question"], "answers": q["answers"]["text"],
+                                          "relevant_doc_ids": [q["paragraph_id"]]}) + "\n" for q in qs))
+    log = [
+        {"query_id": qs[0]["id"], "query": qs[0]["question"], "retrieved": [qs[0]["paragraph_id"]],
+         "answer": qs[0]["answers"]["text"][0], "model": "openai:priced", "usage": {"input_tokens": 100,
+                                                                                    "output_tokens": 10}},
+        {"query_id": qs[1]["id"], "query": qs[1]["question"], "retrieved": [], "answer": None, "error": "HTTP 500",
+         "latency_ms": {"retrieve": 20.0, "llm": 30.0}},
+        {"query_id": qs[2]["id"], "query": qs[2]["question"], "retrieved": [qs[2]["paragraph_id"]]},
+        {"query_id": qs[3]["id"], "query": qs[3]["question"], "retrieved": ["elsewhere"],
+         "answer": "Zanzibar", "model": "openai:unpriced", "usage": {"input_tokens": 50, "output_tokens": 5}},
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
+    config = tmp_path / "prices.yaml"
+    config.write_text("prices:\n  openai:priced: {input: 2.0, output: 8.0}\n")
+    args = (str(path), "--golden", str(golden), "--config", str(config), "--no-reference-free")
+    summary = score_json(*args)
+    assert summary["answers"] == {"judged": 4, "correct": 1, "accuracy": 0.25, "failed": 1, "unanswered": 1}
+    assert summary["tokens"] == {"input": 150, "output": 15, "per_query": None, "per_correct_answer": None,
+                                 "unreported_attempts": 2}
+    assert summary["cost_usd"] == {"total": pytest.approx(100 * 2.0 / 1e6 + 10 * 8.0 / 1e6), "per_query": None,
+                                   "unpriced_attempts": 3}
+    assert summary["latency_ms"] == {"mean": 50.0, "n": 1}  # a per-stage latency: the sum of its stages
+    table = cli("score", *args).stdout
+    assert re.search(r"tokens\.per_query\s*│\s*unknown", table) and re.search(r"cost_usd\.per_query\s*│\s*unknown",
+                                                                              table), table
+    ragas = tmp_path / "ragas.jsonl"
+    ragas.write_text(json.dumps({"query_id": qs[0]["id"], "question": qs[0]["question"], "contexts": [qs[0]["context"]],
+                                 "answer": "x"}) + "\n")
+    proc = cli("score", str(ragas), "--golden", str(golden), "--no-reference-free")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{ragas}:1: field 'question' is not read: rename it 'query'" in proc.stderr
+    assert "field 'contexts' is not read: rename it 'retrieved'" in proc.stderr

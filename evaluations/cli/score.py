@@ -27,7 +27,7 @@ def _plural(n: int, noun: str) -> str:
 def _show(summary: dict) -> None:
     console = make_console(stderr=False)
     table = Table(title=f"{summary['format']}: {summary['file']}", show_header=False)
-    table.add_column("figure")
+    table.add_column("figure", overflow="fold")  # a long key wraps, never cut: two cut keys would read the same
     table.add_column("value", justify="right")
 
     def add(prefix: str, value) -> None:
@@ -35,12 +35,17 @@ def _show(summary: dict) -> None:
             for key, inner in value.items():
                 add(f"{prefix}.{key}" if prefix else key, inner)
         elif isinstance(value, float):
-            table.add_row(prefix, f"{value:.4f}")
+            table.add_row(prefix, f"{value:.4f}" if value == 0 or abs(value) >= 1e-4 else f"{value:.3g}")
         elif isinstance(value, (int, str)) and prefix not in ("format", "file"):
             table.add_row(prefix, str(value))
+        elif value is None:
+            table.add_row(prefix, "unknown")  # not reported, not priced, nothing to judge: never 0, never left out
 
     add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement", "warning", "warnings")})
     console.print(table)
+    warnings = [*summary.get("warnings", []), *([summary["warning"]] if summary.get("warning") else [])]
+    for warning in warnings:
+        make_console(stderr=True).print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     buckets = (summary.get("calibration") or {}).get("buckets") or []
     if buckets:
         calibration = Table(title="Confidence calibration (accuracy per confidence bucket)")
@@ -75,11 +80,15 @@ def _show(summary: dict) -> None:
 @click.option("--out", "out", type=click.Path(), help="Folder for the per-query evidence of a log: cases.jsonl (one "
               "case record per query: claims, chunk verdicts, judges) and summary.json (what --json prints).")
 @click.option("--overwrite", is_flag=True, help="Replace cases.jsonl and summary.json of an earlier --out.")
+@click.option("--reference-free/--no-reference-free", "reference_free", default=None,
+              help="Run (or not) the reference-free judges on a log: faithfulness, answer_relevance, "
+                   "context_relevance (default: judge.reference_free).")
 def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges, keyword_threshold, resamples, seed,
-          per_query, as_json, out, overwrite):
+          per_query, as_json, out, overwrite, reference_free):
     """Score what already happened: classic labelled answers, a TREC run (+ --qrels) or production logs."""
     fmt = fmt or detect_format(file)
-    for option, given in (("--corpus", corpus), ("--out", out), ("--overwrite", overwrite)):
+    for option, given in (("--corpus", corpus), ("--out", out), ("--overwrite", overwrite),
+                          ("--reference-free/--no-reference-free", reference_free is not None)):
         if given and fmt != "log":
             raise EvaluationsError(f"{option} is for logs, not a {fmt} file", where=option,
                                    fix=f"drop {option}, or score a log (--format log)")
@@ -109,6 +118,10 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
 
         config = load_config(config_path)
         judges = config.judge.reference_free_judges(has_qrels=False)
+        if reference_free is not None:
+            from evaluations.core.config import REFERENCE_FREE_JUDGES
+
+            judges = list(REFERENCE_FREE_JUDGES) if reference_free else []
         tools = reference_free_tools(config, judges)  # checked before any log row is judged
         made = log_out.open_out(out, overwrite=overwrite) if out else []  # a bad --out before any work
         try:

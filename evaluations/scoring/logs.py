@@ -10,11 +10,18 @@ Figures (N = queries, A = attempts):
 * retrieval: ``results.retrieval_metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
   first rank kept) against the golden set's relevance, mean over queries with a relevant document (each query's
   outcome is a ``CaseRecord``; means by the measure registry, ``results.measures``, as a run's summary);
-* correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``;
+* correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``; a
+  query whose last attempt failed (``error``) or, in a log of answers, gave none is wrong when the golden set has
+  answers for it (as a run's failed case is), and counted (``answers.failed``, ``answers.unanswered``);
 * tokens per correct answer = (input + output tokens of all attempts) / (queries whose last attempt is correct);
 * cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
   / 1e6`` with the price of its ``model`` (or else its ``tier``) in the config's ``prices``; cost per query =
-  total cost / N; unpriced attempts are counted;
+  total cost / N;
+* unknown is never 0: an attempt without ``usage`` has unknown tokens and one without a price an unknown cost;
+  totals are over the known attempts (null when none is known), per-query figures null unless every attempt is
+  known, and ``unreported_attempts`` / ``unpriced_attempts`` count the others;
+* a row naming a field as another tool does (``ALIASES``: ``question``, ``contexts``, ``response``, …) without ours
+  is an error naming the rename, not a figure silently missing;
 * context waste of an attempt (``judging.grounding.context_waste``): the share of the context's tokens from
   spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
   has no text the share is of spans instead of tokens (``basis`` says which);
@@ -100,10 +107,19 @@ class LogRecord(BaseModel):
     correct: bool | None = Field(default=None, description="Logged success (feedback); else judged on golden answers.")
     usage: LogUsage | None = None
     cost_usd: float | None = Field(default=None, ge=0.0)
-    latency_ms: float | None = Field(default=None, ge=0.0)
+    latency_ms: float | dict[str, float] | None = Field(
+        default=None, description="Milliseconds: a number, or per stage as a system's reply gives it ('total', "
+                                  "else the sum of the stages).")
+    error: str | None = Field(default=None, description="The attempt failed (e.g. 'HTTP 500'): counted as failed, "
+                                                        "its answer wrong.")
 
     def spans(self) -> list[LoggedSpan]:
         return [LoggedSpan(id=s) if isinstance(s, str) else s for s in self.retrieved]
+
+    def total_ms(self) -> float | None:
+        if isinstance(self.latency_ms, dict):
+            return self.latency_ms.get("total", sum(self.latency_ms.values()))
+        return self.latency_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +128,34 @@ class Gold:
     answers: list[str]
 
 
+#: what other tools call a log's fields (RAGAS, DeepEval, LangChain): a row with one of these and not ours is a
+#: problem naming the rename (the field would otherwise be ignored and the figure silently missing)
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query": ("question", "user_input", "input"),
+    "retrieved": ("contexts", "retrieved_contexts", "retrieval_context", "source_documents", "documents", "results",
+                  "hits", "chunks", "passages"),
+    "answer": ("response", "generated_answer", "actual_output", "output"),
+}
+
+
+def _misnamed(row: Any) -> list[str]:
+    """``field 'X' is not read: rename it 'Y'`` for each of ``ALIASES`` a row has without ours."""
+    if not isinstance(row, dict):
+        return []
+    shape = {"retrieved": ' as items {"id": ..., "text": ...} (a plain string is read as an id)'}
+    return [f"field {alias!r} is not read: rename it {ours!r}{shape.get(ours, '')}" for ours, aliases in ALIASES.items()
+            if ours not in row for alias in aliases if alias in row]
+
+
 def read_logs(path: str | Path) -> list[tuple[str, LogRecord]]:
     """(file:line, record) for every line; all schema problems reported together, one per line."""
     path = Path(path)
     records, problems = [], []
     for line, row in iter_rows(path):
         where = f"{path}:{line}"
+        if misnamed := _misnamed(row):
+            problems += [f"{where}: {problem}" for problem in misnamed]
+            continue
         try:
             records.append((where, LogRecord.model_validate(row)))
         except ValidationError as exc:
@@ -300,21 +338,28 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     escalated, retried = 0, 0
     confidences, outcomes, wastes, bases = [], [], [], Counter()
     tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
-    tokens_in = tokens_out = 0
-    total_cost, unpriced = 0.0, 0
+    tokens_in = tokens_out = unreported = 0
+    total_cost, unpriced, tier_unpriced, tier_unreported = 0.0, 0, Counter(), Counter()
     latencies = []
+    answering = any(r.answer is not None for _, r in records)  # a log of answers, not of retrieval only
+    failed = unanswered = 0
     for qid, attempts in groups.items():
         g = gold.get(qid)
         escalated += is_escalated(attempts, rank)
         for attempt in attempts:
-            usage = attempt.usage or LogUsage()
-            tokens_in, tokens_out = tokens_in + usage.input_tokens, tokens_out + usage.output_tokens
             tier = attempt.tier or "(none)"
             tier_attempts[tier] += 1
-            tier_tokens[tier] += usage.input_tokens + usage.output_tokens
+            if attempt.usage is None:
+                unreported += 1
+                tier_unreported[tier] += 1
+            else:
+                usage = attempt.usage
+                tokens_in, tokens_out = tokens_in + usage.input_tokens, tokens_out + usage.output_tokens
+                tier_tokens[tier] += usage.input_tokens + usage.output_tokens
             cost = _price(attempt, prices)
             if cost is None:
                 unpriced += 1
+                tier_unpriced[tier] += 1
             else:
                 total_cost += cost
                 tier_cost[tier] += cost
@@ -326,13 +371,17 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
             if waste is not None:
                 wastes.append(waste[0])
                 bases[waste[1]] += 1
-            if attempt.latency_ms is not None:
-                latencies.append(attempt.latency_ms)
+            if attempt.total_ms() is not None:
+                latencies.append(attempt.total_ms())
         retried += len(attempts) > 1
         last = attempts[-1]
         lasts.append(last)
         tier_final[last.tier or "(none)"] += 1
         outcome = _correct(last, g)
+        failed += last.error is not None
+        unanswered += last.error is None and last.answer is None and answering
+        if outcome is None and g is not None and g.answers and (last.error is not None or answering):
+            outcome = False  # a failed or unanswered query is a wrong answer, as a failed case of a run is
         ranking = _dedupe([s.id for s in last.spans()])
         judged = _reference_free(last, reference_free, cache, tools or {}, cache_dir)
         judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
@@ -359,15 +408,23 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "retrieval": {"queries": evaluated, "metrics": metrics},
         "answers": {"judged": n_judged, "correct": n_correct,
                     "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged
-                    else None},  # no gold and no logged ``correct``: nothing to judge correctness by
-        "tokens": {"input": tokens_in, "output": tokens_out,
-                   "per_query": (tokens_in + tokens_out) / n_queries,
-                   "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct else None},
-        "cost_usd": {"total": total_cost, "per_query": total_cost / n_queries, "unpriced_attempts": unpriced},
+                    else None,  # no gold and no logged ``correct``: nothing to judge correctness by
+                    "failed": failed, "unanswered": unanswered},
+        # an attempt without usage has unknown tokens, and one without a price an unknown cost: a total over the
+        # others is given with their count, a per-query figure only when every attempt is known (never 0 for unknown)
+        "tokens": {"input": tokens_in if unreported < n_attempts else None,
+                   "output": tokens_out if unreported < n_attempts else None,
+                   "per_query": (tokens_in + tokens_out) / n_queries if not unreported else None,
+                   "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct and not unreported
+                   else None, "unreported_attempts": unreported},
+        "cost_usd": {"total": total_cost if unpriced < n_attempts else None,
+                     "per_query": total_cost / n_queries if not unpriced else None, "unpriced_attempts": unpriced},
         "context_waste": {"mean": _mean(wastes), "n": len(wastes), "basis": dict(bases)},
         "tiers": {
             "order": order,
-            "attempts": {t: {"n": n, "share": n / n_attempts, "tokens": tier_tokens[t], "cost_usd": tier_cost[t]}
+            "attempts": {t: {"n": n, "share": n / n_attempts,
+                             "tokens": tier_tokens[t] if tier_unreported[t] < n else None,
+                             "cost_usd": tier_cost[t] if tier_unpriced[t] < n else None}
                          for t, n in tier_attempts.items()},
             "final": {t: {"n": n, "share": n / n_queries} for t, n in tier_final.items()},
         },
