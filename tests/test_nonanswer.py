@@ -156,3 +156,20 @@ def test_offline_judge_rejects_non_answers_and_judges_unanswerable_questions():
     assert case.labels["answer_kind"].value == "restatement"
     case = _run(OfflineJudge(cache=False), "What colour was the car?", [], "The text does not say.", answerable=False)
     assert case.assertions["offline_correct"].value is True
+
+
+def test_a_hedge_word_refuses_only_an_answer_that_says_nothing_else():
+    """"Unknown." and "Its origin is unknown." (only the question's words beside the hedge) decline the question;
+    an answer that states something around "unclear" (SQuAD's gold for the Huguenot question is about the term's
+    unclear origin) is no refusal: the screen leaves it to the judge and faithfulness keeps its claim."""
+    from evaluations.judging.claims import split_claims
+    from evaluations.judging.nonanswer import is_refusal
+
+    question = "What is the origin of the name Huguenot?"
+    for refusal in ("Unknown.", "It is unclear.", "The answer is unknown.", "Its origin is unknown.",
+                    "The origin of the name Huguenot is unclear."):
+        assert is_refusal(refusal, question), refusal
+        assert screen(question, ["uncertain origin"], refusal).kind == "refusal", refusal
+    answer = "A term used originally in derision, Huguenot has unclear origins."
+    assert not is_refusal(answer, question) and screen(question, ["uncertain origin"], answer).kind != "refusal"
+    assert split_claims(question, answer) and not split_claims(question, "Its origin is unknown.")

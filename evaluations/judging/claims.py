@@ -235,7 +235,7 @@ def split_claims(question: str, answer: str) -> list[Claim]:
     out: list[Claim] = []
     for sentence in sentences(answer):
         sentence = _strip_filler(sentence)
-        if is_refusal(sentence) and len(sentence.split()) <= REFUSAL_WORDS:
+        if is_refusal(sentence, question) and len(sentence.split()) <= REFUSAL_WORDS:
             continue  # "I don't know.", "The context does not say.": no claim
         for part in clauses(sentence):
             part = _strip_filler(part)
@@ -251,7 +251,7 @@ def polar_claim(question: str, answer: str) -> list[Claim]:
     """A yes/no answer to a yes/no question ("No", "No, they are not.") as one short claim, read with the question;
     [] when the question is not polar or the answer has no yes/no word, or is a refusal."""
     text = answer.strip().rstrip(".!").strip()
-    if not is_polar(question) or is_refusal(text) or not POLARITY.search(normalize(text)):
+    if not is_polar(question) or is_refusal(text, question) or not POLARITY.search(normalize(text)):
         return []
     return [Claim(text, short=True)]
 

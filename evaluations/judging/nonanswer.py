@@ -105,9 +105,15 @@ _REFUSAL = re.compile(
     r"relevant information)|(?:does|do|did) not (?:say|mention|specify|state|provide|contain|include|indicate|"
     r"address|answer)|doesnt (?:say|mention|specify|state|provide|contain|include)|(?:cannot|cant|can not) be "
     r"(?:determined|answered|found)|unable to (?:answer|determine|find|provide)|not (?:possible|able) to "
-    r"(?:answer|determine|say)|unknown|unanswerable|not enough information|insufficient information|"
-    r"(?:im|i am) (?:sorry|not sure)|as an ai|no way to (?:know|tell)|is not clear|unclear)\b"
+    r"(?:answer|determine|say)|unanswerable|not enough information|insufficient information|"
+    r"(?:im|i am) (?:sorry|not sure)|as an ai|no way to (?:know|tell))\b"
 )
+#: words that refuse only when the answer says nothing else ("Unknown.", "The author is unknown." to "Who wrote
+#: it?"), while "A term used originally in derision, Huguenot has unclear origins." answers a question about the
+#: name's origin; "nothing else": stopwords, the question's words and ``_GENERIC``
+_HEDGE = re.compile(r"\b(unknown|unclear|is not clear)\b")
+_GENERIC = frozenset("answer information context passage question document documents text exact exactly source "
+                     "sources provided given currently still clear".split())
 _LETTER = re.compile(r"\w")
 YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _MONTHS = (
@@ -175,13 +181,19 @@ def stems(text: str) -> frozenset[str]:
     return frozenset(stem(t) for t in tokens(text) if t not in STOPWORDS)
 
 
-def is_refusal(answer: str) -> bool:
+def is_refusal(answer: str, question: str = "") -> bool:
     """A refusal or "I don't know" phrase (normalised text, ``_REFUSAL``) in a short answer (≤ 30 words) or
-    among the first 12 words of a longer one (a long answer that mentions "unknown" in passing is not one)."""
+    among the first 12 words of a longer one (a long answer that mentions "not stated" in passing is not one); or
+    a hedge ("unknown", "unclear", ``_HEDGE``) in an answer with no content word besides it, the ``question``'s
+    words and ``_GENERIC`` ("Unknown.", "Its origin is unknown." to a question about the origin, but not "A term used
+    originally in derision, Huguenot has unclear origins.")."""
     text = normalize(answer)
     match = _REFUSAL.search(text)
     if match is None:
-        return False
+        if not _HEDGE.search(text):
+            return False
+        asked = stems(question)
+        return all(w in STOPWORDS or w in _GENERIC or stem(w) in asked for w in _HEDGE.sub(" ", text).split())
     return len(text.split()) <= 30 or len(text[: match.start()].split()) < 12
 
 
@@ -262,11 +274,11 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
     if not _LETTER.search(answer):
         return Screen(False, "empty", KINDS["empty"])
     if not answerable:
-        if is_refusal(answer):
+        if is_refusal(answer, question):
             return Screen(True, None, "unanswerable question, and the answer declines: correct")
         return Screen(False, None, "unanswerable question, but the answer gives one instead of declining")
     s = signals(question, refs, answer)
-    if is_refusal(answer) and not s.has_gold:
+    if is_refusal(answer, question) and not s.has_gold:
         return Screen(False, "refusal", KINDS["refusal"])
     if _is_echo(question, answer, s):
         return Screen(False, "echo", KINDS["echo"])
@@ -390,7 +402,7 @@ def answers_polar(question: str, answer: str) -> bool:
     SHA-2?"): its polarity, a yes/no word the question does not have, is what it adds to the question's words, so
     it restates nothing; or it affirms the question's proposition (``affirms_polar``)."""
     added = set(POLARITY.findall(normalize(answer))) - set(POLARITY.findall(normalize(question)))
-    if not is_polar(question) or is_refusal(answer):
+    if not is_polar(question) or is_refusal(answer, question):
         return False
     return bool(added) or affirms_polar(question, answer)
 

@@ -298,7 +298,7 @@ class Relevance:
 
 def answer_form(question: str, answer: str, answerable: bool) -> Relevance | None:
     """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass."""
-    if not answerable and is_refusal(answer):
+    if not answerable and is_refusal(answer, question):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
     if screened.kind in SCREEN_KINDS and not (screened.kind == "options" and _asks_several(question)):
