@@ -643,7 +643,13 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
     assert costs["priced_usage"] == pytest.approx(((30 * 2.5 + 5 * 10) + (10 * 1 + 3 * 2)) / 1e6 / 2)
     assert {r["usage"]["input_tokens"] if r["usage"] else None for r in _cases(work / "no_usage").values()} == {None}
     report = (work / "no_usage" / "report.md").read_text()
-    assert "| Tokens per query | not reported |" in report and "| Cost per query (USD) |" not in report
+    assert "| Tokens per query | not reported |" in report and "| Cost per query (USD) | not reported |" in report
+    some_report = (work / "some_usage" / "report.md").read_text()
+    assert "| Cost per query (USD), 2 cases unpriced and left out | unpriced |" in some_report, some_report
+    totals = {system: json.loads((work / system / "summary.json").read_text())["answers"]["cost_usd"]["total"]
+              for system in ("no_usage", "zero_usage", "some_usage", "priced_usage")}
+    assert totals["no_usage"] is None and totals["zero_usage"] is None and totals["some_usage"] is None  # never 0 USD
+    assert totals["priced_usage"] == pytest.approx(((30 * 2.5 + 5 * 10) + (10 * 1 + 3 * 2)) / 1e6)
     assert summaries["zero_usage"]["per_query"] == 0.0
     assert "| Tokens per query | 0.0 |" in (work / "zero_usage" / "report.md").read_text()
     some = (30 + 5 + 10 + 3) / 2  # by hand: q1 and q3 reported usage, q2 did not
@@ -702,3 +708,19 @@ def test_the_qa_agents_price_is_the_configs_and_unknown_for_an_unpriced_served_m
         assert price(ollama + "prices: {'ollama:qwen3': {input: 1, output: 2}}\n") == (1.0, 2.0), url
     # a cloud model runs at ollama.com through the local server: not free because the server is local
     assert price("qa: {model: {provider: ollama, name: 'gpt-oss:120b-cloud'}}\n") is None
+
+
+def test_answers_no_judge_read_are_one_line_not_an_empty_table(small, cli, monkeypatch):
+    """--skip-qa with a system that answers: the answers are counted in one line, and no empty Answers table is
+    printed."""
+    work, _ = small
+    (work / "usage_rag.py").write_text(USAGE_SYSTEM)
+    (work / "skip.yaml").write_text("cache: {enabled: false}\njudge: {reference_free: []}\n")
+    monkeypatch.chdir(work)
+    code, _, err = cli(["run", str(work / "q.jsonl"), "--corpus", str(work / "corpus.jsonl"), "--system",
+                        "usage_rag:zero_usage", "--config", str(work / "skip.yaml"), "--out", str(work / "skipped"),
+                        "--no-progress", "--skip-qa"])
+    assert code == 0, err
+    cases = len((work / "q.jsonl").read_text().splitlines())
+    assert f"answers: {cases} of {cases} cases answered, not judged" in " ".join(err.split()), err
+    assert "judge / metric" not in err

@@ -118,10 +118,13 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
     table = metrics_table(summary.metrics)
     if table is not None:
         console.print(table)
-    if summary.answers:
+    if summary.answers and (summary.answers.judges or summary.answers.judge_errors):
         console.print(answers_table(summary.answers))
         for line in answer_lines(summary.answers):
             console.print(line, markup=False, highlight=False)
+    elif summary.answers and summary.answers.answered:  # answers no judge read (--skip-qa): said, not an empty table
+        console.print(f"answers: {summary.answers.answered} of {summary.counts.cases} cases answered, not judged "
+                      "(--skip-qa skips the answer judges)", markup=False, highlight=False)
     if (line := reference_free_line(summary)) is not None:
         console.print(line, markup=False, highlight=False)
     console.print(latency_table(summary.latency_ms))

@@ -71,6 +71,21 @@ def _tokens_not_reported(summary: RunSummary) -> str | None:
     return "not reported" if answers and answers.attempted and answers.tokens.per_query is None else None
 
 
+def _cost_label(summary: RunSummary) -> str:
+    """"Cost per query (USD)", saying how many cases are left out of it for want of a price (``cost_usd.unpriced``)."""
+    unpriced = summary.answers.cost_usd.unpriced if summary.answers else 0
+    return "Cost per query (USD)" + (f", {unpriced} case{'s' * (unpriced > 1)} unpriced and left out" if unpriced
+                                     else "")
+
+
+def _cost_unknown(summary: RunSummary) -> str | None:
+    """"unpriced" when the run answered with known tokens but no case has a price, "not reported" without tokens."""
+    answers = summary.answers
+    if not answers or not answers.attempted or answers.cost_usd.per_query is not None:
+        return None
+    return "unpriced" if answers.cost_usd.unpriced else "not reported"
+
+
 def reference_free_mean(summary: RunSummary, name: str) -> float | None:
     """A reference-free score's mean over the cases it applied to (summary.json's ``reference_free.metrics``)."""
     entry = (((summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}).get(name) or {}
@@ -101,8 +116,8 @@ HEADLINE: list[Headline] = [
              digits=1),
     Headline(lambda s: "tokens_per_query", lambda s: "Tokens per query", _tokens_per_query, digits=1,
              unknown=_tokens_not_reported),
-    Headline(lambda s: "cost_per_query", lambda s: "Cost per query (USD)",
-             lambda s: s.answers.cost_usd.per_query if s.answers else None, digits=6),
+    Headline(lambda s: "cost_per_query", _cost_label,
+             lambda s: s.answers.cost_usd.per_query if s.answers else None, digits=6, unknown=_cost_unknown),
 ]
 
 

@@ -98,7 +98,7 @@ class Tokens(_Open):
 
 class Cost(_Open):
     per_query: Number | None = 0.0  # None: no case's tokens and price are known (no usage reported, no price)
-    total: Number = 0.0
+    total: Number | None = 0.0  # None: no case has a known cost
     # the run's model's USD per 1M {"input", "output"} tokens; None: unknown (a served model without a config
     # price, a user's system); absent from a summary written before prices could be unknown: 0
     price_per_1m_tokens: dict[str, Number] | None = Field(default_factory=dict)

@@ -27,7 +27,8 @@ Averaging rules:
   price of the model or tier a system's reply names (the config's ``prices``), else for the built-in QA agent's
   answers its model's (an embedded model or a local Ollama one costs 0 unless priced, ``plan.runs_locally``; a
   served one without a price is unknown); a user's system's answer naming no priced model is unknown too: null,
-  never 0 USD; ``unpriced`` counts the cases with tokens and no price (present when there are any);
+  never 0 USD (``total`` null too when no case has a known cost); ``unpriced`` counts the cases with tokens and
+  no price (present when there are any; the report's cost row says how many were left out);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -142,7 +143,7 @@ def _answer_summary(run: RunData, primary_judge: str | None, primary_validation:
                    "total_input": sum(usage_in), "total_output": sum(usage_out),
                    "per_query": (sum(usage_in) + sum(usage_out)) / len(known) if known else None,
                    "per_correct_answer": (sum(usage_in) + sum(usage_out)) / correct if correct and known else None},
-        "cost_usd": {"per_query": sum(costs) / len(costs) if costs else None, "total": sum(costs),
+        "cost_usd": {"per_query": sum(costs) / len(costs) if costs else None, "total": sum(costs) if costs else None,
                      "price_per_1m_tokens": cost_usd.price_per_1m_tokens if cost_usd else None,
                      **({"prices": cost_usd.prices} if cost_usd and cost_usd.prices else {}),
                      # said only when some are: a summary of priced runs reads as it always did
