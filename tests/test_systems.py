@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -372,7 +373,10 @@ def test_the_lists_order_is_the_ranking_and_scores_are_recorded_as_returned(worl
         assert r["metrics"]["ndcg@10"] == pytest.approx(expected[r["name"]]["ndcg_cut_10"], abs=1e-9)
         assert r["metrics"]["p@5"] == pytest.approx(expected[r["name"]]["P_5"], abs=1e-9)
         assert r["scores"] == [float(i) for i in range(len(r["retrieved"]))]
+        assert set(r["latency_ms"]) == {"retrieve", "total"}  # stages it did not report are unknown, not 0 ms
     summary = json.loads(proc.stdout)
+    assert summary["latency_ms"]["by_stage"]["embed"]["n"] == 0 and summary["latency_ms"]["by_stage"]["retrieve"]["n"]
+    assert not re.search(r"│ (embed|rerank|llm) ", proc.stderr)
     (warning,) = summary["warnings"]
     assert warning["cases"] == sum(len(r["retrieved"]) > 1 for r in records) == 20
     assert "rise along its ranked list in 20 of 20 cases" in proc.stderr.replace("\n", " ")
@@ -632,6 +636,8 @@ def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is
         costs[system] = json.loads((out / "summary.json").read_text())["answers"]["cost_usd"]["per_query"]
         unpriced[system] = json.loads((out / "summary.json").read_text())["answers"]["cost_usd"].get("unpriced", 0)
         assert summaries[system]["per_correct_answer"] is None  # no gold answers: nothing is correct
+        # the system answered every case, so the configured QA model never ran and is not named
+        assert json.loads((out / "summary.json").read_text())["run"]["qa_model"] == "none (the system's own answers)"
 
     assert summaries["no_usage"]["per_query"] is None
     # unknown is never 0 USD: no tokens (no_usage), or tokens of a model the replies do not name and the config

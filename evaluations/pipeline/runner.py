@@ -170,6 +170,16 @@ class _Recorder(CaseLifecycle[RetrievalInputs, CaseOutput, CaseMetadata]):
         self.advance()
 
 
+def _system_answered_all(cases: list) -> bool:
+    """Every answer of the finished ``cases`` is a user's system's own (none came from the QA agent), and there is
+    one."""
+    from evaluations.results.records import SYSTEM_ANSWER
+
+    modes = {getattr(c.output, "qa_mode", None) for c in cases
+             if not isinstance(c, ReportCaseFailure) and getattr(c.output, "answer", None) is not None}
+    return modes == {SYSTEM_ANSWER}
+
+
 def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dict[str, Any],
                  report_evaluators: list, corpus_name: str) -> EvaluationReport:
     """All finished cases (earlier sessions' and this one's) as one report, in dataset order, with the report
@@ -366,6 +376,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
                                   metadata=metadata, repeat=options.repeat, lifecycle=recorder)
 
     # 5. the whole run, summarised from all finished cases
+    if metadata.get("qa_model") and _system_answered_all(list(folder.done)):  # the QA agent never ran: unnamed
+        metadata["qa_model"] = "none (the system's own answers)"
     report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata, report_evaluators,
                           corpus.name)
     records = [record_from_case(c) for c in [*report.cases, *report.failures]]

@@ -10,7 +10,8 @@ Stages and what a failure does:
 Latency stages (ms) land on ``CaseOutput.latency_ms`` and as pydantic-evals case metrics (``<stage>_ms``):
 ``embed`` (query embedding, the query's share of the batch), ``retrieve`` (vector + BM25 + fusion),
 ``rerank`` (0: no reranker), ``llm`` (QA agent call), ``total``. A user's system may report its own stages
-(``latency_ms`` in its response); otherwise its call's wall time is ``retrieve`` and ``total``.
+(``latency_ms`` in its response; a stage it does not report is not recorded); otherwise its call's wall time is
+``retrieve`` and ``total``.
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ class RagTask:
             output.documents, output.scores, chunks = _from_system(response, self.texts)
             output.chunks = chunks[: self.context_limit]
             reported = response.latency_ms or {}
-            for stage in STAGES[:-1]:  # every stage but the total, which is measured here
-                latency[stage] = float(reported.get(stage, 0.0))
+            for stage in STAGES[:-1]:  # every stage but the total, which is measured here: a stage the system did
+                if stage in reported:  # not report is not recorded (it is unknown, not 0 ms)
+                    latency[stage] = float(reported[stage])
+                else:
+                    latency.pop(stage, None)
             if not reported:
                 latency["retrieve"] = wall
             if "total" in reported:

@@ -34,12 +34,15 @@ def metrics_table(metrics: dict[str, float]) -> Table | None:
     return table
 
 
-def latency_table(latency: LatencySummary) -> Table:
-    table = Table(title="Latency per case (ms)", title_justify="left")
+def latency_table(latency: LatencySummary, failed: int = 0) -> Table:
+    """Milliseconds per completed case by stage; a stage no case recorded, or that took 0 ms in every case (did
+    not run), is left out, as in the report; ``failed`` cases are not timed, and the caption says so."""
+    caption = f"over completed cases; {failed} failed case{'s' * (failed > 1)} not timed" if failed else None
+    table = Table(title="Latency per case (ms)", title_justify="left", caption=caption, caption_justify="left")
     for column in ("stage", "mean", "p50", "p95", "p99"):
         table.add_column(column, justify="right" if column != "stage" else "left")
     for stage, dist in latency.by_stage.items():
-        if dist.n:
+        if dist.n and dist.max:
             table.add_row(stage, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p95", "p99")))
     return table
 
@@ -127,7 +130,7 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
                       "(--skip-qa skips the answer judges)", markup=False, highlight=False)
     if (line := reference_free_line(summary)) is not None:
         console.print(line, markup=False, highlight=False)
-    console.print(latency_table(summary.latency_ms))
+    console.print(latency_table(summary.latency_ms, summary.counts.failed))
     lat = summary.latency_ms
     if lat.p50 is not None:
         console.print(f"latency p50 {lat.p50:.1f} ms · p95 {lat.p95:.1f} ms · p99 {lat.p99:.1f} ms")

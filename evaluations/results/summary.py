@@ -243,7 +243,7 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     stages = set(STAGES) | {k for r in ok for k in r.latency_ms}
     latency = {
         "p50": total["p50"], "p95": total["p95"], "p99": total["p99"], "mean": total["mean"],
-        "by_stage": {stage: distribution(r.latency_ms.get(stage, 0.0) for r in ok)
+        "by_stage": {stage: distribution(r.latency_ms[stage] for r in ok if stage in r.latency_ms)
                      for stage in [*STAGES, *sorted(stages - set(STAGES))]},
     }
     summary: dict[str, Any] = {
