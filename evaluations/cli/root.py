@@ -178,7 +178,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:
-        make_console(stderr=True).print(f"[bold red]error:[/] {exc.render()}", highlight=False)
+        from rich.markup import escape
+
+        # the message quotes the user's input (keys, values, paths): printed as written, never read as markup
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(exc.render())}", highlight=False)
         sys.exit(EXIT_BAD_INPUT)
     except click.exceptions.Abort:
         make_console(stderr=True).print("aborted")

@@ -20,9 +20,10 @@ TABLE_WIDTH = 120  # columns for tables written to a non-terminal
 
 def make_console(*, stderr: bool = True, width: int = TABLE_WIDTH) -> Console:
     """A Console on stderr (or stdout): the terminal's own width on a terminal, else unwrapped text and
-    tables ``width`` columns wide."""
+    tables ``width`` columns wide. Never emoji codes: "corpus.jsonl:100: not valid JSON" would print ":100:" as
+    an emoji."""
     stream = sys.stderr if stderr else sys.stdout
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, width=width, soft_wrap=True)
+        return Console(stderr=stderr, emoji=False)
+    return Console(stderr=stderr, width=width, soft_wrap=True, emoji=False)

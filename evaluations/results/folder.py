@@ -175,7 +175,12 @@ class RunFolder:
         partial = path / PARTIAL_FILE
         done: dict[str, ReportCase | ReportCaseFailure] = {}
         if partial.is_file():
-            lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
+            try:
+                lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
+            except UnicodeDecodeError as exc:
+                line = partial.read_bytes()[: exc.start].count(b"\n") + 1
+                raise EvaluationsError("a finished case is not valid UTF-8", where=f"{partial}:{line}",
+                                       fix="the folder is damaged: start a new run with --out") from None
             good: list[str] = []
             for number, line in enumerate(lines, 1):
                 try:

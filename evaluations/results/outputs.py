@@ -7,8 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
 from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter
+
+from evaluations.core.errors import EvaluationsError
 
 
 def load_report(path: Path) -> EvaluationReport:
-    return EvaluationReportAdapter.validate_json(Path(path).read_bytes())
+    """``report.json`` (pydantic-evals' report); EvaluationsError naming the file when it is not one."""
+    try:
+        return EvaluationReportAdapter.validate_json(Path(path).read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        problem = "not valid JSON" if first["type"] == "json_invalid" else \
+            f"not a pydantic-evals report ({first['msg']})"
+        raise EvaluationsError(problem, where=str(path),
+                               fix="the folder is damaged: start a new run with --out") from None

@@ -13,6 +13,7 @@ file order and ``RunData.cases`` groups them by case name. Nothing here imports 
 from __future__ import annotations
 
 import json
+import math
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -244,22 +245,50 @@ class RunData(BaseModel):
         return out
 
 
+_REWRITE = "the run was interrupted mid-write or the file was edited; re-run it (or --resume it)"
+
+
 def _read_records(path: Path) -> list[CaseRecord]:
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    """The case records of ``cases.jsonl``: each line valid UTF-8 and a case record, its metric values finite,
+    each (case, repeat) once; EvaluationsError naming the line otherwise (a NaN would drop the case from every
+    mean, and a duplicate would count twice, both without a word)."""
+    records, seen = [], {}
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EvaluationsError(f"not valid UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
+                                       where=where, fix=_REWRITE) from None
             if not line.strip():
                 continue
             try:
-                records.append(CaseRecord.model_validate_json(line))
+                record = CaseRecord.model_validate_json(line)
             except ValidationError as exc:
                 invalid_json = any(e["type"] == "json_invalid" for e in exc.errors())
                 problem = "not valid JSON" if invalid_json else f"not a case record ({exc.errors()[0]['msg']})"
-                raise EvaluationsError(
-                    problem, where=f"{path}:{number}",
-                    fix="the run was interrupted mid-write or the file was edited; re-run it (or --resume it)",
-                ) from None
+                raise EvaluationsError(problem, where=where, fix=_REWRITE) from None
+            bad = [k for k, v in record.metrics.items() if not math.isfinite(v)]
+            if bad:
+                raise EvaluationsError(f"metric {bad[0]!r} is {record.metrics[bad[0]]}, not a finite number",
+                                       where=where, fix=_REWRITE)
+            key = (record.case or record.name, record.repeat)
+            if key in seen:
+                raise EvaluationsError(f"case {key[0]!r} (repeat {key[1]}) is recorded twice, first on line "
+                                       f"{seen[key]}", where=where, fix=_REWRITE)
+            seen[key] = number
+            records.append(record)
     return records
+
+
+def _check_count(records: list[CaseRecord], summary: RunSummary, folder: Path) -> None:
+    """``cases.jsonl`` holds as many records as ``summary.json`` counts (when it counts them): a file cut at a line
+    boundary, or emptied, would otherwise be read as a smaller run."""
+    if "counts" in summary.model_fields_set and summary.counts.cases != len(records):
+        raise EvaluationsError(f"cases.jsonl has {len(records)} case records but summary.json counts "
+                               f"{summary.counts.cases}", where=str(folder),
+                               fix="the folder was edited or partly copied; re-run it (or copy it whole)")
 
 
 def read_summary(path: Path) -> RunSummary:
@@ -281,7 +310,9 @@ def load_run(path: str | Path) -> RunData:
         if not needed.is_file():
             raise EvaluationsError(f"{needed.name} not found: not a run folder", where=str(folder),
                                    fix="give the --out folder of a finished `evaluations` run")
-    return RunData(path=folder, summary=read_summary(summary_path), records=_read_records(cases_path))
+    summary, records = read_summary(summary_path), _read_records(cases_path)
+    _check_count(records, summary, folder)
+    return RunData(path=folder, summary=summary, records=records)
 
 
 def label_runs(runs: list[RunData]) -> None:

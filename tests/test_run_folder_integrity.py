@@ -1,0 +1,100 @@
+"""A run folder that was damaged after the run is refused with the line and the fix, never read as another run:
+undecodable bytes, a NaN metric, a case recorded twice, fewer records than summary.json counts (a file cut at a line
+boundary, or emptied), a damaged report.json on --resume; and an error at line 100 prints its line number (rich read
+":100:" as an emoji)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=300)
+
+
+@pytest.fixture
+def damaged(scifact_runs, tmp_path):
+    """A copy of a real run folder, to damage."""
+    def copy(name: str) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(scifact_runs["fts"], folder)
+        return folder
+    return copy
+
+
+def _gate(folder: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: ndcg@10, min: 0.1}\n")
+    return cli("gate", str(folder), "--rules", str(rules))
+
+
+def _lines(folder: Path) -> list[str]:
+    return (folder / "cases.jsonl").read_text().splitlines(keepends=True)
+
+
+def test_an_intact_copy_passes(damaged, tmp_path):
+    proc = _gate(damaged("intact"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("latin1", r"cases.jsonl:2: not valid UTF-8 (byte 0xe9"),
+    ("nan", r"cases.jsonl:2: metric 'ndcg@10' is nan, not a finite number"),
+    ("duplicate", r"cases.jsonl:31: case '{case}' (repeat 0) is recorded twice, first on line 1"),
+    ("fewer", "cases.jsonl has 5 case records but summary.json counts 30"),
+    ("empty", "cases.jsonl has 0 case records but summary.json counts 30"),
+])
+def test_a_damaged_cases_file_is_refused_with_the_line(damaged, tmp_path, damage, message):
+    folder = damaged(damage)
+    lines = _lines(folder)
+    assert len(lines) == 30
+    first = json.loads(lines[0])
+    if damage == "latin1":
+        lines[1] = lines[1].replace('"', '"\xe9', 1)
+        (folder / "cases.jsonl").write_bytes("".join(lines).encode("latin-1"))
+    elif damage == "nan":
+        record = json.loads(lines[1])
+        record["metrics"]["ndcg@10"] = float("nan")
+        lines[1] = json.dumps(record) + "\n"  # Python writes NaN, as a hand edit or another tool might
+        (folder / "cases.jsonl").write_text("".join(lines))
+    elif damage == "duplicate":
+        twice = {**first, "metrics": {k: 1.0 for k in first["metrics"]}}
+        (folder / "cases.jsonl").write_text("".join(lines) + json.dumps(twice) + "\n")
+    elif damage == "fewer":
+        (folder / "cases.jsonl").write_text("".join(lines[:5]))
+    else:
+        (folder / "cases.jsonl").write_text("")
+    for proc in (_gate(folder, tmp_path), cli("compare", str(damaged("other")), str(folder)),
+                 cli("report", str(folder))):
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert message.format(case=first["name"]) in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text", ["{bad", "[]"])
+def test_resume_of_a_folder_whose_report_json_is_damaged_is_refused(damaged, scifact_runs, tmp_path, text):
+    folder = damaged("resume")
+    (folder / "report.json").write_text(text)
+    (folder / "summary.json").unlink()  # an unfinished-looking folder: --resume reads report.json
+    data = scifact_runs["fts"].parent
+    proc = cli("beir", str(data / "data"), "--search-mode", "fts", "--skip-qa", "--no-progress",
+               "--config", str(data / "base.yaml"), "--db", str(data / "db-base"), "--resume", str(folder))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{folder / 'report.json'}: not" in proc.stderr, proc.stderr
+
+
+def test_an_error_at_line_100_names_line_100(tmp_path):
+    rows = [json.dumps({"id": f"q{i}", "query": f"question {i}?"}) for i in range(99)] + ['{"id": "q99", bad']
+    data = tmp_path / "q.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    proc = cli("run", str(data), "--corpus", str(data), "--skip-qa")
+    assert proc.returncode == 2 and f"{data}:100: not valid JSON" in proc.stderr, proc.stderr
