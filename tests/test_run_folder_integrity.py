@@ -98,3 +98,18 @@ def test_an_error_at_line_100_names_line_100(tmp_path):
     data.write_text("\n".join(rows) + "\n")
     proc = cli("run", str(data), "--corpus", str(data), "--skip-qa")
     assert proc.returncode == 2 and f"{data}:100: not valid JSON" in proc.stderr, proc.stderr
+
+
+def test_a_beir_query_id_given_twice_is_refused(tmp_path):
+    """A second queries.jsonl row with an id already given replaced the first's text, and the case ran on it."""
+    from conftest import write_scifact_subset
+
+    folder = write_scifact_subset(tmp_path / "beir", 5, 20)
+    queries = folder / "queries.jsonl"
+    rows = queries.read_text().splitlines()
+    first = json.loads(rows[0])
+    queries.write_text("\n".join([*rows, json.dumps({**first, "text": "another text"})]) + "\n")
+    proc = cli("beir", str(folder), "--skip-qa", "--no-progress", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{queries}:{len(rows) + 1}: duplicate query id {first['_id']!r}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

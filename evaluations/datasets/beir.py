@@ -53,7 +53,10 @@ def load(options: LoadOptions) -> Corpus:
     queries_path = _require(folder, "queries")
     for line, row in iter_rows(queries_path):
         where = f"{queries_path}:{line}"
-        texts[field(row, "_id", where)] = field(row, "text", where)
+        qid = field(row, "_id", where)
+        if qid in texts:  # the second text would silently replace the first
+            raise EvaluationsError(f"duplicate query id {qid!r}", where=where, fix="query ids must be unique")
+        texts[qid] = field(row, "text", where)
 
     relevant: dict[str, dict[str, int]] = {}
     for line, row in iter_rows(qrels_path):
