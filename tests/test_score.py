@@ -337,6 +337,14 @@ def test_a_log_counts_failed_and_unanswered_queries_and_never_reports_unknown_as
     assert summary["cost_usd"] == {"total": pytest.approx(100 * 2.0 / 1e6 + 10 * 8.0 / 1e6), "per_query": None,
                                    "unpriced_attempts": 3}
     assert summary["latency_ms"] == {"mean": 50.0, "n": 1}  # a per-stage latency: the sum of its stages
+    assert "not_in_golden" not in summary
+    stranger = {"query_id": "not-a-golden-id", "query": "Who?", "retrieved": ["x"], "answer": "Nobody"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*log, stranger]))
+    proc = cli("score", *args)
+    assert proc.returncode == 0 and "1 of 5 logged queries are not in the golden set (e.g. 'not-a-golden-id')" in \
+        proc.stderr, proc.stderr
+    assert score_json(*args)["not_in_golden"] == {"queries": 1, "examples": ["not-a-golden-id"]}
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
     table = cli("score", *args).stdout
     assert re.search(r"tokens\.per_query\s*│\s*unknown", table) and re.search(r"cost_usd\.per_query\s*│\s*unknown",
                                                                               table), table

@@ -439,6 +439,10 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
+    if gold and (missing := [qid for qid in groups if qid not in gold]):  # counted, never silently left out
+        summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
+        warnings.append(f"{len(missing)} of {n_queries} logged queries are not in the golden set (e.g. "
+                        f"{', '.join(map(repr, missing[:3]))}): they have no retrieval metrics and no gold answers")
     if warnings:
         summary["warnings"] = warnings
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
