@@ -113,3 +113,28 @@ def test_a_beir_query_id_given_twice_is_refused(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{queries}:{len(rows) + 1}: duplicate query id {first['_id']!r}" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("damage, where, message", [
+    ("qrels_folder", "qrels/test.tsv", "is a folder, expected a qrels file"),
+    ("qrels_header_only", "qrels/test.tsv", "no relevance judgements (the file is empty or only a header)"),
+    ("empty_corpus", "corpus.jsonl", "no documents"),
+])
+def test_a_beir_folder_with_an_empty_or_misplaced_file_names_it(tmp_path, damage, where, message):
+    """The BEIR file at fault is named: a qrels "file" that is a folder (was: use --split with one of ['test']), a
+    header-only qrels file (was: no queries to evaluate; check --limit), an empty corpus (was: a qrels line's
+    document is not in the corpus)."""
+    from conftest import write_scifact_subset
+
+    folder = write_scifact_subset(tmp_path / "beir", 5, 20)
+    qrels = folder / "qrels" / "test.tsv"
+    if damage == "qrels_folder":
+        qrels.unlink()
+        qrels.mkdir()
+    elif damage == "qrels_header_only":
+        qrels.write_text(qrels.read_text().splitlines()[0] + "\n")
+    else:
+        (folder / "corpus.jsonl").write_text("")
+    proc = cli("beir", str(folder), "--skip-qa", "--no-progress", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{folder / where}: {message}" in proc.stderr, proc.stderr

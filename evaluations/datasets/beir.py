@@ -32,7 +32,11 @@ def load(options: LoadOptions) -> Corpus:
     split = options.split or "test"
     qrels_path = find_file(folder / "qrels", split)
     if qrels_path is None:
-        available = sorted(p.name.split(".")[0] for p in (folder / "qrels").glob("*")) if (folder / "qrels").is_dir() else []
+        entries = sorted((folder / "qrels").glob("*")) if (folder / "qrels").is_dir() else []
+        if folders := [p for p in entries if p.name.split(".")[0] == split and p.is_dir()]:
+            raise EvaluationsError("is a folder, expected a qrels file", where=str(folders[0]),
+                                   fix=f"put the split's qrels in the file qrels/{split}.tsv")
+        available = sorted({p.name.split(".")[0] for p in entries if p.is_file()})
         raise EvaluationsError(f"no qrels for split {split!r}", where=str(folder / "qrels"),
                                fix=f"use --split with one of {available}" if available else "add qrels/<split>.tsv")
 
@@ -49,6 +53,9 @@ def load(options: LoadOptions) -> Corpus:
             raise EvaluationsError("document has neither 'title' nor 'text'", where=where, fix="give it some text")
         documents[doc_id] = Document(id=doc_id, text=f"{title}\n{text}" if title else text, title=title)
 
+    if not documents:
+        raise EvaluationsError("no documents", where=str(corpus_path), fix="give one JSON object per document "
+                               '({"_id", "title"?, "text"}) in corpus.jsonl')
     texts: dict[str, str] = {}
     queries_path = _require(folder, "queries")
     for line, row in iter_rows(queries_path):
@@ -75,6 +82,9 @@ def load(options: LoadOptions) -> Corpus:
                                    fix="qrels must refer to existing documents")
         relevant.setdefault(qid, {})[did] = grade
 
+    if not relevant:
+        raise EvaluationsError("no relevance judgements (the file is empty or only a header)", where=str(qrels_path),
+                               fix="one 'query-id<TAB>corpus-id<TAB>score' row per judged document, after the header")
     queries = [Query(id=qid, text=texts[qid], relevant=grades) for qid, grades in relevant.items()]
     corpus = Corpus(name=folder.name, documents=list(documents.values()), queries=queries, source=str(folder))
     return apply_limit(corpus, options.limit)
