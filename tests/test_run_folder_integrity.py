@@ -138,3 +138,11 @@ def test_a_beir_folder_with_an_empty_or_misplaced_file_names_it(tmp_path, damage
     proc = cli("beir", str(folder), "--skip-qa", "--no-progress", "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{folder / where}: {message}" in proc.stderr, proc.stderr
+
+
+def test_a_system_url_of_another_scheme_is_named_as_a_url(tmp_path):
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "q1", "query": "question?"}) + "\n")
+    proc = cli("run", str(data), "--corpus", str(data), "--skip-qa", "--system", "ftp://example.org/rag")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--system ftp://example.org/rag: no system kind serves ftp:// URLs" in proc.stderr, proc.stderr

@@ -29,7 +29,13 @@ def build_system(spec: str, config: Any | None = None, run_id: str | None = None
     ``module:function`` -> CallableSystem (imported now, so a bad spec fails before any work; its calls have the
     same ``requests.timeout``). With ``run_id``
     (and the cache on) the system reuses that run's own earlier replies (``for_run``)."""
-    build = next((b for prefix, b in KINDS.items() if spec.startswith(prefix)), _callable)
+    build = next((b for prefix, b in KINDS.items() if spec.startswith(prefix)), None)
+    if build is None and "://" in spec:  # a URL of a scheme no kind serves ("ftp://", "grpc://"), not a module
+        from evaluations.core.errors import EvaluationsError
+
+        raise EvaluationsError(f"no system kind serves {spec.split('://', 1)[0]}:// URLs", where=f"--system {spec}",
+                               fix=f"give an endpoint of one of {', '.join(KINDS)} or a module:function")
+    build = build or _callable
     system = build(spec, config)
     return for_run(system, config, run_id) if run_id else system
 
