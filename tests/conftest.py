@@ -114,3 +114,13 @@ def cli(capsys):
         return code, out, err
 
     return run
+
+
+def assert_one_error(code: int, output: str, *needles: str) -> None:
+    """The bad-input contract: exit 2, no traceback, exactly one "error: " line, a fix, and every needle named."""
+    assert code == 2, output
+    assert "Traceback" not in output, output
+    assert [line.startswith("error: ") for line in output.splitlines()].count(True) == 1, output
+    assert "fix:" in output, output
+    for needle in needles:
+        assert needle in output, f"{needle!r} not in {output!r}"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA, REPLIQA_20, WIX_SAMPLE, write_scifact_subset
+from conftest import DATA, REPLIQA_20, WIX_SAMPLE, assert_one_error, write_scifact_subset
 
 from evaluations.cli.root import main
 from evaluations.core.fsutil import DurableAppender, atomic_write_text
@@ -36,15 +36,6 @@ def run_cli(capsys, *args: str) -> tuple[int, str]:
         main(list(args))
     captured = capsys.readouterr()
     return exited.value.code, captured.out + captured.err
-
-
-def assert_one_error(code: int, output: str, *needles: str) -> None:
-    assert code == 2, output
-    assert "Traceback" not in output, output
-    assert [line.startswith("error: ") for line in output.splitlines()].count(True) == 1, output
-    assert "fix:" in output, output
-    for needle in needles:
-        assert needle in output, f"{needle!r} not in {output!r}"
 
 
 class _no_exit:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from evaluations.core.env import data_home, default_cache_dir, env_str, env_url
 from evaluations.core.errors import EvaluationsError, field_errors
@@ -223,8 +224,19 @@ class Price(_Strict):
     output: float = Field(default=0.0, ge=0.0)
 
 
+def positive_ks(ks: list[int]) -> list[int]:
+    """Cut-offs checked as ``--k`` is: at least one, and every one a positive integer."""
+    if not ks or min(ks) < 1:
+        raise PydanticCustomError("positive_ks", "not a list of positive integers (e.g. [1, 5, 10])")
+    return ks
+
+
+#: cut-offs (``evaluation.k``, a matrix grid's ``k``): a non-empty list of positive integers
+PositiveKs = Annotated[list[int], AfterValidator(positive_ks)]
+
+
 class Evaluation(_Strict):
-    k: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 100])
+    k: PositiveKs = Field(default_factory=lambda: [1, 3, 5, 10, 100])
     concurrency: int = Field(default=4, gt=0)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evaluations.datasets.rows import iter_rows
+from evaluations.datasets.rows import iter_rows, read_utf8
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import Corpus, Document, Query
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
@@ -70,7 +70,7 @@ class DatasetRecord(BaseModel):
 def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
     import yaml
 
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -88,7 +88,7 @@ def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
 
 def _json_rows(path: Path) -> list[tuple[int, Any]]:
     """Rows of a JSON array with the line each record starts on (a ``{"queries": [...]}`` object too)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -20,6 +20,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluations.core.errors import EvaluationsError, field_errors
+from evaluations.datasets.rows import read_utf8
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -57,7 +58,7 @@ def read_golden(path: str | Path) -> list[GoldenQuery]:
     if not path.is_file():
         raise EvaluationsError("golden file not found", where=str(path), fix="pass the golden JSON file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise EvaluationsError(f"not valid JSON ({exc.msg})", where=f"{path}:{exc.lineno}", fix="fix the JSON") from None
     if not isinstance(data, list):

@@ -56,11 +56,19 @@ def _open_binary(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def _decode(raw: bytes, where: str, first: bool) -> str:
-    """One line of bytes -> str; undecodable bytes are an error naming ``where`` (file:line) and the column."""
+    """One line of bytes -> str; undecodable bytes are an error naming ``where`` (file:line) and the column, or, on
+    the first line of gzip bytes, saying the file is compressed."""
     try:
         return raw.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError as exc:
+        if first and raw.startswith(_GZIP_MAGIC):
+            name = where.rsplit(":", 1)[0]
+            raise EvaluationsError("not text: the file is gzip-compressed", where=name,
+                                   fix=f"decompress it first (gzip -dc {Path(name).name} > FILE)") from None
         bad = raw[exc.start:exc.end].hex(" ")
         raise EvaluationsError(f"not valid UTF-8 (byte(s) {bad} at byte {exc.start + 1} of the line)",
                                where=where, fix=_FIX_UTF8) from None
@@ -80,10 +88,32 @@ def _read_error(exc: BaseException, path: Path, last_line: int) -> EvaluationsEr
         return EvaluationsError(f"the compressed file ends too early: it is truncated{after}", where=str(path),
                                 fix="copy or download the file again; check it with gzip -t")
     if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
+        with path.open("rb") as handle:
+            if handle.read(2) != _GZIP_MAGIC:
+                return EvaluationsError("not a gzip file, though its name ends in .gz", where=str(path),
+                                        fix="compress it with gzip, or drop .gz from its name")
         return EvaluationsError(f"not a valid gzip file ({exc}){after}", where=str(path),
                                 fix="copy or download the file again; check it with gzip -t")
     return EvaluationsError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}{after}",
                             where=str(path), fix="check the file exists and is readable")
+
+
+def utf8_lines(path: Path, *, gunzip: bool = True) -> Iterator[tuple[int, str]]:
+    """(line number from 1, text) of every line of ``path``, gunzipped when ``gunzip`` and its name ends in .gz.
+    Checked: each line is UTF-8, the gzip stream is whole and valid, the file is readable; a failure is one
+    EvaluationsError naming the file (and line) and the fix (``_decode``, ``_read_error``)."""
+    progress = [0]
+    try:
+        with _open_binary(path) if gunzip else path.open("rb") as handle:
+            for line in _text_lines(handle, path, progress):
+                yield progress[0], line
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _read_error(exc, path, progress[0]) from None
+
+
+def read_utf8(path: Path) -> str:
+    """The text of ``path`` (never gunzipped), checked as ``utf8_lines`` checks it."""
+    return "".join(line for _, line in utf8_lines(path, gunzip=False))
 
 
 def find_file(folder: Path, stem: str) -> Path | None:

@@ -32,8 +32,12 @@ def _article(row: dict[str, Any], where: str) -> Document:
 
 def map_questions(rows: Iterable[tuple[str, dict[str, Any]]], articles: dict[str, Document] | None,
                   source: str) -> Corpus:
+    """Questions (and, without ``articles``, the articles of their ``contexts``) as a corpus. Checked per row: a
+    question, a non-empty list of gold article ids all in the corpus, well-formed contexts, a question id not
+    used before; a failure is one error naming the row."""
     documents: dict[str, Document] = dict(articles or {})
     queries: list[Query] = []
+    seen: dict[str, str] = {}  # question id -> where it first was
     for number, (where, row) in enumerate(rows, 1):
         question = field(row, "question", where)
         article_ids = field(row, "article_ids", where, kind=list)
@@ -52,7 +56,12 @@ def map_questions(rows: Iterable[tuple[str, dict[str, Any]]], articles: dict[str
             raise EvaluationsError(f"gold article(s) {missing} are not in the corpus", where=where,
                                    fix="use a corpus that contains every gold article")
         answer = field(row, "answer", where, required=False, default="")
-        queries.append(Query(id=str(row.get("id") or f"wixqa-{number}"), text=question,
+        qid = str(row.get("id") or f"wixqa-{number}")
+        if qid in seen:
+            raise EvaluationsError(f"duplicate question id {qid!r} (first at {seen[qid]})", where=where,
+                                   fix="question ids must be unique")
+        seen[qid] = where
+        queries.append(Query(id=qid, text=question,
                              relevant={a: 1 for a in article_ids}, answers=[answer] if answer else [],
                              tags=["articles:single" if len(article_ids) == 1 else "articles:multi"]))
     return Corpus(name="wix", documents=list(documents.values()), queries=queries, source=source)

@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.rows import read_utf8
 from evaluations.results import measures
 from evaluations.experiments.compare import compare_pair, check_comparable, regressions
 from evaluations.results.rundata import RunData, label_runs
@@ -95,11 +96,13 @@ def parse_rules(data: Any, where: str = "rules") -> Rules:
 
 
 def load_rules(path: str | Path) -> Rules:
+    """The rules of a YAML file. Checked: the file exists, is UTF-8 text (``read_utf8``), is valid YAML, and its
+    rules are valid (``parse_rules``)."""
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("rules file not found", where=str(path), fix="give a YAML file like examples/gate.yaml")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_utf8(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise EvaluationsError(f"not valid YAML: {getattr(exc, 'problem', exc)}",

@@ -40,7 +40,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 
+from evaluations.core.config import PositiveKs
 from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.rows import read_utf8
 from evaluations.results.rundata import AnswersSummary, RunSummary, load_run, read_summary
 
 AXES = {  # axis -> config keys it sets (provider:name references are split)
@@ -69,7 +71,7 @@ class Grid(BaseModel):
     out: str | None = None
     quality: str | None = None
     limit: int | None = Field(default=None, ge=0)
-    k: list[int] | None = None
+    k: PositiveKs | None = None
     split: str | None = None
     skip_qa: bool = False
     skip_retrieval: bool = False
@@ -80,11 +82,10 @@ class Grid(BaseModel):
 
 
 def load_grid(path: Path) -> Grid:
+    """The grid of a YAML file. Checked: the file is readable UTF-8 text (``read_utf8``), valid YAML, and a valid
+    ``Grid`` (keys, types, k positive)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EvaluationsError(f"cannot read the grid file ({exc.strerror})", where=str(path),
-                               fix="check the path") from None
+        data = yaml.safe_load(read_utf8(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -11,7 +11,6 @@ Three formats, one module each, chosen by ``--format`` or detected from the file
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -20,29 +19,37 @@ from evaluations.core.errors import EvaluationsError
 FORMATS = ("classic", "trec", "log")
 
 
-def _first_line(path: Path) -> str:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    return line.strip()
-    except OSError as exc:
-        raise EvaluationsError(f"cannot read file: {exc}", where=str(path), fix="check the path") from None
+def _first_line(path: Path) -> tuple[int, str]:
+    """(number, stripped text) of the first non-blank line. Checked (``utf8_lines``): the file is UTF-8 text, its
+    gzip stream (.gz) valid and whole, and it has such a line; else one error naming the file (and line)."""
+    from evaluations.datasets.rows import utf8_lines
+
+    for number, line in utf8_lines(path):
+        if line.strip():
+            return number, line.strip()
     raise EvaluationsError("the file is empty", where=str(path), fix="give a non-empty file")
 
 
 def detect_format(path: str | Path) -> str:
-    """``trec`` for whitespace-separated ``qid Q0 docid rank score tag`` lines; for JSON/JSONL/CSV rows
+    """``trec`` for whitespace-separated ``qid Q0 docid rank score tag`` lines; for JSON/JSONL/CSV/parquet rows
     ``classic`` when the first row has ``generated_answer``, ``log`` when it has ``query_id`` and one of
-    ``retrieved``/``tier``/``answer``; else an error asking for ``--format``."""
+    ``retrieved``/``tier``/``answer``; else an error asking for ``--format``. A file of another type whose first
+    line is not a JSON row nor 6 columns is an error naming that line and the 6 columns of a TREC run."""
+    from evaluations.datasets.rows import SUFFIXES, iter_rows
+
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="check the path")
-    first = _first_line(path)
-    if not first.startswith(("{", "[")) and len(first.split()) == 6 and ".csv" not in path.name:
-        return "trec"
-    from evaluations.datasets.rows import iter_rows
+    if not path.name.endswith(".parquet"):  # binary: rows only, read by iter_rows
+        number, first = _first_line(path)
+        columns = len(first.split())
+        if not first.startswith(("{", "[")) and columns == 6 and ".csv" not in path.name:
+            return "trec"
+        if not first.startswith(("{", "[")) and not path.name.endswith(SUFFIXES):
+            raise EvaluationsError(
+                f"not a TREC run: expected 6 columns (qid Q0 docid rank score tag), got {columns}",
+                where=f"{path}:{number}", fix="write one 'qid Q0 docid rank score tag' per line; rows of answers or "
+                f"logs go in a file named {', '.join(SUFFIXES)} (or pass --format)")
 
     try:
         _, row = next(iter(iter_rows(path)))

@@ -18,7 +18,7 @@ def _is_golden_code(path: Path) -> bool:
         return False
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):  # not one: the reader that takes it says why
         return False
     rows = data.get("queries", data) if isinstance(data, dict) else data
     return isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict) and "expected_spans" in rows[0]

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.datasets.rows import utf8_lines
 from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import canonical_order, compute_all
 from evaluations.results.rundata import RunData
@@ -23,15 +24,13 @@ from evaluations.results.summary import retrieval_means
 
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
-    import gzip
-
+    """(number, columns) of every non-blank line. Checked: the file exists, is UTF-8 text, its gzip stream (.gz)
+    valid and whole (``utf8_lines``: one error naming the file and line)."""
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="check the path")
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield number, line.split()
+    for number, line in utf8_lines(path):
+        if line.strip():
+            yield number, line.split()
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:

@@ -120,7 +120,8 @@ def check_text(value: BaseModel, where: str, *, error: type[EvaluationsError] = 
 
 
 def import_callable(spec: str) -> Callable[[dict], Any]:
-    """``module:function`` -> the function (EvaluationsError when it cannot be imported or is not callable)."""
+    """``module:function`` -> the function (EvaluationsError when it cannot be imported, has a syntax error, or is
+    not callable)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise EvaluationsError(f"--system {spec!r} is not 'module:function' or an http(s) URL", where="--system",
@@ -133,6 +134,10 @@ def import_callable(spec: str) -> Callable[[dict], Any]:
     except ImportError as exc:
         raise EvaluationsError(f"cannot import module {module_name!r} ({exc})", where="--system",
                                fix="run from the folder holding it or add it to PYTHONPATH") from None
+    except SyntaxError as exc:  # in the module or one it imports: name that file and line
+        raise EvaluationsError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc.msg}",
+                               where=f"{exc.filename}:{exc.lineno}" if exc.filename else "--system",
+                               fix="fix the Python syntax at that line (python -m py_compile FILE checks it)") from None
     for part in attr.split("."):
         if not hasattr(target, part):
             raise EvaluationsError(f"{module_name!r} has no attribute {attr!r}", where="--system",
