@@ -88,6 +88,19 @@ def test_gate_rules_not_utf8(tmp_path):
                      "gzip-compressed")
 
 
+@pytest.mark.parametrize("rules, message", [
+    ("rules: [{metric: ndcg@10, min: .nan}]", "rules[0].min: Input should be a finite number"),
+    ("rules: [{metric: ndcg@10, max: .inf}]", "rules[0].max: Input should be a finite number"),
+    ("rules: [{metric: ndcg@10, min: true}]", "rules[0].min: a bound is a number, not true/false"),
+    ("rules: []", "no rules and no zero_tolerance metrics: the gate would check nothing"),
+])
+def test_gate_rules_that_could_never_fail_are_refused(tmp_path, rules, message):
+    """A NaN bound ("ndcg@10 >= nan" always held), a boolean one (read as 1) and an empty list of rules passed."""
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules + "\n")
+    assert_one_error(*run_cli(tmp_path, "gate", str(tmp_path), "--rules", str(path)), f"{path}:", message)
+
+
 def test_matrix_grid_not_utf8(tmp_path, beir_small):
     grid = tmp_path / "grid.yaml"
     text = f"dataset: beir\nsource: {beir_small}\nskip_qa: true\naxes:\n  search_mode: [fts]  # recherche\n"
@@ -245,3 +258,21 @@ def test_system_module_with_syntax_error(tmp_path, beir_small, records):
                                                 "my_rag:search"))
     assert_one_error(code, output, f"{tmp_path / 'my_rag.py'}:4:", "SyntaxError", "my_rag")
     assert not out.exists()
+
+
+def test_corpus_folder_file_not_utf8_and_empty_corpus_file(tmp_path):
+    """A .txt of a corpus folder with a Latin-1 byte was read with the byte replaced; an empty corpus file ran the
+    questions against no documents (exit 0)."""
+    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text(query["context"])
+    (folder / "b.txt").write_bytes(query["context"].encode() + b"\ncaf" + LATIN1 + b"\n")
+    assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(folder), "--skip-qa", "--no-progress"),
+                     f"{folder / 'b.txt'}:2:", "not valid UTF-8")
+    empty = tmp_path / "corpus.jsonl"
+    empty.write_text("")
+    assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(empty), "--skip-qa", "--no-progress"),
+                     f"{empty}: no documents in the corpus file")

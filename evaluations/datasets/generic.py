@@ -159,8 +159,8 @@ def read_documents(source: str | Path) -> list[Document]:
         if not files:
             raise EvaluationsError("no .txt or .md files in the folder", where=str(source),
                                    fix="point --corpus at a folder of text/markdown files or a corpus file")
-        return [Document(id=p.relative_to(source).as_posix(), text=p.read_text(encoding="utf-8", errors="replace"))
-                for p in files]
+        # undecodable bytes are an error naming the file and line (``read_utf8``), never silently replaced
+        return [Document(id=p.relative_to(source).as_posix(), text=read_utf8(p)) for p in files]
     documents, seen, problems = [], set(), []
     for line, row in iter_rows(source):
         where = f"{source}:{line}"
@@ -178,6 +178,9 @@ def read_documents(source: str | Path) -> list[Document]:
     if problems:
         raise EvaluationsError(f"{len(problems)} problem(s) in the corpus:\n  " + "\n  ".join(problems[:50]),
                                where=str(source), fix="each row needs a unique 'id' and a non-empty 'text'")
+    if not documents:  # a run over no documents would measure nothing and say nothing
+        raise EvaluationsError("no documents in the corpus file", where=str(source),
+                               fix="give one row per document with a unique 'id' and a non-empty 'text'")
     return documents
 
 

@@ -42,11 +42,18 @@ class Rule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     metric: str
-    min: float | None = None
-    max: float | None = None
-    max_drop: float | None = Field(default=None, ge=0.0)
-    max_rise: float | None = Field(default=None, ge=0.0)
+    min: float | None = Field(default=None, allow_inf_nan=False)
+    max: float | None = Field(default=None, allow_inf_nan=False)
+    max_drop: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    max_rise: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     only_if_significant: bool = False
+
+    @field_validator("min", "max", "max_drop", "max_rise", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # "min: true" would be read as 1
+            raise ValueError("a bound is a number, not true/false")
+        return value
 
     @model_validator(mode="after")
     def _has_a_bound(self) -> Rule:
@@ -74,6 +81,12 @@ class Rules(BaseModel):
     def _own_names(cls, metrics: list[str]) -> list[str]:
         return [measures.canonical(m) for m in metrics]
 
+    @model_validator(mode="after")
+    def _checks_something(self) -> Rules:
+        if not self.rules and not self.zero_tolerance:  # a gate with nothing to check would always pass
+            raise ValueError("no rules and no zero_tolerance metrics: the gate would check nothing")
+        return self
+
 
 def parse_rules(data: Any, where: str = "rules") -> Rules:
     """Validate a rules mapping; EvaluationsError naming each unknown key or bad value."""
@@ -90,7 +103,8 @@ def parse_rules(data: Any, where: str = "rules") -> Rules:
                 parent = Rule if len(err["loc"]) == 3 else Rules
                 lines.append(f"unknown key {err['loc'][-1]!r} at {loc} (allowed: {', '.join(parent.model_fields)})")
             else:
-                lines.append(f"{loc or 'rule'}: {err['msg']} (got {err.get('input')!r})")
+                got = f" (got {err.get('input')!r})" if loc else ""
+                lines.append(f"{loc or 'the file'}: {err['msg'].removeprefix('Value error, ')}{got}")
         raise EvaluationsError("invalid gate rules:\n  - " + "\n  - ".join(lines), where=where,
                                fix="see examples/gate.yaml for every kind of rule") from None
 
