@@ -276,3 +276,20 @@ def test_corpus_folder_file_not_utf8_and_empty_corpus_file(tmp_path):
     empty.write_text("")
     assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(empty), "--skip-qa", "--no-progress"),
                      f"{empty}: no documents in the corpus file")
+
+
+def test_a_yaml_key_given_twice_is_refused(tmp_path):
+    """A config with two 'search:' sections kept the last one silently; a rule with two 'min:' likewise."""
+    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": query["paragraph_id"], "text": query["context"]}) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("search:\n  limit: 3\ncache: {enabled: false}\nsearch:\n  limit: 7\n")
+    assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(corpus), "--skip-qa", "--config",
+                              str(config)), f"{config}:4:", "key 'search' is given twice", "first on line 1")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - metric: ndcg@10\n    min: 0.9\n    min: 0.1\n")
+    assert_one_error(*run_cli(tmp_path, "gate", str(tmp_path), "--rules", str(rules)), f"{rules}:4:",
+                     "key 'min' is given twice")

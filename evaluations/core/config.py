@@ -18,6 +18,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from evaluations.core import yamltext
 from evaluations.core.env import data_home, default_cache_dir, env_str, env_url
 from evaluations.core.errors import EvaluationsError, field_errors
 
@@ -413,7 +414,7 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
             raise EvaluationsError(f"{what} (given by {origin})", where=where,
                                    fix=f"check the path given by {origin}, or omit it to use defaults")
         try:
-            loaded = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+            loaded = yamltext.load(resolved.read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
             raise EvaluationsError(f"not valid UTF-8 (byte {exc.start + 1})", where=where,
                                    fix="save the config file as UTF-8") from None

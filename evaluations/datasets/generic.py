@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evaluations.datasets.rows import iter_rows, read_utf8
+from evaluations.core import yamltext
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import Corpus, Document, Query
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
@@ -73,7 +74,7 @@ def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
     text = read_utf8(path)
     try:
         node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yamltext.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evaluations.core import yamltext
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import read_utf8
 from evaluations.results import measures
@@ -116,7 +117,7 @@ def load_rules(path: str | Path) -> Rules:
     if not path.is_file():
         raise EvaluationsError("rules file not found", where=str(path), fix="give a YAML file like examples/gate.yaml")
     try:
-        data = yaml.safe_load(read_utf8(path))
+        data = yamltext.load(read_utf8(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise EvaluationsError(f"not valid YAML: {getattr(exc, 'problem', exc)}",

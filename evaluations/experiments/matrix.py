@@ -40,6 +40,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 
+from evaluations.core import yamltext
 from evaluations.core.config import PositiveKs
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import read_utf8
@@ -85,7 +86,7 @@ def load_grid(path: Path) -> Grid:
     """The grid of a YAML file. Checked: the file is readable UTF-8 text (``read_utf8``), valid YAML, and a valid
     ``Grid`` (keys, types, k positive)."""
     try:
-        data = yaml.safe_load(read_utf8(path))
+        data = yamltext.load(read_utf8(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
