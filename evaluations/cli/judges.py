@@ -102,6 +102,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
     names = parse_judges(judges)
     config = _judge_config(judge_model, config_path)
+    _check_served_judge(names, config)
     examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)), judges=names)
     cache = not no_cache and config.cache.enabled
     failures: dict[str, list[tuple[str, str]]] = {}
@@ -428,6 +429,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     passage_judges = [n for n in names if n in PASSAGE_JUDGES]
     names = [n for n in names if n not in PASSAGE_JUDGES]
     config = _judge_config(judge_model, config_path)
+    _check_served_judge(names, config)
     cache = not no_cache and config.cache.enabled
     if not names:
         _passage_check(files, passage_judges, limit, min_rate, seed, as_json, cache, config=config)
@@ -486,6 +488,18 @@ def _judge_config(judge_model: str, config_path: str | None) -> Config:
 
         gguf.resolve(ref["name"], where="--judge")
     return load_config(config_path, {"judge.model": ref})
+
+
+def _check_served_judge(judges: list[str], config: Config) -> None:
+    """Before any work: when the ``llm`` judge asks a served model (ollama/openai), the server answers and serves
+    it (``judging.llm.judge_check``, the check a run makes): one error naming the URL and the fix, exit 2, instead
+    of every row's request failing. The reference-free judges check their checker where they are built."""
+    model = config.judge.model
+    if "llm" not in judges or model is None or model.provider == "embedded":
+        return
+    from evaluations.judging.llm import judge_check as served_judge_check
+
+    served_judge_check(model, config)()
 
 
 def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, cache: bool, *,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.fsutil import atomic_write_text, check_writable_dir
 from evaluations.results import measures
 from evaluations.results.records import CaseRecord
 from evaluations.results.rundata import RunData, label_runs, load_run
@@ -161,7 +162,15 @@ def _pick_baseline(runs: list[RunData], baseline: str | None) -> RunData:
 
 
 def write_compare(result: dict[str, Any], out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write ``out_dir/compare.json`` (the folder made when missing), all or nothing; a folder that cannot be made
+    or written (a file in the path, a read-only or virtual file system) is one EvaluationsError naming --out, and
+    any folder made for it is removed again."""
+    fix = "give --out a folder you can write to (a new or existing folder, not a file)"
+    try:
+        check_writable_dir(out_dir, fix=fix)
+    except EvaluationsError as exc:
+        raise EvaluationsError(f"cannot write compare.json there: {exc.message.removeprefix('cannot write: ')}",
+                               where=f"--out {out_dir}", fix=fix) from None
     path = out_dir / "compare.json"
-    path.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    atomic_write_text(path, json.dumps(result, indent=2, ensure_ascii=False), fix=fix)
     return path

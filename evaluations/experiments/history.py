@@ -5,6 +5,11 @@ run folder (absolute), run name, dataset name and fingerprint, config hash (sha2
 canonical JSON), git commit and dirty flag of the working directory's repository (NULL outside a repo), and
 the run-level metric values (``measures.run_values``) as JSON. Table ``metrics`` holds the same values one
 per row for trend queries.
+
+Only a run records (``record_run``: the store and its folder are created when missing). The readers
+(``list_runs``, ``last_comparable``: ``history``, ``gate --baseline last``) open the store read-only and create
+or change nothing: a missing store, another program's SQLite file (``check_schema``), a damaged file or a row
+whose metrics are not JSON is one EvaluationsError naming the file (and row).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import hashlib
 import json
 import sqlite3
 import subprocess
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -54,18 +60,95 @@ def history_path(config: Any = None) -> Path:
     return Path(configured).expanduser() if configured else config.data_dir() / "history.sqlite"
 
 
+#: the columns of ``runs`` every reader and writer uses: a table ``runs`` without them is another program's
+RUNS_COLUMNS = ("id", "recorded_at", "run_dir", "name", "dataset", "fingerprint", "config_hash", "git_commit",
+                "git_dirty", "metrics")
+METRICS_COLUMNS = ("run_id", "metric", "value")
+#: SQLite's names of a file that is not a database, or one whose pages are damaged (truncated, overwritten)
+_DAMAGED = frozenset({"SQLITE_NOTADB", "SQLITE_CORRUPT"})
+_MOVE_ASIDE = "move it aside to start a new history, or point history.path (--history) at another file"
+
+
+def _not_a_store(path: Path, why: str) -> EvaluationsError:
+    return EvaluationsError(f"not a history store: {why}; the file is left as it is", where=str(path),
+                            fix=f"the file is another program's database: {_MOVE_ASIDE}")
+
+
+def _sqlite_error(path: Path, exc: sqlite3.Error | OSError, *, writing: bool) -> EvaluationsError:
+    """The user's error for ``exc`` raised opening or reading the store at ``path``."""
+    if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorname", "") in _DAMAGED:
+        return EvaluationsError(f"cannot open the history store: {exc}: the file is damaged (corrupt or truncated) "
+                                "or is not a history store", where=str(path),
+                                fix=f"the file is not a history store (damaged, or another file): {_MOVE_ASIDE}")
+    verb = "open" if writing else "read"
+    return EvaluationsError(f"cannot {verb} the history store: {exc}", where=str(path),
+                            fix="set history.path in the config (--history) to a writable file" if writing else
+                            f"check that the file is readable and is a history store; else {_MOVE_ASIDE}")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def check_schema(db: sqlite3.Connection, path: Path) -> bool:
+    """Whether ``db`` holds a history (its ``runs`` table with the columns of ``SCHEMA``): False when it holds no
+    table at all (a new, empty file); EvaluationsError naming ``path`` when it holds other tables (another
+    program's database: nothing is added to it). Reads only."""
+    tables = {str(name) for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables.discard("sqlite_sequence")  # SQLite's own (AUTOINCREMENT)
+    if not tables:
+        return False
+    if "runs" not in tables:
+        raise _not_a_store(path, "it has no 'runs' table (its tables: " + ", ".join(sorted(tables)) + ")")
+    for table, wanted in (("runs", RUNS_COLUMNS), ("metrics", METRICS_COLUMNS)):
+        have = _columns(db, table) if table in tables else set(wanted)
+        missing = [c for c in wanted if c not in have]
+        if missing:
+            raise _not_a_store(path, f"its '{table}' table lacks the column(s) " + ", ".join(missing))
+    return True
+
+
 def connect(path: Path) -> sqlite3.Connection:
+    """The store at ``path`` opened for writing (recording a run): created, with its tables, when missing or empty;
+    a file that is another program's database or a damaged one is refused untouched."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path)
-        db.executescript(SCHEMA)
     except (OSError, sqlite3.Error) as exc:
-        damaged = isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc)
-        raise EvaluationsError(
-            f"cannot open the history store: {exc}", where=str(path),
-            fix="the file is not a history store (damaged, or another file): move it aside to start a new history, "
-                "or point history.path (--history) at another file" if damaged else
-                "set history.path in the config (--history) to a writable file") from None
+        raise _sqlite_error(path, exc, writing=True) from None
+    try:
+        check_schema(db, path)  # before any table is added: another program's database is left as it is
+        db.executescript(SCHEMA)
+    except sqlite3.Error as exc:
+        db.close()
+        raise _sqlite_error(path, exc, writing=True) from None
+    except EvaluationsError:
+        db.close()
+        raise
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def store_not_found(path: Path, why: str = "") -> EvaluationsError:
+    """The error of a reading command given a store that does not exist (reading never creates one)."""
+    return EvaluationsError(f"history store not found{why}", where=str(path),
+                            fix="a finished run records itself in the store at history.path (default "
+                                "<data_dir>/history.sqlite): point --history (or history.path in --config) at the "
+                                "store your runs were recorded in, or finish a run first")
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """The store at ``path`` opened read-only: nothing is created or changed (no folder, file or table); a missing
+    store is EvaluationsError ``store_not_found``. Close it when done (``contextlib.closing``)."""
+    if not path.exists():
+        raise store_not_found(path)
+    if path.is_dir():
+        raise EvaluationsError("the history store is a folder, not a file", where=str(path),
+                               fix="point --history (history.path) at the store's .sqlite file")
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise _sqlite_error(path, exc, writing=False) from None
     db.row_factory = sqlite3.Row
     return db
 
@@ -112,15 +195,33 @@ def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | No
     return run_id
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+def _row(row: sqlite3.Row, path: Path) -> dict[str, Any]:
     out = dict(row)
-    out["metrics"] = json.loads(out["metrics"])
+    out["metrics"] = _metrics(out["metrics"], path, out["id"])
     out["git_dirty"] = None if out["git_dirty"] is None else bool(out["git_dirty"])
     return out
 
 
+def _metrics(text: Any, path: Path, run_id: Any) -> dict[str, float | None]:
+    """A row's ``metrics`` JSON: an object of numbers (or null); EvaluationsError naming the store and row."""
+    try:
+        values = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError as exc:
+        values, why = None, f"is not valid JSON ({exc})"
+    else:
+        why = f"is not a JSON object of metric values (got {str(text)[:60]!r})"
+    if isinstance(values, dict) and all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                                        for v in values.values()):
+        return values
+    raise EvaluationsError(f"row id {run_id} of table runs: its metrics {why}", where=str(path),
+                           fix=f"the row is damaged: delete it (sqlite3 {path} 'DELETE FROM metrics WHERE run_id = "
+                               f"{run_id}; DELETE FROM runs WHERE id = {run_id}'), or move the file aside to start a "
+                               "new history")
+
+
 def list_runs(path: Path, *, dataset: str | None = None, fingerprint: str | None = None) -> list[dict[str, Any]]:
-    """History rows, oldest first, optionally of one dataset name and/or fingerprint."""
+    """History rows, oldest first, optionally of one dataset name and/or fingerprint. Reads only: a missing store
+    is EvaluationsError (``store_not_found``), another program's database or a damaged one is refused."""
     query, params = "SELECT * FROM runs WHERE 1=1", []
     if dataset:
         query += " AND dataset = ?"
@@ -128,14 +229,21 @@ def list_runs(path: Path, *, dataset: str | None = None, fingerprint: str | None
     if fingerprint:
         query += " AND fingerprint = ?"
         params.append(fingerprint)
-    with connect(path) as db:
-        return [_row(r) for r in db.execute(query + " ORDER BY id", params)]
+    with closing(open_read_only(path)) as db:
+        try:
+            rows = db.execute(query + " ORDER BY id", params).fetchall() if check_schema(db, path) else []
+        except sqlite3.Error as exc:
+            raise _sqlite_error(path, exc, writing=False) from None
+    return [_row(r, path) for r in rows]
 
 
 def last_comparable(run: RunData, path: Path) -> Path:
     """The newest recorded run over the same dataset (same fingerprint, else same name) other than ``run``,
     whose folder still exists; EvaluationsError when there is none."""
     fingerprint, dataset = run.dataset.fingerprint, run.dataset.name
+    if not path.exists():
+        raise store_not_found(path, ", so there is no earlier run of dataset "
+                                    f"{dataset!r} to use as the baseline (or pass --baseline RUN_DIR)")
     rows = list_runs(path, dataset=dataset, fingerprint=fingerprint)
     here = run.path.resolve()
     for row in reversed(rows):

@@ -1,18 +1,22 @@
 """Report pages of a comparison (``compare.json``), a matrix (``matrix.json``) and a history (``history.json``).
 
 Shapes are those written by ``evaluations compare --out``, ``evaluations matrix`` and ``evaluations history
---json`` (a list of recorded runs, or ``{"runs": [...]}``). Run folders named there are read when they still
-exist, for the headline numbers and the regressed cases.
+--json`` (a list of recorded runs, or ``{"runs": [...]}``), checked against ``CompareFile``, ``MatrixFile`` and
+``HistoryRow`` before a page is built: a file of another shape is one EvaluationsError naming it and the wrong keys.
+Run folders named there are read when they still exist, for the headline numbers and the regressed cases.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evaluations.core.errors import EvaluationsError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
@@ -31,6 +35,168 @@ def _load(path: Path) -> Any:
     except (OSError, ValueError) as exc:
         raise EvaluationsError(f"cannot read {path.name} ({exc})", where=str(path),
                                fix="re-run the command that wrote it") from None
+
+
+# -- the files' shapes: what the pages read, typed; other keys are kept as they are ------------------
+
+class _File(BaseModel):
+    """A part of compare.json, matrix.json or history.json: the keys a page reads typed (strict: a number is not a
+    string, nor a list an object), keys it does not read allowed."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class ComparisonRow(_File):
+    """One metric of one run against the baseline (``compare_pair``)."""
+
+    b: str
+    metric: str
+    kind: str = ""
+    higher_is_better: bool = True
+    n: int | None = None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    diff: float | None = None
+    ci95: list[float] | None = Field(default=None, min_length=2, max_length=2)
+    effect_size: float | None = None
+    p: dict[str, float | None] | None = None
+    primary_test: str | None = None
+    p_holm: float | None = None
+    significant: bool | None = None
+    wins: int | None = None
+    ties: int | None = None
+    losses: int | None = None
+    mde: float | None = None
+
+    @model_validator(mode="after")
+    def _means_with_ci(self) -> ComparisonRow:
+        if self.ci95 and None in (self.mean_a, self.mean_b, self.diff):
+            raise ValueError("a row with ci95 needs the numbers mean_a, mean_b and diff")
+        return self
+
+
+class Regression(_File):
+    case: str | int
+    metric: str
+    b: str = ""
+    value_a: float | None = None
+    value_b: float | None = None
+    rule: str | None = None
+
+
+class CaseCounts(_File):
+    shared: int | None = None
+    only_in: dict[str, int | None] | None = None
+
+
+class CompareFile(_File):
+    """compare.json as ``evaluations compare --out`` writes it (``compare.compare_runs``)."""
+
+    runs: list[str] = Field(min_length=1)
+    baseline: str
+    run_dirs: dict[str, str | None] | None = None
+    alpha: float = 0.05
+    dataset: dict[str, Any] | None = None
+    cases: CaseCounts | None = None
+    comparisons: list[ComparisonRow] = Field(default_factory=list)
+    regressions: list[Regression] | None = None
+    segments: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _baseline_is_a_run(self) -> CompareFile:
+        if self.baseline not in self.runs:
+            raise ValueError(f"baseline {self.baseline!r} is not one of runs {self.runs}")
+        return self
+
+
+class MatrixCell(_File):
+    """One cell of matrix.json (``matrix.summarize_matrix``); the values the page checks itself are left open."""
+
+    params: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    quality: Any = None
+    latency_ms: Any = None
+    tokens: Any = None
+    cost_per_query: float | None = None
+    pareto: dict[str, bool | None] | None = None
+    run_dir: str | None = None
+
+
+class MatrixFile(_File):
+    """matrix.json as ``evaluations matrix`` writes it."""
+
+    cells: list[MatrixCell] = Field(default_factory=list)
+    quality: str | None = None
+    comparisons: list[ComparisonRow] | None = None
+
+
+class HistoryRow(_File):
+    """A row of ``evaluations history --json``: a recorded run (``metrics``) or a trend row (``metric``, ``value``)."""
+
+    id: int | None = None
+    recorded_at: str | None = None
+    run_dir: str | None = None
+    name: str | None = None
+    dataset: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    metrics: dict[str, float | None] | None = None
+    metric: str | None = None
+    value: float | None = None
+
+    @model_validator(mode="after")
+    def _has_values(self) -> HistoryRow:
+        if self.metrics is None and self.metric is None:
+            raise ValueError("a row needs 'metrics' (a recorded run) or 'metric' and 'value' (a trend row)")
+        return self
+
+
+class HistoryFile(_File):
+    runs: list[HistoryRow] = Field(default_factory=list)
+
+
+def _json_kind(data: Any) -> str:
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(data), "a number")
+
+
+def _problems(exc: ValidationError) -> str:
+    """The first problems of ``exc`` in the file's keys (``comparisons.0.b: ...``), without model class names."""
+    found = [(f"'{key}': " if key else "") + re.sub(r"^Value error, | or instance of \w+", "", msg)
+             for key, msg, _ in field_errors(exc.errors())]
+    return "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
+
+
+def _checked(path: Path, model: type[_File], what: str, fix: str) -> dict[str, Any]:
+    """``path``'s JSON object, checked against ``model``; EvaluationsError naming the file and the wrong keys."""
+    data = _load(path)
+    if not isinstance(data, dict):
+        raise EvaluationsError(f"holds {_json_kind(data)}, not {what} (a JSON object)", where=str(path), fix=fix)
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        raise EvaluationsError(f"not {what}: {_problems(exc)}", where=str(path), fix=fix) from None
+    return data
+
+
+def _history_rows(path: Path) -> list[dict[str, Any]]:
+    """history.json's rows (a list, or ``{"runs": [...]}``), each checked against ``HistoryRow``."""
+    fix = "write it again with `evaluations history --json > history.json` (or `--metric M --json` for a trend)"
+    data = _load(path)
+    if isinstance(data, dict):
+        data = _checked(path, HistoryFile, "a history", fix).get("runs", [])
+    if not isinstance(data, list):
+        raise EvaluationsError(f"holds {_json_kind(data)}, not a list of recorded runs", where=str(path), fix=fix)
+    for number, row in enumerate(data, 1):
+        if not isinstance(row, dict):
+            raise EvaluationsError(f"row {number} is {_json_kind(row)}, not a recorded run (a JSON object)",
+                                   where=str(path), fix=fix)
+        try:
+            HistoryRow.model_validate(row)
+        except ValidationError as exc:
+            raise EvaluationsError(f"row {number} is not a recorded run: {_problems(exc)}",
+                                   where=str(path), fix=fix) from None
+    return data
 
 
 def _run_folder(base: Path, folder: str | None) -> RunData | None:
@@ -146,7 +312,8 @@ def _statistics_table(compare: dict) -> Table:
 
 
 def build_comparison_page(folder: Path) -> Page:
-    compare = _load(folder / "compare.json")
+    compare = _checked(folder / "compare.json", CompareFile, "a comparison",
+                       "write it again with `evaluations compare RUN_DIR RUN_DIR ... --out FOLDER`")
     runs = {label: _run_folder(folder, path) for label, path in (compare.get("run_dirs") or {}).items()}
     base = compare["baseline"]
     sections = []
@@ -241,7 +408,7 @@ def _quality_metric(cells: list[dict]) -> str:
 
 
 def build_matrix_page(folder: Path) -> Page:
-    matrix = _load(folder / "matrix.json")
+    matrix = _checked(folder / "matrix.json", MatrixFile, "a matrix", "write it again with `evaluations matrix`")
     cells = matrix.get("cells") or []
     if not cells:
         raise EvaluationsError("matrix.json has no cells", where=str(folder / "matrix.json"),
@@ -327,8 +494,7 @@ def _history_columns(rows: list[dict]) -> list[str]:
 
 
 def build_history_page(folder: Path) -> Page:
-    data = _load(folder / "history.json")
-    rows = [_history_row(r) for r in (data.get("runs", []) if isinstance(data, dict) else data)]
+    rows = [_history_row(r) for r in _history_rows(folder / "history.json")]
     if not rows:
         raise EvaluationsError("history.json has no runs", where=str(folder / "history.json"),
                                fix="write it with `evaluations history --json > history.json` after some runs")
