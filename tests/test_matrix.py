@@ -166,3 +166,22 @@ def test_best_cell_and_fronts_follow_the_quality_measure_direction(tmp_path):
     assert (cells["fast"]["pareto"]["latency"], cells["slow"]["pareto"]["latency"]) == (True, False)
     with pytest.raises(EvaluationsError, match="no cell has a value"):
         summarize_matrix(Grid(dataset="beir", quality="no_such_judge", axes=Axes(search_mode=["fts"])), done)
+
+
+def test_a_finished_cell_of_another_grid_is_not_reused(tmp_path):
+    """A grid changed after its cells finished (here limit 3 where the cell ran every case) is refused: the cell's
+    run was reported as this grid's, 'skipped (finished)'. The same grid again still skips it."""
+    from conftest import write_scifact_subset
+
+    source = write_scifact_subset(tmp_path / "beir", 6, 20)
+    grid = {"dataset": "beir", "source": str(source), "skip_qa": True, "axes": {"search_mode": ["fts"]}}
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump(grid))
+    out = tmp_path / "matrix"
+    assert run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress").returncode == 0
+    assert "skipped (finished)" in run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress").stderr
+    grid_file.write_text(yaml.safe_dump({**grid, "limit": 3}))
+    proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{out / 'fts'}: the finished run in this cell is not this grid's (limit: cell None, grid 3)" in \
+        proc.stderr, proc.stderr

@@ -31,6 +31,7 @@ quality) by ``compare`` (paired tests, Holm-corrected).
 
 from __future__ import annotations
 
+import json
 import itertools
 import time
 from pathlib import Path
@@ -142,20 +143,24 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config
     from evaluations.experiments.after import after_run
-    from evaluations.pipeline.runner import RunOptions, run
+    from evaluations.pipeline.runner import RunOptions, config_identity, run
 
+    overrides = _overrides(params) | ({"executor": executor} if executor else {})
+    config = load_config(str(base / grid.config) if grid.config else None, overrides)
+    spec = get_spec(grid.dataset)
+    ks = sorted(set(grid.k or config.evaluation.k))
+    skip_qa = grid.skip_qa or not spec.answers
     overwrite = False
     if (out / "summary.json").is_file():
+        _same_run(out, {"limit": grid.limit, "split": grid.split, "ks": ks, "skip_qa": skip_qa,
+                        "skip_retrieval": grid.skip_retrieval, "config": config_identity(config)})
         if within_max_failures(grid, read_summary(out / "summary.json")):
             return out, "skipped (finished)"
         overwrite = True  # a finished cell with too many failed cases is run again, not skipped forever
     resume = out if (out / "run.json").is_file() and not overwrite else None
-    overrides = _overrides(params) | ({"executor": executor} if executor else {})
-    config = load_config(str(base / grid.config) if grid.config else None, overrides)
-    spec = get_spec(grid.dataset)
     options = RunOptions(
         source=(base / grid.source) if grid.source else None, limit=grid.limit, split=grid.split,
-        name=cell_slug(params), ks=sorted(set(grid.k or config.evaluation.k)), skip_qa=grid.skip_qa or not spec.answers,
+        name=cell_slug(params), ks=ks, skip_qa=skip_qa,
         skip_retrieval=grid.skip_retrieval, out=None if resume else out, resume=resume, overwrite=overwrite,
         concurrency=grid.concurrency or config.evaluation.concurrency, progress=progress)
     qa = None
@@ -167,6 +172,23 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
     if overwrite:
         return out, "ran again (its last run had more failed cases than max_failures allows)"
     return out, "resumed" if resume else "ran"
+
+
+def _same_run(cell: Path, expected: dict[str, Any]) -> None:
+    """The finished run in ``cell`` was made with ``expected`` (its run.json's limit, split, cut-offs, skips and
+    config): a grid changed since (``limit: 3`` where the cell ran all cases) must not reuse it as its own."""
+    try:
+        stored = json.loads((cell / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvaluationsError(f"cannot read the finished cell's run.json ({exc})", where=str(cell / "run.json"),
+                               fix="the cell folder is damaged: remove it and run the matrix again") from None
+    expected = json.loads(json.dumps(expected, default=str))
+    differs = [k for k in expected if not isinstance(stored, dict) or stored.get(k) != expected[k]]
+    if differs:
+        detail = "; ".join(f"{k}: cell {stored.get(k)!r}, grid {expected[k]!r}" if k != "config" else
+                           "config differs" for k in differs[:4]) if isinstance(stored, dict) else "not an object"
+        raise EvaluationsError(f"the finished run in this cell is not this grid's ({detail})", where=str(cell),
+                               fix="give the grid another out folder, or remove the cell folder to run it again")
 
 
 def within_max_failures(grid: Grid, summary: RunSummary) -> bool:

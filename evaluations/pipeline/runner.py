@@ -125,13 +125,19 @@ def _index(store: Store, corpus: Corpus, config: Config, options: RunOptions, ne
         return method(corpus.documents, config.processing.chunk_size, config.processing.chunk_overlap, **kwargs)
 
 
-def _identity(spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config) -> dict[str, Any]:
-    """What makes two invocations the same run (checked by --resume). Run-time knobs (concurrency, cache,
-    progress) are left out: changing them does not change the cases' results."""
+def config_identity(config: Config) -> dict[str, Any]:
+    """The part of ``config`` that makes two runs the same run: run-time knobs (concurrency, cache, requests,
+    history, executor) are left out, changing them does not change the cases' results."""
     public = config.public_dict()
     for volatile in ("cache", "requests", "history", "executor"):
         public.pop(volatile, None)
     public.get("evaluation", {}).pop("concurrency", None)
+    return public
+
+
+def _identity(spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config) -> dict[str, Any]:
+    """What makes two invocations the same run (checked by --resume; ``config_identity``)."""
+    public = config_identity(config)
     return {"dataset": spec.name, "corpus": corpus.name, "source": corpus.source, "limit": options.limit,
             "split": options.split, "ks": list(options.ks), "skip_retrieval": options.skip_retrieval,
             "skip_qa": options.skip_qa, "repeat": options.repeat, "tags": sorted(options.tags),
