@@ -293,3 +293,13 @@ def test_a_yaml_key_given_twice_is_refused(tmp_path):
     rules.write_text("rules:\n  - metric: ndcg@10\n    min: 0.9\n    min: 0.1\n")
     assert_one_error(*run_cli(tmp_path, "gate", str(tmp_path), "--rules", str(rules)), f"{rules}:4:",
                      "key 'min' is given twice")
+
+
+def test_gate_reads_its_config_even_without_a_history_baseline(tmp_path):
+    """gate --config with an unknown key passed when no --baseline last needed the config's history path."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: ndcg@10, min: 0.1}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("serch: {limit: 3}\n")
+    assert_one_error(*run_cli(tmp_path, "gate", str(tmp_path), "--rules", str(rules), "--config", str(config)),
+                     str(config), "serch")

@@ -154,6 +154,10 @@ def gate_command(run_dir: Path, rules_path: str, baseline: str | None, config_pa
     from evaluations.results.rundata import load_run
 
     rules = load_rules(rules_path)
+    if config_path:  # a bad config is bad input whether or not the baseline needs its history path
+        from evaluations.core.config import load_config
+
+        load_config(config_path)
     run = load_run(run_dir)
     result = run_gate(run, rules, _resolve_baseline(run, baseline, config_path, history))
     click.echo(json.dumps(result, indent=2) if as_json else render(result))
