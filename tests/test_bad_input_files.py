@@ -303,3 +303,18 @@ def test_gate_reads_its_config_even_without_a_history_baseline(tmp_path):
     config.write_text("serch: {limit: 3}\n")
     assert_one_error(*run_cli(tmp_path, "gate", str(tmp_path), "--rules", str(rules), "--config", str(config)),
                      str(config), "serch")
+
+
+def test_a_history_path_that_is_a_folder_is_refused_before_the_run(tmp_path):
+    """history.path naming a folder was found only after the run, as a warning, and the run was not recorded."""
+    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": query["paragraph_id"], "text": query["context"]}) + "\n")
+    (tmp_path / "store").mkdir()
+    config = tmp_path / "c.yaml"
+    config.write_text(f"history: {{path: '{tmp_path / 'store'}'}}\n")
+    assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(corpus), "--skip-qa", "--config",
+                              str(config), "--out", str(tmp_path / "out")), "history.path", "is a folder")
+    assert not (tmp_path / "out").exists()

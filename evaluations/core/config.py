@@ -266,6 +266,13 @@ class Requests(_Strict):
 class History(_Strict):
     path: str = ""  # empty: <data_dir>/history.sqlite (every run appends a row; `evaluations history`)
 
+    @field_validator("path")
+    @classmethod
+    def _a_file(cls, value: str) -> str:
+        if value and Path(value).expanduser().is_dir():  # found at load, not as a warning after the run
+            raise ValueError("is a folder, expected the history store's file (e.g. runs/history.sqlite)")
+        return value
+
 
 class Config(_Strict):
     environment: str = "production"  # haiku.rag key, accepted
