@@ -70,6 +70,17 @@ def records(beir_small) -> list[dict]:
     return [{"id": q["_id"], "query": q["text"], "relevant_doc_ids": relevant[q["_id"]]} for q in queries]
 
 
+def _squad_question(tmp_path: Path) -> tuple[dict, Path, Path]:
+    """SQuAD 2.0's first question, written as a one-row dataset (q.jsonl) and its paragraph as a one-row corpus
+    (corpus.jsonl) in ``tmp_path``."""
+    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": query["paragraph_id"], "text": query["context"]}) + "\n")
+    return query, data, corpus
+
+
 def _run_args(dataset: Path, corpus: Path, out: Path, *extra: str) -> list[str]:
     return ["run", str(dataset), "--corpus", str(corpus), "--skip-qa", "--search-mode", "fts", "--db",
             str(out.parent / "db"), "--out", str(out), "--no-progress", *extra]
@@ -157,7 +168,7 @@ def test_score_log_not_utf8(tmp_path):
 def test_score_golden_json_not_utf8(tmp_path):
     """A golden set given as a JSON array with a Latin-1 byte: the format probe (golden code queries or a dataset
     file) used to raise UnicodeDecodeError."""
-    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
+    query = _squad_question(tmp_path)[0]
     golden = tmp_path / "golden.json"
     golden.write_bytes(json.dumps([{"id": query["id"], "query": query["question"] + " é",
                                     "relevant_doc_ids": [query["paragraph_id"]]}], ensure_ascii=False)
@@ -263,9 +274,7 @@ def test_system_module_with_syntax_error(tmp_path, beir_small, records):
 def test_corpus_folder_file_not_utf8_and_empty_corpus_file(tmp_path):
     """A .txt of a corpus folder with a Latin-1 byte was read with the byte replaced; an empty corpus file ran the
     questions against no documents (exit 0)."""
-    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
-    data = tmp_path / "q.jsonl"
-    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
+    query, data, _ = _squad_question(tmp_path)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.txt").write_text(query["context"])
@@ -280,11 +289,7 @@ def test_corpus_folder_file_not_utf8_and_empty_corpus_file(tmp_path):
 
 def test_a_yaml_key_given_twice_is_refused(tmp_path):
     """A config with two 'search:' sections kept the last one silently; a rule with two 'min:' likewise."""
-    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
-    data = tmp_path / "q.jsonl"
-    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text(json.dumps({"id": query["paragraph_id"], "text": query["context"]}) + "\n")
+    query, data, corpus = _squad_question(tmp_path)
     config = tmp_path / "c.yaml"
     config.write_text("search:\n  limit: 3\ncache: {enabled: false}\nsearch:\n  limit: 7\n")
     assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(corpus), "--skip-qa", "--config",
@@ -307,11 +312,7 @@ def test_gate_reads_its_config_even_without_a_history_baseline(tmp_path):
 
 def test_a_history_path_that_is_a_folder_is_refused_before_the_run(tmp_path):
     """history.path naming a folder was found only after the run, as a warning, and the run was not recorded."""
-    query = json.loads(gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt").readline())
-    data = tmp_path / "q.jsonl"
-    data.write_text(json.dumps({"id": query["id"], "query": query["question"]}) + "\n")
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text(json.dumps({"id": query["paragraph_id"], "text": query["context"]}) + "\n")
+    query, data, corpus = _squad_question(tmp_path)
     (tmp_path / "store").mkdir()
     config = tmp_path / "c.yaml"
     config.write_text(f"history: {{path: '{tmp_path / 'store'}'}}\n")

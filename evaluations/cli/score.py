@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from evaluations.cli.options import parse_judges, parse_ks
@@ -44,8 +45,9 @@ def _show(summary: dict) -> None:
     add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement", "warning", "warnings")})
     console.print(table)
     warnings = [*summary.get("warnings", []), *([summary["warning"]] if summary.get("warning") else [])]
+    err = make_console(stderr=True)
     for warning in warnings:
-        make_console(stderr=True).print(f"[bold yellow]warning:[/] {warning}", highlight=False)
+        err.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     buckets = (summary.get("calibration") or {}).get("buckets") or []
     if buckets:
         calibration = Table(title="Confidence calibration (accuracy per confidence bucket)")
