@@ -185,3 +185,33 @@ def test_a_finished_cell_of_another_grid_is_not_reused(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{out / 'fts'}: the finished run in this cell is not this grid's (limit: cell None, grid 3)" in \
         proc.stderr, proc.stderr
+
+
+def test_a_bad_value_in_a_later_cell_is_refused_before_any_cell_runs(tmp_path):
+    """Every cell's config and servers are checked first: the second cell's bad search mode, or its unreachable
+    server, was found only after the first cell had run (and the grid's max_failures only when a cell ended)."""
+    from conftest import assert_one_error, write_scifact_subset
+
+    source = write_scifact_subset(tmp_path / "beir", 6, 20)
+    grid = {"dataset": "beir", "source": str(source), "skip_qa": True, "axes": {"search_mode": ["fts", "bogus"]}}
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump(grid))
+    out = tmp_path / "matrix"
+    proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
+    assert_one_error(proc.returncode, proc.stderr, f"{grid_file}: cell search_mode=bogus: invalid configuration")
+    assert "'search.mode'" in proc.stderr and not out.exists()
+
+    grid_file.write_text(yaml.safe_dump({**grid, "max_failures": "lots", "axes": {"search_mode": ["fts"]}}))
+    proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
+    assert_one_error(proc.returncode, proc.stderr,
+                     "invalid grid: max_failures: 'lots' is not a count or a percentage")
+    assert not out.exists()
+
+    (tmp_path / "closed.yaml").write_text("providers: {ollama: {base_url: 'http://127.0.0.1:9'}}\n")
+    grid_file.write_text(yaml.safe_dump({
+        "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 1, "config": "closed.yaml",
+        "axes": {"search_mode": ["fts"], "qa_model": ["embedded:smollm2-135m", "ollama:qwen3"]}}))
+    proc = run_cli("matrix", str(grid_file), "--out", str(out), "--no-progress")
+    assert_one_error(proc.returncode, proc.stderr, f"{grid_file} (providers.ollama.base_url): cell search_mode=fts, "
+                     "qa_model=ollama:qwen3: cannot reach the model server")
+    assert "http://127.0.0.1:9" in proc.stderr and not out.exists()

@@ -18,6 +18,9 @@ Grid file (paths are relative to the grid file's folder)::
       qa_model: [embedded:smollm2-135m, embedded:qwen2.5-coder-0.5b]
       judge: [none]                  # "none": no LLM judge
 
+Before the first cell runs, every cell's config is loaded and its servers are checked (``check_cells``): a bad
+axis value or an unreachable server in the last cell is one error, not a failure after the others ran.
+
 Cells share each embedder's index (the default LanceDB folder is per dataset and embedder, so the first cell
 builds it and the others find it up to date). A cell whose folder holds a finished run is skipped; one that was
 interrupted is resumed — the matrix resumes. A finished cell with more cases that did not complete than
@@ -38,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from rich.console import Console
 
 from evaluations.core import yamltext
-from evaluations.core.config import PositiveKs
+from evaluations.core.config import Config, PositiveKs
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import read_utf8
 from evaluations.results.rundata import AnswersSummary, RunSummary, load_run, read_summary
@@ -82,6 +85,17 @@ class Grid(BaseModel):
     executor: str | None = None  # local, ray or ray:ADDRESS (default: the config's executor)
     axes: Axes
 
+    @field_validator("max_failures")
+    @classmethod
+    def _a_count_or_percentage(cls, value: str) -> str:
+        from evaluations.core.exits import parse_max_failures
+
+        try:
+            parse_max_failures(value, 100)
+        except EvaluationsError:
+            raise ValueError(f"{value!r} is not a count or a percentage (e.g. 3 or 5%)") from None
+        return value
+
 
 def load_grid(path: Path) -> Grid:
     """The grid of a YAML file. Checked: the file is readable UTF-8 text (``read_utf8``), valid YAML, and a valid
@@ -96,10 +110,12 @@ def load_grid(path: Path) -> Grid:
     try:
         return Grid.model_validate(data or {})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: "
+                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
         raise EvaluationsError(f"invalid grid: {problems}", where=str(path),
                                fix="keys: dataset, source, config, out, quality, limit, k, split, skip_qa, "
-                                   "skip_retrieval, concurrency, max_failures, executor, axes {embedder, search_mode, qa_model, judge}") from None
+                                   "skip_retrieval, concurrency, max_failures, executor, "
+                                   "axes {embedder, search_mode, qa_model, judge}") from None
 
 
 def cells(grid: Grid) -> list[dict[str, str]]:
@@ -136,17 +152,56 @@ def cell_slug(params: dict[str, str]) -> str:
     return slug("__".join(v.replace(":", "-") for v in params.values()))
 
 
+def _cell_config(grid: Grid, base: Path, params: dict[str, str], executor: str | None) -> Config:
+    """The config of one cell: the grid's config file with the cell's axis values (and ``executor``) over it."""
+    from evaluations.core.config import load_config
+
+    overrides = _overrides(params) | ({"executor": executor} if executor else {})
+    return load_config(str(base / grid.config) if grid.config else None, overrides)
+
+
+def check_cells(grid: Grid, grid_file: Path, combos: list[dict[str, str]], executor: str | None) -> None:
+    """Before the first cell runs: the dataset is known, and every cell's config loads and its servers answer
+    (as a run checks them first; each embedder and each QA/judge model once). A bad value in the last cell's
+    axis is one error naming that cell, not a failure after the other cells ran (the runs check again: a server
+    can go away between cells)."""
+    from evaluations.datasets import get_spec
+    from evaluations.models.embedders import build_embedder
+    from evaluations.pipeline.plan import build_qa_plan
+
+    base = grid_file.resolve().parent
+    spec = get_spec(grid.dataset)
+    checked: set[str] = set()
+    for params in combos:
+        try:
+            config = _cell_config(grid, base, params, executor)
+        except EvaluationsError as exc:  # an axis value (or the grid's config file) the config refuses
+            where = f"{grid_file}" + (f" (config {exc.where})" if grid.config and exc.where else "")
+            raise EvaluationsError(f"cell {_label(params)}: {exc.message}", where=where, fix=exc.fix) from None
+        try:
+            embedder = config.embeddings.model_dump_json()
+            if config.search.mode in ("vector", "hybrid") and embedder not in checked:
+                build_embedder(config).check()
+                checked.add(embedder)
+            models = config.model_dump_json(include={"qa": {"model"}, "judge": {"model"}})
+            if not (grid.skip_qa or not spec.answers) and models not in checked:
+                build_qa_plan(config).check()
+                checked.add(models)
+        except EvaluationsError as exc:  # a server that does not answer, a model it does not serve
+            raise EvaluationsError(f"cell {_label(params)}: {exc.message}",
+                                   where=f"{grid_file}" + (f" ({exc.where})" if exc.where else ""),
+                                   fix=exc.fix) from None
+
+
 def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress: bool,
              executor: str | None = None) -> tuple[Path, str]:
     """Run (or skip, or resume) one cell; returns its folder and what happened. ``executor`` overrides the
     config's (``--executor``, the grid's ``executor``)."""
     from evaluations.datasets import get_spec
-    from evaluations.core.config import load_config
     from evaluations.experiments.after import after_run
     from evaluations.pipeline.runner import RunOptions, config_identity, run
 
-    overrides = _overrides(params) | ({"executor": executor} if executor else {})
-    config = load_config(str(base / grid.config) if grid.config else None, overrides)
+    config = _cell_config(grid, base, params, executor)
     spec = get_spec(grid.dataset)
     ks = sorted(set(grid.k or config.evaluation.k))
     skip_qa = grid.skip_qa or not spec.answers
@@ -343,6 +398,7 @@ def run_matrix(grid: Grid, grid_file: Path, folder: Path, *, progress: bool, con
     executor = executor or grid.executor
     chosen = executor or load_config(str(base / grid.config) if grid.config else None).executor
     started = time.perf_counter()
+    check_cells(grid, grid_file, combos, executor)
     done = []
     if parse_executor(chosen, where="executor").kind == "ray":
         done = _run_cells_on_ray(grid, base, combos, folder, chosen, console)
