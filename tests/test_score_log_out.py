@@ -298,3 +298,43 @@ def test_judge_check_asks_the_embedded_model_its_judge_option_names(tmp_path, cl
     _, err = check("embedded")
     assert "fitted through" not in err
     assert _entries(data / "cache")["llm_verdicts.sqlite"] == 2 * after_small
+
+
+def test_a_terminal_sees_the_judges_progress_and_a_pipe_gets_only_the_summary(tmp_path):
+    """The reference-free judges ask a model per query, so on a terminal ``score`` draws a bar with the queries
+    judged (it drew nothing for minutes); piped, stdout is the summary alone."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import time
+
+    rows = _squad_log()
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {**os.environ, "EVALUATIONS_REFERENCE_FREE": ALL_JUDGES, "COLUMNS": "100",
+           "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}  # verdicts judged afresh: the bar has time
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "evaluations", "score", str(log), "--format", "log"],
+                            stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    drawn, deadline = b"", time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, drawn.decode(errors="replace")
+    text = drawn.decode(errors="replace")
+    assert "judging (faithfulness, context_relevance)" in text, text
+    assert re.search(r"[012]/2", text), text  # the queries judged, of the log's two
+
+    env["EVALUATIONS_CACHE_DIR"] = str(tmp_path / "judge_cache")  # now cached: fast, and piped
+    piped = subprocess.run([sys.executable, "-m", "evaluations", "score", str(log), "--format", "log", "--json"],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["queries"] == 2 and "judging" not in piped.stdout + piped.stderr

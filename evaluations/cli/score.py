@@ -11,6 +11,7 @@ from rich.table import Table
 from evaluations.cli.options import parse_judges, parse_ks
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.progress import progress_bar
 from evaluations.judging.lexical import KEYWORD_THRESHOLD
 from evaluations.scoring import FORMATS, detect_format, dumps
 
@@ -132,12 +133,16 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
                 from evaluations.datasets.generic import read_documents
 
                 texts = {d.id: d.text for d in read_documents(corpus)}
-            summary, records = score_logs(
-                file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
-                prices=dict(config.prices), bins=bins,
-                tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
-                reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools,
-                cache_dir=str(config.judge_cache_dir()))
+            # the judges ask a model per query: a bar on stderr (cleared when done; stdout stays the summary)
+            with progress_bar(make_console(stderr=True), bool(tools), transient=True, spinner=False) as bar:
+                task = bar.add_task(f"judging ({', '.join(j for j in judges if j in tools)})", total=None)
+                summary, records = score_logs(
+                    file, gold=load_gold(golden) if golden else None, ks=_ks(ks, [1, 3, 5, 10]),
+                    prices=dict(config.prices), bins=bins,
+                    tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
+                    reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools,
+                    cache_dir=str(config.judge_cache_dir()),
+                    progress=lambda done, total: bar.update(task, completed=done, total=total))
             if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
                 summary["reference_free_judge"] = checker_label(config)
             if out:

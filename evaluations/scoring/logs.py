@@ -47,7 +47,7 @@ Figures (N = queries, A = attempts):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -311,14 +311,16 @@ def _mean(values: list[float]) -> float | None:
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
                reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None,
-               tools: Mapping[str, Any] | None = None, cache_dir: str | None = None) -> tuple[dict, list[CaseRecord]]:
+               tools: Mapping[str, Any] | None = None, cache_dir: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[CaseRecord]]:
     """The summary of one log file (module docstring) and each query's outcome as the ``CaseRecord`` the figures
     are made from (its last attempt: the answer, the context ids, the judges' values, labels and evidence: claims,
     chunk verdicts, first relevant rank), in the log's query order. ``reference_free``: the reference-free judges
     to run (``cache`` False: verdicts neither read from nor written to the verdict store; ``cache_dir``: the folder
     of the verdict store and the embedding cache, ``Config.judge_cache_dir``, None the default one); ``texts``: the
     corpus (id -> text) spans logged as ids are read from; ``tools``: the judges' checkers
-    (``reference_free_tools``; default: the default embedded judge model)."""
+    (``reference_free_tools``; default: the default embedded judge model); ``progress``: called with (queries
+    judged, queries) after each query (the judges' model calls are the slow part)."""
     records = read_logs(path)
     if texts is not None:
         records = [(where, _with_corpus(record, texts)) for where, record in records]
@@ -343,7 +345,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     latencies = []
     answering = any(r.answer is not None for _, r in records)  # a log of answers, not of retrieval only
     failed = unanswered = 0
-    for qid, attempts in groups.items():
+    for done, (qid, attempts) in enumerate(groups.items(), 1):
         g = gold.get(qid)
         escalated += is_escalated(attempts, rank)
         for attempt in attempts:
@@ -392,6 +394,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
             answer=None if last.answer is None else {"answer": last.answer},
             gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)], tier=last.tier,
             model=last.model, **judged))
+        if progress is not None:
+            progress(done, len(groups))
 
     n_queries, n_attempts = len(groups), len(records)
     final = RunData(records=finals)
