@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from pydantic_evals.reporting import EvaluationReport, ReportCaseAggregate
@@ -90,13 +91,40 @@ def metadata_text(value: Any) -> str:
     return str(value)
 
 
+NO_LABEL = "(none)"  # a case's value of a label some other case has and it does not
+
+
+def _repeats(cases: list[Any], names: list[str]) -> set[str]:
+    """Label names that only repeat another (``answer_kind_2``: two evaluators gave the same ``answer_kind``, and
+    pydantic-evals numbered the second) with the same value in every case."""
+    repeats = set()
+    for name in names:
+        base = re.sub(r"_\d+$", "", name)
+        if base != name and base in names and all(
+                getattr(c.labels.get(name), "value", None) == getattr(c.labels.get(base), "value", None)
+                for c in cases):
+            repeats.add(name)
+    return repeats
+
+
+def _every_label(case: Any, names: list[str], first: dict[str, Any]) -> Any:
+    """``case`` with exactly the labels ``names``, ``NO_LABEL`` for one it lacks: pydantic-evals' averages give
+    a label's share among the cases that have it ("answer_kind: refusal 1.0" for the one refusal of ten)."""
+    labels = {n: case.labels.get(n) or dataclasses.replace(first[n], value=NO_LABEL, reason=None) for n in names}
+    return dataclasses.replace(case, labels=labels)
+
+
 def readable(report: EvaluationReport) -> EvaluationReport:
-    """The report with its experiment metadata as text (``metadata_text``): pydantic-evals prints each value with
-    ``str``, a nested mapping as a Python repr cut at the panel's edge."""
-    if not report.experiment_metadata:
-        return report
-    return dataclasses.replace(report, experiment_metadata={
-        k: metadata_text(v) for k, v in report.experiment_metadata.items()})
+    """The report as printed: its experiment metadata as text (``metadata_text``: pydantic-evals prints each value
+    with ``str``, a nested mapping as a Python repr cut at the panel's edge), and every label on every case
+    (``_every_label``), a repeated one once (``_repeats``), so that the averages are shares of all cases."""
+    cases = list(report.cases)
+    first = {n: r for c in reversed(cases) for n, r in c.labels.items()}
+    names = [n for n in dict.fromkeys(n for c in cases for n in c.labels) if n not in _repeats(cases, list(first))]
+    changes: dict[str, Any] = {"cases": [_every_label(c, names, first) for c in cases]} if names else {}
+    if report.experiment_metadata:
+        changes["experiment_metadata"] = {k: metadata_text(v) for k, v in report.experiment_metadata.items()}
+    return dataclasses.replace(report, **changes) if changes else report
 
 
 def averages_table(report: Any) -> Table:
