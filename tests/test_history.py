@@ -114,3 +114,23 @@ def test_a_damaged_history_file_is_one_error_and_is_left_as_it_is(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{damaged}: cannot open the history store" in proc.stderr and "move it aside" in proc.stderr
     assert damaged.read_bytes() == before
+
+
+def test_gate_baseline_last_whose_recorded_folder_is_gone_says_so(scifact_runs, tmp_path, cli):
+    """A baseline recorded in the history, then moved or deleted, is named as gone (it read "no earlier run")."""
+    import shutil
+
+    from conftest import assert_one_error
+
+    store = tmp_path / "h.sqlite"
+    moved = tmp_path / "fts-copy"
+    shutil.copytree(scifact_runs["fts"], moved)
+    record_run(moved, path=store)
+    record_run(scifact_runs["worse"], path=store)
+    shutil.rmtree(moved)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {metric: mrr@10, max_drop: 0.0}\n")
+    code, out, err = cli(["gate", str(scifact_runs["worse"]), "--baseline", "last", "--history", str(store),
+                          "--rules", str(rules)])
+    assert_one_error(code, out + err, f"{store}: the history has 1 earlier run(s) of dataset", str(moved),
+                     "fix: pass --baseline RUN_DIR")

@@ -202,3 +202,34 @@ def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
     offline_accuracy = float(table.rows[1][3].split()[0])
     expected = np.mean([model.judge(e.references, e.answer, question=e.question)[1] == e.label for e in rows])
     assert offline_accuracy == pytest.approx(expected, abs=5e-4)
+
+
+def test_too_few_labels_to_calibrate_are_one_error_with_its_fix(tmp_path):
+    """Labels of one kind, or fewer questions than folds: one error naming the file and what to do (it had no fix
+    line)."""
+    from conftest import assert_one_error
+    from test_cli_retrieval import run_cli
+
+    rows = load_labelled(NQ, limit=60)
+    right = [e for e in rows if e.label][:12]
+    path = tmp_path / "labels.jsonl"
+
+    def write(examples):
+        path.write_text("".join(json.dumps({"query": e.question, "generated_answer": e.answer, "label": e.label,
+                                            "reference_answer": list(e.references), "id": e.group}) + "\n"
+                                for e in examples))
+
+    write(right)
+    proc = run_cli("calibrate-judge", str(path), "--out", str(tmp_path / "judge.json"))
+    assert_one_error(proc.returncode, proc.stderr, "labels.jsonl: calibration needs both correct and incorrect "
+                     f"labelled answers (all {len(right)} are correct)",
+                     "fix: add labelled answers of the other kind")
+    mixed = [g for g in dict.fromkeys(e.group for e in rows) if len({e.label for e in rows if e.group == g}) == 2]
+    picked = [e for e in rows if e.group in mixed[:3]]  # both kinds of label, three questions
+    questions = len({e.group for e in picked})
+    assert 2 <= questions < 5
+    write(picked)
+    proc = run_cli("calibrate-judge", str(path), "--out", str(tmp_path / "judge.json"))
+    assert_one_error(proc.returncode, proc.stderr, f"only {questions} questions for 5-fold CV",
+                     f"--folds {max(questions, 2)} or fewer")
+    assert not (tmp_path / "judge.json").exists()

@@ -246,10 +246,18 @@ def last_comparable(run: RunData, path: Path) -> Path:
                                     f"{dataset!r} to use as the baseline (or pass --baseline RUN_DIR)")
     rows = list_runs(path, dataset=dataset, fingerprint=fingerprint)
     here = run.path.resolve()
+    gone = []
     for row in reversed(rows):
         folder = Path(row["run_dir"])
-        if folder.resolve() != here and (folder / "summary.json").is_file():
-            return folder
+        if folder.resolve() != here:
+            if (folder / "summary.json").is_file():
+                return folder
+            gone.append(folder)
+    if gone:  # recorded, then moved or deleted: not "no earlier run"
+        raise EvaluationsError(
+            f"the history has {len(gone)} earlier run(s) of dataset {dataset!r}, but no folder of them is left with "
+            f"its summary.json (the newest: {gone[0]})", where=str(path),
+            fix="pass --baseline RUN_DIR naming where the baseline run is now, or run the baseline again")
     raise EvaluationsError(
         f"no earlier run of dataset {dataset!r} (fingerprint {fingerprint}) in the history", where=str(path),
         fix="run the evaluation once on the baseline version first, or pass --baseline RUN_DIR")

@@ -57,11 +57,14 @@ def calibrate(
     groups = np.array([e.group for e in examples])
     if len(set(y.tolist())) < 2:
         raise EvaluationsError(
-            "calibration needs both correct and incorrect labelled answers", where=", ".join(sources)
-        )
+            "calibration needs both correct and incorrect labelled answers"
+            + (f" (all {len(y)} are {'correct' if y[0] else 'incorrect'})" if len(y) else ""),
+            where=", ".join(sources), fix="add labelled answers of the other kind (label true/false)")
     n_groups = len(set(groups.tolist()))
     if n_groups < folds:
-        raise EvaluationsError(f"only {n_groups} questions for {folds}-fold CV", where=", ".join(sources))
+        raise EvaluationsError(f"only {n_groups} questions for {folds}-fold CV", where=", ".join(sources),
+                               fix=f"add labelled answers of more questions, or pass --folds {max(n_groups, 2)} or "
+                                   "fewer" if n_groups >= 2 else "add labelled answers of more questions")
     screened = np.array([
         np.nan if (d := screen(e.question, e.references, e.answer, answerable=e.answerable).decided) is None
         else float(d) for e in examples])
