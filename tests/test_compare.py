@@ -400,3 +400,22 @@ def test_a_measure_without_paired_values_is_left_out(scifact_runs, tmp_path, cli
     code, out, err = cli(["compare", str(a), str(b), "--json", "--metrics", "token_f1,ndcg@10"])
     assert code == 0 and "Traceback" not in err
     assert [r["metric"] for r in json.loads(out)["comparisons"]] == ["ndcg@10"]
+
+
+def test_a_metric_one_run_lacks_names_the_run_and_its_cut_offs(scifact_runs, tmp_path, cli):
+    """Runs scored at other cut-offs: the error names the run without the metric and its cut-offs, and lists only
+    metrics every run has (it said "unknown metric 'ndcg@10'" and listed ndcg@10 among those to use)."""
+    from conftest import assert_one_error
+
+    root = scifact_runs["fts"].parent
+    short = tmp_path / "k1-5"
+    code, _, err = cli(["beir", str(root / "data"), "--search-mode", "fts", "--skip-qa", "--no-progress", "--k", "1,5",
+                        "--config", str(root / "base.yaml"), "--db", str(root / "db-base"), "--out", str(short)])
+    assert code == 0, err
+    code, out, err = cli(["compare", str(scifact_runs["fts"]), str(short), "--metrics", "ndcg@10"])
+    assert_one_error(code, out + err, f"'ndcg@10' has values in {scifact_runs['fts']} but none in {short} "
+                                      "(its cut-offs: 1, 5)")
+    listed = err.split("use a metric every run has: ")[1].split(";")[0].split(", ")
+    assert "ndcg@5" in listed and "mrr@1" in listed and not {"ndcg@10", "ndcg@3", "recall@100"} & set(listed)
+    code, out, _ = cli(["compare", str(scifact_runs["fts"]), str(short), "--metrics", "ndcg@5", "--json"])
+    assert code == 0 and [r["metric"] for r in json.loads(out)["comparisons"]] == ["ndcg@5"]

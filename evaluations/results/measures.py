@@ -474,12 +474,9 @@ def run_values(run: RunData) -> dict[str, float]:
 
 
 def known_names(runs: list[RunData]) -> list[str]:
-    names: list[str] = []
-    for run in runs:
-        for n in available(run) + [*PERCENTILES, "latency_mean_ms"]:
-            if n not in names:
-                names.append(n)
-    return names
+    """The names every one of ``runs`` has values for (a metric is read from each of them), in the first's order."""
+    common = set.intersection(*(set(available(run)) for run in runs)) if runs else set()
+    return [n for n in available(runs[0]) if n in common] + [*PERCENTILES, "latency_mean_ms"] if runs else []
 
 
 def _not_applicable(name: str, run: RunData) -> Counter[str]:
@@ -516,6 +513,13 @@ def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
             "(not reported, not 0 tokens)", where=where,
             fix=f"have the system return \"usage\": {{\"input_tokens\", \"output_tokens\"}} with its answer, or "
                 f"leave {name} out")
+    having = [r for r in runs if r is not lacking and family_of(measure, r) is not None and per_case(measure, r)]
+    if having:  # another run has it: runs scored at other cut-offs, or with other judges
+        ks = sorted({parsed[2] for r in lacking.records for k in r.metrics if (parsed := parse_metric_name(k))})
+        cut_offs = f" (its cut-offs: {', '.join(map(str, ks))})" if ks and parse_metric_name(measure) else ""
+        return EvaluationsError(
+            f"{name!r} has values in {having[0].path} but none in {lacking.path}{cut_offs}", where=where,
+            fix="use a metric every run has: " + ", ".join(known_names(runs)) + "; or re-run so that both have it")
     if spec is not None:
         return EvaluationsError(
             f"the run has no {name!r} values: {spec.needs}", where=where,
