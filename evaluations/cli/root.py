@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from evaluations.cli.options import common_options, parse_ks
 from evaluations.core.console import make_console
@@ -82,11 +83,11 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     show(console, result.report, result.summary)
     unknown = result.summary.unknown_ids or {}
     if unknown.get("count"):
-        console.print(f"[bold yellow]warning: {unknown['message']} ({unknown['cases']} of "
-                      f"{result.summary.counts.cases} cases; e.g. {', '.join(map(repr, unknown['examples'][:3]))}): "
-                      "they score as irrelevant and have no text for the answer and context judges; return the "
-                      "corpus's document ids[/]")
-    console.print(f"[green]wrote[/] {result.out_dir}/ ({written_files(result.out_dir, started)})")
+        console.print("[bold yellow]warning: " + escape(
+            f"{unknown['message']} ({unknown['cases']} of {result.summary.counts.cases} cases; e.g. "
+            f"{', '.join(map(repr, unknown['examples'][:3]))}): they score as irrelevant and have no text for the "
+            "answer and context judges; return the corpus's document ids") + "[/]")
+    console.print(f"[green]wrote[/] {escape(str(result.out_dir))}/ ({written_files(result.out_dir, started)})")
     if params["as_json"]:
         click.echo(result.summary.dump_json())
     counts = result.summary.counts
@@ -178,8 +179,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:
-        from rich.markup import escape
-
         # the message quotes the user's input (keys, values, paths): printed as written, never read as markup
         make_console(stderr=True).print(f"[bold red]error:[/] {escape(exc.render())}", highlight=False)
         sys.exit(EXIT_BAD_INPUT)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic_evals.reporting import EvaluationReport, ReportCaseAggregate
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evaluations.results.headline import answer_headline, disagreement_line, reference_free_line
@@ -176,7 +177,7 @@ def failure_line(console: Console, summary: RunSummary) -> None:
     for warning in summary.warnings:
         ids = (f". Retrieved ids, e.g. {', '.join(map(repr, warning['retrieved_examples']))}; relevant ids, e.g. "
                f"{', '.join(map(repr, warning['relevant_examples']))}") if "retrieved_examples" in warning else ""
-        console.print(f"[bold yellow]warning: {warning['message']}{ids}[/]")
+        console.print(f"[bold yellow]warning: {escape(warning['message'] + ids)}[/]")
     counts = summary.counts
     if not counts.incomplete:
         return
