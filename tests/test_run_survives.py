@@ -289,3 +289,32 @@ def test_ids_that_never_match_are_said_loudly(tmp_path, scifact_small):
     assert "ids" in warning["message"] and all(d.startswith("doc-") for d in warning["retrieved_examples"])
     assert "warning: no retrieved id" in proc.stderr and "'doc-" in proc.stderr
     assert summary["metrics"]["ndcg@10"] == 0.0 and summary["run"]["system"]
+
+
+def test_limit_counts_the_tagged_queries_and_an_unknown_tag_names_the_tags(tmp_path):
+    """``--tags T --limit N`` is the first N queries with T (the limit was applied first: the first query, not
+    tagged, left nothing to run); a tag no query has names the tags there are; ``--limit 0`` is refused."""
+    from conftest import assert_one_error
+
+    docs = ["The Eiffel Tower is in Paris.", "Mount Fuji is the highest mountain in Japan.",
+            "The Amazon river flows through Brazil."]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
+                                                   for i, t in enumerate(docs)))
+    rows = [{"id": "q0", "query": "Where is the Eiffel Tower?", "relevant_doc_ids": ["d0"]},
+            {"id": "q1", "query": "Which mountain is the highest in Japan?", "relevant_doc_ids": ["d1"],
+             "tags": ["geography"]},
+            {"id": "q2", "query": "Where does the Amazon flow?", "relevant_doc_ids": ["d2"], "tags": ["geography"]}]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    common = (str(tmp_path / "questions.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"), "--search-mode",
+              "fts", "--skip-qa", "--no-reference-free", "--db", str(tmp_path / "db"), "--no-progress")
+    out = tmp_path / "tagged"
+    proc = run_cli("run", *common, "--tags", "geography", "--limit", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    _, records = _read(out)
+    assert [r["case"] for r in records.values()] == ["q1"]
+    proc = run_cli("run", *common, "--tags", "nosuch", "--out", str(tmp_path / "none"))
+    assert_one_error(proc.returncode, proc.stderr, "--tags: no query has the tag 'nosuch'",
+                     "fix: use tags the queries have: geography")
+    proc = run_cli("run", *common, "--limit", "0", "--out", str(tmp_path / "zero"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--limit" in proc.stderr
+    assert not (tmp_path / "none").exists() and not (tmp_path / "zero").exists()

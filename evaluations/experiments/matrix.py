@@ -75,7 +75,7 @@ class Grid(BaseModel):
     config: str | None = None
     out: str | None = None
     quality: str | None = None
-    limit: int | None = Field(default=None, ge=0)
+    limit: int | None = Field(default=None, ge=1)
     k: PositiveKs | None = None
     split: str | None = None
     skip_qa: bool = False

@@ -155,10 +155,22 @@ def dataset_fingerprint(corpus: Corpus) -> str:
     return digest.hexdigest()
 
 
-def _select(corpus: Corpus, tags: list[str]) -> Corpus:
+def _select(corpus: Corpus, tags: list[str], limit: int | None) -> Corpus:
+    """The queries with any of ``tags`` (all without tags), then the first ``limit`` of them (``--limit`` counts
+    after the filters: ``--tags hard --limit 10`` is ten hard queries). A tag no query has is an error naming the
+    tags there are."""
     if tags:
         wanted = set(tags)
-        corpus.queries = [q for q in corpus.queries if wanted & set(q.tags)]
+        kept = [q for q in corpus.queries if wanted & set(q.tags)]
+        if not kept and corpus.queries:
+            present = sorted({t for q in corpus.queries for t in q.tags})
+            raise EvaluationsError(
+                f"no query has the tag{'s' * (len(tags) > 1)} {', '.join(map(repr, tags))}", where="--tags",
+                fix=f"use tags the queries have: {', '.join(present[:20])}{' …' if len(present) > 20 else ''}"
+                if present else "the queries have no tags: drop --tags")
+        corpus.queries = kept
+    if limit is not None:
+        corpus.queries = corpus.queries[:limit]
     return corpus
 
 
@@ -281,8 +293,9 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
             check()
 
     # 2. read and validate all data; open (or resume) the run folder before indexing anything
-    corpus = _select(spec.load(LoadOptions(source=options.source, limit=options.limit, split=options.split)),
-                     options.tags)
+    limit = None if options.tags else options.limit  # with --tags, the limit counts the tagged queries
+    corpus = _select(spec.load(LoadOptions(source=options.source, limit=limit, split=options.split)), options.tags,
+                     options.limit)
     if not corpus.queries:
         raise EvaluationsError("no queries to evaluate", where=corpus.source,
                                fix="check --limit, --tags and the data")
