@@ -67,8 +67,9 @@ def test_beir_malformed_corpus_row_names_file_line_field(tmp_path, bad_line, mes
 def test_beir_qrels_errors(tmp_path):
     folder = _beir(tmp_path, [json.dumps({"_id": "d0", "text": "fine"})],
                    qrels="query-id\tcorpus-id\tscore\nq1\td0\t1\nq1\tmissing\t1\n")
-    with pytest.raises(EvaluationsError, match=r"test.tsv:3.*'missing' is not in corpus"):
-        get_spec("beir").load(LoadOptions(source=folder))
+    corpus = get_spec("beir").load(LoadOptions(source=folder))  # kept, as trec_eval keeps it, and said
+    assert corpus.queries[0].relevant == {"d0": 1, "missing": 1}
+    assert ["'missing'" in w and "not in corpus.jsonl" in w for w in corpus.warnings] == [True]
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\thigh\n")
     with pytest.raises(EvaluationsError, match=r"test.tsv:2.*'score' must be an integer"):
         get_spec("beir").load(LoadOptions(source=folder))

@@ -46,6 +46,9 @@ class Corpus:
     documents: list[Document]
     queries: list[Query]
     source: str = ""  # where it was read from (path or hub id), for the report
+    #: what the adapter accepted but a user should know (empty documents, judgements of absent ids): the run's
+    #: summary.json ``warnings`` and its console say them
+    warnings: list[str] = field(default_factory=list)
 
 
 class RetrievalInputs(BaseModel):

@@ -423,6 +423,8 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
             # token usage, so tokens and cost are the run's, while these counts say what was actually spent
             "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
         })
+    # what the dataset's adapter accepted and a user should know (BEIR: empty documents, judged ids it lacks)
+    summary.warnings = [*({"kind": "dataset", "message": w} for w in corpus.warnings), *summary.warnings]
     finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                              records=records)
     if after is not None:
