@@ -11,8 +11,13 @@ relevance nor answers (``id`` and ``query`` only): the reference-free judges (``
 its answer. ``category`` and ``difficulty`` become the tags ``category:<x>`` / ``difficulty:<y>``. A JSON file is
 an array of records or ``{"queries": [...]}``; a YAML file a list of records.
 
-Documents: ``--corpus FILE`` (JSONL/JSON/CSV rows with ``id`` (or ``_id``/``doc_id``), ``text`` and optional
-``title``) or a folder of ``.txt``/``.md`` files (id = path relative to the folder, POSIX separators).
+Documents: ``--corpus FILE`` (JSONL/JSON/CSV rows with ``id`` (or ``_id``/``doc_id``; a string or an integer),
+``text`` (a string) and optional ``title`` (a string or null)) or a folder of ``.txt``/``.md`` files (id = path
+relative to the folder, POSIX separators; names starting with "." are skipped, files of other types are counted in a
+warning, an empty file is an error as an empty row is).
+
+A key given twice in one JSON object is an error (the YAML reader refuses it too), as is a blank ``id``, ``query``
+or gold answer.
 
 Every problem of the file is reported in one error, one line per problem: ``file:line: field 'x': message``.
 """
@@ -20,13 +25,16 @@ Every problem of the file is reported in one error, one line per problem: ``file
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
-from evaluations.datasets.rows import iter_rows, read_utf8
+from evaluations.datasets.rows import iter_rows, json_items, json_members, json_type, read_utf8
 from evaluations.core import yamltext
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import Corpus, Document, Query
@@ -35,16 +43,32 @@ from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 TEXT_SUFFIXES = (".txt", ".md")
 
 
+def _not_blank(value: str) -> str:
+    """A text field that holds more than whitespace: a blank id would be renamed "Case N" by pydantic-evals (and
+    could collide with a real id), a blank query is no question."""
+    if not value.strip():
+        raise PydanticCustomError("empty", "empty")
+    return value
+
+
+def _not_blank_answer(value: str) -> str:
+    """A gold answer that holds more than whitespace: a blank one would count as no gold, silently."""
+    if not value.strip():
+        raise PydanticCustomError("empty_answer", "empty answer")
+    return value
+
+
 class DatasetRecord(BaseModel):
     """One query of a generic dataset file."""
 
     model_config = ConfigDict(extra="forbid", title="evaluations dataset record")
 
-    id: str = Field(description="Unique query id.")
-    query: str = Field(min_length=1, description="The question / search query.")
+    id: Annotated[str, AfterValidator(_not_blank)] = Field(description="Unique query id.")
+    query: Annotated[str, AfterValidator(_not_blank)] = Field(min_length=1, description="The question / search query.")
     relevant_doc_ids: list[str] = Field(default_factory=list, description="Relevant documents (grade 1).")
     graded_relevance: dict[str, int] = Field(default_factory=dict, description="{doc id: grade}; grade > 0 relevant.")
-    answers: list[str] = Field(default_factory=list, description="Gold answers (alternatives).")
+    answers: list[Annotated[str, AfterValidator(_not_blank_answer)]] = Field(
+        default_factory=list, description="Gold answers (alternatives).")
     tags: list[str] = Field(default_factory=list)
     category: str | None = None
     difficulty: str | None = None
@@ -88,29 +112,21 @@ def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
 
 
 def _json_rows(path: Path) -> list[tuple[int, Any]]:
-    """Rows of a JSON array with the line each record starts on (a ``{"queries": [...]}`` object too)."""
+    """Rows of a JSON array with the line each record starts on (a ``{"queries": [...]}`` object too: the array
+    is found from the parsed object, ``json_members``); a key given twice in one object is an error."""
     text = read_utf8(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EvaluationsError(f"not valid JSON ({exc.msg})", where=f"{path}:{exc.lineno}", fix="fix the JSON") from None
-    start = 0
     if isinstance(data, dict) and isinstance(data.get("queries"), list):
-        start = text.index("[", text.index('"queries"'))
-        data = data["queries"]
+        start = json_members(text, path)["queries"]
     elif isinstance(data, list):
         start = text.index("[")
     else:
         raise EvaluationsError("a JSON dataset is an array of query records or {\"queries\": [...]}", where=str(path),
                                fix="wrap the records in [ ]")
-    decoder, pos, rows = json.JSONDecoder(), start + 1, []
-    for row in data:
-        while text[pos] in " \t\r\n,":
-            pos += 1
-        line = text.count("\n", 0, pos) + 1
-        _, pos = decoder.raw_decode(text, pos)
-        rows.append((line, row))
-    return rows
+    return list(json_items(text, start, path))
 
 
 def read_records(path: str | Path) -> list[DatasetRecord]:
@@ -152,33 +168,100 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
     return records
 
 
+#: where a corpus row's id and text may be, first match first
+_ID_KEYS, _TEXT_KEYS = ("id", "_id", "doc_id"), ("text", "contents")
+
+
+def _document(row: dict[str, Any]) -> Document | str:
+    """The Document of a corpus row, or what is wrong with it (a field missing, blank or of another type: a list
+    or an object would be indexed as its Python text)."""
+    id_key = next((k for k in _ID_KEYS if row.get(k) is not None and str(row[k]).strip()), None)
+    text_key = next((k for k in _TEXT_KEYS if row.get(k) not in (None, "")), "text")
+    doc_id, text, title = row.get(id_key) if id_key else None, row.get(text_key) or "", row.get("title")
+    if id_key is None:
+        return "field 'id': missing or empty (also looked for '_id', 'doc_id')"
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+        return f"field '{id_key}' must be a string or an integer, got {json_type(doc_id)}"
+    if not isinstance(text, str):
+        return f"field '{text_key}' must be a string, got {json_type(text)}"
+    if not isinstance(title, str | None):
+        return f"field 'title' must be a string or null, got {json_type(title)}"
+    title = title or ""
+    if not text.strip() and not title.strip():
+        return "field 'text': missing or empty"
+    return Document(id=str(doc_id), text=f"{title}\n{text}" if title else text, title=title)
+
+
+def _folder_files(folder: Path) -> tuple[list[Path], Counter[str], list[str]]:
+    """(the .txt/.md files of ``folder``, sorted; the other files by suffix; the hidden entries, names starting with
+    ".", not entered: .git, .obsidian, editors' files, which would compete in retrieval)."""
+    files, others, hidden = [], Counter(), []
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        hidden += [(here / n).relative_to(folder).as_posix() for n in sorted(dirs + names) if n.startswith(".")]
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for path in (here / n for n in names if not n.startswith(".")):
+            if not path.is_file():
+                continue
+            if path.suffix.lower() in TEXT_SUFFIXES:
+                files.append(path)
+            else:
+                others[path.suffix.lower() or "(no suffix)"] += 1
+    return sorted(files), others, hidden
+
+
+def _skipped(others: Counter[str], hidden: list[str]) -> str:
+    """"2 .html, 1 .rst; 2 hidden (.git, .obsidian)": what a corpus folder holds besides its documents."""
+    parts = [", ".join(f"{n} {suffix}" for suffix, n in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))]
+    if hidden:
+        parts.append(f"{len(hidden)} hidden ({', '.join(hidden[:3])}{', ...' if len(hidden) > 3 else ''})")
+    return "; ".join(p for p in parts if p)
+
+
+def _folder_documents(folder: Path) -> list[Document]:
+    """The documents of a folder of .txt/.md files (``_folder_files``); an empty file is an error, as an empty row of
+    a corpus file is, and the files not read are counted in one warning line on stderr."""
+    files, others, hidden = _folder_files(folder)
+    skipped = _skipped(others, hidden)
+    if not files:
+        raise EvaluationsError("no .txt or .md files in the folder" + (f" (found {skipped})" if skipped else ""),
+                               where=str(folder),
+                               fix="point --corpus at a folder of text/markdown files or a corpus file")
+    # undecodable bytes are an error naming the file and line (``read_utf8``), never silently replaced
+    documents = [Document(id=p.relative_to(folder).as_posix(), text=read_utf8(p)) for p in files]
+    empty = [f"{p}: empty file" for p, d in zip(files, documents) if not d.text.strip()]
+    if empty:
+        raise EvaluationsError(f"{len(empty)} problem(s) in the corpus folder:\n  " + "\n  ".join(empty[:50]),
+                               where=str(folder), fix="give each file its text, or remove the empty ones")
+    if skipped:
+        from evaluations.core.console import make_console
+
+        label = "warning" if others else "note"
+        make_console(stderr=True).print(
+            f"{label}: corpus folder {folder}: {len(documents)} .txt/.md document(s) read; not read: {skipped}",
+            style="yellow" if others else None, markup=False, highlight=False)
+    return documents
+
+
 def read_documents(source: str | Path) -> list[Document]:
     """Documents from a corpus file (rows with id/_id/doc_id, text, title?) or a folder of .txt/.md files."""
     source = Path(source)
     if source.is_dir():
-        files = sorted(p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
-        if not files:
-            raise EvaluationsError("no .txt or .md files in the folder", where=str(source),
-                                   fix="point --corpus at a folder of text/markdown files or a corpus file")
-        # undecodable bytes are an error naming the file and line (``read_utf8``), never silently replaced
-        return [Document(id=p.relative_to(source).as_posix(), text=read_utf8(p)) for p in files]
+        return _folder_documents(source)
     documents, seen, problems = [], set(), []
     for line, row in iter_rows(source):
-        where = f"{source}:{line}"
-        doc_id = next((row[k] for k in ("id", "_id", "doc_id") if row.get(k) not in (None, "")), None)
-        text, title = row.get("text") or row.get("contents") or "", row.get("title") or ""
-        if doc_id is None:
-            problems.append(f"{where}: field 'id': missing (also looked for '_id', 'doc_id')")
-        elif not str(text).strip() and not str(title).strip():
-            problems.append(f"{where}: field 'text': missing or empty")
-        elif str(doc_id) in seen:
-            problems.append(f"{where}: field 'id': duplicate id {doc_id!r}")
+        document = _document(row)
+        if isinstance(document, str):
+            problems.append(f"{source}:{line}: {document}")
+        elif document.id in seen:
+            problems.append(f"{source}:{line}: field 'id': duplicate id {document.id!r}")
         else:
-            seen.add(str(doc_id))
-            documents.append(Document(id=str(doc_id), text=f"{title}\n{text}" if title else str(text), title=str(title)))
+            seen.add(document.id)
+            documents.append(document)
     if problems:
         raise EvaluationsError(f"{len(problems)} problem(s) in the corpus:\n  " + "\n  ".join(problems[:50]),
-                               where=str(source), fix="each row needs a unique 'id' and a non-empty 'text'")
+                               where=str(source), fix="each row needs a unique 'id' (a string or an integer) and a "
+                                                      "non-empty 'text' (a string)")
     if not documents:  # a run over no documents would measure nothing and say nothing
         raise EvaluationsError("no documents in the corpus file", where=str(source),
                                fix="give one row per document with a unique 'id' and a non-empty 'text'")

@@ -1,6 +1,7 @@
 """Reading rows from local files (JSONL[.gz], JSON arrays, parquet, CSV/TSV) with their line numbers.
 
-Every problem becomes one EvaluationsError naming the file, the line and the field.
+Every problem becomes one EvaluationsError naming the file, the line and the field. A key given twice in one JSON
+object, or a column named twice in a CSV/TSV header, is such a problem: the last one would win silently.
 """
 
 from __future__ import annotations
@@ -142,12 +143,14 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     if not line.strip():
                         continue
                     try:
-                        row = json.loads(line)
+                        row = _UNIQUE_KEYS.decode(line)
                     except json.JSONDecodeError as exc:
                         raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})",
                                                where=f"{path}:{number}", fix="fix or remove that line") from None
+                    except _RepeatedKey as exc:
+                        raise repeated_key(exc.key, f"{path}:{number}") from None
                     if not isinstance(row, dict):
-                        raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}",
+                        raise EvaluationsError(f"a row must be a JSON object, got {json_type(row)}",
                                                where=f"{path}:{number}", fix="write one JSON object per line")
                     check_unicode(row, line, f"{path}:{number}")
                     yield number, row
@@ -160,6 +163,12 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             with _open_binary(path) as handle:
                 reader = csv.DictReader(_text_lines(handle, path, progress), delimiter=delimiter)
                 try:
+                    names = reader.fieldnames or []
+                    repeated = next((n for i, n in enumerate(names) if n.strip() and n in names[:i]), None)
+                    if repeated is not None:  # DictReader would keep the last column of that name silently
+                        raise EvaluationsError(f"column {escaped(repeated)!r} is given twice in the header, so one "
+                                               "of them would be ignored", where=f"{path}:{reader.line_num}",
+                                               fix="rename or remove one of the two columns")
                     for row in reader:
                         if None in row:
                             raise EvaluationsError(
@@ -178,19 +187,90 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise _read_error(exc, path, progress[0]) from None
 
 
-def _json_type(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages ("an array", "a string", "a boolean", "null", ...)."""
+    return {list: "an array", dict: "an object", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
 
 
-def _wrapped_rows(data: dict[str, Any], path: Path) -> list[Any]:
-    """The rows of a top-level object: its one member that is an array of objects (``{"data": [...]}``, as some
-    exports wrap them; empty arrays beside a non-empty one do not count); any other object is an error saying so
-    (one row is not a file of rows)."""
+class _RepeatedKey(Exception):
+    """A key given twice in one JSON object (``_unique_pairs``); the reader turns it into an EvaluationsError."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``json.loads`` would keep the last one silently)."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
+#: ``json.loads`` refusing a key given twice in one object (one decoder: as fast as ``json.loads``)
+_UNIQUE_KEYS = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_SPACE = " \t\r\n"
+
+
+def repeated_key(key: str, where: str) -> EvaluationsError:
+    """The error of a key given twice in one JSON object, at ``where`` (file:line)."""
+    return EvaluationsError(f"key {escaped(key)!r} is given twice in one object, so one of them would be ignored",
+                            where=where, fix="keep one of them (merge their values if both are meant)")
+
+
+def _skip(text: str, pos: int, chars: str = _SPACE) -> int:
+    while text[pos] in chars:
+        pos += 1
+    return pos
+
+
+def json_members(text: str, path: Path) -> dict[str, int]:
+    """{key: offset of its value} of the members of the top-level object of ``text`` (valid JSON, already parsed):
+    where a member's value starts, to number its lines. A key given twice there is an error naming its line."""
+    decoder, members, pos = json.JSONDecoder(), {}, _skip(text, 0) + 1
+    while True:
+        pos = _skip(text, pos, _SPACE + ",")
+        if text[pos] == "}":
+            return members
+        key, pos = decoder.raw_decode(text, pos)
+        if key in members:
+            line = text.count("\n", 0, pos) + 1
+            raise repeated_key(key, f"{path}:{line}")
+        members[key] = pos = _skip(text, pos, _SPACE + ":")
+        _, pos = decoder.raw_decode(text, pos)
+
+
+def json_items(text: str, start: int, path: Path) -> Iterator[tuple[int, Any]]:
+    """(line it starts on, value) of each element of the JSON array at ``text[start]`` (``text`` is valid JSON,
+    already parsed), each decoded refusing a key given twice in one object (the error names that line)."""
+    pos, counted, line = start + 1, start, text.count("\n", 0, start) + 1
+    while True:
+        pos = _skip(text, pos, _SPACE + ",")
+        if text[pos] == "]":
+            return
+        line, counted = line + text.count("\n", counted, pos), pos
+        try:
+            value, pos = _UNIQUE_KEYS.raw_decode(text, pos)
+        except _RepeatedKey as exc:
+            raise repeated_key(exc.key, f"{path}:{line}") from None
+        yield line, value
+
+
+def _rows_member(data: dict[str, Any], path: Path) -> str:
+    """The member of a top-level object that holds the rows: its one member that is an array of objects
+    (``{"data": [...]}``, as some exports wrap them; empty arrays beside a non-empty one do not count); any other
+    object is an error saying so (one row is not a file of rows)."""
     arrays = [k for k, v in data.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)]
     if len(arrays) > 1:
         arrays = [k for k in arrays if data[k]] or arrays[:1]  # an empty array beside the rows is not a choice
     if len(arrays) == 1:
-        return data[arrays[0]]
+        return arrays[0]
     fix = ("make the file a JSON array of row objects ([{...}, {...}]), or write JSONL (one object per line); an "
            "object is read only when exactly one of its members is the array of rows")
     if arrays:
@@ -201,8 +281,8 @@ def _wrapped_rows(data: dict[str, Any], path: Path) -> list[Any]:
 
 
 def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a JSON array file, or of the one array of objects inside a top-level object (``_wrapped_rows``);
-    "line" = 1-based row index."""
+    """Rows of a JSON array file, or of the one array of objects inside a top-level object (``_rows_member``);
+    "line" = 1-based row index (a key given twice in a row is named by its line in the file, ``json_items``)."""
     with _open_binary(path) as handle:
         raw = handle.read()
     try:
@@ -217,13 +297,15 @@ def _json_array(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})", where=f"{path}:{exc.lineno}",
                                fix="fix the JSON at that line") from None
     if isinstance(data, dict):
-        data = _wrapped_rows(data, path)
-    if not isinstance(data, list):
-        raise EvaluationsError(f"expected an array of objects, got {_json_type(data)}", where=str(path),
+        start = json_members(text, path)[_rows_member(data, path)]
+    elif isinstance(data, list):
+        start = _skip(text, 0)
+    else:
+        raise EvaluationsError(f"expected an array of objects, got {json_type(data)}", where=str(path),
                                fix="make the file an array of objects")
-    for number, row in enumerate(data, 1):
+    for number, (_, row) in enumerate(json_items(text, start, path), 1):
         if not isinstance(row, dict):
-            raise EvaluationsError(f"a row must be a JSON object, got {_json_type(row)}", where=f"{path}:{number}",
+            raise EvaluationsError(f"a row must be a JSON object, got {json_type(row)}", where=f"{path}:{number}",
                                    fix="make the file an array of objects")
         check_unicode(row, text, f"{path}:{number}")
         yield number, row
