@@ -156,3 +156,16 @@ def test_corpus_folder_hidden_empty_and_unread_files(cli, tmp_path):
     (folder / "sub" / "blank.txt").write_text("  \n\n")
     _refused(cli, tmp_path, data, folder, "2 problem(s) in the corpus folder", f"{folder / 'empty.md'}: empty file",
              f"{folder / 'sub' / 'blank.txt'}: empty file")
+
+
+@pytest.mark.parametrize("written, read", [("007", "7"), ("0x10", "16"), ("1_000", "1000")])
+def test_a_yaml_id_read_as_another_number_is_refused(cli, tmp_path, corpus, written, read):
+    """YAML reads ``id: 007`` as 7: the case was named '7', not as the user's logs and golden files name it."""
+    data = tmp_path / "q.yaml"
+    data.write_text(f"- id: q0\n  query: Where is the Eiffel Tower?\n- id: {written}\n  query: highest mountain\n")
+    _refused(cli, tmp_path, data, corpus, f"q.yaml:3: field 'id': {written} is read by YAML as {read}",
+             f"id: '{written}'")
+    data.write_text(f"- id: 12\n  query: Where is the Eiffel Tower?\n- id: '{written}'\n  query: highest mountain\n")
+    code, _, err = _run(cli, tmp_path, data, corpus)
+    assert code == 0, err
+    assert sorted(_cases(tmp_path)) == sorted(["12", written])  # a plain number and a quoted one, as written

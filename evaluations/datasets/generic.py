@@ -108,7 +108,22 @@ def _yaml_rows(path: Path) -> list[tuple[int, Any]]:
         data = data["queries"]
     if not isinstance(data, list):
         raise EvaluationsError("a YAML dataset is a list of query records", where=str(path), fix="- id: q1\n  query: ...")
+    for item, row in zip(node.value, data):
+        _id_as_written(item, row, path)
     return [(item.start_mark.line + 1, row) for item, row in zip(node.value, data)]
+
+
+def _id_as_written(item: Any, row: Any, path: Path) -> None:
+    """A YAML ``id`` that YAML reads as another number than written (``007`` -> 7, ``0x10`` -> 16, ``1_000`` ->
+    1000) is an error: the case would be named other than in the user's logs and golden files."""
+    if not isinstance(row, dict) or isinstance(row.get("id"), str) or not hasattr(item, "value"):
+        return
+    written = next((v for k, v in item.value if getattr(k, "value", None) == "id"), None)
+    if written is not None and getattr(written, "style", None) is None and isinstance(written.value, str) \
+            and written.value != str(row["id"]):
+        raise EvaluationsError(f"field 'id': {written.value} is read by YAML as {row['id']!r}",
+                               where=f"{path}:{written.start_mark.line + 1}",
+                               fix=f"quote it to keep it as written: id: '{written.value}'")
 
 
 def _json_rows(path: Path) -> list[tuple[int, Any]]:
