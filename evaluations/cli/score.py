@@ -26,6 +26,14 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def _warn(summary: dict) -> None:
+    """Each warning of ``summary`` (``warnings`` and ``warning``) once on stderr, escaped: a warning quotes ids and
+    text of the user's files, which rich would otherwise read as markup (``[/x]`` is an error, ``[slug]`` is lost)."""
+    err = make_console(stderr=True)
+    for warning in [*summary.get("warnings", []), *filter(None, [summary.get("warning")])]:
+        err.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
 def _show(summary: dict) -> None:
     console = make_console(stderr=False)
     table = Table(title=f"{summary['format']}: {summary['file']}", show_header=False)
@@ -45,10 +53,6 @@ def _show(summary: dict) -> None:
 
     add("", {k: v for k, v in summary.items() if k not in ("per_query", "agreement", "warning", "warnings")})
     console.print(table)
-    warnings = [*summary.get("warnings", []), *([summary["warning"]] if summary.get("warning") else [])]
-    err = make_console(stderr=True)
-    for warning in warnings:
-        err.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     buckets = (summary.get("calibration") or {}).get("buckets") or []
     if buckets:
         calibration = Table(title="Confidence calibration (accuracy per confidence bucket)")
@@ -156,10 +160,9 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         _show(summary)
     if out:  # on stderr: stdout stays the summary alone
         written = _plural(summary["queries"], "case record")
-        make_console(stderr=True).print(f"wrote {Path(out) / 'cases.jsonl'} ({written}) and "
-                                        f"{Path(out) / 'summary.json'}", highlight=False)
-    for warning in [*summary.get("warnings", []), *filter(None, [summary.get("warning")])]:  # on stderr
-        make_console(stderr=True).print(f"[bold yellow]warning:[/] {warning}", highlight=False)
+        make_console(stderr=True).print(f"wrote {escape(str(Path(out) / 'cases.jsonl'))} ({written}) and "
+                                        f"{escape(str(Path(out) / 'summary.json'))}", highlight=False)
+    _warn(summary)  # on stderr, once, after the summary (the table or --json) and the files written
 
 
 def _all() -> list[click.Command]:

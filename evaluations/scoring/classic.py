@@ -15,6 +15,7 @@ Each row: ``query``, ``context`` (list of strings, or one string), ``generated_a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,17 @@ def _strings(value: Any, key: str, where: str) -> list[str]:
                            where=where, fix=f"correct '{key}' on that line")
 
 
+def _answer(value: Any, where: str) -> str:
+    """The generated answer: a string, "" for null (no answer). A number, boolean, list or object is an error, not
+    scored as the text of its ``repr`` (an answer the system never wrote)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    example = f" (e.g. {json.dumps(json.dumps(value))})" if number else ""
+    raise EvaluationsError(f"field 'generated_answer' must be a string, got {type(value).__name__}", where=where,
+                           fix=f"write the answer as one string on that line{example}, or null for no answer")
+
+
 def read_classic(path: Path) -> list[ClassicRow]:
     rows = []
     for line, record in iter_rows(path):
@@ -75,7 +87,7 @@ def read_classic(path: Path) -> list[ClassicRow]:
         rows.append(ClassicRow(
             query=str(record["query"]),
             context=_strings(record.get("context"), "context", where),
-            generated=record["generated_answer"] or "",
+            generated=_answer(record["generated_answer"], where),
             references=references,
             label=None if label in (None, "") else parse_label(label, f"{where} field 'label'"),
             latency_ms=None if latency in (None, "") else float(latency),

@@ -10,21 +10,27 @@ Figures (N = queries, A = attempts):
 * retrieval: ``results.retrieval_metrics.compute_all`` of the last attempt's ``retrieved`` ids (duplicates dropped,
   first rank kept) against the golden set's relevance, mean over queries with a relevant document (each query's
   outcome is a ``CaseRecord``; means by the measure registry, ``results.measures``, as a run's summary);
-* correctness of an attempt: its ``correct`` when logged, else ``keyword_correct(golden answers, answer)``; a
-  query whose last attempt failed (``error``) or, in a log of answers, gave none is wrong when the golden set has
-  answers for it (as a run's failed case is), and counted (``answers.failed``, ``answers.unanswered``);
+* correctness of an attempt: wrong when it failed (``error``), else its ``correct`` when logged, else
+  ``keyword_correct(golden answers, answer)``; a query whose last attempt failed (``error``) or, in a log of
+  answers, gave none is wrong when the golden set has answers for it (as a run's failed case is), and counted
+  (``answers.failed``, ``answers.unanswered``);
 * tokens per correct answer = (input + output tokens of all attempts) / (queries whose last attempt is correct);
 * cost of an attempt: its ``cost_usd`` when logged, else ``input * price.input / 1e6 + output * price.output
   / 1e6`` with the price of its ``model`` (or else its ``tier``) in the config's ``prices``; cost per query =
   total cost / N;
-* unknown is never 0: an attempt without ``usage`` has unknown tokens and one without a price an unknown cost;
-  totals are over the known attempts (null when none is known), per-query figures null unless every attempt is
-  known, and ``unreported_attempts`` / ``unpriced_attempts`` count the others;
+* ``usage`` takes our ``input_tokens``/``output_tokens`` or OpenAI's ``prompt_tokens``/``completion_tokens``;
+* unknown is never 0: an attempt without ``usage`` (or with one naming neither count) has unknown tokens, and one
+  without a price or without ``usage`` (and no ``cost_usd``) an unknown cost; totals are over the known attempts
+  (null when none is known), per-query figures null unless every attempt is known, and ``unreported_attempts`` /
+  ``unpriced_attempts`` count the others;
+* ``error`` empty or blank is no error; ``query_id`` may be an integer (its decimal text, as a golden id), not a
+  float or boolean;
 * a row naming a field as another tool does (``ALIASES``: ``question``, ``contexts``, ``response``, …) without ours
   is an error naming the rename, not a figure silently missing;
 * context waste of an attempt (``judging.grounding.context_waste``): the share of the context's tokens from
   spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
-  has no text the share is of spans instead of tokens (``basis`` says which);
+  has no text the share is of spans instead of tokens (``basis`` says which); rows whose ``context`` names items
+  that are not among their retrieved ids (texts instead of ids) are counted in a warning;
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
 * calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
@@ -46,13 +52,15 @@ Figures (N = queries, A = attempts):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from evaluations.datasets.rows import iter_rows
 from evaluations.core.errors import EvaluationsError, field_errors
@@ -82,11 +90,16 @@ class LoggedSpan(BaseModel):
     score: float | None = None
 
 
+#: the token counts a ``usage`` may name: ours, then OpenAI's (a system's reply may use either, ``systems.base``)
+INPUT_TOKENS, OUTPUT_TOKENS = ("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens")
+
+
 class LogUsage(BaseModel):
+    # token counts of one attempt, in our names or OpenAI's (no docstring: it would change the published schema)
     model_config = ConfigDict(extra="allow")
 
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0, validation_alias=AliasChoices(*INPUT_TOKENS))
+    output_tokens: int = Field(default=0, ge=0, validation_alias=AliasChoices(*OUTPUT_TOKENS))
 
 
 class LogRecord(BaseModel):
@@ -112,6 +125,34 @@ class LogRecord(BaseModel):
                                   "else the sum of the stages).")
     error: str | None = Field(default=None, description="The attempt failed (e.g. 'HTTP 500'): counted as failed, "
                                                         "its answer wrong.")
+
+    @field_validator("query_id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        """An integer id is its decimal text, as a dataset or golden file's id is (``1`` matches the golden ``1``);
+        a float or boolean is refused: ``1.0`` or ``true`` as text would match no golden id."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, (bool, float)):
+            raise PydanticCustomError("query_id_type", "must be a string or an integer (the golden set's id, e.g. "
+                                      "\"q1\" or 7), got {kind} {value}",
+                                      {"kind": type(value).__name__, "value": json.dumps(value)})
+        return value
+
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _usage_reported(cls, value: Any) -> Any:
+        """A ``usage`` naming no token count (``{}``, only ``total_tokens``) reports nothing: unknown tokens (None),
+        never 0."""
+        if isinstance(value, dict) and not value.keys() & {*INPUT_TOKENS, *OUTPUT_TOKENS}:
+            return None
+        return value
+
+    @field_validator("error")
+    @classmethod
+    def _blank_error_is_none(cls, value: str | None) -> str | None:
+        """An empty or blank ``error`` is no error (a logger that always writes the field): not a failed attempt."""
+        return value if value and value.strip() else None
 
     def spans(self) -> list[LoggedSpan]:
         return [LoggedSpan(id=s) if isinstance(s, str) else s for s in self.retrieved]
@@ -183,6 +224,10 @@ def _dedupe(ids: list[str]) -> list[str]:
 
 
 def _correct(record: LogRecord, gold: Gold | None) -> bool | None:
+    """The attempt's correctness: logged, else judged on the golden answers; None when neither is known. A failed
+    attempt (``error``) is wrong, whatever answer text it carries (``LogRecord.error``): never failed and correct."""
+    if record.error is not None:
+        return False if record.correct is not None or (gold is not None and gold.answers) else None
     if record.correct is not None:
         return record.correct
     if gold is not None and gold.answers and record.answer is not None:
@@ -239,10 +284,9 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     if record.cost_usd is not None:
         return record.cost_usd
     price = prices.get(record.model or "") or prices.get(record.tier or "")
-    if price is None:
+    if price is None or record.usage is None:  # no price, or tokens not reported: an unknown cost, never 0 USD
         return None
-    usage = record.usage or LogUsage()
-    return usage.input_tokens * price.input / 1e6 + usage.output_tokens * price.output / 1e6
+    return record.usage.input_tokens * price.input / 1e6 + record.usage.output_tokens * price.output / 1e6
 
 
 def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
@@ -302,6 +346,25 @@ def _context_report(lasts: list[LogRecord], records: list[tuple[str, LogRecord]]
             warnings.append(f"{len(unknown)} of {len(retrieved)} retrieved ids are not in the corpus "
                             f"(e.g. {', '.join(map(repr, report['unknown_examples'][:3]))})")
     return report, warnings
+
+
+def _context_not_retrieved(records: list[tuple[str, LogRecord]]) -> str | None:
+    """A warning when rows name ``context`` items that are not among their own retrieved ids (passage texts written
+    where ids belong, say), with their count and the first one: such an item is a span that is not relevant to
+    context waste (1.0 for a context of texts) and has no text for the judges, a figure wrong without a word."""
+    strays = []
+    for where, record in records:
+        ids = {s.id for s in record.spans()}
+        stray = next((i for i in record.context or [] if i not in ids), None)
+        if stray is not None:
+            strays.append((where, stray))
+    if not strays:
+        return None
+    where, item = strays[0]
+    example = item if len(item) <= 60 else f"{item[:57]}..."
+    return (f"{len(strays)} of {len(records)} log rows name context items that are not among their retrieved ids "
+            f"(e.g. {example!r} at {where}): 'context' lists the ids of the retrieved spans given to the model, not "
+            "their texts; such an item counts as an irrelevant span in context_waste and has no text for the judges")
 
 
 def _mean(values: list[float]) -> float | None:
@@ -443,6 +506,7 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     if (judged_free := reference_free_summary(final)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
+    warnings += filter(None, [_context_not_retrieved(records)])
     if gold and (missing := [qid for qid in groups if qid not in gold]):  # counted, never silently left out
         summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
         warnings.append(f"{len(missing)} of {n_queries} logged queries are not in the golden set (e.g. "

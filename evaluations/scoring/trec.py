@@ -7,11 +7,14 @@ header also works).
 
 Per query: ``results.retrieval_metrics.compute_all``. Means are over queries that have a relevant document in the
 qrels; a judged query missing from the run counts with an empty ranking (all 0, trec_eval ``-c``). Queries of
-the run without qrels are counted and ignored (as trec_eval).
+the run without qrels are counted and ignored (as trec_eval); a run none of whose queries has a relevant document
+is warned about (``warnings``: its metrics, empty or all 0, say nothing about it). A score of NaN in the run, and
+a (query, document) pair graded twice with different grades in the qrels, are errors naming the line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -47,6 +50,9 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             value = float(score)
         except ValueError:
             raise EvaluationsError(f"score {score!r} is not a number", where=where, fix="column 5 is the score") from None
+        if math.isnan(value):  # no order: the ranking would be undefined (canonical_order)
+            raise EvaluationsError(f"document {doc_id!r} of query {qid!r} has a NaN score", where=where,
+                                   fix="write a finite score in column 5 (or -inf for a document ranked last)")
         if doc_id in run.setdefault(qid, {}):
             raise EvaluationsError(f"document {doc_id!r} appears twice for query {qid!r}", where=where,
                                    fix="one line per (query, document)")
@@ -57,9 +63,14 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """{qid: {docid: grade}} from TREC qrels (4 columns) or a BEIR qrels TSV (3 columns, header line)."""
+    """{qid: {docid: grade}} from TREC qrels (4 columns) or a BEIR qrels TSV (3 columns, header line).
+
+    A (query, document) pair graded twice with different grades is an error naming both lines (which one is meant
+    cannot be told, and neither may win silently); the same grade repeated is accepted, as the one judgment it
+    is (merged judgment pools repeat lines)."""
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
+    lines: dict[tuple[str, str], int] = {}  # (qid, docid) -> the line that graded it
     for number, parts in _lines(path):
         where = f"{path}:{number}"
         if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
@@ -72,10 +83,17 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
             raise EvaluationsError(f"expected 4 columns (qid iter docid grade), got {len(parts)}", where=where,
                                    fix="write one 'qid 0 docid grade' per line")
         try:
-            qrels.setdefault(qid, {})[doc_id] = int(grade)
+            value = int(grade)
         except ValueError:
             raise EvaluationsError(f"grade {grade!r} is not an integer", where=where,
                                    fix="the last column is an integer grade") from None
+        graded = qrels.setdefault(qid, {})
+        if graded.get(doc_id, value) != value:
+            raise EvaluationsError(f"document {doc_id!r} of query {qid!r} is graded {value} here and "
+                                   f"{graded[doc_id]} at line {lines[qid, doc_id]}", where=where,
+                                   fix="keep one line per (query, document), with the grade meant")
+        graded[doc_id] = value
+        lines.setdefault((qid, doc_id), number)
     if not qrels:
         raise EvaluationsError("the qrels file has no lines", where=str(path), fix="give TREC qrels")
     return qrels
@@ -110,4 +128,18 @@ def score_trec(run_path: str | Path, qrels_path: str | Path, ks: list[int]) -> d
     result = evaluate_rankings(rankings, qrels, ks)
     if result["counts"]["queries"] and not any(d in qrels.get(q, {}) for q, r in rankings.items() for d in r):
         result["warning"] = "no retrieved document id appears in the qrels: the ids of the run and qrels probably differ"
+    if warning := _no_relevant(rankings, qrels):
+        result["warnings"] = [warning]
     return {"format": "trec", "file": str(run_path), "qrels": str(qrels_path), "ks": ks, **result}
+
+
+def _no_relevant(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> str | None:
+    """A warning when no query of the run has a relevant document (grade > 0) in the qrels: its metrics are then
+    empty or all 0, which says nothing about the run (the query ids differ, or the qrels grade nothing above 0)."""
+    if any(grade > 0 for qid in rankings for grade in qrels.get(qid, {}).values()):
+        return None
+    unjudged = sum(qid not in qrels for qid in rankings)
+    return (f"no query of the run has a relevant document in the qrels (of its {len(rankings)} queries, {unjudged} "
+            f"are not in the qrels and {len(rankings) - unjudged} have no grade above 0): the metrics say nothing "
+            "about the run; check that the run and the qrels use the same query ids and grade relevant documents "
+            "above 0")
