@@ -355,3 +355,24 @@ def test_a_log_counts_failed_and_unanswered_queries_and_never_reports_unknown_as
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{ragas}:1: field 'question' is not read: rename it 'query'" in proc.stderr
     assert "field 'contexts' is not read: rename it 'retrieved'" in proc.stderr
+
+
+def test_beir_qrels_whose_ids_hold_spaces_are_split_on_tabs(tmp_path, cli):
+    """A BEIR qrels TSV is split on tabs: 'q1<TAB>doc A<TAB>1' was read as 4 whitespace columns (iteration 'doc',
+    document 'A'), so a run retrieving 'A' scored as if it had found the relevant 'doc A' (and a query id with a
+    space was 5 columns, an error)."""
+    import pytrec_eval
+
+    qrels = {"q1": {"doc A": 1, "D": 1}, "q2 x": {"B b": 2, "C": 0}}
+    (tmp_path / "qrels.tsv").write_text("query_id\tcorpus_id\tscore\n" + "".join(
+        f"{q}\t{d}\t{g}\t\n" for q, docs in qrels.items() for d, g in docs.items()))
+    (tmp_path / "run.trec").write_text("q1 Q0 A 1 2.0 t\nq1 Q0 D 2 1.0 t\n")  # TREC runs split on whitespace
+    code, out, err = cli(["score", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.tsv"), "--k", "1,10",
+                          "--json"])
+    assert code == 0, err
+    q1 = pytrec_eval.RelevanceEvaluator({"q1": qrels["q1"]}, {"P_1", "recall_10"}).evaluate(
+        {"q1": {"A": 2.0, "D": 1.0}})["q1"]
+    assert (q1["P_1"], q1["recall_10"]) == (0.0, 0.5)
+    summary = json.loads(out)  # 'q2 x' is judged and not in the run: 0, as trec_eval -c counts it
+    assert summary["metrics"]["p@1"] == pytest.approx((q1["P_1"] + 0.0) / 2)
+    assert summary["metrics"]["recall@10"] == pytest.approx((q1["recall_10"] + 0.0) / 2)

@@ -2,8 +2,8 @@
 
 Run file: ``qid Q0 docid rank score tag`` per line (whitespace separated). As trec_eval does, the rank column
 is ignored: each query's documents are ordered by ``results.retrieval_metrics.canonical_order`` (score
-descending, ties by doc id descending). Qrels: ``qid iter docid grade`` per line (a BEIR ``query-id corpus-id score`` TSV with its
-header also works).
+descending, ties by doc id descending). Qrels: ``qid iter docid grade`` per line (whitespace separated), or a
+BEIR TSV ``query-id<TAB>corpus-id<TAB>score`` after its header line (split on tabs: its ids may hold spaces).
 
 Per query: ``results.retrieval_metrics.compute_all``. Means are over queries that have a relevant document in the
 qrels; a judged query missing from the run counts with an empty ranking (all 0, trec_eval ``-c``). Queries of
@@ -26,13 +26,22 @@ from evaluations.results.rundata import RunData
 from evaluations.results.summary import retrieval_means
 
 
-def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
-    """(number, columns) of every non-blank line. Checked: the file exists, is UTF-8 text, its gzip stream (.gz)
-    valid and whole (``utf8_lines``: one error naming the file and line)."""
+def _lines(path: Path, *, tabs: bool = False) -> Iterable[tuple[int, list[str]]]:
+    """(number, columns) of every non-blank line, split on whitespace; with ``tabs``, a line holding a tab is split
+    on tabs (a BEIR TSV, whose ids may hold spaces), its cells stripped and trailing empty cells dropped. Checked:
+    the file exists, is UTF-8 text, its gzip stream (.gz) valid and whole (``utf8_lines``: one error naming the
+    file and line)."""
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="check the path")
     for number, line in utf8_lines(path):
-        if line.strip():
+        if not line.strip():
+            continue
+        if tabs and "\t" in line:
+            cells = [c.strip() for c in line.rstrip("\r\n").split("\t")]
+            while len(cells) > 3 and not cells[-1]:
+                cells.pop()
+            yield number, cells
+        else:
             yield number, line.split()
 
 
@@ -62,6 +71,14 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     return run
 
 
+def _integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """{qid: {docid: grade}} from TREC qrels (4 columns) or a BEIR qrels TSV (3 columns, header line).
 
@@ -71,10 +88,10 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
     lines: dict[tuple[str, str], int] = {}  # (qid, docid) -> the line that graded it
-    for number, parts in _lines(path):
+    for number, parts in _lines(path, tabs=True):
         where = f"{path}:{number}"
-        if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
-            continue
+        if not lines and not qrels and len(parts) == 3 and not _integer(parts[2]):
+            continue  # a BEIR TSV's header, whatever it names (query-id corpus-id score, query_id ...)
         if len(parts) == 4:
             qid, _, doc_id, grade = parts
         elif len(parts) == 3:
