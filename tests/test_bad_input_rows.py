@@ -169,3 +169,16 @@ def test_a_yaml_id_read_as_another_number_is_refused(cli, tmp_path, corpus, writ
     code, _, err = _run(cli, tmp_path, data, corpus)
     assert code == 0, err
     assert sorted(_cases(tmp_path)) == sorted(["12", written])  # a plain number and a quoted one, as written
+
+
+@pytest.mark.parametrize("value, told", [
+    ('"answers": "Paris"', "field 'answers': Input should be a valid list (got a string: write a list, [\"Paris\"])"),
+    ('"answers": null', "field 'answers': Input should be a valid list (got null: give a list, [] for none"),
+    ('"answers": [42]', "field 'answers.0': Input should be a valid string (got the number 42: quote it, \"42\")"),
+])
+def test_a_value_of_another_type_is_told_how_to_write_it(cli, tmp_path, corpus, value, told):
+    """pydantic said only what it wanted ("Input should be a valid list"); the message now says what was given and
+    how to write it."""
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "q1", "query": "Where is the Eiffel Tower?", ' + value + "}\n")
+    _refused(cli, tmp_path, data, corpus, f"q.jsonl:1: {told}")

@@ -104,5 +104,24 @@ def field_errors(errors: list[dict]) -> list[tuple[str, str, object]]:
         msgs, _ = out.setdefault(key, ([], value))
         if msg not in msgs:
             msgs.append(msg)  # the union's members that failed at the same key: "A, or b"
-    return [(key, ", or ".join([msgs[0], *(m[:1].lower() + m[1:] for m in msgs[1:])]), value)
-            for key, (msgs, value) in out.items()]
+    return [(key, ", or ".join([msgs[0], *(m[:1].lower() + m[1:] for m in msgs[1:])]) + _what_was_given(msgs, value),
+             value) for key, (msgs, value) in out.items()]
+
+
+def _what_was_given(msgs: list[str], value: object) -> str:
+    """What the user wrote where pydantic wanted another type, and how to write it: ``"Brazil"`` where a list is
+    wanted is ``["Brazil"]``, ``42`` where a string is wanted is ``"42"`` (pydantic says only what it wanted)."""
+    import json
+
+    if len(msgs) != 1:  # a union's members: which one was meant cannot be told
+        return ""
+    wanted = msgs[0]
+    if "valid list" in wanted and isinstance(value, str):
+        return f" (got a string: write a list, [{json.dumps(value, ensure_ascii=False)}])"
+    if "valid list" in wanted and value is None:
+        return " (got null: give a list, [] for none, or leave the field out)"
+    if "valid list" in wanted and isinstance(value, dict):
+        return " (got an object: give a list)"
+    if "valid string" in wanted and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f" (got the number {json.dumps(value)}: quote it, \"{value}\")"
+    return ""
