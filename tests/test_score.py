@@ -376,3 +376,19 @@ def test_beir_qrels_whose_ids_hold_spaces_are_split_on_tabs(tmp_path, cli):
     summary = json.loads(out)  # 'q2 x' is judged and not in the run: 0, as trec_eval -c counts it
     assert summary["metrics"]["p@1"] == pytest.approx((q1["P_1"] + 0.0) / 2)
     assert summary["metrics"]["recall@10"] == pytest.approx((q1["recall_10"] + 0.0) / 2)
+
+
+def test_a_classic_file_labelled_on_some_rows_says_the_labels_were_not_used(tmp_path, cli):
+    """Labels on only some rows were dropped without a word ('labelled': false)."""
+    rows = [{"query": "Where is the Eiffel Tower?", "generated_answer": "Paris", "reference_answer": "Paris",
+             "label": "correct"},
+            {"query": "Where is the Colosseum?", "generated_answer": "Milan", "reference_answer": "Rome"}]
+    path = tmp_path / "classic.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = cli(["score", str(path), "--resamples", "10", "--json"])
+    summary = json.loads(out)
+    assert code == 0 and summary["labelled"] is False and "confusion" not in summary
+    assert summary["warnings"] == ["1 of 2 rows have a label, so none was used: the confusion matrix and the judges' "
+                                   "agreement need every row labelled (label the others, or keep the labelled rows "
+                                   "in a file of their own)"]
+    assert err.count("warning: 1 of 2 rows have a label") == 1

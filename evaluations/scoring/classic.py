@@ -89,7 +89,7 @@ def read_classic(path: Path) -> list[ClassicRow]:
             context=_strings(record.get("context"), "context", where),
             generated=_answer(record["generated_answer"], where),
             references=references,
-            label=None if label in (None, "") else parse_label(label, f"{where} field 'label'"),
+            label=None if label in (None, "") else parse_label(label, f"{where}: field 'label'"),
             latency_ms=None if latency in (None, "") else float(latency),
         ))
     if not rows:
@@ -128,6 +128,10 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
         "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
         "labelled": all(r.label is not None for r in rows),
     }
+    if 0 < (labelled := sum(r.label is not None for r in rows)) < len(rows):  # said, not silently unused
+        summary["warnings"] = [f"{labelled} of {len(rows)} rows have a label, so none was used: the confusion "
+                               "matrix and the judges' agreement need every row labelled (label the others, or "
+                               "keep the labelled rows in a file of their own)"]
     if summary["labelled"]:
         counts = confusion([r.label for r in rows], verdicts)
         values = metrics(counts)
