@@ -123,7 +123,7 @@ def test_classic_jsonl_and_csv_loaders(tmp_path, nq_2000):
     [
         ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": true}\n{"query": "q"}\n',
          ":2", "missing field 'generated_answer'"),
-        ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": "maybe"}\n', ":1 field 'label'",
+        ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": "maybe"}\n', ":1: field 'label'",
          "'maybe' is not a correctness label"),
         ('{"query": "q", "generated_answer": "a", "reference_answer": "a", "label": 1}\n{"query": \n', ":2",
          "not valid JSON"),

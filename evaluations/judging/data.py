@@ -84,7 +84,7 @@ def _classic(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnsw
             references=(_references(record["reference_answer"], where)
                         if "reference_answer" in record else ()),  # reference-free judges need none
             answer=answer,
-            label=parse_label(record["label"], f"{where} field 'label'"),
+            label=parse_label(record["label"], f"{where}: field 'label'"),
             group=group,
             source=where,
             system=str(record.get("system") or ""),
