@@ -182,3 +182,18 @@ def test_a_value_of_another_type_is_told_how_to_write_it(cli, tmp_path, corpus, 
     data = tmp_path / "q.jsonl"
     data.write_text('{"id": "q1", "query": "Where is the Eiffel Tower?", ' + value + "}\n")
     _refused(cli, tmp_path, data, corpus, f"q.jsonl:1: {told}")
+
+
+def test_a_run_that_measures_no_quality_says_so(cli, tmp_path, corpus):
+    """Questions without relevant ids or answers, with the answer and reference-free judges off: the run reported
+    latency alone and exited 0 without a word."""
+    data = _jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "Where is the Eiffel Tower?"}])
+    code, out, err = _run(cli, tmp_path, data, corpus)
+    summary = json.loads(out)
+    assert code == 0 and summary["metrics"] == {}
+    assert [w["kind"] for w in summary["warnings"]] == ["nothing_measured"]
+    assert err.count("warning: the run measured no quality") == 1
+    labelled = _jsonl(tmp_path / "l.jsonl", [{"id": "q1", "query": "Where is the Eiffel Tower?",
+                                              "relevant_doc_ids": [next(iter(DOCS))]}])
+    code, out, err = _run(cli, tmp_path, labelled, corpus, out="labelled")
+    assert code == 0 and "measured no quality" not in err and json.loads(out)["metrics"]
