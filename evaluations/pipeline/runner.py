@@ -428,8 +428,9 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     if not summary.metrics and not (summary.answers and summary.answers.judges) and summary.counts.complete:
         summary.warnings.append({"kind": "nothing_measured", "message": (
             "the run measured no quality: its queries have no relevant documents, no answer was judged and no "
-            "reference-free judge gave a value (only latency and tokens are reported); give the rows relevant_doc_ids or "
-            "answers, or let the reference-free judges run (drop --skip-qa / --no-reference-free)")})
+            "reference-free judge gave a value (only latency and tokens are reported); give the rows "
+            "relevant_doc_ids or answers, or let the reference-free judges run (drop --skip-qa / "
+            "--no-reference-free)")})
     finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                              records=records)
     if after is not None:
