@@ -197,3 +197,16 @@ def test_a_run_that_measures_no_quality_says_so(cli, tmp_path, corpus):
                                               "relevant_doc_ids": [next(iter(DOCS))]}])
     code, out, err = _run(cli, tmp_path, labelled, corpus, out="labelled")
     assert code == 0 and "measured no quality" not in err and json.loads(out)["metrics"]
+
+
+def test_upper_case_suffixes_are_read(cli, tmp_path):
+    """Q.JSONL and C.JSONL.GZ (files from Windows tools) were 'unsupported file type'."""
+    import gzip
+
+    corpus = tmp_path / "C.JSONL.GZ"
+    with gzip.open(corpus, "wt") as handle:
+        handle.write("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in DOCS.items()))
+    data = _jsonl(tmp_path / "Q.JSONL", QUERIES)
+    code, out, err = _run(cli, tmp_path, data, corpus)
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["ndcg@10"] == 1.0 and sorted(_cases(tmp_path)) == ["q1", "q2"]

@@ -54,7 +54,7 @@ def json_cell(value: Any, where: str, key: str) -> Any:
 
 
 def _open_binary(path: Path) -> BinaryIO:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -134,7 +134,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         what = "is a folder, expected a file" if path.is_dir() else "file not found"
         raise EvaluationsError(what, where=str(path), fix="check the path (--source / dataset folder)")
-    name = path.name
+    name = path.name.lower()  # Q1.JSONL is a JSONL file
     progress = [0]  # last physical line read, for messages about the file as a whole
     try:
         if name.endswith((".jsonl", ".jsonl.gz")):
