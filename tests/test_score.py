@@ -392,3 +392,17 @@ def test_a_classic_file_labelled_on_some_rows_says_the_labels_were_not_used(tmp_
                                    "agreement need every row labelled (label the others, or keep the labelled rows "
                                    "in a file of their own)"]
     assert err.count("warning: 1 of 2 rows have a label") == 1
+
+
+def test_a_classic_tsv_of_six_columns_is_not_taken_for_a_trec_run(tmp_path, cli):
+    """Six tab-separated columns with a header naming generated_answer were detected as a TREC run ('a TREC run
+    needs qrels')."""
+    path = tmp_path / "classic.tsv"
+    path.write_text("query\tcontext\tgenerated_answer\treference_answer\tlabel\tlatency_ms\n"
+                    "Where is the Eiffel Tower?\tThe Eiffel Tower is in Paris.\tParis\tParis\ttrue\t12\n"
+                    "Where is the Colosseum?\tThe Colosseum is in Rome.\tMilan\tRome\tfalse\t30\n")
+    code, out, err = cli(["score", str(path), "--resamples", "10", "--json"])
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["format"] == "classic" and summary["labelled"] is True
+    assert summary["confusion"] == {"tp": 1, "fp": 0, "fn": 0, "tn": 1} and summary["latency_ms"]["mean"] == 21

@@ -31,7 +31,8 @@ def _first_line(path: Path) -> tuple[int, str]:
 
 
 def detect_format(path: str | Path) -> str:
-    """``trec`` for whitespace-separated ``qid Q0 docid rank score tag`` lines; for JSON/JSONL/CSV/parquet rows
+    """``trec`` for whitespace-separated ``qid Q0 docid rank score tag`` lines (not a TSV whose header names
+    ``generated_answer``, a classic file of 6 columns); for JSON/JSONL/CSV/TSV/parquet rows
     ``classic`` when the first row has ``generated_answer``, ``log`` when it has ``query_id`` and one of
     ``retrieved``/``tier``/``answer``; else an error asking for ``--format``. A file of another type whose first
     line is not a JSON row nor 6 columns is an error naming that line and the 6 columns of a TREC run."""
@@ -43,7 +44,8 @@ def detect_format(path: str | Path) -> str:
     if not path.name.endswith(".parquet"):  # binary: rows only, read by iter_rows
         number, first = _first_line(path)
         columns = len(first.split())
-        if not first.startswith(("{", "[")) and columns == 6 and ".csv" not in path.name:
+        header = ".tsv" in path.name.lower() and "generated_answer" in first.split("\t")  # a classic TSV's header
+        if not first.startswith(("{", "[")) and columns == 6 and ".csv" not in path.name.lower() and not header:
             return "trec"
         if not first.startswith(("{", "[")) and not path.name.endswith(SUFFIXES):
             raise EvaluationsError(
