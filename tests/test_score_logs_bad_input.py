@@ -229,3 +229,12 @@ def test_integer_query_ids_match_a_golden_set_of_integer_ids_and_floats_are_refu
     code, out, err = cli(["score", str(bad), "--golden", golden, "--no-reference-free"])
     assert_one_error(code, out + err, f"{bad}:1: field 'query_id': must be a string or an integer",
                      "got float 1.0", f"{bad}:2: field 'query_id'", "got bool true")
+
+
+def test_a_logged_item_whose_id_has_another_name_is_told_to_rename_it(tmp_path, cli):
+    """``{"doc_id": ...}`` in ``retrieved`` was "field 'retrieved.0.id': Field required", naming no rename."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": "Where is the Eiffel Tower?", "answer": "Paris",
+                               "retrieved": [{"doc_id": "d1", "text": "The Eiffel Tower is in Paris."}]}) + "\n")
+    code, out, err = cli(["score", str(log), "--format", "log", "--no-reference-free"])
+    assert_one_error(code, out + err, f"{log}:1: field 'retrieved.0.doc_id' is not read: rename it 'id'")

@@ -63,6 +63,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from evaluations.datasets.rows import iter_rows
+from evaluations.systems.callable import ID_ALIASES
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import corpus_text
 from evaluations.judging.lexical import keyword_correct
@@ -184,8 +185,15 @@ def _misnamed(row: Any) -> list[str]:
     if not isinstance(row, dict):
         return []
     shape = {"retrieved": ' as items {"id": ..., "text": ...} (a plain string is read as an id)'}
-    return [f"field {alias!r} is not read: rename it {ours!r}{shape.get(ours, '')}" for ours, aliases in ALIASES.items()
-            if ours not in row for alias in aliases if alias in row]
+    misnamed = [f"field {alias!r} is not read: rename it {ours!r}{shape.get(ours, '')}"
+                for ours, aliases in ALIASES.items() if ours not in row for alias in aliases if alias in row]
+    items = row.get("retrieved")
+    for n, item in enumerate(items if isinstance(items, list) else []):  # an item's id under another tool's name
+        if isinstance(item, dict) and "id" not in item and (alias := next(
+                (a for a in ID_ALIASES if a in item), None)) is not None:
+            misnamed.append(f"field 'retrieved.{n}.{alias}' is not read: rename it 'id'")
+            break
+    return misnamed
 
 
 def read_logs(path: str | Path) -> list[tuple[str, LogRecord]]:
