@@ -78,3 +78,16 @@ def test_a_pair_graded_twice_differently_names_both_lines(tmp_path):
     assert_one_error(proc.returncode, proc.stderr, f"{qrels}:{len(lines) + 1}: document {did!r} of query {qid!r}",
                      f"at {qrels}:2")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_file_beside_the_one_read_is_named(tmp_path):
+    """corpus.jsonl and corpus.jsonl.gz both there: the .jsonl was read without a word."""
+    import gzip
+
+    from evaluations.datasets import LoadOptions, get_spec
+
+    source = write_scifact_subset(tmp_path / "beir", 3, 5)
+    with gzip.open(source / "corpus.jsonl.gz", "wt") as handle:
+        handle.write((source / "corpus.jsonl").read_text())
+    corpus = get_spec("beir").load(LoadOptions(source=source))
+    assert corpus.warnings == ["corpus.jsonl was read, not corpus.jsonl.gz beside it"]

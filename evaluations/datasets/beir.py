@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Corpus, Document, Query
-from evaluations.datasets.rows import field, find_file, iter_rows, utf8_lines
+from evaluations.datasets.rows import SUFFIXES, field, find_file, iter_rows, utf8_lines
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 
 
@@ -108,9 +108,13 @@ def load(options: LoadOptions) -> Corpus:
     for qid, grades in relevant.items():  # only the split's queries need a text
         text, where = texts[qid]
         queries.append(Query(id=qid, text=field({"text": text}, "text", where), relevant=grades))
+    read = {"corpus": corpus_path, "queries": queries_path, f"qrels/{split}": qrels_path}
+    twins = [f"{path.name} was read, not {', '.join(beside)} beside it"  # corpus.jsonl and corpus.jsonl.gz
+             for stem, path in read.items()
+             if (beside := [c.name for s in SUFFIXES if (c := folder / f"{stem}{s}").is_file() and c != path])]
     itself = [q.id for q in queries if q.id in documents and " ".join(q.text.split()) in " ".join(
         documents[q.id].text.split())]  # ArguAna, Quora: the query is a document of the corpus, under its own id
-    warnings = _warnings(empty, no_query, no_document, corpus_path, queries_path, qrels_path)
+    warnings = twins + _warnings(empty, no_query, no_document, corpus_path, queries_path, qrels_path)
     if itself:
         warnings.append(f"{len(itself)} of {len(queries)} queries are documents of the corpus under their own id "
                         f"(e.g. {itself[0]!r}): retrieved, each counts as a document like any other, where BEIR's "
