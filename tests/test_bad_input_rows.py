@@ -210,3 +210,18 @@ def test_upper_case_suffixes_are_read(cli, tmp_path):
     code, out, err = _run(cli, tmp_path, data, corpus)
     assert code == 0, err
     assert json.loads(out)["metrics"]["ndcg@10"] == 1.0 and sorted(_cases(tmp_path)) == ["q1", "q2"]
+
+
+def test_a_csv_dataset_gives_lists_as_json_cells_and_leaves_empty_cells_out(cli, tmp_path, corpus):
+    """A CSV dataset could not give relevant_doc_ids, answers or tags ("Input should be a valid list" for a
+    '["d1"]' cell), and an empty cell was a field given as ''."""
+    data = tmp_path / "q.csv"
+    data.write_text('id,query,relevant_doc_ids,answers,tags\n'
+                    'q1,Where is the Eiffel Tower?,"[""d1""]","[""Paris""]",\n'
+                    'q2,What is the highest mountain in Japan?,"[""d2""]",,"[""geo""]"\n')
+    code, out, err = _run(cli, tmp_path, data, corpus)
+    assert code == 0, err
+    records = {r["name"]: r for r in map(json.loads, (tmp_path / "out" / "cases.jsonl").read_text().splitlines())}
+    assert records["q1"]["relevant"] == {"d1": 1} and records["q1"]["gold_answers"] == ["Paris"]
+    assert records["q2"]["relevant"] == {"d2": 1} and records["q2"]["tags"] == ["geo"]
+    assert json.loads(out)["metrics"]["ndcg@10"] == 1.0

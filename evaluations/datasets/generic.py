@@ -34,7 +34,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from evaluations.datasets.rows import iter_rows, json_items, json_members, json_type, read_utf8
+from evaluations.datasets.rows import iter_rows, json_cell, json_items, json_members, json_type, read_utf8
 from evaluations.core import yamltext
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import Corpus, Document, Query
@@ -157,11 +157,14 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
     else:
         rows = list(iter_rows(path))
     records, problems, seen = [], [], {}
+    table = name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
     for line, row in rows:
         where = f"{path}:{line}"
         if not isinstance(row, dict):
             problems.append(f"{where}: a record must be an object, got {type(row).__name__}")
             continue
+        if table:
+            row = _table_row(row, where)
         try:
             record = DatasetRecord.model_validate(row)
         except ValidationError as exc:
@@ -181,6 +184,22 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
     if not records:
         raise EvaluationsError("the dataset file has no records", where=str(path), fix="add query records")
     return records
+
+
+def _table_row(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """A CSV/TSV row as a record: an empty cell is a field not given (a table has every column on every row), and
+    a cell holding a JSON list or object (``["d1", "d2"]``, ``{"d1": 2}``) is that value (``json_cell``)."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, str) and not value.strip():
+            continue
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        out[key] = json_cell(value, where, key)
+    return out
 
 
 #: where a corpus row's id and text may be, first match first
