@@ -225,3 +225,12 @@ def test_a_csv_dataset_gives_lists_as_json_cells_and_leaves_empty_cells_out(cli,
     assert records["q1"]["relevant"] == {"d1": 1} and records["q1"]["gold_answers"] == ["Paris"]
     assert records["q2"]["relevant"] == {"d2": 1} and records["q2"]["tags"] == ["geo"]
     assert json.loads(out)["metrics"]["ndcg@10"] == 1.0
+
+
+def test_a_csv_header_in_capitals_or_padded_names_the_fields(cli, tmp_path, corpus):
+    """'ID, Query' (a spreadsheet's header) gave four problems per row (Field required, Extra inputs)."""
+    data = tmp_path / "q.csv"
+    data.write_text('ID, Query,Relevant_Doc_IDs\nq1,Where is the Eiffel Tower?,"[""d1""]"\n')
+    code, out, err = _run(cli, tmp_path, data, corpus)
+    assert code == 0, err
+    assert sorted(_cases(tmp_path)) == ["q1"] and json.loads(out)["metrics"]["ndcg@10"] == 1.0

@@ -187,10 +187,14 @@ def read_records(path: str | Path) -> list[DatasetRecord]:
 
 
 def _table_row(row: dict[str, Any], where: str) -> dict[str, Any]:
-    """A CSV/TSV row as a record: an empty cell is a field not given (a table has every column on every row), and
-    a cell holding a JSON list or object (``["d1", "d2"]``, ``{"d1": 2}``) is that value (``json_cell``)."""
+    """A CSV/TSV row as a record: an empty cell is a field not given (a table has every column on every row), a
+    cell holding a JSON list or object (``["d1", "d2"]``, ``{"d1": 2}``) is that value (``json_cell``), and a
+    header written ``ID`` or `` Query`` names the field ``id`` / ``query`` (spreadsheets capitalise and pad)."""
     out = {}
+    fields = DatasetRecord.model_fields
     for key, value in row.items():
+        if isinstance(key, str) and key not in fields and key.strip().lower() in fields:
+            key = key.strip().lower()
         if isinstance(value, str) and not value.strip():
             continue
         if isinstance(value, str) and value.lstrip().startswith("{"):
