@@ -37,7 +37,7 @@ def _register(spec) -> None:
               help="Documents: a JSONL/JSON/CSV file (id, text, title?) or a folder of .txt/.md files.")
 @common_options
 def run_command(dataset_file: str, corpus: str, **params) -> None:
-    """Your own dataset file (JSON/JSONL/YAML; schema datasets/schemas/dataset_record.schema.json)."""
+    """Your own dataset file (JSON/JSONL/YAML/CSV/TSV; schema datasets/schemas/dataset_record.schema.json)."""
     from evaluations.datasets.generic import spec_for
 
     _register(spec_for(dataset_file, corpus, name="run"))
