@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Corpus, Document, Query
-from evaluations.datasets.rows import SUFFIXES, field, find_file, iter_rows, utf8_lines
+from evaluations.datasets.rows import SUFFIXES, field, find_file, iter_rows, tab_cells, utf8_lines
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 
 
@@ -134,16 +134,13 @@ def _qrels(path: Path) -> Iterator[tuple[str, str, str, str]]:
     first = True
     for line, text in utf8_lines(path):
         where = f"{path}:{line}"
-        cells = text.rstrip("\r\n").split("\t")
-        while len(cells) > 3 and not cells[-1].strip():
-            cells.pop()
-        if not any(c.strip() for c in cells):
+        cells = tab_cells(text)
+        if not any(cells):
             continue
         if len(cells) < 3:
             raise EvaluationsError(f"{len(cells)} tab-separated field(s), expected query-id, corpus-id and score",
                                    where=where, fix="one 'query-id<TAB>corpus-id<TAB>score' row per judgement (TREC "
                                                     "qrels 'qid 0 docid rel' need converting: tabs, no 0 column)")
-        cells = [c.strip() for c in cells]
         if first:
             first = False
             names = [c.lower() for c in cells]

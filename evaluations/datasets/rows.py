@@ -112,6 +112,15 @@ def utf8_lines(path: Path, *, gunzip: bool = True) -> Iterator[tuple[int, str]]:
         raise _read_error(exc, path, progress[0]) from None
 
 
+def tab_cells(line: str, fields: int = 3) -> list[str]:
+    """The stripped cells of a tab-separated line (a BEIR qrels TSV, whose ids may hold spaces), trailing empty
+    cells beyond ``fields`` dropped (a line ending in a tab)."""
+    cells = [c.strip() for c in line.rstrip("\r\n").split("\t")]
+    while len(cells) > fields and not cells[-1]:
+        cells.pop()
+    return cells
+
+
 def read_utf8(path: Path) -> str:
     """The text of ``path`` (never gunzipped), checked as ``utf8_lines`` checks it."""
     return "".join(line for _, line in utf8_lines(path, gunzip=False))

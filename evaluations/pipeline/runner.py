@@ -30,6 +30,7 @@ from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter, 
 from rich.console import Console
 
 from evaluations.datasets import DatasetSpec, LoadOptions
+from evaluations.datasets.spec import apply_limit
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
@@ -169,9 +170,7 @@ def _select(corpus: Corpus, tags: list[str], limit: int | None) -> Corpus:
                 fix=f"use tags the queries have: {', '.join(present[:20])}{' …' if len(present) > 20 else ''}"
                 if present else "the queries have no tags: drop --tags")
         corpus.queries = kept
-    if limit is not None:
-        corpus.queries = corpus.queries[:limit]
-    return corpus
+    return apply_limit(corpus, limit)
 
 
 class _Recorder(CaseLifecycle[RetrievalInputs, CaseOutput, CaseMetadata]):
@@ -410,6 +409,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         prices={key: (p.input, p.output) for key, p in config.prices.items()} if system is not None else None,
         primary_validation=qa.primary_validation if qa else None,
         primary_chosen_by=qa.primary_chosen_by if qa else None, calibrate=qa is not None,
+        dataset_warnings=corpus.warnings,
         analyses=[a.model_dump(mode="json") for a in report.analyses],
         extra={
             "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
@@ -423,14 +423,6 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
             # token usage, so tokens and cost are the run's, while these counts say what was actually spent
             "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
         })
-    # what the dataset's adapter accepted and a user should know (BEIR: empty documents, judged ids it lacks)
-    summary.warnings = [*({"kind": "dataset", "message": w} for w in corpus.warnings), *summary.warnings]
-    if not summary.metrics and not (summary.answers and summary.answers.judges) and summary.counts.complete:
-        summary.warnings.append({"kind": "nothing_measured", "message": (
-            "the run measured no quality: its queries have no relevant documents, no answer was judged and no "
-            "reference-free judge gave a value (only latency and tokens are reported); give the rows "
-            "relevant_doc_ids or answers, or let the reference-free judges run (drop --skip-qa / "
-            "--no-reference-free)")})
     finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                              records=records)
     if after is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from evaluations.results import measures
@@ -167,6 +168,17 @@ def _repeat_spread(run: RunData) -> dict[str, Any] | None:
     return {"n": len(by_repeat), "metrics": spread}
 
 
+def nothing_measured(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """A run whose cases completed and that has no metric (no relevant documents, no reference-free value) and no
+    judged answer: it reports latency and tokens alone, which a user should hear of rather than read an exit 0."""
+    if summary["metrics"] or (summary.get("answers") or {}).get("judges") or not summary["counts"]["complete"]:
+        return None
+    return {"kind": "nothing_measured", "message": (
+        "the run measured no quality: its queries have no relevant documents, no answer was judged and no "
+        "reference-free judge gave a value (only latency and tokens are reported); give the rows "
+        "relevant_doc_ids or answers, or let the reference-free judges run (drop --skip-qa / --no-reference-free)")}
+
+
 def id_mismatch(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] | None:
     """When cases have relevant documents and results, but no retrieved id of any case is a relevant id, the ids
     of the system and of the dataset almost surely differ: say so, with a few of each."""
@@ -225,13 +237,16 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
               scored: bool = True, primary_judge: str | None = None, price: tuple[float, float] | None = (0.0, 0.0),
               prices: dict[str, tuple[float, float]] | None = None,
               analyses: list[Any] | None = None, primary_validation: dict[str, Any] | None = None,
-              primary_chosen_by: str | None = None, calibrate: bool = False) -> RunSummary:
+              primary_chosen_by: str | None = None, calibrate: bool = False,
+              dataset_warnings: Sequence[str] = ()) -> RunSummary:
     """The run's summary (module docstring). ``primary_validation``: the primary judge's entry of the shipped
     validation file (``JudgeValidation`` as a dict; None: not validated), recorded as ``answers.primary_validation``
     for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``); ``calibrate``
     (a run that answers): the calibration of its probabilities (``results.calibration``). ``price``: USD per 1M
     input/output tokens of the run's model (None: unknown); ``prices``: by the model or tier a system's reply names
-    (the config's ``prices``; those no case named are left out)."""
+    (the config's ``prices``; those no case named are left out). ``dataset_warnings``: what the dataset's adapter
+    accepted and a user should know (``Corpus.warnings``: BEIR's empty documents, judged ids it lacks), first among
+    the ``warnings``."""
     named = {key for r in records for key in (r.model, r.tier) if key}
     priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(
         price_per_1m_tokens=None if price is None else {"input": price[0], "output": price[1]},
@@ -267,7 +282,8 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         summary["segments"] = segment_metrics(run)
     if (spread := _repeat_spread(run)) is not None:
         summary["repeats"] = spread
-    warnings = [w for w in (id_mismatch(records), rising_scores(records)) if w is not None]
+    warnings = [*({"kind": "dataset", "message": w} for w in dataset_warnings),
+                *(w for w in (id_mismatch(records), rising_scores(records), nothing_measured(summary)) if w)]
     if warnings:
         summary["warnings"] = warnings
     if (unknown := unknown_ids(records)) is not None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.datasets.rows import utf8_lines
+from evaluations.datasets.rows import tab_cells, utf8_lines
 from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import canonical_order, compute_all
 from evaluations.results.rundata import RunData
@@ -28,7 +28,7 @@ from evaluations.results.summary import retrieval_means
 
 def _lines(path: Path, *, tabs: bool = False) -> Iterable[tuple[int, list[str]]]:
     """(number, columns) of every non-blank line, split on whitespace; with ``tabs``, a line holding a tab is split
-    on tabs (a BEIR TSV, whose ids may hold spaces), its cells stripped and trailing empty cells dropped. Checked:
+    on tabs (``tab_cells``: a BEIR TSV, whose ids may hold spaces). Checked:
     the file exists, is UTF-8 text, its gzip stream (.gz) valid and whole (``utf8_lines``: one error naming the
     file and line)."""
     if not path.is_file():
@@ -36,13 +36,7 @@ def _lines(path: Path, *, tabs: bool = False) -> Iterable[tuple[int, list[str]]]
     for number, line in utf8_lines(path):
         if not line.strip():
             continue
-        if tabs and "\t" in line:
-            cells = [c.strip() for c in line.rstrip("\r\n").split("\t")]
-            while len(cells) > 3 and not cells[-1]:
-                cells.pop()
-            yield number, cells
-        else:
-            yield number, line.split()
+        yield number, tab_cells(line) if tabs and "\t" in line else line.split()
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
