@@ -406,3 +406,14 @@ def test_a_classic_tsv_of_six_columns_is_not_taken_for_a_trec_run(tmp_path, cli)
     summary = json.loads(out)
     assert summary["format"] == "classic" and summary["labelled"] is True
     assert summary["confusion"] == {"tp": 1, "fp": 0, "fn": 0, "tn": 1} and summary["latency_ms"]["mean"] == 21
+
+
+def test_a_headerless_qrels_tsv_whose_first_grade_is_not_an_integer_is_an_error(tmp_path, cli):
+    """The first line of a BEIR TSV is its header only when its grade column is not a number: 'q1<TAB>D<TAB>2.0'
+    on line 1 was skipped as a header (the judgement silently lost), where the same line below it is refused."""
+    from conftest import assert_one_error
+
+    (tmp_path / "qrels.tsv").write_text("q1\tD\t2.0\nq1\tE\t1\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 D 1 2.0 t\nq1 Q0 E 2 1.0 t\n")
+    code, out, err = cli(["score", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.tsv")])
+    assert_one_error(code, out + err, f"{tmp_path / 'qrels.tsv'}:1: grade '2.0' is not an integer")

@@ -20,7 +20,7 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.types import Corpus, Document, Query
-from evaluations.datasets.rows import SUFFIXES, field, find_file, iter_rows, tab_cells, utf8_lines
+from evaluations.datasets.rows import SUFFIXES, field, find_file, is_number, iter_rows, tab_cells, utf8_lines
 from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 
 
@@ -147,17 +147,9 @@ def _qrels(path: Path) -> Iterator[tuple[str, str, str, str]]:
             if {"query-id", "corpus-id", "score"} <= set(names):
                 order = (names.index("query-id"), names.index("corpus-id"), names.index("score"))
                 continue
-            if not _number(cells[2]):
+            if not is_number(cells[2]):
                 continue  # a header of other names: BEIR skips the first line whatever it says
         yield where, cells[order[0]], cells[order[1]], cells[order[2]]
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _warnings(empty: list[str], no_query: list[str], no_document: list[str], corpus: Path, queries: Path,

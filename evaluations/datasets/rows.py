@@ -121,6 +121,15 @@ def tab_cells(line: str, fields: int = 3) -> list[str]:
     return cells
 
 
+def is_number(text: str) -> bool:
+    """``text`` reads as a number (``2``, ``2.0``, ``-1``): a qrels line's grade column, not a header's name."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_utf8(path: Path) -> str:
     """The text of ``path`` (never gunzipped), checked as ``utf8_lines`` checks it."""
     return "".join(line for _, line in utf8_lines(path, gunzip=False))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.datasets.rows import tab_cells, utf8_lines
+from evaluations.datasets.rows import is_number, tab_cells, utf8_lines
 from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import canonical_order, compute_all
 from evaluations.results.rundata import RunData
@@ -65,14 +65,6 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     return run
 
 
-def _integer(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """{qid: {docid: grade}} from TREC qrels (4 columns) or a BEIR qrels TSV (3 columns, header line).
 
@@ -84,7 +76,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     lines: dict[tuple[str, str], int] = {}  # (qid, docid) -> the line that graded it
     for number, parts in _lines(path, tabs=True):
         where = f"{path}:{number}"
-        if not lines and not qrels and len(parts) == 3 and not _integer(parts[2]):
+        if not lines and not qrels and len(parts) == 3 and not is_number(parts[2]):
             continue  # a BEIR TSV's header, whatever it names (query-id corpus-id score, query_id ...)
         if len(parts) == 4:
             qid, _, doc_id, grade = parts
