@@ -122,3 +122,23 @@ def test_cosqa_through_the_generic_path_equals_pytrec_eval(tmp_path):
         assert r["metrics"]["recall@100"] == pytest.approx(oracle[r["name"]]["recall_100"], abs=1e-9)
     assert summary["metrics"]["ndcg@10"] == pytest.approx(sum(v["ndcg_cut_10"] for v in oracle.values()) / 120)
     assert 0.3 < summary["metrics"]["ndcg@10"] < 1.0
+
+
+def test_log_schema_and_loader_agree_on_query_id_types():
+    """The log reader takes an integer query_id as its decimal text and refuses a float or boolean; the published
+    schema (checked by jsonschema, not by our reader) says the same, so a user's validator does not reject logs
+    that score."""
+    from pydantic import ValidationError
+
+    from evaluations.scoring.logs import LogRecord
+
+    schema = json.loads((SCHEMA_DIR / "log_record.schema.json").read_text())
+    for value in ("q1", 7):
+        jsonschema.validate({"query_id": value}, schema)
+        assert LogRecord.model_validate({"query_id": value}).query_id == str(value)
+    for value in (True, None, 1.5):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"query_id": value}, schema)
+    for value in (True, None, 1.5, 1.0):  # JSON Schema counts 1.0 as an integer; the reader refuses it
+        with pytest.raises(ValidationError):
+            LogRecord.model_validate({"query_id": value})

@@ -57,9 +57,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
 
 from evaluations.datasets.rows import iter_rows
@@ -108,7 +108,9 @@ class LogRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", title="evaluations production log record")
 
-    query_id: str = Field(description="Id of the query; the golden set's id.")
+    # an integer id is read as its decimal text (``_id_as_text``), so the published schema allows both
+    query_id: Annotated[str, WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "integer"}]})] = Field(
+        description="Id of the query; the golden set's id (an integer is read as its decimal text).")
     query: str | None = None
     attempt: int | None = Field(default=None, ge=0, description="Order of this attempt for the query (0-based).")
     timestamp: str | None = None
