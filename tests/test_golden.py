@@ -44,6 +44,23 @@ def test_golden_file_shape():
     assert all(len({s.path for s in q.expected_spans}) >= 2 for q in multi)
 
 
+def test_a_query_key_given_twice_is_refused_naming_its_line(tmp_path):
+    """json.loads keeps the last of two equal keys: a golden query whose spans are given twice must not lose the
+    first list silently."""
+    from evaluations.core.errors import EvaluationsError
+
+    first, second = json.loads(GOLDEN.read_text(encoding="utf-8"))[:2]
+    body = json.dumps(second, indent=2)
+    twice = body[:-2] + f',\n  "expected_spans": {json.dumps(first["expected_spans"])}\n}}'
+    path = tmp_path / "golden.json"
+    path.write_text("[\n" + json.dumps(first) + ",\n" + twice + "\n]\n", encoding="utf-8")
+    with pytest.raises(EvaluationsError) as info:
+        read_golden(path)
+    assert "'expected_spans' is given twice" in str(info.value) and info.value.where == f"{path}:3"
+    path.write_text("[\n" + json.dumps(first) + ",\n" + body + "\n]\n", encoding="utf-8")
+    assert [str(q.query_id) for q in read_golden(path)] == [first["query_id"], second["query_id"]]
+
+
 def test_golden_file_matches_this_repository():
     proc = cli("golden", "validate", "--repo", str(REPO), "--json")
     report = json.loads(proc.stdout)

@@ -20,7 +20,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluations.core.errors import EvaluationsError, field_errors
-from evaluations.datasets.rows import read_utf8
+from evaluations.datasets.rows import json_items, read_utf8
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -57,14 +57,17 @@ def read_golden(path: str | Path) -> list[GoldenQuery]:
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("golden file not found", where=str(path), fix="pass the golden JSON file")
+    text = read_utf8(path)
     try:
-        data = json.loads(read_utf8(path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EvaluationsError(f"not valid JSON ({exc.msg})", where=f"{path}:{exc.lineno}", fix="fix the JSON") from None
     if not isinstance(data, list):
         raise EvaluationsError("a golden file is a JSON array of queries", where=str(path), fix="wrap the queries in [ ]")
+    # again, refusing a key given twice in one query (json.loads keeps the last one silently)
+    rows = [row for _, row in json_items(text, len(text) - len(text.lstrip()), path)]
     queries, problems, seen = [], [], set()
-    for number, row in enumerate(data, 1):
+    for number, row in enumerate(rows, 1):
         try:
             query = GoldenQuery.model_validate(row)
         except ValidationError as exc:
