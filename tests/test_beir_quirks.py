@@ -91,3 +91,18 @@ def test_a_file_beside_the_one_read_is_named(tmp_path):
         handle.write((source / "corpus.jsonl").read_text())
     corpus = get_spec("beir").load(LoadOptions(source=source))
     assert corpus.warnings == ["corpus.jsonl was read, not corpus.jsonl.gz beside it"]
+
+
+def test_a_run_of_another_split_is_named_by_it(tmp_path):
+    """Runs are called runs/<dataset>-<mode>-<time>: a run of --split dev was called like the test split's, so
+    history and compare read two splits' figures as one series."""
+    source = write_scifact_subset(tmp_path / "beir", 3, 5)
+    (source / "qrels" / "dev.tsv").write_text((source / "qrels" / "test.tsv").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    for split in ((), ("--split", "dev"), ("--split", "test")):
+        proc = run_cli("beir", str(source), *split, "--search-mode", "fts", "--skip-qa", "--no-progress",
+                       "--db", str(tmp_path / "db"), cwd=work, env={"PYTHONPATH": str(Path(__file__).parents[1])})
+        assert proc.returncode == 0, proc.stderr
+    names = sorted(p.name.rsplit("-", 2)[0] for p in (work / "runs").iterdir())
+    assert names == ["beir-dev-fts", "beir-fts", "beir-fts"]

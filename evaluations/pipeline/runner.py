@@ -299,6 +299,8 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
         raise EvaluationsError("no queries to evaluate", where=corpus.source,
                                fix="check --limit, --tags and the data")
     dataset_label = spec.name if spec.name != "beir" else corpus.name
+    if options.split not in (None, "test"):  # runs of another split are told apart by their folder's name
+        dataset_label += f"-{options.split}"
     name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
                             identity=_identity(spec, corpus, options, config))
