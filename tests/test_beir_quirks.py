@@ -106,3 +106,33 @@ def test_a_run_of_another_split_is_named_by_it(tmp_path):
         assert proc.returncode == 0, proc.stderr
     names = sorted(p.name.rsplit("-", 2)[0] for p in (work / "runs").iterdir())
     assert names == ["beir-dev-fts", "beir-fts", "beir-fts"]
+
+
+def test_a_question_asked_under_two_ids_is_said(tmp_path):
+    """SciFact's train split asks "Adult tissue-resident macrophages stem from ..." as query 89 and 90 with other
+    qrels, and claim 85 again as 86 with the same: each is scored on its own, which a user should hear of."""
+    from conftest import SCIFACT, _read_jsonl_gz
+
+    wanted = {"85", "86", "89", "90"}
+    rows = [line.split("\t") for line in (SCIFACT / "qrels" / "train.tsv").read_text().splitlines()[1:]]
+    kept = [r for r in rows if r[0] in wanted]
+    judged = {r[1] for r in kept}
+    docs = [d for d in _read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")][:20]
+    docs += [d for d in _read_jsonl_gz(SCIFACT / "corpus.jsonl.gz") if d["_id"] in judged and d not in docs]
+    source = tmp_path / "beir"
+    (source / "qrels").mkdir(parents=True)
+    (source / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (source / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in _read_jsonl_gz(SCIFACT /
+                                                                                                "queries.jsonl.gz")
+                                                  if q["_id"] in wanted))
+    (source / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join("\t".join(r) + "\n"
+                                                                                        for r in kept))
+    out = tmp_path / "run"
+    proc = run_cli("beir", str(source), "--search-mode", "fts", "--skip-qa", "--no-progress",
+                   "--db", str(tmp_path / "db"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    [warning] = [w for w in json.loads((out / "summary.json").read_text())["warnings"]
+                 if w["kind"] == "repeated_questions"]
+    assert warning["message"].startswith("2 case(s) ask a question an earlier case asks (e.g. '86' asks what '85' "
+                                         "asks), 1 of them with other gold")
+    assert "2 case(s) ask a question an earlier case asks" in " ".join(proc.stderr.split())

@@ -179,6 +179,31 @@ def nothing_measured(summary: dict[str, Any]) -> dict[str, Any] | None:
         "relevant_doc_ids or answers, or let the reference-free judges run (drop --skip-qa / --no-reference-free)")}
 
 
+def repeated_questions(records: list[CaseRecord]) -> dict[str, Any] | None:
+    """Cases asking the same question (the same words, case and spacing aside) under different ids: each is scored
+    on its own, so the question weighs more in the means, and where their gold differs (relevant documents or
+    answers) no system can satisfy both. Said, with the first repeat, rather than left for a user to find."""
+    first: dict[str, CaseRecord] = {}
+    repeats: list[tuple[CaseRecord, CaseRecord]] = []
+    for record in records:
+        key = " ".join(record.query.casefold().split())
+        if not key or record.repeat:  # --repeat runs a case again under its own name
+            continue
+        if key in first:
+            repeats.append((first[key], record))
+        else:
+            first[key] = record
+    if not repeats:
+        return None
+    differ = sum(a.relevant != b.relevant or sorted(a.gold_answers) != sorted(b.gold_answers) for a, b in repeats)
+    earlier, later = repeats[0]
+    return {"kind": "repeated_questions", "message": (
+        f"{len(repeats)} case(s) ask a question an earlier case asks (e.g. {later.name!r} asks what "
+        f"{earlier.name!r} asks), {differ} of them with other gold (relevant documents or answers): each case is "
+        "scored on its own, and where the gold differs no system can get both right; merge or reword them if they "
+        "are one question")}
+
+
 def id_mismatch(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] | None:
     """When cases have relevant documents and results, but no retrieved id of any case is a relevant id, the ids
     of the system and of the dataset almost surely differ: say so, with a few of each."""
@@ -283,7 +308,8 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     if (spread := _repeat_spread(run)) is not None:
         summary["repeats"] = spread
     warnings = [*({"kind": "dataset", "message": w} for w in dataset_warnings),
-                *(w for w in (id_mismatch(records), rising_scores(records), nothing_measured(summary)) if w)]
+                *(w for w in (repeated_questions(records), id_mismatch(records), rising_scores(records),
+                             nothing_measured(summary)) if w)]
     if warnings:
         summary["warnings"] = warnings
     if (unknown := unknown_ids(records)) is not None:
