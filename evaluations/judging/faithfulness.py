@@ -31,7 +31,11 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    ``judges/faithfulness.json`` (``FaithfulnessParams``, fitted by ``benchmarks/faithfulness.py --write-params``
    on hand labels: the answer-level label "every claim supported" against the answer's worst-claim features
    ``worst``: min of the support signals, max of the missing counts); a claim is supported when P ≥ threshold.
-5. Score = supported claims / claims.
+5. An answer that only picks one of two options of a question comparing them by date ("Who was born first, A or
+   B?": "B") is decided by the dates the passages give (``judging.comparison``: the model cannot compare two
+   values it reads); each claim keeps the model's P(supported), and ``ClaimVerdict.rule`` says why its verdict
+   is not the model's.
+6. Score = supported claims / claims.
 
 Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts are cached in the one
 ``VerdictCache`` (``yesno.cached_probability``), so a re-run makes no model call.
@@ -50,6 +54,7 @@ from pydantic import BaseModel, Field
 
 from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, entities, has_verb, polar_claim,
                                        sentences, split_claims)
+from evaluations.judging.comparison import picked, resolve
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
@@ -137,6 +142,7 @@ class ClaimVerdict(BaseModel):
     p: float  # P(supported), the fitted model's
     passage: str | None  # id of the passage that supports it best (highest P(yes)); None when no passage
     bridge: str | None = None  # id of another passage read together with ``passage`` (a multi-hop claim's other step)
+    rule: str | None = None  # why ``supported`` is not the model's (a comparison by date, ``judging.comparison``)
 
 
 class Faithfulness(BaseModel):
@@ -298,6 +304,10 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
                              passage=items[e.passage].id if e.passage is not None else None,
                              bridge=items[e.bridge].id if e.bridge is not None else None)
                 for e, p in zip(evidence, probs)]
+    if (compared := resolve(question, [p.text for p in items])) is not None and (
+            pick := picked(compared, question, answer)) is not None:  # the answer only picks an option: by date
+        verdicts = [v.model_copy(update={"supported": pick == compared.answer, "rule": compared.reason()})
+                    for v in verdicts]
     score = sum(v.supported for v in verdicts) / len(verdicts)
     return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,
                         model_calls=sum(e.calls for e in evidence))

@@ -439,10 +439,15 @@ def picks_option(question: str, answer: str) -> bool:
     it has a keyword of exactly one option that no other option and not the rest of the question has ("first" of
     "started first" is no option's own); an answer that says "or" hedges and picks nothing, and a title-shaped one
     with two or more of the question's other keywords is a heading ("Instance Characterized Abstract")."""
+    return picked_option(question, answer) is not None
+
+
+def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | None:
+    """(the option group, index of the option) the answer picks (``picks_option``), else None."""
     have = stems(answer)
     asked = stems(question)
     if re.search(r"\bor\b", answer, re.I) or any(not similar(w, asked) for w in have - FILLER):
-        return False
+        return None
     words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", answer) if w.lower() not in STOPWORDS]
     titled = (not answer.strip().endswith((".", "!", "?")) and bool(words)
               and sum(w[0].isupper() for w in words) >= 0.6 * len(words))
@@ -454,8 +459,8 @@ def picks_option(question: str, answer: str) -> bool:
         own = [k - frozenset().union(*(other for j, other in enumerate(kws) if j != i)) for i, k in enumerate(kws)]
         hits = [i for i, k in enumerate(own) if any(similar(w, have) for w in k)]
         if len(hits) == 1 and not (titled and len(have - stems(group[hits[0]])) >= 2):
-            return True
-    return False
+            return group, hits[0]
+    return None
 
 
 def _is_echo(question: str, answer: str, s: Signals) -> bool:

@@ -517,7 +517,7 @@ def evidence_rows(record: CaseRecord) -> list[tuple[str, str, str, str]]:
         read = f"passages {c.passage} and {c.bridge}" if c.bridge else f"passage {c.passage or '—'}"
         where = f"supported by {read}" if c.supported else f"closest {read} (does not support it)"
         rows.append((f"claim {i}", "supported" if c.supported else "not supported", "pass" if c.supported else "fail",
-                     f"p {c.p:.2f} · {where} · {c.claim}"))
+                     f"p {c.p:.2f} · {where} · {c.claim}" + (f" · {c.rule}" if c.rule else "")))
     for c in record.chunk_relevance or []:
         rows.append((f"chunk {c.rank}", "relevant" if c.relevant else "not relevant", "pass" if c.relevant else "fail",
                      f"p {c.p:.2f} · {c.id}" + (f" (document {c.doc})" if c.doc and c.doc != c.id else "")))

@@ -58,6 +58,7 @@ class ClaimRecord(BaseModel):
     p: float  # P(supported)
     passage: str | None = None  # id of the passage that supports it best (None: no passage)
     bridge: str | None = None  # id of another passage read together with it (a multi-hop claim's other step)
+    rule: str | None = None  # why the verdict is not the model's (a comparison by date), None: the model's
 
 
 class ChunkRecord(BaseModel):
