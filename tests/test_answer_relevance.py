@@ -155,6 +155,15 @@ def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked
     ("Should I press the red button or the green button?", "the red button", "relevant"),
     ("Is the file kept in local storage or cloud storage?", "It is kept in local storage.", "relevant"),
     ("Do I need a static IP address or a dynamic IP address?", "a static IP address", "relevant"),
+    # two names joined by "and" in a question that asks to choose between them (HotpotQA's wordings; were headings)
+    ("Between two tennis players Kim Clijsters and Mary Pierce, who is older?", "Mary Pierce", "relevant"),
+    ("El Nuevo Cojo and Golf Magazine are both special interest publications but which one is owned by Time Inc?",
+     "Golf Magazine", "relevant"),
+    ("Of Anna Berg and Tomas Lind, which was born first?", "Tomas Lind was born first.", "relevant"),
+    ("Between two tennis players Kim Clijsters and Mary Pierce, who is older?", "Kim Clijsters and Mary Pierce",
+     "heading"),
+    # not a choice between the two: the question asks for a band
+    ("Which band did John Lennon and Paul McCartney form first?", "John Lennon", "heading"),
 ])
 def test_an_answer_that_picks_one_of_the_questions_options_addresses_it(question, answer, kind):
     """A choice question's answer is made of the question's own words: picking one option is an answer, naming

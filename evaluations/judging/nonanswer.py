@@ -379,7 +379,32 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
             group = (*_listed(pieces[:-1]), " ".join(reversed(near)), " ".join(far))
             if all(stems(o) for o in group[-2:]):
                 out.append(group)
+    if not out and (_WHICH_ONE.search(question) or _WHO_IS_MORE.search(question)):
+        pairs = [pair for segment in _OPTION_BOUNDARY.split(question) for pair in _and_pairs(segment)]
+        if len(pairs) == 1:  # "Between Kim Clijsters and Mary Pierce, who is older?"
+            out.append(pairs[0])
     return tuple(out)
+
+
+#: the question asks to choose between things it names: "which one", "which of the two", "who is older"
+_WHICH_ONE = re.compile(r"\bwhich\s+(?:one|of\s+(?:the|these|those|them|both))\b", re.I)
+_WHO_IS_MORE = re.compile(r"\b(?:who|which)\s+(?:is|was|are|were)\s+(?:[\w-]+\s+){0,2}?" + _COMPARES.pattern[2:], re.I)
+
+
+def _and_pairs(segment: str) -> list[tuple[str, str]]:
+    """Two names joined by "and" in a question that asks to choose ("El Nuevo Cojo and Golf Magazine are both …,
+    but which one …?"): the runs of capitalised words on both sides of each "and" (``_option``), both capitalised."""
+    pairs = []
+    for match in re.finditer(r"\band\b", segment):
+        before = _OPTION_WORD.findall(segment[:match.start()].split(",")[-1])[::-1]
+        after = _OPTION_WORD.findall(segment[match.end():].split(",")[0])
+        if not before or not after or not before[0][:1].isupper() or not after[0][:1].isupper():
+            continue
+        near, far = _option(before), _option(after)
+        if near and far and near[-1][:1].isupper() and not _QUESTION_WORD.match(near[-1]) and all(
+                stems(o) for o in (" ".join(near), " ".join(far))):
+            pairs.append((" ".join(reversed(near)), " ".join(far)))
+    return pairs
 
 
 _ASKS_OTHER = re.compile(r"\b(?:know|tell|name|explain|show|help|list|describe|and|if so|if yes|if not)\b\W+"
