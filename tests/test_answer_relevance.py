@@ -349,3 +349,29 @@ def test_judge_agreement_reads_rows_without_gold_and_a_list_of_passages(tmp_path
     assert result.exit_code == 0, result.output
     judge = json.loads(result.output)["judges"][0]
     assert judge["judge"] == "answer_relevance" and judge["accuracy"]["value"] == pytest.approx(3 / 4)
+
+
+def test_a_number_is_found_in_the_context_as_the_keywords_write_it():
+    """"16-year-old" is the keyword "16yearold" and "0.9 s" the keyword "09": both were looked for in the raw
+    context text, where they are written "16-year-old" and "0.9 s", so two right answers (HaluEval's) were found
+    nowhere in their own passages and rejected as off-topic."""
+    catching = ('Catching Fire is a 2009 science fiction young adult novel by the American novelist Suzanne Collins, '
+                'the second book in "The Hunger Games trilogy". It is written in the voice of 16-year-old Katniss '
+                'Everdeen, who lives in the future, post-apocalyptic nation of Panem in North America.')
+    deal = ("Deal Timeball is a Victorian maritime Greenwich Mean Time signal on the roof of a waterfront tower in "
+            "Deal, Kent. Today GMT is considered equivalent to UTC for UK civil purposes and for navigation is "
+            "considered equivalent to UT1; these two meanings can differ by up to 0.9 s.")
+    assert answer_relevance("How old is the female main protagonist of Catching Fire?", "16-year-old",
+                            catching).verdict
+    assert answer_relevance("Up to how far off can the Deal Timeball be from Coordinated Universal Time?", "0.9 s.",
+                            deal).verdict
+    # the number must still be the context's: 116 is not 16, 10.9 is not 0.9
+    assert topic_found("How old is the female main protagonist of Catching Fire?", "116-year-old", catching) == 0
+    assert topic_found("Up to how far off can the Deal Timeball be?", "10.9 s", deal) == 0
+
+
+def topic_found(question: str, answer: str, context: str) -> int:
+    from evaluations.judging.relevance import topic
+    from evaluations.judging.semantic import embed_texts
+
+    return topic(question, answer, context, embed_texts).found

@@ -273,6 +273,8 @@ def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | Non
     to_question = s @ q
     near = sorted({j for i in np.argsort(-to_question)[:NEAR_TOP] for j in (i - 1, i, i + 1) if 0 <= j < len(parts)})
     known, digits = stems(context) | _question_stems(question), _digits(context)
+    # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
+    digits += " " + " ".join(w for w in stems(_digits(context)) if _DIGIT.search(w))
     found = sum(1 for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
                                      else similar(w, known)))
     return Topic(found, len(words), float(np.max(s[near] @ a)), float(q @ a), float(np.max(to_question)),
