@@ -31,7 +31,9 @@ def nq_2000():
 
 
 def _oracle(labels, verdicts) -> dict[str, float]:
-    p, r, f, _ = precision_recall_fscore_support(labels, verdicts, average="binary", pos_label=True, zero_division=0)
+    """scikit-learn's statistics; a 0/0 is undefined (NaN), as ours: never the 0 of ``zero_division=0``."""
+    p, r, f, _ = precision_recall_fscore_support(labels, verdicts, average="binary", pos_label=True,
+                                                 zero_division=np.nan)
     return {
         "accuracy": accuracy_score(labels, verdicts),
         "precision": p,
@@ -59,7 +61,10 @@ def test_statistics_edge_cases_match_scikit_learn():
     labels = [True, False, True, False, True]
     for verdicts in ([False] * 5, [True] * 5, [True, False, True, False, True], [False, True, False, True, False]):
         ours = {k: float(v) for k, v in metrics(confusion(labels, verdicts)).items()}
-        assert ours == pytest.approx(_oracle(labels, verdicts), abs=1e-12)
+        assert ours == pytest.approx(_oracle(labels, verdicts), abs=1e-12, nan_ok=True)
+    # nobody says correct: precision, recall, F1 and κ are all 0/0, undefined
+    ours = {k: float(v) for k, v in metrics(confusion([False] * 4, [False] * 4)).items()}
+    assert ours == pytest.approx(_oracle([False] * 4, [False] * 4), nan_ok=True) and np.isnan(ours["f1"])
 
 
 def test_bootstrap_resamples_whole_questions(nq_2000):

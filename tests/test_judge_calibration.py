@@ -233,3 +233,111 @@ def test_too_few_labels_to_calibrate_are_one_error_with_its_fix(tmp_path):
     assert_one_error(proc.returncode, proc.stderr, f"only {questions} questions for 5-fold CV",
                      f"--folds {max(questions, 2)} or fewer")
     assert not (tmp_path / "judge.json").exists()
+
+
+def _write_labelled(path: Path, examples) -> Path:
+    """``examples`` (EVOUNA rows) as a labelled-answers JSONL file of calibrate-judge, the question id kept."""
+    path.write_text("".join(json.dumps({"query": e.question, "generated_answer": e.answer, "label": e.label,
+                                        "reference_answer": list(e.references), "id": e.group}) + "\n"
+                            for e in examples))
+    return path
+
+
+def _passes_screen(e) -> bool:
+    return screen(e.question, e.references, e.answer, answerable=e.answerable).passed
+
+
+def test_one_class_left_after_the_non_answer_screen_is_one_error(tmp_path):
+    """EVOUNA's right answers beside its wrong answers that the screen decides (non-answers): both labels are in
+    the file, but the fit sees only the right ones. It was a scikit-learn traceback ("needs samples of at least 2
+    classes"), exit 1; now one error with the rows left and their class, exit 2, nothing written."""
+    from conftest import assert_one_error
+    from test_cli_retrieval import run_cli
+
+    rows = load_labelled(NQ, limit=3000)
+    right = [e for e in rows[:200] if e.label and _passes_screen(e)]
+    wrong = [e for e in rows if not e.label and not _passes_screen(e)]  # wrong answers the screen decides
+    assert len({e.group for e in right}) >= 2 and len(wrong) >= 1
+    out = tmp_path / "judge.json"
+    proc = run_cli("calibrate-judge", str(_write_labelled(tmp_path / "labels.jsonl", right + wrong)),
+                   "--out", str(out), "--folds", "2")
+    assert_one_error(proc.returncode, proc.stderr,
+                     f"labels.jsonl: after the non-answer screen, {len(right)} labelled answer(s) are left to fit on, "
+                     f"all correct (the screen decided the other {len(wrong)}:",
+                     "fix: add labelled wrong answers (label false) that are not refusals, empty answers or echoes")
+    assert not out.exists()
+
+
+def test_a_fold_whose_training_part_is_one_class_is_one_error(tmp_path):
+    """Both labels overall, but leave-one-question-out on three questions, two answered only right and one only
+    wrong: the fold testing the wrong one trains on right answers only. One error naming that fold's questions
+    (it was a scikit-learn traceback), exit 2, nothing written."""
+    from conftest import assert_one_error
+    from test_cli_retrieval import run_cli
+
+    rows = [e for e in load_labelled(NQ, limit=200) if _passes_screen(e)]
+    by_question: dict[str, list] = {}
+    for e in rows:
+        by_question.setdefault(e.group, []).append(e)
+    only_right = [g for g, es in by_question.items() if all(e.label for e in es)][:2]
+    only_wrong = [g for g, es in by_question.items() if not any(e.label for e in es)][:1]
+    assert len(only_right) == 2 and len(only_wrong) == 1
+    picked = [e for g in only_right + only_wrong for e in by_question[g]]
+    n_right = sum(len(by_question[g]) for g in only_right)
+    out = tmp_path / "judge.json"
+    proc = run_cli("calibrate-judge", str(_write_labelled(tmp_path / "labels.jsonl", picked)),
+                   "--out", str(out), "--folds", "3")
+    assert_one_error(proc.returncode, proc.stderr,
+                     "labels.jsonl: question-grouped 3-fold CV: the training part of fold",
+                     f"has {n_right} labelled answer(s) the non-answer screen passes, all correct "
+                     f"(questions {', '.join(sorted(only_right))})",
+                     "fix: add labelled answers of both kinds (label true and false) to more questions")
+    assert not out.exists()
+
+
+def test_calibrate_judge_writes_to_the_working_directory_not_the_shipped_file(tmp_path, monkeypatch):
+    """Without --out the offline judge's parameters go to ./offline_judge.json (they went to the checkout's
+    judges/offline_judge.json, which every run reads, from any directory), or into $EVALUATIONS_JUDGES_DIR; the
+    command says which file runs read."""
+    shipped = SHIPPED.read_bytes()
+    data = _write_labelled(tmp_path / "labels.jsonl", load_labelled(NQ, limit=200))
+    work, own = tmp_path / "work", tmp_path / "own"
+    work.mkdir()
+    own.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("EVALUATIONS_JUDGES_DIR", raising=False)
+    command = {c.name: c for c in commands}["calibrate-judge"]
+    result = CliRunner().invoke(command, [str(data), "--folds", "2", "--force"])
+    assert result.exit_code == 0, result.output
+    assert SHIPPED.read_bytes() == shipped
+    assert OfflineJudgeModel.load(work / "offline_judge.json").info["training_data"]["examples"] == 200
+    assert f"wrote {work / 'offline_judge.json'}\nruns read {SHIPPED}, not this file; to use it: set " \
+           f"EVALUATIONS_JUDGES_DIR={work.resolve()}" in result.stdout
+    monkeypatch.setenv("EVALUATIONS_JUDGES_DIR", str(own))
+    result = CliRunner().invoke(command, [str(data), "--folds", "2", "--force"])
+    assert result.exit_code == 0, result.output
+    assert SHIPPED.read_bytes() == shipped
+    assert (own / "offline_judge.json").is_file()
+    assert f"wrote {own / 'offline_judge.json'}\nruns read this file" in result.stdout
+
+
+def test_rows_without_gold_are_refused_before_the_offline_fit(tmp_path):
+    """The offline judge compares the answer with the gold: labelled EVOUNA answers with their gold removed from
+    some rows were fitted on as if those answers matched nothing. Now one error naming the rows, exit 2, nothing
+    written (as judge-agreement refuses correctness judges on such rows)."""
+    from conftest import assert_one_error
+    from test_cli_retrieval import run_cli
+
+    rows = [e for e in load_labelled(NQ, limit=200) if _passes_screen(e)][:40]
+    path = _write_labelled(tmp_path / "labels.jsonl", rows)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in lines[3:5]:
+        del row["reference_answer"]
+    path.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    out = tmp_path / "judge.json"
+    proc = run_cli("calibrate-judge", str(path), "--out", str(out), "--folds", "2")
+    assert_one_error(proc.returncode, proc.stderr,
+                     f"labels.jsonl:4: 2 of {len(lines)} rows have no gold answer ('reference_answer'), which the "
+                     "judge(s) offline compare the answer with",
+                     "fix: give each row 'reference_answer'")
+    assert not out.exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fake_llm_server import Fault, FakeLLMServer
 from scipy.stats import binomtest
 
 from evaluations.cli.root import cli as main
@@ -32,7 +33,8 @@ def test_builders_give_the_expected_strings():
     assert restate("What initiative did InnovateGreen Co. launch to promote commuting?") == \
         "The initiative that InnovateGreen Co. launch to promote commuting."
     assert restate("who got the first nobel prize in physics") == "The person who got the first nobel prize in physics."
-    assert heading("What did Clara Johnson proclaim about AI in startups?") == "Johnson Proclaim AI Startups: An Overview"
+    assert heading("What did Clara Johnson proclaim about AI in startups?") == \
+        "Johnson Proclaim AI Startups: An Overview"
     item = QAItem("On which date did the festival open?", ("October 10, 2023",), "", True, "g")
     assert paraphrase(item) == "10 October 2023"
     assert paraphrase(QAItem("How many?", ("1,000",), "", True, "g")) == "1000"
@@ -120,8 +122,8 @@ def test_a_category_the_files_give_no_control_of_is_not_checked_and_no_pass_and_
     rows = {c["category"]: c for c in report["judges"]["keyword"]["categories"]}
     options = rows.pop("options")
     assert {k: v for k, v in options.items() if k != "not_checked"} == {
-        "category": "options", "kind": "negative", "n": 0, "not_judged": 0, "rate": None, "ci95": [None, None],
-        "pass": None}
+        "category": "options", "kind": "negative", "n": 0, "not_judged": 0, "failed": 0, "rate": None,
+        "ci95": [None, None], "pass": None}
     assert 'no question offers options ("A or B?")' in options["not_checked"]
     assert all(r["n"] == 40 and r["not_checked"] is None for r in rows.values())  # 40 questions, one control each
     failing = sorted(c for c, r in rows.items() if r["rate"] < 0.95)
@@ -271,3 +273,212 @@ def test_weak_labels_resolve_against_the_shared_data():
     rows = load_weak_labels(ROOT / "datasets" / "labels" / "main_job_answers.jsonl", SHARED)
     assert len(rows) == 18 and sum(r.label for r in rows) == 3  # read by hand: 3 of SmolLM2's 18 answers
     assert all(r.references and r.system == "smollm2-135m" for r in rows)
+
+
+# -- a served judge failing (scripted with tests/fake_llm_server.py) ---------------------------------------------
+EIFFEL = "The Eiffel Tower is in Paris. It was completed in 1889."
+ZANZIBAR = "The Zanzibar lighthouse was painted blue in 1902."
+# two SQuAD 2.0 rows written by hand: each passage holds its own gold and not the other's, so each question gets
+# one control of every reference-free category (own/other passage, copied sentence/swapped year)
+SQUAD_ROWS = [
+    {"id": "e1", "question": "When was the Eiffel Tower completed?", "context": EIFFEL,
+     "answers": {"text": ["1889"], "answer_start": [47]}, "is_impossible": False},
+    {"id": "z1", "question": "What colour is the Zanzibar lighthouse?", "context": ZANZIBAR,
+     "answers": {"text": ["blue"], "answer_start": [35]}, "is_impossible": False},
+]
+# two classic labelled rows: the answer judges' controls of two questions
+CLASSIC_ROWS = [
+    {"id": "q1", "query": "What is the capital of France?", "generated_answer": "Paris", "reference_answer": "Paris",
+     "label": True},
+    {"id": "q2", "query": "Who wrote Hamlet?", "generated_answer": "Charles Dickens",
+     "reference_answer": ["William Shakespeare", "Shakespeare"], "label": False},
+]
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``evaluations ARGS`` in this process; 0 when it did not exit."""
+    from test_judge_command_faults import _cli
+
+    return _cli(capsys, *args)
+
+
+def _served(tmp_path: Path, url: str) -> list[str]:
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"providers:\n  openai:\n    base_url: {url}\nrequests:\n  retries: 0\n  timeout: 20\n"
+                      f"judge:\n  retries: 0\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
+    return ["--judge", "openai:judge", "--config", str(config), "--no-cache"]
+
+
+def _categories(report: dict, judge: str) -> dict[str, dict]:
+    judged = report["reference_free"][judge] if "reference_free" in report else report
+    return {c["category"]: c for c in judged["judges"][judge]["categories"]}
+
+
+SERVER_FAULTS = {
+    "http 500": (lambda body: Fault("500"), "status_code: 500"),
+    "maybe": (lambda body: "maybe", "neither yes nor no"),
+}
+
+
+@pytest.mark.parametrize("judge", ["context_relevance", "faithfulness"])
+@pytest.mark.parametrize("fault", list(SERVER_FAULTS))
+def test_judge_check_counts_the_controls_a_served_checker_fails_and_exits_3(tmp_path, capsys, judge, fault):
+    """A reachable server failing every request (HTTP 500, or "maybe" for yes/no) crashed judge-check of the
+    reference-free judges with a traceback (``CheckFailed``). Now each of the 4 controls (2 questions × 2 categories)
+    is counted as FAILED, apart from the not judged, and said with the first error's file:line, the server's URL and
+    the fix; the exit is 3, as judge-agreement's."""
+    responder, said = SERVER_FAULTS[fault]
+    rows = _write(tmp_path / "squad.jsonl", SQUAD_ROWS)
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        served = _served(tmp_path, server.openai_url)
+        code, out, err = _run(capsys, "judge-check", str(rows), "--judges", judge, "--json", *served)
+        assert code == 3, err
+        assert "Traceback" not in err and f"{judge}: 4 of 4 rows FAILED" in err, err
+        assert said in err and f"{rows}:1" in err and server.openai_url in err and "exit 3: 4 row verdict(s)" in err
+        report = json.loads(out)
+        assert report["reference_free"][judge]["judges"][judge]["failed"] == 4
+        assert [(c["n"], c["failed"], c["not_judged"]) for c in _categories(report, judge).values()] == [(0, 2, 0)] * 2
+
+        code, out, err = _run(capsys, "judge-check", str(rows), "--judges", judge, *served)
+    assert code == 3 and "Traceback" not in err, err
+    assert sum("2 FAILED" in line for line in out.splitlines()) == 2, out  # each category's row in the table
+
+
+def test_judge_check_counts_failed_controls_apart_from_the_judged_ones(tmp_path, capsys):
+    """The server fails every request that names Zanzibar (its question or its passage) and says "yes" to the rest:
+    of context relevance's 4 controls only the Eiffel question with its own passage is judged; the other 3 are
+    counted as failed (own passage: 1, other passage: 2), none as not judged, and the exit is 3."""
+    rows = _write(tmp_path / "squad.jsonl", SQUAD_ROWS)
+
+    def responder(body: dict) -> object:
+        return Fault("500") if "Zanzibar" in json.dumps(body) else "yes"
+
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        code, out, err = _run(capsys, "judge-check", str(rows), "--judges", "context_relevance", "--json",
+                              *_served(tmp_path, server.openai_url))
+    assert code == 3 and "context_relevance: 3 of 4 rows FAILED" in err, err
+    categories = _categories(json.loads(out), "context_relevance")
+    assert {k: (c["n"], c["failed"], c["not_judged"]) for k, c in categories.items()} == {
+        "own_passage": (1, 1, 0), "other_passage": (0, 2, 0)}
+
+
+def test_judge_check_counts_the_controls_a_served_llm_judge_fails_and_exits_3(tmp_path, capsys):
+    """The ``llm`` judge through a server answering HTTP 500 to every chat request: the controls the non-answer
+    screen decides before the model (the question echoed back, the empty answer) keep their rate; every gold answer
+    goes to the model and fails. judge-check said "none judged ✗" with no server, no count and exit 1; now each
+    failed control is counted (one per chat request the server refused), said with the URL, and the exit is 3."""
+    rows = _write(tmp_path / "classic.jsonl", CLASSIC_ROWS)
+    with FakeLLMServer(models=("judge",), responder=lambda body: Fault("500")) as server:
+        served = _served(tmp_path, server.openai_url)
+        code, out, err = _run(capsys, "judge-check", str(rows), "--judges", "llm", "--json", *served)
+        refused = len(server.calls("/v1/chat/completions"))
+        url = server.openai_url
+    assert code == 3 and "Traceback" not in err, err
+    report = json.loads(out)
+    categories = {c["category"]: c for c in report["judges"]["llm"]["categories"]}
+    assert report["judges"]["llm"]["failed"] == refused > 0
+    assert f"llm: {refused} of {report['controls']} rows FAILED" in err and url in err, err
+    for positive in ("gold_bare", "gold_sentence"):  # one per question, each asked of the model
+        assert (categories[positive]["n"], categories[positive]["failed"], categories[positive]["not_judged"]) == \
+            (0, 2, 0)
+    for screened in ("echo", "empty"):
+        assert (categories[screened]["n"], categories[screened]["failed"], categories[screened]["rate"]) == (2, 0, 1.0)
+
+
+# -- the files: each question once, told apart by file and id; a question and its gold are enough ----------------
+def _questions(capsys, *files: Path) -> tuple[int, dict, str]:
+    """(exit code, JSON report, stderr) of judge-check --judges f1 on ``files``: no model is asked."""
+    code, out, err = _run(capsys, "judge-check", *map(str, files), "--judges", "f1", "--json")
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def _gold_bare(report: dict) -> int:
+    return next(c["n"] for c in report["judges"]["f1"]["categories"] if c["category"] == "gold_bare")
+
+
+@pytest.mark.parametrize("fmt", ["generic", "classic"])
+def test_an_id_given_to_two_different_questions_is_one_error_naming_both_lines(tmp_path, capsys, fmt):
+    """Two rows with id "1" and different questions were read as one question ("Controls from 1 questions"), one
+    silently lost; now one error names both lines and the id."""
+    rows = [{"id": "1", "query": "What is the capital of France?", "answers": ["Paris"]},
+            {"id": "1", "query": "Who wrote Hamlet?", "answers": ["Shakespeare"]}]
+    if fmt == "classic":  # labelled answers: one row per answer, so a repeated id is usual, a new question not
+        rows = [{"id": r["id"], "query": r["query"], "reference_answer": r["answers"][0],
+                 "generated_answer": r["answers"][0], "label": True} for r in rows]
+    path = _write(tmp_path / "dup.jsonl", rows)
+    code, _, err = _questions(capsys, path)
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{path}:2: id '1' is given to two different questions" in err and f"{path}:1" in err, err
+    assert "fix: give each question its own id" in err
+
+
+def test_a_row_repeating_a_question_of_a_dataset_file_is_read_once_with_a_note(tmp_path, capsys):
+    row = {"id": "1", "query": "What is the capital of France?", "answers": ["Paris"]}
+    path = _write(tmp_path / "q.jsonl", [row, {"id": "2", "query": "Who wrote Hamlet?", "answers": ["Shakespeare"]},
+                                         row])
+    code, report, err = _questions(capsys, path)
+    assert code in (0, 1) and report["questions"] == 2 and _gold_bare(report) == 2, err
+    assert f"{path}: 1 row(s) repeat the id and question of an earlier row: read once" in err
+
+
+@pytest.mark.parametrize("how", ["same path", "another path"])
+def test_a_file_given_twice_is_one_error(tmp_path, capsys, monkeypatch, how):
+    """judge-check classic.jsonl classic.jsonl counted each question twice (n doubled, the intervals narrowed on no
+    new evidence); now it is refused, as judge-agreement and calibrate-judge refuse it, by the same or another
+    path."""
+    path = _write(tmp_path / "classic.jsonl", CLASSIC_ROWS)
+    monkeypatch.chdir(tmp_path)
+    again = path if how == "same path" else Path("classic.jsonl")
+    code, report, err = _questions(capsys, path, again)
+    assert code == 2 and report == {}, err
+    also = "" if how == "same path" else f" (also as {path})"
+    assert f"{again}: the file is given twice{also}: its questions would be counted twice" in " ".join(err.split())
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["generic", "classic"])
+def test_two_files_numbering_their_questions_alike_keep_every_question(tmp_path, capsys, fmt):
+    """Two files whose ids both start at 1 (same file name in two folders; classic rows carry no file in their id):
+    their questions were merged by id, 4 questions counted as 2. Questions are told apart by file."""
+    first = [{"id": "1", "query": "What is the capital of France?", "answers": ["Paris"]},
+             {"id": "2", "query": "Who wrote Hamlet?", "answers": ["Shakespeare"]}]
+    second = [{"id": "1", "query": "What is the largest planet?", "answers": ["Jupiter"]},
+              {"id": "2", "query": "Who painted the Mona Lisa?", "answers": ["Leonardo da Vinci"]}]
+    if fmt == "classic":
+        first, second = ([{"id": r["id"], "query": r["query"], "reference_answer": r["answers"],
+                           "generated_answer": r["answers"][0], "label": True} for r in rows]
+                         for rows in (first, second))
+    a, b = _write(tmp_path / "a" / "q.jsonl", first), _write(tmp_path / "b" / "q.jsonl", second)
+    code, report, err = _questions(capsys, a, b)
+    assert code in (0, 1) and report["questions"] == 4 and _gold_bare(report) == 4, err
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_file_of_questions_and_gold_answers_is_enough(tmp_path, capsys, suffix):
+    """docs/answers-and-judges.md: judge-check builds its controls from a question and its gold; a file of
+    ``query`` + ``reference_answer`` only failed with "missing field 'generated_answer'" (the controls are the
+    answers: none is read). In CSV the gold alternatives are a JSON list."""
+    path = tmp_path / f"gold.{suffix}"
+    if suffix == "jsonl":
+        _write(path, [{"query": "What is the capital of France?", "reference_answer": "Paris"},
+                      {"query": "Who wrote Hamlet?", "reference_answer": ["William Shakespeare", "Shakespeare"]}])
+    else:
+        path.write_text('query,reference_answer\nWhat is the capital of France?,Paris\n'
+                        'Who wrote Hamlet?,"[""William Shakespeare"", ""Shakespeare""]"\n', encoding="utf-8")
+    code, report, err = _questions(capsys, path)
+    assert code in (0, 1) and "missing field" not in err, err
+    assert report["questions"] == 2 and _gold_bare(report) == 2
+
+
+def test_a_gold_answer_of_the_wrong_type_is_one_error_naming_the_line(tmp_path, capsys):
+    path = _write(tmp_path / "gold.jsonl", [{"query": "What is the capital of France?", "reference_answer": "Paris"},
+                                            {"query": "How many moons has Mars?", "reference_answer": 2}])
+    code, _, err = _questions(capsys, path)
+    assert code == 2 and "Traceback" not in err and f"{path}:2: field 'reference_answer'" in err, err
+    assert "fix: " in err

@@ -417,3 +417,23 @@ def test_a_headerless_qrels_tsv_whose_first_grade_is_not_an_integer_is_an_error(
     (tmp_path / "run.trec").write_text("q1 Q0 D 1 2.0 t\nq1 Q0 E 2 1.0 t\n")
     code, out, err = cli(["score", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.tsv")])
     assert_one_error(code, out + err, f"{tmp_path / 'qrels.tsv'}:1: grade '2.0' is not an integer")
+
+
+def test_undefined_precision_and_recall_are_unknown_not_zero(evouna_classic, tmp_path):
+    """Real EVOUNA answers all labelled wrong that the keyword rule also calls wrong: the judge agrees on every row,
+    and precision and recall are 0/0 (scikit-learn gives nan with zero_division=nan). They were reported as 0.0000,
+    which reads as a useless judge; they are null in JSON and "unknown" in the table."""
+    rows = [json.loads(line) for line in evouna_classic.read_text().splitlines()]
+    wrong = [r for r in rows if not r["label"] and keyword_overlap(r["reference_answer"], r["generated_answer"]) <= 0.7]
+    assert len(wrong) >= 5
+    path = tmp_path / "all_wrong.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in wrong))
+    labels, verdicts = [False] * len(wrong), [False] * len(wrong)
+    assert np.isnan(precision_score(labels, verdicts, zero_division=np.nan))
+    assert np.isnan(recall_score(labels, verdicts, zero_division=np.nan))
+    summary = score_json(str(path))
+    assert summary["accuracy"] == pytest.approx(accuracy_score(labels, verdicts)) == 1.0
+    assert summary["precision"] is None and summary["recall"] is None and summary["f1"] is None
+    table = cli("score", str(path), "--judges", "keyword")
+    assert table.returncode == 0, table.stderr
+    assert re.search(r"precision\s*│\s*unknown", table.stdout), table.stdout

@@ -22,6 +22,7 @@ from evaluations.judging.lexical import KEYWORD_THRESHOLD
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
+    from evaluations.judging.controls import ControlQuestions
     from evaluations.judging.questions import QAItem
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
@@ -64,10 +65,25 @@ def _progress() -> Progress:
 def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = ()):
     """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free ``judges``
     (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
-    without ``generated_answer`` is an error when one of them reads the answer)."""
+    without ``generated_answer`` is an error when one of them reads the answer). Each file must exist and be given
+    once (a file given twice would count its rows twice: narrower intervals, not more evidence); a row without a
+    gold answer is an error when one of ``judges`` compares the answer with it (``agreement.check_references``)."""
+    from evaluations.judging.agreement import check_references
     from evaluations.judging.data import load_labelled
     from evaluations.judging.passage_rows import load_passage_rows, reads_answer
 
+    judges = list(judges)
+    seen: dict[Path, str] = {}
+    for file in files:
+        path = Path(file)
+        if not path.is_file():
+            raise EvaluationsError("is a folder, expected a file" if path.is_dir() else "file not found", where=file,
+                                   fix="check the path of the labelled file (the command's FILES arguments)")
+        if path.resolve() in seen:
+            same = "" if seen[path.resolve()] == file else f" (also as {seen[path.resolve()]})"
+            raise EvaluationsError(f"the file is given twice{same}: its rows would be counted twice",
+                                   where=file, fix="give each labelled file once")
+        seen[path.resolve()] = file
     examples = []
     for file in files:
         if not passages:
@@ -77,6 +93,7 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, jud
         if rows.not_applicable:
             click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
         examples.extend(rows)
+    check_references(examples, judges)
     return examples
 
 
@@ -97,13 +114,14 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     reference-free judges (faithfulness, answer_relevance, context_relevance) read rows of query, context
     (passages), generated_answer (not for context_relevance) and label, the property the judge measures
     (``judging.passage_rows``)."""
-    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.agreement import REFERENCE_FREE, run_judges
     from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
-    examples = _load(files, limit, passages=bool(set(names) & set(PASSAGE_JUDGES)), judges=names)
+    # a reference-free judge (answer_relevance too) reads rows with passages, checked as judging.passage_rows says
+    examples = _load(files, limit, passages=bool(set(names) & (set(PASSAGE_JUDGES) | REFERENCE_FREE)), judges=names)
     cache = not no_cache and config.cache.enabled
     failures: dict[str, list[tuple[str, str]]] = {}
     batch = {n: _counting(PASSAGE_JUDGES[n](cache=cache, config=config), failures.setdefault(n, []))
@@ -144,11 +162,16 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     )
     for column in ("judge", "accuracy", "precision", "recall", "F1", "κ", "says ✓", "judged"):
         table.add_column(column, justify="left" if column == "judge" else "right", no_wrap=True)
+
+    def cell(value: float, ci: tuple[float, float]) -> str:
+        """A value over its CI; undefined (NaN: nothing judged, a zero denominator; an interval also when no
+        resample defines it or --resamples 0) is n/a, never a number."""
+        if value != value:
+            return "n/a"
+        return f"{value:.3f}\n[dim]{f'{ci[0]:.2f}–{ci[1]:.2f}' if ci[0] == ci[0] else 'n/a'}[/dim]"
+
     for r in results:
-        cells = [
-            f"{r.values[m]:.3f}\n[dim]{r.ci[m][0]:.2f}–{r.ci[m][1]:.2f}[/dim]" if r.values[m] == r.values[m] else "n/a"
-            for m in ("accuracy", "precision", "recall", "f1", "kappa")
-        ]
+        cells = [cell(r.values[m], r.ci[m]) for m in ("accuracy", "precision", "recall", "f1", "kappa")]
         says = f"{r.judge_positive_rate:.1%}" if r.n else "n/a"
         table.add_row(r.judge, *cells, says, str(r.n))
     _out().print(table)
@@ -186,10 +209,11 @@ def _counting(run, failed: list[tuple[str, str]]):
     return each
 
 
-def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, str]]], rows: int,
+def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, str]]], rows: int | dict[str, int],
                     config: Config, left: str = "left out of the agreement above") -> None:
     """Exit 3 (``EXIT_CASES_FAILED``, as a run with failed cases) when a judge failed on some rows: each judge's
-    count and its first error on stderr; the agreement above is that of the rows it judged."""
+    count and its first error on stderr; the agreement above is that of the rows it judged. ``rows``: the rows each
+    judge was asked, one number for all or per judge (judge-check's judges have controls of their own)."""
     if not any(failed.values()):
         return
     from evaluations.models.chat import describe_model
@@ -201,7 +225,8 @@ def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, 
             continue
         first = failures.get(judge) or []
         detail = f"; first: {first[0][0]}: {first[0][1][:300]}" if first else ""
-        click.echo(f"{judge}: {count} of {rows} rows FAILED: the judge model gave no verdict ({left}){detail}",
+        asked = rows[judge] if isinstance(rows, dict) else rows
+        click.echo(f"{judge}: {count} of {asked} rows FAILED: the judge model gave no verdict ({left}){detail}",
                    err=True)
     total = sum(failed.values())
     server = f"the model server at {url}" if url else "the judge model"
@@ -218,9 +243,11 @@ def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, 
               help="The judge to fit: the offline correctness judge on labelled answers, or a reference-free judge "
                    "on labelled passage rows (those of judge-agreement) through the --judge-model checker.")
 @click.option(
-    "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters "
-    "[default offline: $EVALUATIONS_JUDGES_DIR, else judges/offline_judge.json in a checkout, else "
-    "./offline_judge.json; reference-free: $EVALUATIONS_JUDGES_DIR/<judge file>, else ./<judge file>]."
+    "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters [default: "
+    "$EVALUATIONS_JUDGES_DIR/<judge file>, else ./<judge file> in the working directory; the judge file is "
+    "offline_judge.json, faithfulness.json or context_relevance.json]. Runs read <judge file> from "
+    "$EVALUATIONS_JUDGES_DIR, else the shipped one; to replace the shipped file in a checkout, pass --out "
+    "judges/<judge file>."
 )
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
@@ -246,10 +273,11 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     from evaluations.judging.calibrate import calibrate
     from evaluations.judging.controls import build_controls, run_controls
     from evaluations.judging.questions import questions_of
-    from evaluations.judging.offline import default_output_path, default_params_path
+    from evaluations.judging.offline import default_params_path
     from evaluations.judging.semantic import cache_file
 
-    examples = _load(files, limit)
+    path = Path(out) if out else _default_out("offline_judge.json")  # a bad $EVALUATIONS_JUDGES_DIR fails first
+    examples = _load(files, limit, judges=("offline",))  # the offline judge compares with the gold: rows need it
     embeddings = cache_file(not no_cache and config.cache.enabled, config.judge_cache_dir()) or False
     with _progress() as progress:
         task = progress.add_task("embedding answers and gold", total=None)
@@ -276,7 +304,6 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
                        err=True)
             raise SystemExit(EXIT_CHECK_FAILED)
         click.echo(f"WARNING: writing parameters that FAIL the controls: {', '.join(failures)} (--force)", err=True)
-    path = Path(out) if out else default_output_path()
     atomic_write_text(path, json.dumps(model.to_dict(), indent=2) + "\n", fix="choose another --out")
     cv = model.info["cross_validation"]
     table = Table(title=f"Offline judge on {len(examples)} labelled answers")
@@ -288,18 +315,35 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     table.add_row("majority class", f"{cv['majority_class']:.4f}")
     _out().print(table)
     click.echo(f"cross-validation: {cv['method']}")
+    _say_written(path, default_params_path())
+
+
+def _default_out(name: str) -> Path:
+    """Where calibrate-judge writes ``name`` without --out: ``$EVALUATIONS_JUDGES_DIR/<name>``, the folder runs read
+    fitted parameters from, else ``./<name>`` in the working directory; never the shipped ``judges/<name>`` of a
+    checkout, which every run reads (refitting the shipped file takes an explicit ``--out judges/<name>``)."""
+    from evaluations.core.env import env_dir
+    from evaluations.judging.offline import JUDGES_ENV
+
+    folder = env_dir(JUDGES_ENV)
+    return (folder if folder is not None else Path.cwd()) / name
+
+
+def _say_written(path: Path, read: Path) -> None:
+    """Say where the parameters were written and how a run uses them (runs read ``read``)."""
     click.echo(f"wrote {path}")
-    if path.resolve() != default_params_path().resolve():
-        how = (f"EVALUATIONS_JUDGES_DIR={path.parent}" if path.name == "offline_judge.json"
-               else "name it offline_judge.json and set EVALUATIONS_JUDGES_DIR to its folder")
-        click.echo(f"runs read {default_params_path()}; to use the new file: {how}")
+    if path.resolve() == read.resolve():
+        click.echo("runs read this file")
+        return
+    how = (f"set EVALUATIONS_JUDGES_DIR={path.parent.resolve()}" if path.name == read.name
+           else f"name it {read.name} and set EVALUATIONS_JUDGES_DIR to its folder")
+    click.echo(f"runs read {read}, not this file; to use it: {how}")
 
 
 def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: bool, judge_model: str,
                               config_path, no_cache: bool) -> None:
     """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
-    from evaluations.core.env import env_dir
-    from evaluations.judging.offline import JUDGES_ENV, default_params_path
+    from evaluations.judging.offline import default_params_path
     from evaluations.judging.refit import RowsFailed, refit
     from evaluations.judging.served_checker import judge_tools
 
@@ -345,17 +389,14 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
                        err=True)
             raise SystemExit(EXIT_CHECK_FAILED)
         click.echo("WARNING: writing parameters that validate WORSE than the current ones (--force)", err=True)
-    folder = env_dir(JUDGES_ENV)
-    path = Path(out) if out else (folder if folder is not None else Path.cwd()) / result.file
+    path = Path(out) if out else _default_out(result.file)
     atomic_write_text(path, json.dumps(result.document(), indent=2) + "\n", fix="choose another --out")
-    click.echo(f"wrote {path}")
-    if path.resolve() != default_params_path(result.file).resolve():
-        how = (f"EVALUATIONS_JUDGES_DIR={path.parent}" if path.name == result.file
-               else f"name it {result.file} and set EVALUATIONS_JUDGES_DIR to its folder")
-        click.echo(f"runs read {default_params_path(result.file)}; to use the new file: {how}")
+    _say_written(path, default_params_path(result.file))
 
 
 def _control_table(report, title: str, categories: dict | None = None) -> Table:
+    """The rate of each judge per category; a category some of whose controls the judge's model gave no verdict on
+    says how many FAILED beside the rate of the rest (the errors and the server are said on stderr)."""
     from evaluations.judging.controls import CATEGORIES
 
     categories = CATEGORIES if categories is None else categories
@@ -370,8 +411,9 @@ def _control_table(report, title: str, categories: dict | None = None) -> Table:
         cells = []
         for judge in report.judges:
             r = rows[judge][category]
-            cells.append("not checked" if r.passed is None else "none judged ✗" if not r.n else
-                         f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}")
+            lost = f" · {r.failed} FAILED" if r.failed else ""
+            cells.append("not checked" if r.passed is None else f"none judged ✗{lost}" if not r.n else
+                         f"{r.rate:.2f} [{r.ci[0]:.2f}–{r.ci[1]:.2f}]{'' if r.passed else ' ✗'}{lost}")
         table.add_row(category, kind, *cells)
     return table
 
@@ -393,17 +435,26 @@ def _verdict(report, every: str) -> bool:
     return bool(failures or unchecked)
 
 
-def controls_for(files: tuple[str, ...], limit: int | None, seed: int):
-    """Controls built from the answerable questions of ``files`` (``judging.questions``, ``judging.controls``)."""
+def controls_for(questions: ControlQuestions, limit: int | None, seed: int):
+    """Controls built from the answerable questions of the files' ``questions`` (``controls.load_control_questions``:
+    each file once, questions told apart by file and id), the first ``limit`` of each file."""
     from evaluations.judging.controls import build_controls
-    from evaluations.judging.questions import load_questions
 
-    items = [item for file in files for item in load_questions(file, limit=limit)]
+    items = questions.first(limit)
     controls = build_controls(items, seed=seed)
     if not controls:
         raise EvaluationsError("no answerable question with a gold answer to build controls from",
-                               where=", ".join(files), fix="give files whose questions have gold answers")
+                               where=", ".join(file for file, _ in questions.files),
+                               fix="give files whose questions have gold answers")
     return items, controls
+
+
+def _nan_failed(examples, verdicts):
+    """The controls an answer judge gave no verdict on: its model failed (a served ``llm`` judge's error); the
+    answer judges apply to every control, so, as judge-agreement counts them, every NaN is a failure."""
+    import numpy as np
+
+    return np.isnan(np.asarray(verdicts, dtype=float))
 
 
 @click.command("judge-check")
@@ -420,9 +471,15 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     """Controls: does each judge reject non-answers and accept gold answers? The reference-free judges get their
     own (faithfulness: a copied passage sentence vs one with a swapped fact; context_relevance: the question's own
     passage vs another question's, drawn from every question of the files). Exit 1 when a category fails or is not
-    checked: the files gave no control of it (a judge that says yes to everything passes the positive ones)."""
+    checked: the files gave no control of it (a judge that says yes to everything passes the positive ones).
+
+    The files are read as questions and gold (``controls.load_control_questions``): a labelled file needs no
+    generated answer or label (the controls are the answers), a file given twice is an error, an id given to two
+    different questions is an error. Controls the judge's model gave no verdict on (an error status, a reply
+    without yes/no) are counted as FAILED apart from the rates, said on stderr with the server and the first error,
+    and exit 3 as judge-agreement does (``_exit_if_failed``): a check on the rest is no check of the judge."""
     from evaluations.judging.agreement import JUDGES
-    from evaluations.judging.controls import run_controls
+    from evaluations.judging.controls import load_control_questions, run_controls
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
 
     names = parse_judges(judges)
@@ -431,31 +488,42 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
     cache = not no_cache and config.cache.enabled
-    if not names:
-        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, cache, config=config)
-        return
-    items, controls = controls_for(files, limit, seed)
-    batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
-    if "llm" in names and judge_model != "embedded":
-        from evaluations.judging.llm import batch_judge
+    questions = load_control_questions(files)
+    for note in questions.notes:
+        click.echo(f"note: {note}", err=True)
+    failed: dict[str, int] = {}  # judge -> controls its model gave no verdict on
+    failures: dict[str, list[tuple[str, str]]] = {}  # judge -> (file:line, error) of those, when known
+    asked: dict[str, int] = {}  # judge -> its controls
+    check_failed, answers = False, None
+    if names:
+        items, controls = controls_for(questions, limit, seed)
+        batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
+        if "llm" in names and judge_model != "embedded":
+            from evaluations.judging.llm import batch_judge
 
-        batch["llm"] = batch_judge(config.judge.model, config, cache=cache)
-    with _progress() as progress:
-        tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
-        report = run_controls(controls, batch, min_rate=min_rate,
-                              progress=lambda name, k: progress.update(tasks[name], advance=k))
-    failed = bool(report.failures() or report.unchecked())
-    if as_json and not passage_judges:
-        click.echo(json.dumps({"files": list(files), "controls": len(controls), **report.to_dict()}, indent=2))
-    elif not as_json:
-        skipped = sum(1 for i in items if not (i.answerable and i.references))
-        _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} answers; "
-                                             f"{skipped} unanswerable questions skipped)"))
-        _verdict(report, "every judge passes every category")
+            batch["llm"] = batch_judge(config.judge.model, config, cache=cache)
+        with _progress() as progress:
+            tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
+            report = run_controls(controls, batch, min_rate=min_rate,
+                                  progress=lambda name, k: progress.update(tasks[name], advance=k),
+                                  failed={n: _nan_failed for n in names})
+        for name, results in report.judges.items():
+            failed[name], asked[name] = sum(r.failed for r in results), len(controls)
+        check_failed = bool(report.failures() or report.unchecked())
+        if as_json and not passage_judges:
+            click.echo(json.dumps({"files": [file for file, _ in questions.files], "controls": len(controls),
+                                   **report.to_dict()}, indent=2))
+        elif not as_json:
+            skipped = sum(1 for i in items if not (i.answerable and i.references))
+            _out().print(_control_table(report, f"Controls from {report.questions} questions ({len(controls)} "
+                                                 f"answers; {skipped} unanswerable or gold-less questions skipped)"))
+            _verdict(report, "every judge passes every category")
+        answers = report.to_dict() if as_json else None
     if passage_judges:
-        _passage_check(files, passage_judges, limit, min_rate, seed, as_json, cache,
-                       failed=failed, answers=report.to_dict() if as_json else None, config=config)
-    if failed:
+        check_failed |= _passage_check(questions, passage_judges, limit, min_rate, seed, as_json, cache,
+                                       answers=answers, config=config, failed=failed, failures=failures, asked=asked)
+    _exit_if_failed(failed, failures, asked, config, left="left out of the control rates above")
+    if check_failed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
@@ -502,53 +570,73 @@ def _check_served_judge(judges: list[str], config: Config) -> None:
     served_judge_check(model, config)()
 
 
-def _passage_check(files, judges: list[str], limit, min_rate: float, seed: int, as_json: bool, cache: bool, *,
-                   config: Config, failed: bool = False, answers: dict | None = None) -> None:
+def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_rate: float, seed: int, as_json: bool,
+                   cache: bool, *, config: Config, answers: dict | None = None, failed: dict[str, int],
+                   failures: dict[str, list[tuple[str, str]]], asked: dict[str, int]) -> bool:
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
-    from the questions of ``files`` that carry a passage, asked through ``config``'s ``judge.model`` (embedded or
-    served), verdicts cached in its ``judge_cache_dir()`` when ``cache``."""
+    from the ``questions`` of the files that carry a passage, asked through ``config``'s ``judge.model`` (embedded
+    or served), verdicts cached in its ``judge_cache_dir()`` when ``cache``. A control the served checker fails on
+    (``served_checker.CheckFailed``) is counted in ``failed`` / ``failures`` (``_counting``, as judge-agreement
+    counts a row), apart from those the judge does not apply to; ``asked``: each judge's controls. True when a
+    category failed or was not checked."""
     from evaluations.judging.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
     from evaluations.judging.passage_judges import PASSAGE_JUDGES
-    items, pool = passage_questions(files, limit)
+    items, pool = questions.first(limit), questions.every()
     _note_checker(judges, config)
     reports = {}
     for name in judges:
         controls = build_passage_controls(items, name, seed=seed, pool=pool)
         if not controls:
             raise EvaluationsError(f"no answerable question with a gold answer and a passage to build {name} "
-                                   "controls from", where=", ".join(files),
+                                   "controls from", where=", ".join(file for file, _ in questions.files),
                                    fix="give dataset files whose questions carry their passage (SQuAD, CLAPNQ, …)")
+        marked: set[int] = set()
+        run = _counting(_marking(PASSAGE_JUDGES[name](cache=cache, config=config), marked),
+                        failures.setdefault(name, []))
         with _progress() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))
             reports[name] = (len(controls), run_controls(
-                controls, {name: PASSAGE_JUDGES[name](cache=cache, config=config)}, min_rate=min_rate,
-                progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name]))
+                controls, {name: run}, min_rate=min_rate,
+                progress=lambda _n, k: progress.update(task, advance=k), categories=PASSAGE_CONTROLS[name],
+                failed={name: lambda examples, _v, _m=marked: [id(e) in _m for e in examples]}))
+        failed[name], asked[name] = len(failures[name]), len(controls)
     combined = ControlReport(min_rate, 0, {n: rows for _, r in reports.values() for n, rows in r.judges.items()})
     if as_json:
-        payload = {"files": list(files), "reference_free": {n: {"controls": k, **r.to_dict()}
-                                                            for n, (k, r) in reports.items()}}
+        payload = {"files": [file for file, _ in questions.files],
+                   "reference_free": {n: {"controls": k, **r.to_dict()} for n, (k, r) in reports.items()}}
         click.echo(json.dumps({**(answers or {}), **payload}, indent=2))
     else:
         for name, (count, report) in reports.items():
             _out().print(_control_table(report, f"{name} controls from {report.questions} questions ({count})",
                                         PASSAGE_CONTROLS[name]))
         _verdict(combined, "every reference-free judge passes every category")
-    if combined.failures() or combined.unchecked() or failed:
-        raise SystemExit(EXIT_CHECK_FAILED)
+    return bool(combined.failures() or combined.unchecked())
+
+
+def _marking(run, marked: set[int]):
+    """``run`` (a reference-free batch judge) noting in ``marked`` (by identity) the rows its served checker fails
+    on (``served_checker.CheckFailed``, re-raised for ``_counting`` to count): those controls are counted as
+    failed, apart from the rows the judge does not apply to (both are NaN verdicts)."""
+    from evaluations.judging.served_checker import CheckFailed
+
+    def each(examples, progress=None):
+        try:
+            return run(examples, progress)
+        except CheckFailed:
+            marked.update(id(e) for e in examples)
+            raise
+
+    return each
 
 
 def passage_questions(files: tuple[str, ...], limit: int | None) -> tuple[list[QAItem], list[QAItem]]:
     """(the questions the reference-free controls are built for: the first ``limit`` answerable ones of each file;
-    every question of the files: the pool another passage and the swapped-in names are drawn from)."""
-    from evaluations.judging.questions import first_answerable, load_questions
+    every question of the files: the pool another passage and the swapped-in names are drawn from), read by
+    ``controls.load_control_questions`` (each file once; questions told apart by file and id)."""
+    from evaluations.judging.controls import load_control_questions
 
-    items: list[QAItem] = []
-    pool: list[QAItem] = []
-    for file in files:
-        every = load_questions(file)
-        pool.extend(every)
-        items.extend(first_answerable(every, limit))
-    return items, pool
+    questions = load_control_questions(files)
+    return questions.first(limit), questions.every()
 
 
 commands: list[click.Command] = [judge_agreement, calibrate_judge, judge_check]

@@ -3,14 +3,19 @@
 From the confusion counts TP, FP, FN, TN (human label vs judge verdict), N = their sum:
 
 * accuracy  = (TP + TN) / N
-* precision = TP / (TP + FP)            (0 when TP + FP = 0, as scikit-learn)
-* recall    = TP / (TP + FN)            (0 when TP + FN = 0)
-* F1        = 2·TP / (2·TP + FP + FN)   (0 when the denominator is 0)
+* precision = TP / (TP + FP)
+* recall    = TP / (TP + FN)
+* F1        = 2·TP / (2·TP + FP + FN)
 * Cohen's κ = (p_o − p_e) / (1 − p_e), p_o = accuracy,
-  p_e = ((TP+FP)(TP+FN) + (FN+TN)(FP+TN)) / N²   (NaN when p_e = 1)
+  p_e = ((TP+FP)(TP+FN) + (FN+TN)(FP+TN)) / N²
+
+A statistic whose denominator is 0 (precision when the judge never says positive, recall when the human never
+does, κ when p_e = 1) is undefined: NaN (n/a in a table, null in JSON; scikit-learn's ``zero_division=np.nan``),
+never 0, which would read as a judge that is always wrong.
 
 Each with a 95% bootstrap percentile interval: 1000 seeded resamples of whole questions
-(a cluster bootstrap: a question's answers are not independent), statistic recomputed per resample.
+(a cluster bootstrap: a question's answers are not independent), statistic recomputed per resample; the resamples
+where it is undefined are left out of its interval (counting them as 0 would drag the interval down to 0).
 """
 
 from __future__ import annotations
@@ -24,14 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evaluations.core.errors import EvaluationsError
 from evaluations.judging import lexical
 from evaluations.judging.data import LabelledAnswer
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
 
-__all__ = ["METRICS", "JUDGES", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "wilson", "agreement",
-           "run_judges", "offline_batch", "payload"]
+__all__ = ["METRICS", "JUDGES", "REFERENCE_FREE", "F1_THRESHOLD", "confusion", "metrics", "bootstrap_ci", "wilson",
+           "agreement", "run_judges", "offline_batch", "payload", "check_references"]
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa")
 #: verdict rule of the token-F1 judge: correct iff F1 >= F1_THRESHOLD
@@ -47,25 +53,26 @@ def confusion(labels: Sequence[bool] | np.ndarray, verdicts: Sequence[bool] | np
     return np.array([np.sum(y & v), np.sum(~y & v), np.sum(y & ~v), np.sum(~y & ~v)], dtype=np.int64)
 
 
-def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den is 0 (the statistic is undefined there, not 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
 def metrics(counts: np.ndarray) -> dict[str, np.ndarray]:
-    """The five statistics (module docstring) of confusion counts of shape (..., 4)."""
+    """The five statistics (module docstring) of confusion counts of shape (..., 4); NaN where undefined."""
     counts = np.asarray(counts, dtype=np.float64)
     tp, fp, fn, tn = (counts[..., i] for i in range(4))
     n = tp + fp + fn + tn
-    accuracy = _safe_div(tp + tn, n)
-    p_e = _safe_div((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
+    accuracy = _ratio(tp + tn, n)
+    p_e = _ratio((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = np.where(p_e < 1, (accuracy - p_e) / np.where(p_e < 1, 1 - p_e, 1), np.nan)
     return {
         "accuracy": accuracy,
-        "precision": _safe_div(tp, tp + fp),
-        "recall": _safe_div(tp, tp + fn),
-        "f1": _safe_div(2 * tp, 2 * tp + fp + fn),
+        "precision": _ratio(tp, tp + fp),
+        "recall": _ratio(tp, tp + fn),
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
         "kappa": kappa,
     }
 
@@ -79,7 +86,8 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, tuple[float, float]]:
-    """Percentile CI of every statistic, resampling whole groups (questions) with replacement."""
+    """Percentile CI of every statistic, resampling whole groups (questions) with replacement; the resamples where
+    a statistic is undefined (NaN, ``metrics``) are left out of its interval, NaN when none is left."""
     y, v = np.asarray(labels, dtype=bool), np.asarray(verdicts, dtype=bool)
     _, group_index = np.unique(np.asarray(groups), return_inverse=True)
     n_groups = int(group_index.max()) + 1 if len(group_index) else 0
@@ -285,6 +293,33 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "offline": lambda _t, cache=True, config=None: functools.partial(_offline, cache=cache, config=config),
     "answer_relevance": lambda _t, cache=True, config=None: functools.partial(_relevance, cache=cache, config=config),
 }
+
+#: the judges of ``JUDGES`` that never read the gold answer (the others compare the answer with it)
+REFERENCE_FREE = frozenset({"answer_relevance"})
+
+
+def check_references(examples: Sequence[LabelledAnswer], judges: Sequence[str]) -> None:
+    """An error naming the rows without a gold answer when one of ``judges`` compares the answer with it (a judge of
+    ``JUDGES`` not in ``REFERENCE_FREE``): such a judge would call every answer of those rows incorrect, a wrong
+    agreement said as a number. An unanswerable question's row (``answerable`` False) rightly has no gold."""
+    readers = [j for j in dict.fromkeys(judges) if j in JUDGES and j not in REFERENCE_FREE]
+    missing = [e.source for e in examples if readers and e.answerable and not e.references]
+    if not missing:
+        return
+    files: dict[str, list[str]] = {}
+    for source in missing:
+        file, _, line = source.rpartition(":")
+        files.setdefault(file or source, []).append(line)
+    shown = "; ".join(f"{file} line(s) {', '.join(lines[:8])}{' …' if len(lines) > 8 else ''}"
+                      for file, lines in files.items())
+    raise EvaluationsError(
+        f"{len(missing)} of {len(examples)} rows have no gold answer ('reference_answer'), which the judge(s) "
+        f"{', '.join(readers)} compare the answer with: {shown}",
+        where=missing[0],
+        fix="give each row 'reference_answer' (a text or a list of texts; rename another tool's field such as "
+            "'ground_truth', 'reference' or 'expected_output'), or ask only the reference-free judges "
+            "(faithfulness, answer_relevance, context_relevance)",
+    )
 
 
 def run_judges(

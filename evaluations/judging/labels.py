@@ -27,8 +27,14 @@ class LabelledAnswer:
     passages: tuple[str, ...] = field(default=(), repr=False)  # the retrieved passages (reference-free judges)
 
 
-def parse_label(value: Any, where: str) -> bool:
-    """bool, 0/1 or a word ("correct"/"incorrect", "true"/"false", "yes"/"no") -> bool, else EvaluationsError."""
+#: what a reference-free row's label may be besides true/false (``judging.passage_rows``), said in the fix
+NOT_APPLICABLE_HINT = "null (in CSV an empty cell or null) = not applicable, left out"
+
+
+def parse_label(value: Any, where: str, *, nullable: bool = False) -> bool:
+    """bool, 0/1 or a word ("correct"/"incorrect", "true"/"false", "yes"/"no") -> bool, else EvaluationsError.
+    ``nullable``: the file's rows may be labelled not applicable (the caller reads null before this), so the fix
+    says how; a correctness file has no such label (a row without one is removed or labelled)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -39,8 +45,10 @@ def parse_label(value: Any, where: str) -> bool:
             return True
         if word in _FALSE:
             return False
+    words = 'true/false, 1/0, yes/no or "correct"/"incorrect"'
     raise EvaluationsError(
-        f"label {value!r} is not a correctness label",
+        f"label {value!r} is not a {'true/false' if nullable else 'correctness'} label",
         where=where,
-        fix='use true/false, 1/0 or "correct"/"incorrect"',
+        fix=f"use {words}; {NOT_APPLICABLE_HINT}" if nullable else
+        f"use {words}; every row of a correctness file needs one (remove a row nobody labelled)",
     )

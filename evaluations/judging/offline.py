@@ -135,9 +135,10 @@ def default_params_path(name: str = "offline_judge.json") -> Path:
 
 
 def default_output_path(name: str = "offline_judge.json") -> Path:
-    """Where ``calibrate-judge`` writes without ``--out``: ``$EVALUATIONS_JUDGES_DIR/<name>``, else the
-    repository's ``judges/<name>`` in a checkout (the file runs read), else ``./<name>`` (an installed
-    package's own files are not rewritten; point ``$EVALUATIONS_JUDGES_DIR`` at the new file's folder)."""
+    """Where the developers' refits write (``heldout.write_params``, the benchmarks): ``$EVALUATIONS_JUDGES_DIR/
+    <name>``, else the repository's ``judges/<name>`` in a checkout (the file runs read), else ``./<name>`` (an
+    installed package's own files are not rewritten). ``calibrate-judge`` without ``--out`` writes to
+    ``$EVALUATIONS_JUDGES_DIR`` or the working directory instead, never over a shipped file."""
     from evaluations.core.env import env_dir
     from evaluations.judging.shipped import checkout_judges_dir
 

@@ -2,8 +2,9 @@
 
 A row (JSONL, JSON array or CSV, ``datasets.rows``) holds ``query``, ``context`` (a list of passage texts, or one
 text; in CSV a JSON list), ``generated_answer`` (not needed for context relevance), ``label`` (the property the
-judge measures: the answer is supported by the context / the passage is needed to answer; true/false, 1/0,
-yes/no; null = not applicable, left out of the agreement) and optional ``id`` (the question: the resampling unit),
+judge measures: the answer is supported by the context / the passage is needed to answer / the answer addresses
+the question; true/false, 1/0, yes/no; null = not applicable, left out of the agreement, in CSV/TSV an empty cell
+or ``null`` too, as a cell cannot hold JSON's null) and optional ``id`` (the question: the resampling unit),
 ``system``, ``reference_answer`` (a text or a list of texts); other fields are ignored. A missing required field is
 an error that names the row's field seemingly meant for it (another tool's name, ``ALIASES``, or a near spelling:
 ``question``, ``contexts``, ``lable``). ``query`` is a non-empty string and
@@ -24,7 +25,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.judging.context_labels import is_context_labels_file, load_context_labels
 from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
-from evaluations.judging.labels import LabelledAnswer, parse_label
+from evaluations.judging.labels import NOT_APPLICABLE_HINT, LabelledAnswer, parse_label
 
 __all__ = ["LOADERS", "PassageRows", "load_passage_rows", "reads_answer"]
 
@@ -37,7 +38,10 @@ def reads_answer(judges: Iterable[str]) -> bool:
     return any(j not in ANSWERLESS for j in judges)
 
 
-_FIX = 'each row needs "query", "context" (a list of passages) and "label"; faithfulness also "generated_answer"'
+_FIX = ('each row needs "query", "context" (a list of passages) and "label"; faithfulness and answer_relevance also '
+        '"generated_answer"')
+#: the suffixes of files whose cells are text (CSV/TSV): an empty or ``null`` label cell is JSON's null there
+_TEXT_CELLS = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 class PassageRows(list[LabelledAnswer]):
@@ -52,7 +56,13 @@ def _passages(value: Any, where: str) -> tuple[str, ...]:
         return tuple(value)
     if isinstance(value, str):
         return (value,) if value.strip() else ()
-    raise EvaluationsError(f"field 'context' must be a list of passage texts, got {value!r:.80}", where=where,
+    if isinstance(value, list):  # name the first item that is not a text, as JSON names it (never read as text)
+        index, item = next((i, v) for i, v in enumerate(value, 1) if not isinstance(v, str))
+        text = " (of a passage object, its text alone)" if isinstance(item, dict) else ""
+        raise EvaluationsError(f"field 'context' must be a list of passage texts, but its item {index} is "
+                               f"{_json_kind(item)}", where=where,
+                               fix=f'write every passage as a string{text}: "context": ["passage 1", "passage 2"]')
+    raise EvaluationsError(f"field 'context' must be a list of passage texts, got {_json_kind(value)}", where=where,
                            fix=_FIX)
 
 
@@ -118,7 +128,7 @@ def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False
     passages = _passages(row["context"], where)
     return LabelledAnswer(
         question=row["query"], references=_references(row.get("reference_answer"), where),
-        answer=answer or "", label=parse_label(row["label"], where),
+        answer=answer or "", label=parse_label(row["label"], f"{where}: field 'label'", nullable=True),
         # the question a row belongs to (CV folds and bootstrap resample questions): as the classic rows
         # (``judging.data``), its id, else its question's text
         group=str(row.get("group") or row.get("id") or row.get("query_id") or row["query"]), source=where,
@@ -128,10 +138,14 @@ def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False
 
 def _generic(path: Path, needs_answer: bool) -> PassageRows:
     rows = PassageRows()
+    cells = path.name.lower().endswith(_TEXT_CELLS)
     for line, row in iter_rows(path):
         where = f"{path}:{line}"
         if not isinstance(row, dict):
             raise EvaluationsError(f"expected a JSON object, got {type(row).__name__}", where=where, fix=_FIX)
+        label = row.get("label")
+        if cells and isinstance(label, str) and label.strip().lower() in ("", "null"):
+            row = {**row, "label": None}  # a CSV cell cannot hold null: empty or "null" says not applicable
         example = _example(row, where, line, needs_answer)
         if example is None:
             rows.not_applicable += 1
@@ -172,7 +186,7 @@ def load_passage_rows(path: str | Path, limit: int | None = None, needs_answer: 
         what = f"all {rows.not_applicable} rows are labelled null (not applicable)" if rows.not_applicable else \
             "no labelled rows found"
         raise EvaluationsError(f"{what}: nothing to compare the judges with", where=str(path),
-                               fix=f"{_FIX}, label true/false")
+                               fix=f"{_FIX}, label true/false ({NOT_APPLICABLE_HINT})")
     if limit is not None:
         kept = PassageRows(rows[:limit])
         kept.not_applicable = rows.not_applicable

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.data import parse_label
@@ -136,7 +138,9 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
         counts = confusion([r.label for r in rows], verdicts)
         values = metrics(counts)
         summary["confusion"] = dict(zip(("tp", "fp", "fn", "tn"), map(int, counts)))
-        summary.update({name: float(values[name]) for name in ("accuracy", "precision", "recall", "f1")})
+        # undefined (0/0: no answer judged correct, or none labelled correct) is null, shown "unknown", never 0
+        summary.update({name: None if np.isnan(values[name]) else float(values[name])
+                        for name in ("accuracy", "precision", "recall", "f1")})
         summary["agreement"] = agreement_block(path, judges, keyword_threshold, resamples, seed, config)
     return summary
 
