@@ -207,3 +207,27 @@ def test_csv_empty_or_null_label_is_not_applicable_for_reference_free_rows(tmp_p
     with pytest.raises(EvaluationsError) as err:
         load_labelled(classic)
     assert err.value.where == f"{classic}:2: field 'label'" and "every row of a correctness file" in err.value.fix
+
+
+def test_judges_named_twice_run_once_and_a_misspelt_one_is_pointed_to():
+    """``--judges f1,f1`` ran f1 twice (two identical rows in the table); ``--judges faithfulnes`` listed every judge
+    without saying which one was meant."""
+    from evaluations.cli.options import parse_judges
+
+    assert parse_judges("f1, f1,faithfulness") == ["f1", "faithfulness"]
+    with pytest.raises(EvaluationsError) as info:
+        parse_judges("f1,faithfulnes,llama")
+    assert "unknown judge(s) faithfulnes (did you mean faithfulness?), llama" in str(info.value)
+
+
+@pytest.mark.parametrize("command", [["judge-agreement"], ["score"]])
+def test_resamples_have_an_upper_bound(tmp_path, command):
+    """--resamples 10000000 ran (1.5 GB of memory in a tester's run); now a usage error naming the range, exit 2."""
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"query": "q", "generated_answer": "a", "reference_answer": "a", "label": True}) + "\n")
+    result = CliRunner().invoke(cli, [*command, str(path), "--resamples", "10000000"])
+    assert result.exit_code == 2 and "0<=x<=100000" in result.output, result.output

@@ -12,7 +12,7 @@ from rich import box
 from rich.progress import Progress
 from rich.table import Table
 
-from evaluations.cli.options import parse_judges
+from evaluations.cli.options import MAX_RESAMPLES, parse_judges
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.exits import EXIT_CASES_FAILED, EXIT_CHECK_FAILED
@@ -103,7 +103,8 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, jud
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most N labelled answers per file.")
 @click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
-@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--resamples", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=1000, show_default=True,
+              help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="LLM judge requests in flight (served models; the embedded judge runs one at a time).")

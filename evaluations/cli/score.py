@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from evaluations.cli.options import parse_judges, parse_ks
+from evaluations.cli.options import MAX_RESAMPLES, parse_judges, parse_ks
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
@@ -80,7 +80,7 @@ def _show(summary: dict) -> None:
 @click.option("--judges", default="keyword,f1,em,containment", show_default=True,
               help="Judges of the agreement block (classic, labelled).")
 @click.option("--keyword-threshold", type=click.FloatRange(0, 1), default=KEYWORD_THRESHOLD, show_default=True)
-@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True)
+@click.option("--resamples", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
