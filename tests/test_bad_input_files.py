@@ -319,3 +319,17 @@ def test_a_history_path_that_is_a_folder_is_refused_before_the_run(tmp_path):
     assert_one_error(*run_cli(tmp_path, "run", str(data), "--corpus", str(corpus), "--skip-qa", "--config",
                               str(config), "--out", str(tmp_path / "out")), "history.path", "is a folder")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_utf16_file_is_named_as_utf16(tmp_path):
+    """A dataset saved as "Unicode" by a Windows tool (UTF-16 with its byte order mark): the fix said to convert
+    from Latin-1, which garbles it; now the encoding is named and the right iconv given."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.datasets.rows import iter_rows
+
+    path = tmp_path / "questions.jsonl"
+    path.write_bytes('{"id": "q1", "query": "Où est la tour Eiffel ?"}\n'.encode("utf-16"))
+    with pytest.raises(EvaluationsError) as info:
+        list(iter_rows(path))
+    assert info.value.where == str(path) and "the file is UTF-16" in info.value.message
+    assert "iconv -f UTF-16 -t UTF-8 questions.jsonl > OUT" in info.value.fix

@@ -58,6 +58,7 @@ def _open_binary(path: Path) -> BinaryIO:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def _decode(raw: bytes, where: str, first: bool) -> str:
@@ -70,6 +71,11 @@ def _decode(raw: bytes, where: str, first: bool) -> str:
             name = where.rsplit(":", 1)[0]
             raise EvaluationsError("not text: the file is gzip-compressed", where=name,
                                    fix=f"decompress it first (gzip -dc {Path(name).name} > FILE)") from None
+        if first and raw.startswith(_UTF16_BOMS):  # Windows tools' "Unicode" text
+            name = where.rsplit(":", 1)[0]
+            raise EvaluationsError("not UTF-8: the file is UTF-16 (it starts with a UTF-16 byte order mark)",
+                                   where=name, fix=f"save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 "
+                                                   f"{Path(name).name} > OUT)") from None
         bad = raw[exc.start:exc.end].hex(" ")
         raise EvaluationsError(f"not valid UTF-8 (byte(s) {bad} at byte {exc.start + 1} of the line)",
                                where=where, fix=_FIX_UTF8) from None
