@@ -333,3 +333,20 @@ def test_a_utf16_file_is_named_as_utf16(tmp_path):
         list(iter_rows(path))
     assert info.value.where == str(path) and "the file is UTF-16" in info.value.message
     assert "iconv -f UTF-16 -t UTF-8 questions.jsonl > OUT" in info.value.fix
+
+
+def test_a_line_cut_off_is_placed_at_its_column(tmp_path):
+    """A JSONL line cut off mid-object was reported at "column 1" (the line's newline was parsed with it); the
+    column is where Python's own parser places the problem on that line."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.datasets.rows import iter_rows
+
+    cut = '{"id": "q2", "query": "x", '
+    path = tmp_path / "questions.jsonl"
+    path.write_text('{"id": "q1", "query": "x"}\n' + cut + "\n", encoding="utf-8")
+    with pytest.raises(json.JSONDecodeError) as oracle:
+        json.loads(cut)
+    with pytest.raises(EvaluationsError) as info:
+        list(iter_rows(path))
+    assert info.value.where == f"{path}:2" and f"column {oracle.value.colno})" in info.value.message
+    assert oracle.value.colno > 1

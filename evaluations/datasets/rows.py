@@ -167,7 +167,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     if not line.strip():
                         continue
                     try:
-                        row = _UNIQUE_KEYS.decode(line)
+                        row = _UNIQUE_KEYS.decode(line.rstrip("\r\n"))  # a column on this line, not "column 1"
                     except json.JSONDecodeError as exc:
                         raise EvaluationsError(f"not valid JSON ({exc.msg}, column {exc.colno})",
                                                where=f"{path}:{number}", fix="fix or remove that line") from None
