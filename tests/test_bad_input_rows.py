@@ -234,3 +234,29 @@ def test_a_csv_header_in_capitals_or_padded_names_the_fields(cli, tmp_path, corp
     code, out, err = _run(cli, tmp_path, data, corpus)
     assert code == 0, err
     assert sorted(_cases(tmp_path)) == ["q1"] and json.loads(out)["metrics"]["ndcg@10"] == 1.0
+
+
+@pytest.mark.parametrize("cell", ['["The Eiffel Tower was completed in 1889.', "['The Eiffel Tower', 'Paris']"])
+def test_a_csv_list_cell_that_does_not_parse_is_refused(tmp_path, cell):
+    """A CSV context cell that opens a list of texts but is cut off, or written with Python's quotes, was read as one
+    passage with its brackets and quotes; now one error naming the line and the field. A text that merely starts
+    with a bracket ("[1] Smith et al.") is still a text."""
+    import csv
+
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.passage_rows import load_passage_rows
+
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["query", "context", "generated_answer", "label"])
+        writer.writerow(["When was the tower completed?", "[1] It was completed in 1889.", "1889", "true"])
+        writer.writerow(["When was the tower completed?", cell, "1889", "true"])
+    with pytest.raises(EvaluationsError) as info:
+        load_passage_rows(path)
+    assert info.value.where == f"{path}:3" and "field 'context' opens a list of texts but is not valid JSON" in \
+        info.value.message
+    path.write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n" +
+                    path.read_text(encoding="utf-8").splitlines()[1] + "\n", encoding="utf-8")
+    [row] = load_passage_rows(path)
+    assert row.passages == ("[1] It was completed in 1889.",)

@@ -42,12 +42,18 @@ def check_unicode(value: Any, text: str, where: str, key: str = "") -> None:
 
 def json_cell(value: Any, where: str, key: str) -> Any:
     """A CSV cell that holds a JSON list (``'["a", "b"]'``), parsed, its escapes checked as a JSON row's are
-    (``check_unicode``, naming ``key``); any other value, or text that does not parse, as it is."""
+    (``check_unicode``, naming ``key``); any other value, or text that does not parse, as it is ("[1] Smith et
+    al." is a text). A cell that opens a list of quoted texts (``["a", …`` or Python's ``['a', 'b']``) and does
+    not parse is an error: read as one text, the brackets and quotes would become part of it."""
     if not (isinstance(value, str) and value.lstrip().startswith("[")):
         return value
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        if re.match(r"\[\s*['\"]", value.lstrip()):
+            raise EvaluationsError(f"field {key!r} opens a list of texts but is not valid JSON ({exc.msg})",
+                                   where=where, fix='write the list as JSON, in double quotes: ["text 1", "text 2"] '
+                                                    "(Python's ['a', 'b'] is not JSON)") from None
         return value
     check_unicode(parsed, value, where, key)
     return parsed
