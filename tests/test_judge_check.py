@@ -384,6 +384,7 @@ def test_judge_check_counts_the_controls_a_served_llm_judge_fails_and_exits_3(tm
     categories = {c["category"]: c for c in report["judges"]["llm"]["categories"]}
     assert report["judges"]["llm"]["failed"] == refused > 0
     assert f"llm: {refused} of {report['controls']} rows FAILED" in err and url in err, err
+    assert "; first: " in err and "status_code: 500" in err, err  # the first error, as the other judges say it
     for positive in ("gold_bare", "gold_sentence"):  # one per question, each asked of the model
         assert (categories[positive]["n"], categories[positive]["failed"], categories[positive]["not_judged"]) == \
             (0, 2, 0)

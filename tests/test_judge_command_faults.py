@@ -213,3 +213,18 @@ def test_an_unknown_embedded_judge_is_rejected_on_every_path(tmp_path, capsys, c
                    "agreement llm": ["judge-agreement", "--judges", "llm"]}[command]
     code, _, err = _cli(capsys, name, str(_rows(tmp_path, ROWS)), *args, "--judge", "embedded:nonexistent")
     _one_error(code, err, "--judge", "unknown embedded model 'nonexistent'", "qwen2.5-coder-1.5b")
+
+
+def test_judge_agreement_names_the_served_llm_judges_first_error(tmp_path, capsys):
+    """The ``llm`` judge through a server answering HTTP 500: its rows were counted FAILED without the error (the
+    reference-free judges' line gives the first one); now the same."""
+    rows = _rows(tmp_path, [{"id": "q1", "query": "Who wrote Hamlet?", "generated_answer": "Shakespeare wrote it.",
+                             "reference_answer": "William Shakespeare", "label": True},
+                            {"id": "q2", "query": "What is the capital of France?", "generated_answer": "Lyon",
+                             "reference_answer": "Paris", "label": False}])
+    with FakeLLMServer(models=("judge",), responder=lambda body: Fault("500")) as server:
+        config = _served_config(tmp_path, server.openai_url)
+        code, out, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "llm", "--json", "--resamples", "0",
+                              "--judge", "openai:judge", "--config", str(config), "--no-cache")
+    assert code == 3 and "Traceback" not in err, err
+    assert "llm: 2 of 2 rows FAILED" in err and "; first: " in err and "status_code: 500" in err, err

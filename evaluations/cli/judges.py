@@ -132,7 +132,8 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     if "llm" in names:
         from evaluations.judging.llm import batch_judge
 
-        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=cache)
+        llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=cache,
+                          errors=failures.setdefault("llm", []))
     with _progress() as progress:
         tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *PASSAGE_JUDGES)
                                       else None) for n in names}
@@ -502,7 +503,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         if "llm" in names and judge_model != "embedded":
             from evaluations.judging.llm import batch_judge
 
-            batch["llm"] = batch_judge(config.judge.model, config, cache=cache)
+            batch["llm"] = batch_judge(config.judge.model, config, cache=cache, errors=failures.setdefault("llm", []))
         with _progress() as progress:
             tasks = {n: progress.add_task(f"judge {n}", total=len(controls)) for n in names}
             report = run_controls(controls, batch, min_rate=min_rate,

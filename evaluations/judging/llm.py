@@ -223,8 +223,11 @@ def judge_check(model_cfg: LLMModel, config: Config) -> Callable[[], None]:
 
 
 # -- many verdicts at once (judge-agreement, held-out studies) -------------------------------------------
-def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, cache: bool = True) -> Any:
-    """A ``judging.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed.
+def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, cache: bool = True,
+                errors: list[tuple[str, str]] | None = None) -> Any:
+    """A ``judging.agreement.BatchJudge`` running the LLM judge: verdict per example, NaN when the judge failed
+    (a served judge's failure is appended to ``errors`` as (the example's source, the error), for the command to
+    name the first one).
 
     Embedded: P(correct) ≥ the calibrated threshold, one verdict at a time. Served: ``concurrency`` requests
     in flight. Verdicts are cached on disk (``judging.embedded.VerdictCache``, in ``config.judge_cache_dir()``)
@@ -267,7 +270,9 @@ def batch_judge(model_cfg: LLMModel, config: Config, *, concurrency: int = 4, ca
         if entry is None:
             try:
                 grade = await grader.grade(e.question, e.answer, list(e.references))
-            except Exception:  # noqa: BLE001 - a failed verdict is counted as not judged
+            except Exception as exc:  # noqa: BLE001 - a failed verdict is counted, and said by the command
+                if errors is not None:
+                    errors.append((e.source, f"{type(exc).__name__}: {exc}"))
                 return float("nan")
             entry = (grade.p_correct, {"verdict": grade.verdict, "mode": grade.mode})
             if store is not None:
