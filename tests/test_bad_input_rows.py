@@ -260,3 +260,47 @@ def test_a_csv_list_cell_that_does_not_parse_is_refused(tmp_path, cell):
                     path.read_text(encoding="utf-8").splitlines()[1] + "\n", encoding="utf-8")
     [row] = load_passage_rows(path)
     assert row.passages == ("[1] It was completed in 1889.",)
+
+
+@pytest.mark.parametrize("change, said, fix", [
+    ({"golden_answer": None}, "field 'golden_answer' must be a string, got null", "write 'golden_answer' as a JSON"),
+    ({"golden_answer": ["a", "b"]}, 'must be a string, got an array ["a", "b"]', "as a JSON string"),
+    ({"answer_fid": 3}, "field 'answer_fid' must be a string, got a number 3", "or null"),
+    ({"judge_fid": 1}, "field 'judge_fid' must be true/false/null, got a number 1", "null (not judged)"),
+    ({"judge_fid": [True]}, "got an array [true]", "null (not judged)"),
+    ({"improper": "no"}, "field 'improper' must be true/false, got a string \"no\"", "true leaves the question out"),
+])
+def test_evouna_rows_are_refused_in_json_words_with_a_fix(tmp_path, change, said, fix):
+    """A real EVOUNA NQ record with one field spoilt: the messages printed Python values (None, [True]) and most had
+    no fix line."""
+    import gzip
+    import json
+
+    from conftest import DATA
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.data import load_labelled
+
+    with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
+        record = next(r for r in map(json.loads, handle) if not r["improper"])
+    path = tmp_path / "nq.jsonl"
+    path.write_text(json.dumps({**record, **change}) + "\n", encoding="utf-8")
+    with pytest.raises(EvaluationsError) as info:
+        load_labelled(path)
+    assert info.value.where == f"{path}:1" and said in info.value.message and fix in (info.value.fix or "")
+
+
+def test_an_evouna_file_of_improper_questions_only_says_so(tmp_path):
+    import gzip
+    import json
+
+    from conftest import DATA
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.data import load_labelled
+
+    with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
+        improper = [r for r in map(json.loads, handle) if r["improper"]][:3]
+    path = tmp_path / "nq.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in improper), encoding="utf-8")
+    with pytest.raises(EvaluationsError) as info:
+        load_labelled(path)
+    assert "all 3 EVOUNA questions of the file are marked improper: true" in info.value.message

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evaluations.datasets.rows import iter_rows, json_cell
+from evaluations.datasets.rows import iter_rows, json_cell, json_type
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.labels import LabelledAnswer, parse_label
 from evaluations.judging.text import split_alternatives
@@ -46,8 +46,15 @@ def _string(record: dict[str, Any], key: str, where: str, *, nullable: bool = Fa
     if value is None and nullable:
         return None
     if not isinstance(value, str):
-        raise EvaluationsError(f"field {key!r} must be a string, got {value!r}", where=where)
+        raise EvaluationsError(f"field {key!r} must be a string, got {_given(value)}", where=where,
+                               fix=f'write {key!r} as a JSON string ("…")' + (" or null" if nullable else ""))
     return value
+
+
+def _given(value: Any) -> str:
+    """A value as JSON names it, for messages (``[true]``, ``null``, ``3``; not Python's ``[True]``, ``None``)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return f"{json_type(value)} {text[:60]}{'…' if len(text) > 60 else ''}" if value is not None else "null"
 
 
 def _references(value: Any, where: str) -> tuple[str, ...]:
@@ -58,8 +65,8 @@ def _references(value: Any, where: str) -> tuple[str, ...]:
         refs = tuple(v.strip() for v in value if v.strip())
     else:
         raise EvaluationsError(
-            f"field 'reference_answer' must be a string or a list of strings, got {value!r}", where=where
-        )
+            f"field 'reference_answer' must be a string or a list of strings, got {_given(value)}", where=where,
+            fix='a gold answer or a list of them: "reference_answer": ["Paris", "the city of Paris"]')
     if not refs:
         raise EvaluationsError("field 'reference_answer' is empty", where=where, fix="give at least one gold answer")
     return refs
@@ -96,27 +103,32 @@ def _classic(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnsw
 def _evouna(path: Path, line: int, record: dict[str, Any]) -> list[LabelledAnswer]:
     where = f"{path}:{line}"
     if "improper" not in record:
-        raise EvaluationsError("missing field 'improper'", where=where, fix="EVOUNA records carry improper: bool")
-    if record["improper"] not in (True, False):
-        raise EvaluationsError(f"field 'improper' must be true/false, got {record['improper']!r}", where=where)
+        raise EvaluationsError("missing field 'improper'", where=where,
+                               fix="EVOUNA records carry improper: true or false (true: the question is left out)")
+    if not isinstance(record["improper"], bool):
+        raise EvaluationsError(f"field 'improper' must be true/false, got {_given(record['improper'])}",
+                               where=where, fix="true leaves the question out, false keeps it")
     if record["improper"]:
         return []
     question = _string(record, "question", where)
     golden = _string(record, "golden_answer", where)
     references = tuple(split_alternatives(golden))
     if not references:
-        raise EvaluationsError("field 'golden_answer' is empty", where=where)
+        raise EvaluationsError("field 'golden_answer' is empty", where=where,
+                               fix="give the gold answer, or mark the question improper: true")
     examples = []
     for system in EVOUNA_SYSTEMS:
         judge_key, answer_key = f"judge_{system}", f"answer_{system}"
         if judge_key not in record:
-            raise EvaluationsError(f"missing field {judge_key!r}", where=where)
+            raise EvaluationsError(f"missing field {judge_key!r}", where=where,
+                                   fix=f"EVOUNA records carry judge_<system> (true, false or null: not judged) for "
+                                       f"each of {', '.join(EVOUNA_SYSTEMS)}")
         if record[judge_key] is None:
             continue
         if not isinstance(record[judge_key], bool):
             raise EvaluationsError(
-                f"field {judge_key!r} must be true/false/null, got {record[judge_key]!r}", where=where
-            )
+                f"field {judge_key!r} must be true/false/null, got {_given(record[judge_key])}", where=where,
+                fix="true (the answer is right), false (wrong) or null (not judged)")
         answer = _string(record, answer_key, where, nullable=True) or ""
         examples.append(
             LabelledAnswer(question, references, answer, record[judge_key], f"{path.name}:{line}", where, system)
@@ -136,15 +148,23 @@ def load_labelled(path: str | Path, *, limit: int | None = None) -> list[Labelle
         examples = load_weak_labels(path)
         return examples[:limit] if limit is not None else examples
     examples = []
-    parse = None
+    parse, improper, rows = None, 0, 0
     for line, record in _records(path):
         if not isinstance(record, dict):
-            raise EvaluationsError(f"expected a JSON object, got {type(record).__name__}", where=f"{path}:{line}")
+            raise EvaluationsError(f"expected a JSON object, got {_given(record)}", where=f"{path}:{line}",
+                                   fix="one labelled answer (or one EVOUNA question) per object")
         if parse is None:
             parse = _evouna if "golden_answer" in record else _classic
-        examples.extend(parse(path, line, record))
+        found = parse(path, line, record)
+        improper += parse is _evouna and record.get("improper") is True
+        rows += 1
+        examples.extend(found)
         if limit is not None and len(examples) >= limit:
             return examples[:limit]
+    if not examples and improper and improper == rows:
+        raise EvaluationsError(f"no labelled answers: all {improper} EVOUNA questions of the file are marked "
+                               "improper: true (left out)", where=str(path),
+                               fix="keep the questions to judge with improper: false")
     if not examples:
         raise EvaluationsError("no labelled answers found", where=str(path), fix="check the file's format")
     return examples
