@@ -162,6 +162,12 @@ def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked
     ("Of Anna Berg and Tomas Lind, which was born first?", "Tomas Lind was born first.", "relevant"),
     ("Between two tennis players Kim Clijsters and Mary Pierce, who is older?", "Kim Clijsters and Mary Pierce",
      "heading"),
+    # options in quotes, and names with "v." (court cases)
+    ('Which decision occurred first, "Everson v. Board of Education" or "Rasul v. Bush"?',
+     "Everson v. Board of Education", "relevant"),
+    ("Which court case, Gonzales v. Carhart or Lawrence v. Texas, struck down the sodomy law?", "Lawrence v. Texas",
+     "relevant"),
+    ('Was development of this concept originally considered "classified" or a secret?', "a secret", "relevant"),
     # not a choice between the two: the question asks for a band
     ("Which band did John Lennon and Paul McCartney form first?", "John Lennon", "heading"),
 ])

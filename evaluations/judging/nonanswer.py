@@ -300,7 +300,8 @@ def screen(question: str, refs: Sequence[str], answer: str, *, answerable: bool 
 
 _OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
 _OPTION_WORD = re.compile(r"[\w'’.&-]+")
-_OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon".split())
+_OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon v. v vs. vs"
+                            .split())  # "v." of "Lawrence v. Texas"
 #: a comparison a wh-question asks to decide between options ("who sold the most records elvis or the beatles")
 _COMPARES = re.compile(r"\b(first|last|more|most|less|least|fewer|older|oldest|younger|youngest|earlier|earliest|later|"
                        r"latest|bigger|biggest|larger|largest|smaller|smallest|higher|highest|taller|tallest|longer|"
@@ -379,6 +380,8 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
             group = (*_listed(pieces[:-1]), " ".join(reversed(near)), " ".join(far))
             if all(stems(o) for o in group[-2:]):
                 out.append(group)
+    if not out and _QUOTES.search(question):  # quoted options ('… first, "Everson v. Board" or "Rasul v. Bush"?')
+        return question_options(_QUOTES.sub("", question))
     if not out and (_WHICH_ONE.search(question) or _WHO_IS_MORE.search(question)):
         pairs = [pair for segment in _OPTION_BOUNDARY.split(question) for pair in _and_pairs(segment)]
         if len(pairs) == 1:  # "Between Kim Clijsters and Mary Pierce, who is older?"
@@ -386,6 +389,7 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+_QUOTES = re.compile(r'["“”]')
 #: the question asks to choose between things it names: "which one", "which of the two", "who is older"
 _WHICH_ONE = re.compile(r"\bwhich\s+(?:one|of\s+(?:the|these|those|them|both))\b", re.I)
 _WHO_IS_MORE = re.compile(r"\b(?:who|which)\s+(?:is|was|are|were)\s+(?:[\w-]+\s+){0,2}?" + _COMPARES.pattern[2:], re.I)
