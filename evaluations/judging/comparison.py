@@ -96,7 +96,7 @@ def _pattern(option: str, others: Sequence[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){full}(?!\w)", re.I)
 
 
-def _year_after(pattern: re.Pattern[str], sentence: str, start: int, near: int | None = None) -> int | None:
+def _year_after(sentence: str, start: int, near: int | None = None) -> int | None:
     """The first year after ``start`` in ``sentence`` (within ``near`` words of it when given)."""
     if (match := _YEAR.search(sentence, start)) is None:
         return None
@@ -127,10 +127,10 @@ def year_of(option: str, texts: Sequence[str], others: Sequence[str] = (), event
                     return int(year.group(1))
             for sentence in run:
                 for word in EVENTS[event].finditer(sentence):
-                    if (year := _year_after(own, sentence, word.end(), NEAR)) is not None:
+                    if (year := _year_after(sentence, word.end(), NEAR)) is not None:
                         return year
     for run in runs:  # the first year after its name, in the sentence that names it
-        return _year_after(own, run[0], own.search(run[0]).end())
+        return _year_after(run[0], own.search(run[0]).end())
     return None
 
 
