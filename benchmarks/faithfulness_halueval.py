@@ -17,9 +17,13 @@ HaluEval not, so this set bounds the judge's accuracy below 1 by its share of su
 Reported: the judge's accuracy on the answers it judges and with "not applicable" counted as an error, per label
 and per question kind (``comparison``: the question offers two options; ``polar``: a yes/no question; ``other``),
 with Wilson 95% intervals, beside the issue's word-overlap rule (every content word of the answer occurs in the
-passage or the question); and how many answers the comparison-by-date rule decided. Verdicts go through the user's
-verdict store (a re-run makes no model call). Writes ``--out`` (default
-``benchmarks/results/faithfulness_halueval.json``).
+passage or the question); and how many answers a rule decided (``judging.comparison``: comparisons by date;
+``judging.pairs``: yes/no questions about two names). Verdicts go through the user's verdict store (a re-run makes
+no model call). Writes ``--out`` (default ``benchmarks/results/faithfulness_halueval.json``).
+
+``--rules-only``: no model; for every answer the two rules decide, whether the rule's verdict is HaluEval's label
+(with the disagreements listed, to read), over the rows taken. Writes ``--out`` (default
+``benchmarks/results/faithfulness_halueval_rules.json``).
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ from faithfulness import overlap_rule  # noqa: E402
 from evaluations.judging.agreement import wilson  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
+from evaluations.judging.comparison import picked, resolve  # noqa: E402
 from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
+from evaluations.judging.pairs import decide, polarity  # noqa: E402
 from evaluations.judging.passages import Passage  # noqa: E402
 
 
@@ -52,15 +58,51 @@ def kind(question: str) -> str:
     return "comparison" if question_options(question) else "polar" if is_polar(question) else "other"
 
 
+def rule_verdict(question: str, answer: str, knowledge: str) -> tuple[str, bool, str] | None:
+    """(rule, supported, why) when a rule decides the answer without the model, else None."""
+    if (compared := resolve(question, [knowledge])) is not None and (
+            pick := picked(compared, question, answer)) is not None:
+        return "comparison", pick == compared.answer, compared.reason()
+    if (said := polarity(question, answer)) is not None and (settled := decide(question, [knowledge])) is not None:
+        return "pairs", said == settled.yes, settled.reason()
+    return None
+
+
+def rules_only(rows: list[dict], data: str) -> dict:
+    agree, total, disagreements = collections.Counter(), collections.Counter(), []
+    for row in rows:
+        for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
+            if (ruled := rule_verdict(row["question"], answer, row["knowledge"])) is None:
+                continue
+            rule, supported, why = ruled
+            total[rule] += 1
+            agree[rule] += supported == label
+            if supported != label:
+                disagreements.append({"question": row["question"], "answer": answer, "halueval_label": label,
+                                      "rule": why})
+    return {"data": data, "decided": {r: rate(agree[r], total[r]) for r in sorted(total)},
+            "polar_questions": sum(is_polar(r["question"]) for r in rows),
+            "comparison_questions": sum(bool(question_options(r["question"])) for r in rows),
+            "disagreements": disagreements}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--rows", default="0:200", help="START:STOP of the file's rows (questions)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/faithfulness_halueval.json"))
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--rules-only", action="store_true", help="no model: how often the rules' verdicts agree")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.rows.split(":"))
     lines = Path(args.file).read_text(encoding="utf-8").splitlines()[start:stop]
     rows = [json.loads(line) for line in lines if line.strip()]
+    data = f"HaluEval qa_data.json rows {start}:{stop} ({len(rows)} questions)"
+    if args.rules_only:
+        result = rules_only(rows, data)
+        out = Path(args.out or ROOT / "benchmarks/results/faithfulness_halueval_rules.json")
+        out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(json.dumps({k: v for k, v in result.items() if k != "disagreements"}, indent=1))
+        return 0
     cache, clock = VerdictCache(), time.perf_counter()
     judged, counted, overlap = collections.Counter(), collections.Counter(), collections.Counter()
     totals, applicable, calls, ruled = collections.Counter(), collections.Counter(), 0, 0
@@ -80,17 +122,17 @@ def main(argv: list[str] | None = None) -> int:
             overlap.update(g for g in groups if overlap_rule(row["question"], answer, [row["knowledge"]]) == label)
         print(f"{i}/{len(rows)}", file=sys.stderr)
     result = {
-        "data": f"HaluEval qa_data.json rows {start}:{stop} ({len(rows)} questions, {totals['all']} answers: "
-                "right_answer supported, hallucinated_answer not)",
+        "data": f"{data[:-1]}, {totals['all']} answers: right_answer supported, hallucinated_answer not)",
         "judge_on_judged": {g: rate(judged[g], applicable[g]) for g in sorted(totals)},
         "judge_not_applicable_as_error": {g: rate(counted[g], totals[g]) for g in sorted(totals)},
         "not_applicable": {g: totals[g] - applicable[g] for g in sorted(totals)},
         "word_overlap": {g: rate(overlap[g], totals[g]) for g in sorted(totals)},
-        "decided_by_comparison_rule": ruled,
+        "decided_by_a_rule": ruled,
         "model_calls": calls,
         "seconds": round(time.perf_counter() - clock, 1),
     }
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    out = Path(args.out or ROOT / "benchmarks/results/faithfulness_halueval.json")
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k]["all"] if isinstance(result[k], dict) and "all" in result[k] else result[k]
                       for k in result}, indent=1))
     return 0

@@ -121,3 +121,21 @@ def test_the_judge_decides_picks_by_date_with_the_real_checker(tmp_path):
                                      cache=cache, scorer=scorer)
         assert verdict.applicable and verdict.score == float(row["label"]), row
         assert all(c.rule and c.rule.startswith("compared by date") and 0.0 <= c.p <= 1.0 for c in verdict.claims)
+
+
+@pytest.mark.parametrize(("question", "texts", "expected"), [
+    # a year glued to the next date's day where a dash was lost (HotpotQA's Wikipedia text): 1866, not 1943
+    ("Who was born first, Romulo Gallegos or Beatrix Potter?",
+     ["Romulo Gallegos (2 August 1884 – 5 April 1969) was a Venezuelan novelist.",
+      "Helen Beatrix Potter (28 July 186622 December 1943) was an English writer."], "Beatrix Potter"),
+    # "before" / "after" inside a title or a phrase is no comparison by date
+    ("Which of the following, The Nightmare Before Christmas or White Wilderness, is a 1993 film?",
+     ["The Nightmare Before Christmas is a 1993 film.", "White Wilderness is a 1958 film."], None),
+    ("Who won the title after winning the doubles, Fabio Fognini or Ivan Dodig?",
+     ["Fabio Fognini (born 1987) is a tennis player.", "Ivan Dodig (born 1985) is a tennis player."], None),
+    ("Which film came out before, Red Dawn or The Watercolor?",
+     ["Red Dawn was released in 2009.", "The Watercolor was released in 2007."], "Watercolor"),
+])
+def test_glued_dates_and_before_or_after_only_as_the_comparison(question, texts, expected):
+    comparison = resolve(question, texts)
+    assert (comparison.options[comparison.answer] if comparison is not None else None) == expected

@@ -37,11 +37,14 @@ from dataclasses import dataclass
 from evaluations.judging.claims import sentences
 from evaluations.judging.nonanswer import FILLER, question_options, stems
 
-__all__ = ["Comparison", "EVENTS", "picked", "resolve", "year_of"]
+__all__ = ["Comparison", "EVENTS", "about", "event_of", "picked", "resolve", "year_of"]
 
-EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|sooner|before)\b", re.I)
+#: "before" / "after" only where nothing follows but the other option ("… came out before?", not "Nightmare Before
+#: Christmas" or "after winning the title")
+_LAST = r"(?=\s*(?:[?.,!]|$|the\s+other\b))"
+EARLIER = re.compile(rf"\b(?:first|earlier|earliest|older|oldest|sooner|before{_LAST})\b", re.I)
 LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more\s+recent(?:ly)?|most\s+recent(?:ly)?"
-                   r"|after)\b", re.I)
+                   rf"|after{_LAST})\b", re.I)
 ENDINGS = re.compile(r"\b(?:die[sd]?|death|dead|clos(?:e|ed|es|ing)|end(?:ed|s)?|dissolv\w*|defunct|retir\w*|"
                      r"abandon\w*|demolish\w*|disband\w*|cancel\w*)\b", re.I)
 #: event -> the words that name it (a question's and a passage's)
@@ -58,7 +61,8 @@ EVENTS: dict[str, re.Pattern[str]] = {
 NEAR = 8  # words between the event's word and its year
 _NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n[’']t\b", re.I)
 _YEAR = re.compile(r"(?<![\d.,])(1\d{3}|20\d{2})(?![\d,]|\.\d)")
-_GLUED = re.compile(r"(?<=[a-z0-9)\]\"'”’])\.(?=[A-Z][a-z])")  # "…in 1989.James Henry" (a space lost)
+#: a sentence end that lost its space: "…in 1989.James", "…ONE OK ROCK.Doug", "…Merrill.100 East"
+_GLUED = re.compile(r"(?:(?<=[a-z0-9)\]\"'”’])|(?<=[A-Z]{2}))\.(?=[A-Z][a-z])|(?<=[a-z]{2})\.(?=\d)")
 
 
 @dataclass(frozen=True)
@@ -80,17 +84,23 @@ class Comparison:
                 f"{'earlier' if self.earlier else 'later'} is {self.options[self.answer]}")
 
 
+#: a year glued to the next date's day where a dash was lost ("(28 July 186622 December 1943)": 1866, 22 December)
+_GLUED_YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(\d{1,2}\s+(?:January|February|March|April|May|June|July|August|"
+                         r"September|October|November|December)\b)")
+
+
 def _sentences(text: str) -> list[str]:
+    text = _GLUED_YEAR.sub(r"\1 – \2", text)
     return [part for s in sentences(text) for part in _GLUED.split(s) if part.strip()]
 
 
-def _pattern(option: str, others: Sequence[str]) -> re.Pattern[str]:
-    """The option's words (any spacing and case), or its last word when that is a capitalised name of 3+ letters
-    no other option has."""
+def _pattern(option: str, others: Sequence[str], short: bool = True) -> re.Pattern[str]:
+    """The option's words (any spacing and case), or (``short``) its last word when that is a capitalised name of
+    3+ letters no other option has."""
     words = option.split()
     full = r"\s+".join(map(re.escape, words))
     last = words[-1]
-    if len(words) > 1 and last[:1].isupper() and len(last) > 2 and not any(
+    if short and len(words) > 1 and last[:1].isupper() and len(last) > 2 and not any(
             last.lower() in o.lower().split() for o in others):
         return re.compile(rf"(?<!\w)(?:(?i:{full})|{re.escape(last)})(?!\w)")
     return re.compile(rf"(?<!\w){full}(?!\w)", re.I)
@@ -105,21 +115,32 @@ def _year_after(sentence: str, start: int, near: int | None = None) -> int | Non
     return int(match.group(1))
 
 
-def year_of(option: str, texts: Sequence[str], others: Sequence[str] = (), event: str | None = None) -> int | None:
-    """The option's year for ``event`` (module docstring, steps 3-4), or None."""
+def about(option: str, texts: Sequence[str], others: Sequence[str] = ()) -> list[list[str]]:
+    """Per passage that names the option, the sentences about it (module docstring, step 3), the first one naming
+    it; [] when no passage names it."""
     if not option.split():
-        return None
-    own, other = _pattern(option, others), [_pattern(o, [option]) for o in others]
-    runs = []  # per passage: the sentences about the option, the first one naming it
+        return []
+    full, loose = _pattern(option, others, short=False), _pattern(option, others)
+    other = [_pattern(o, [option]) for o in others]
+    runs = []
     for text in texts:
-        sents, run = _sentences(text), []
-        for sentence in sents:
+        run: list[str] = []
+        own = full if full.search(text) else loose  # "Journal" for "National Journal" only where it is not in full
+        for sentence in _sentences(text):
             if run and any(p.search(sentence) for p in other) and not own.search(sentence):
                 break
             if run or own.search(sentence):
                 run.append(sentence)
         if run:
             runs.append(run)
+    return runs
+
+
+def year_of(option: str, texts: Sequence[str], others: Sequence[str] = (), event: str | None = None) -> int | None:
+    """The option's year for ``event`` (module docstring, steps 3-4), or None."""
+    if not (runs := about(option, texts, others)):
+        return None
+    own = _pattern(option, others)
     if event is not None:
         for run in runs:
             if event == "born" and (m := re.match(r"\s*\(([^()]*)\)", run[0][own.search(run[0]).end():])):
@@ -134,7 +155,8 @@ def year_of(option: str, texts: Sequence[str], others: Sequence[str] = (), event
     return None
 
 
-def _event(question: str, options: Sequence[str], texts: Sequence[str]) -> str | None:
+def event_of(question: str, options: Sequence[str], texts: Sequence[str]) -> str | None:
+    """The ``EVENTS`` key the question compares (module docstring, step 2), or None (two named)."""
     asked = [name for name, words in EVENTS.items() if words.search(question)]
     if len(asked) == 1:
         return asked[0]
@@ -153,7 +175,7 @@ def resolve(question: str, texts: Sequence[str]) -> Comparison | None:
     if len(groups) != 1:
         return None
     a, b = groups[0]
-    event = _event(question, (a, b), texts)
+    event = event_of(question, (a, b), texts)
     years = year_of(a, texts, (b,), event), year_of(b, texts, (a,), event)
     if years[0] is None or years[1] is None or years[0] == years[1]:
         return None

@@ -35,6 +35,8 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    B?": "B") is decided by the dates the passages give (``judging.comparison``: the model cannot compare two
    values it reads); each claim keeps the model's P(supported), and ``ClaimVerdict.rule`` says why its verdict
    is not the model's.
+   Likewise a bare yes or no to a yes/no question about two names ("Are A and B both American?", "… of the same
+   nationality?", "… released in the same year?") when the passages settle it (``judging.pairs``).
 6. Score = supported claims / claims.
 
 Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts are cached in the one
@@ -58,6 +60,7 @@ from evaluations.judging.comparison import picked, resolve
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
+from evaluations.judging.pairs import decide, polarity
 from evaluations.judging.passages import Passage, as_passages
 
 __all__ = [
@@ -142,7 +145,7 @@ class ClaimVerdict(BaseModel):
     p: float  # P(supported), the fitted model's
     passage: str | None  # id of the passage that supports it best (highest P(yes)); None when no passage
     bridge: str | None = None  # id of another passage read together with ``passage`` (a multi-hop claim's other step)
-    rule: str | None = None  # why ``supported`` is not the model's (a comparison by date, ``judging.comparison``)
+    rule: str | None = None  # why ``supported`` is not the model's (``judging.comparison``, ``judging.pairs``)
 
 
 class Faithfulness(BaseModel):
@@ -304,10 +307,14 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
                              passage=items[e.passage].id if e.passage is not None else None,
                              bridge=items[e.bridge].id if e.bridge is not None else None)
                 for e, p in zip(evidence, probs)]
-    if (compared := resolve(question, [p.text for p in items])) is not None and (
+    texts = [p.text for p in items]
+    if (compared := resolve(question, texts)) is not None and (
             pick := picked(compared, question, answer)) is not None:  # the answer only picks an option: by date
         verdicts = [v.model_copy(update={"supported": pick == compared.answer, "rule": compared.reason()})
                     for v in verdicts]
+    elif (said := polarity(question, answer)) is not None and (settled := decide(question, texts)) is not None:
+        verdicts = [v.model_copy(update={"supported": said == settled.yes, "rule": settled.reason()})
+                    for v in verdicts]  # a yes or no to "are A and B both …?"
     score = sum(v.supported for v in verdicts) / len(verdicts)
     return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,
                         model_calls=sum(e.calls for e in evidence))
