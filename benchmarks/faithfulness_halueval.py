@@ -18,10 +18,11 @@ Reported: the judge's accuracy on the answers it judges and with "not applicable
 and per question kind (``comparison``: the question offers two options; ``polar``: a yes/no question; ``other``),
 with Wilson 95% intervals, beside the issue's word-overlap rule (every content word of the answer occurs in the
 passage or the question); and how many answers a rule decided (``judging.comparison``: comparisons by date;
-``judging.pairs``: yes/no questions about two names). Verdicts go through the user's verdict store (a re-run makes
-no model call). Writes ``--out`` (default ``benchmarks/results/faithfulness_halueval.json``).
+``judging.pairs``: yes/no questions about two names; ``judging.choice``: which of two options is X). Verdicts go
+through the user's verdict store (a re-run makes no model call). Writes ``--out`` (default
+``benchmarks/results/faithfulness_halueval.json``).
 
-``--rules-only``: no model; for every answer the two rules decide, whether the rule's verdict is HaluEval's label
+``--rules-only``: no model; for every answer the rules decide, whether the rule's verdict is HaluEval's label
 (with the disagreements listed, to read), over the rows taken. Writes ``--out`` (default
 ``benchmarks/results/faithfulness_halueval_rules.json``).
 """
@@ -43,6 +44,7 @@ from faithfulness import overlap_rule  # noqa: E402
 from evaluations.judging.agreement import wilson  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
+from evaluations.judging.choice import choice_of, choose  # noqa: E402
 from evaluations.judging.comparison import picked, resolve  # noqa: E402
 from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
 from evaluations.judging.pairs import decide, polarity  # noqa: E402
@@ -65,6 +67,9 @@ def rule_verdict(question: str, answer: str, knowledge: str) -> tuple[str, bool,
         return "comparison", pick == compared.answer, compared.reason()
     if (said := polarity(question, answer)) is not None and (settled := decide(question, [knowledge])) is not None:
         return "pairs", said == settled.yes, settled.reason()
+    if (chosen := choose(question, [knowledge])) is not None and (
+            named := choice_of(chosen, question, answer)) is not None:
+        return "choice", named == chosen.answer, chosen.reason()
     return None
 
 

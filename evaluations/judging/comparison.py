@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from evaluations.judging.claims import sentences
 from evaluations.judging.nonanswer import FILLER, question_options, stems
 
-__all__ = ["Comparison", "EVENTS", "about", "event_of", "picked", "resolve", "year_of"]
+__all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "picked", "resolve", "year_of"]
 
 #: "before" / "after" only where nothing follows but the other option ("… came out before?", not "Nightmare Before
 #: Christmas" or "after winning the title")
@@ -62,7 +62,8 @@ NEAR = 8  # words between the event's word and its year
 _NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n[’']t\b", re.I)
 _YEAR = re.compile(r"(?<![\d.,])(1\d{3}|20\d{2})(?![\d,]|\.\d)")
 #: a sentence end that lost its space: "…in 1989.James", "…ONE OK ROCK.Doug", "…Merrill.100 East"
-_GLUED = re.compile(r"(?:(?<=[a-z0-9)\]\"'”’])|(?<=[A-Z]{2}))\.(?=[A-Z][a-z])|(?<=[a-z]{2})\.(?=\d)")
+_GLUED = re.compile(r"(?:(?<=[a-z0-9)\]\"'”’])|(?<=[A-Z]{2}))\.(?=[A-ZÀ-Þ][a-zß-ÿA-ZÀ-Þ])"
+                    r"|(?<=[a-z]{2})\.(?=\d)")
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def _sentences(text: str) -> list[str]:
     return [part for s in sentences(text) for part in _GLUED.split(s) if part.strip()]
 
 
-def _pattern(option: str, others: Sequence[str], short: bool = True) -> re.Pattern[str]:
+def name_pattern(option: str, others: Sequence[str], short: bool = True) -> re.Pattern[str]:
     """The option's words (any spacing and case), or (``short``) its last word when that is a capitalised name of
     3+ letters no other option has."""
     words = option.split()
@@ -120,8 +121,8 @@ def about(option: str, texts: Sequence[str], others: Sequence[str] = ()) -> list
     it; [] when no passage names it."""
     if not option.split():
         return []
-    full, loose = _pattern(option, others, short=False), _pattern(option, others)
-    other = [_pattern(o, [option]) for o in others]
+    full, loose = name_pattern(option, others, short=False), name_pattern(option, others)
+    other = [name_pattern(o, [option]) for o in others]
     runs = []
     for text in texts:
         run: list[str] = []
@@ -140,7 +141,7 @@ def year_of(option: str, texts: Sequence[str], others: Sequence[str] = (), event
     """The option's year for ``event`` (module docstring, steps 3-4), or None."""
     if not (runs := about(option, texts, others)):
         return None
-    own = _pattern(option, others)
+    own = name_pattern(option, others)
     if event is not None:
         for run in runs:
             if event == "born" and (m := re.match(r"\s*\(([^()]*)\)", run[0][own.search(run[0]).end():])):
@@ -162,7 +163,7 @@ def event_of(question: str, options: Sequence[str], texts: Sequence[str]) -> str
         return asked[0]
     if asked:
         return None  # two events named: which one is compared is not clear
-    about = [s for t in texts for s in _sentences(t) if any(_pattern(o, []).search(s) for o in options)]
+    about = [s for t in texts for s in _sentences(t) if any(name_pattern(o, []).search(s) for o in options)]
     return "born" if any(EVENTS["born"].search(s) for s in about) else "founded"
 
 
@@ -185,7 +186,7 @@ def resolve(question: str, texts: Sequence[str]) -> Comparison | None:
 def picked(comparison: Comparison, question: str, answer: str) -> int | None:
     """Index of the option the answer picks and does nothing else with (module docstring), or None."""
     options = comparison.options
-    named = [i for i, o in enumerate(options) if _pattern(o, [x for x in options if x != o]).search(answer)]
+    named = [i for i, o in enumerate(options) if name_pattern(o, [x for x in options if x != o]).search(answer)]
     if len(named) != 1 or re.search(r"\d", answer) or _NEGATION.search(answer):
         return None
     if (LATER if comparison.earlier else EARLIER).search(answer):

@@ -36,7 +36,9 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    values it reads); each claim keeps the model's P(supported), and ``ClaimVerdict.rule`` says why its verdict
    is not the model's.
    Likewise a bare yes or no to a yes/no question about two names ("Are A and B both American?", "… of the same
-   nationality?", "… released in the same year?") when the passages settle it (``judging.pairs``).
+   nationality?", "… released in the same year?") when the passages settle it (``judging.pairs``), and an answer
+   that only names one option of "Which director is American, A or B?" when the passages single one out
+   (``judging.choice``).
 6. Score = supported claims / claims.
 
 Synchronous and thread-safe (the scorer's lock serialises model calls). Verdicts are cached in the one
@@ -56,6 +58,7 @@ from pydantic import BaseModel, Field
 
 from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, entities, has_verb, polar_claim,
                                        sentences, split_claims)
+from evaluations.judging.choice import choice_of, choose
 from evaluations.judging.comparison import picked, resolve
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
@@ -145,7 +148,7 @@ class ClaimVerdict(BaseModel):
     p: float  # P(supported), the fitted model's
     passage: str | None  # id of the passage that supports it best (highest P(yes)); None when no passage
     bridge: str | None = None  # id of another passage read together with ``passage`` (a multi-hop claim's other step)
-    rule: str | None = None  # why ``supported`` is not the model's (``judging.comparison``, ``judging.pairs``)
+    rule: str | None = None  # why ``supported`` is not the model's (``judging.comparison``, ``pairs``, ``choice``)
 
 
 class Faithfulness(BaseModel):
@@ -315,6 +318,9 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
     elif (said := polarity(question, answer)) is not None and (settled := decide(question, texts)) is not None:
         verdicts = [v.model_copy(update={"supported": said == settled.yes, "rule": settled.reason()})
                     for v in verdicts]  # a yes or no to "are A and B both …?"
+    elif (chosen := choose(question, texts)) is not None and (named := choice_of(chosen, question, answer)) is not None:
+        verdicts = [v.model_copy(update={"supported": named == chosen.answer, "rule": chosen.reason()})
+                    for v in verdicts]  # an option of "which of A or B is X?"
     score = sum(v.supported for v in verdicts) / len(verdicts)
     return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,
                         model_calls=sum(e.calls for e in evidence))
