@@ -133,6 +133,13 @@ def test_the_judge_decides_picks_by_date_with_the_real_checker(tmp_path):
      ["The Nightmare Before Christmas is a 1993 film.", "White Wilderness is a 1958 film."], None),
     ("Who won the title after winning the doubles, Fabio Fognini or Ivan Dodig?",
      ["Fabio Fognini (born 1987) is a tennis player.", "Ivan Dodig (born 1985) is a tennis player."], None),
+    # a year followed by a comma ("born July 14, 1966, in Newport")
+    ("Who was born first, Tanya Dunn or Trace Colby?",
+     ["Tanya Dunn (born July 14, 1966, in Newport) is a singer.",
+      "Trace Colby (born February 24, 1989, in Ashland) is a guitarist."], "Tanya Dunn"),
+    # "the first … to" is no comparison by date
+    ("Who was the first astronaut to command a mission, Patrick Baudry or Frank Dewinne?",
+     ["Patrick Baudry (born 1946) is an astronaut.", "Frank Dewinne (born 1961) commanded Expedition 21."], None),
     ("Which film came out before, Red Dawn or The Watercolor?",
      ["Red Dawn was released in 2009.", "The Watercolor was released in 2007."], "Watercolor"),
 ])

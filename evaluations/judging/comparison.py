@@ -42,7 +42,7 @@ __all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "picked"
 #: "before" / "after" only where nothing follows but the other option ("… came out before?", not "Nightmare Before
 #: Christmas" or "after winning the title")
 _LAST = r"(?=\s*(?:[?.,!]|$|the\s+other\b))"
-EARLIER = re.compile(rf"\b(?:first|earlier|earliest|older|oldest|sooner|before{_LAST})\b", re.I)
+EARLIER = re.compile(rf"\b(?:(?<!the )first|earlier|earliest|older|oldest|sooner|before{_LAST})\b", re.I)
 LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more\s+recent(?:ly)?|most\s+recent(?:ly)?"
                    rf"|after{_LAST})\b", re.I)
 ENDINGS = re.compile(r"\b(?:die[sd]?|death|dead|clos(?:e|ed|es|ing)|end(?:ed|s)?|dissolv\w*|defunct|retir\w*|"
@@ -60,7 +60,7 @@ EVENTS: dict[str, re.Pattern[str]] = {
 }
 NEAR = 8  # words between the event's word and its year
 _NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n[’']t\b", re.I)
-_YEAR = re.compile(r"(?<![\d.,])(1\d{3}|20\d{2})(?![\d,]|\.\d)")
+_YEAR = re.compile(r"(?<![\d.,])(1\d{3}|20\d{2})(?!\d|[.,]\d)")  # "1966, in", not "1966,5" or "1966.5"
 #: a sentence end that lost its space: "…in 1989.James", "…ONE OK ROCK.Doug", "…Merrill.100 East"
 _GLUED = re.compile(r"(?:(?<=[a-z0-9)\]\"'”’])|(?<=[A-Z]{2}))\.(?=[A-ZÀ-Þ][a-zß-ÿA-ZÀ-Þ])"
                     r"|(?<=[a-z]{2})\.(?=\d)")
