@@ -25,6 +25,10 @@ through the user's verdict store (a re-run makes no model call). Writes ``--out`
 ``--rules-only``: no model; for every answer the rules decide, whether the rule's verdict is HaluEval's label
 (with the disagreements listed, to read), over the rows taken. Writes ``--out`` (default
 ``benchmarks/results/faithfulness_halueval_rules.json``).
+
+``--decided-only``: the judge on the answers a rule decides only, with the rule and with the model alone (the
+claims' P(supported) at the shipped threshold). Writes ``--out`` (default
+``benchmarks/results/faithfulness_halueval_decided.json``).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from faithfulness import overlap_rule  # noqa: E402
 
 from evaluations.judging.agreement import wilson  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
+from evaluations.judging.faithfulness import judge_faithfulness, load_params  # noqa: E402
 from evaluations.judging.choice import choice_of, choose  # noqa: E402
 from evaluations.judging.comparison import picked, resolve  # noqa: E402
 from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
@@ -91,12 +95,38 @@ def rules_only(rows: list[dict], data: str) -> dict:
             "disagreements": disagreements}
 
 
+def decided_only(rows: list[dict], data: str) -> dict:
+    """On the answers a rule decides: the judge's accuracy with the rule, and the model's alone (every claim's
+    P(supported), which the verdict keeps, at the shipped threshold), per rule."""
+    threshold, cache, clock = load_params().threshold, VerdictCache(), time.perf_counter()
+    ruled, model, total, not_applicable = (collections.Counter() for _ in range(4))
+    for row in rows:
+        for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
+            if (decided := rule_verdict(row["question"], answer, row["knowledge"])) is None:
+                continue
+            verdict = judge_faithfulness(row["question"], answer, [Passage(id="knowledge", text=row["knowledge"])],
+                                         cache=cache)
+            for group in ("all", decided[0]):
+                if not verdict.applicable:
+                    not_applicable[group] += 1
+                    continue
+                total[group] += 1
+                ruled[group] += (verdict.score == 1.0) == label
+                model[group] += all(c.p >= threshold for c in verdict.claims) == label
+    return {"data": data, "answers": "those a rule decides and the judge finds applicable",
+            "with_the_rule": {g: rate(ruled[g], total[g]) for g in sorted(total)},
+            "model_alone": {g: rate(model[g], total[g]) for g in sorted(total)},
+            "not_applicable": dict(not_applicable), "seconds": round(time.perf_counter() - clock, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--rows", default="0:200", help="START:STOP of the file's rows (questions)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--rules-only", action="store_true", help="no model: how often the rules' verdicts agree")
+    parser.add_argument("--decided-only", action="store_true",
+                        help="only the answers a rule decides: the judge with the rule against the model alone")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.rows.split(":"))
     lines = Path(args.file).read_text(encoding="utf-8").splitlines()[start:stop]
@@ -107,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or ROOT / "benchmarks/results/faithfulness_halueval_rules.json")
         out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in result.items() if k != "disagreements"}, indent=1))
+        return 0
+    if args.decided_only:
+        result = decided_only(rows, data)
+        out = Path(args.out or ROOT / "benchmarks/results/faithfulness_halueval_decided.json")
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps(result, indent=1))
         return 0
     cache, clock = VerdictCache(), time.perf_counter()
     judged, counted, overlap = collections.Counter(), collections.Counter(), collections.Counter()
