@@ -170,6 +170,16 @@ def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked
     ('Was development of this concept originally considered "classified" or a secret?', "a secret", "relevant"),
     # not a choice between the two: the question asks for a band
     ("Which band did John Lennon and Paul McCartney form first?", "John Lennon", "heading"),
+    # an option named whole, though its words are all the rest of the question's or like the other option's
+    # (found on HaluEval: these were "the question restated")
+    ("Which Cathedral is the seat of the Bishop of Portsmouth, Portsmouth Cathedral or Ely Cathedral?",
+     "Portsmouth Cathedral", "relevant"),
+    ("Who was born later: Andre Dubus III, or Andrew Vachss?", "Andre Dubus III", "relevant"),
+    ("Which is in Brazil, Memorial University of Newfoundland or Universidade Positivo?", "Universidade Positivo",
+     "relevant"),
+    ("Which person is older, Ivan Bella, or Frank De Winne?", "Ivan Bella is older than Frank.", "relevant"),
+    ("Which Cathedral is the seat of the Bishop of Portsmouth, Portsmouth Cathedral or Ely Cathedral?",
+     "Portsmouth Cathedral or Ely Cathedral", "options"),
 ])
 def test_an_answer_that_picks_one_of_the_questions_options_addresses_it(question, answer, kind):
     """A choice question's answer is made of the question's own words: picking one option is an answer, naming

@@ -467,7 +467,10 @@ def picks_option(question: str, answer: str) -> bool:
     """The answer picks one of the question's options (module docstring): all its keywords are the question's, and
     it has a keyword of exactly one option that no other option and not the rest of the question has ("first" of
     "started first" is no option's own); an answer that says "or" hedges and picks nothing, and a title-shaped one
-    with two or more of the question's other keywords is a heading ("Instance Characterized Abstract")."""
+    with two or more of the question's other keywords is a heading ("Instance Characterized Abstract"). An answer
+    that names one option whole, with at most two more keywords, picks it even when the option's keywords are all
+    the rest of the question's ("Portsmouth Cathedral" to "Which Cathedral is the seat of the Bishop of
+    Portsmouth, Portsmouth Cathedral or Ely Cathedral?")."""
     return picked_option(question, answer) is not None
 
 
@@ -481,6 +484,8 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
     titled = (not answer.strip().endswith((".", "!", "?")) and bool(words)
               and sum(w[0].isupper() for w in words) >= 0.6 * len(words))
     for group in question_options(question):
+        if (whole := _whole_option(group, answer)) is not None:
+            return group, whole
         rest = question
         for option in group:
             rest = re.sub(rf"(?<!\w){re.escape(option)}(?!\w)", " ", rest, count=1)
@@ -490,6 +495,18 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
         if len(hits) == 1 and not (titled and len(have - stems(group[hits[0]])) >= 2):
             return group, hits[0]
     return None
+
+
+def _whole_option(group: Sequence[str], answer: str) -> int | None:
+    """The one option of ``group`` the answer has whole (its words in order, any case) with at most two keywords
+    beyond it ("Portsmouth Cathedral" to "Which Cathedral is the seat of the Bishop of Portsmouth, Portsmouth
+    Cathedral or Ely Cathedral?", whose keywords are all the rest of the question's too), else None."""
+    text = normalize(answer)
+    whole = [i for i, o in enumerate(group)
+             if stems(o) and re.search(rf"(?<!\w){re.escape(normalize(o))}(?!\w)", text)]
+    if len(whole) != 1 or len(stems(answer) - stems(group[whole[0]]) - FILLER) > 2:
+        return None
+    return whole[0]
 
 
 def _is_echo(question: str, answer: str, s: Signals) -> bool:
