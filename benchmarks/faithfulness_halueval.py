@@ -47,11 +47,8 @@ from faithfulness import overlap_rule  # noqa: E402
 
 from evaluations.judging.agreement import wilson  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.faithfulness import judge_faithfulness, load_params  # noqa: E402
-from evaluations.judging.choice import choice_of, choose  # noqa: E402
-from evaluations.judging.comparison import picked, resolve  # noqa: E402
+from evaluations.judging.faithfulness import judge_faithfulness, load_params, rule_verdict  # noqa: E402
 from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
-from evaluations.judging.pairs import decide, polarity  # noqa: E402
 from evaluations.judging.passages import Passage  # noqa: E402
 
 
@@ -64,24 +61,11 @@ def kind(question: str) -> str:
     return "comparison" if question_options(question) else "polar" if is_polar(question) else "other"
 
 
-def rule_verdict(question: str, answer: str, knowledge: str) -> tuple[str, bool, str] | None:
-    """(rule, supported, why) when a rule decides the answer without the model, else None."""
-    if (compared := resolve(question, [knowledge])) is not None and (
-            pick := picked(compared, question, answer)) is not None:
-        return "comparison", pick == compared.answer, compared.reason()
-    if (said := polarity(question, answer)) is not None and (settled := decide(question, [knowledge])) is not None:
-        return "pairs", said == settled.yes, settled.reason()
-    if (chosen := choose(question, [knowledge])) is not None and (
-            named := choice_of(chosen, question, answer)) is not None:
-        return "choice", named == chosen.answer, chosen.reason()
-    return None
-
-
 def rules_only(rows: list[dict], data: str) -> dict:
     agree, total, disagreements = collections.Counter(), collections.Counter(), []
     for row in rows:
         for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
-            if (ruled := rule_verdict(row["question"], answer, row["knowledge"])) is None:
+            if (ruled := rule_verdict(row["question"], answer, [row["knowledge"]])) is None:
                 continue
             rule, supported, why = ruled
             total[rule] += 1
@@ -102,7 +86,7 @@ def decided_only(rows: list[dict], data: str) -> dict:
     ruled, model, total, not_applicable = (collections.Counter() for _ in range(4))
     for row in rows:
         for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
-            if (decided := rule_verdict(row["question"], answer, row["knowledge"])) is None:
+            if (decided := rule_verdict(row["question"], answer, [row["knowledge"]])) is None:
                 continue
             verdict = judge_faithfulness(row["question"], answer, [Passage(id="knowledge", text=row["knowledge"])],
                                          cache=cache)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from evaluations.judging.comparison import about, name_pattern
 from evaluations.judging.nonanswer import FILLER, STOPWORDS, question_options, similar, stems
 
-__all__ = ["Choice", "asked", "choice_of", "choose"]
+__all__ = ["Choice", "asked", "choice_of", "choose", "verdict"]
 
 _COMPARES = re.compile(
     r"\b(?:more|most|less|least|fewer|fewest|further|furthest|farther|farthest|wider|widest|higher|highest|larger|"
@@ -113,3 +113,10 @@ def choice_of(choice: Choice, question: str, answer: str) -> int | None:
         return named[0]  # a bare name, maybe in full ("Béla Viktor János Bartók")
     extra = stems(answer) - stems(question) - stems(" ".join(options)) - FILLER
     return named[0] if len(extra) <= 1 else None
+
+
+def verdict(question: str, answer: str, texts: Sequence[str]) -> tuple[bool, str] | None:
+    """(supported, why) of an answer that only names one option the passages single out."""
+    if (chosen := choose(question, texts)) is None or (named := choice_of(chosen, question, answer)) is None:
+        return None
+    return named == chosen.answer, chosen.reason()

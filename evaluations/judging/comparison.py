@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from evaluations.judging.claims import sentences
 from evaluations.judging.nonanswer import FILLER, question_options, stems
 
-__all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "picked", "resolve", "year_of"]
+__all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "picked", "resolve", "verdict", "year_of"]
 
 #: "before" / "after" only where nothing follows but the other option ("… came out before?", not "Nightmare Before
 #: Christmas" or "after winning the title")
@@ -194,3 +194,10 @@ def picked(comparison: Comparison, question: str, answer: str) -> int | None:
     cue = (EARLIER if comparison.earlier else LATER).findall(answer)
     extra = stems(answer) - stems(question) - stems(" ".join(options)) - stems(" ".join(cue)) - FILLER
     return named[0] if len(extra) <= 1 else None
+
+
+def verdict(question: str, answer: str, texts: Sequence[str]) -> tuple[bool, str] | None:
+    """(supported, why) of an answer that only picks an option of a comparison by date the passages decide."""
+    if (compared := resolve(question, texts)) is None or (pick := picked(compared, question, answer)) is None:
+        return None
+    return pick == compared.answer, compared.reason()

@@ -58,18 +58,16 @@ from pydantic import BaseModel, Field
 
 from evaluations.judging.claims import (SIGNALS, Claim, bounded, claim_signals, entities, has_verb, polar_claim,
                                        sentences, split_claims)
-from evaluations.judging.choice import choice_of, choose
-from evaluations.judging.comparison import picked, resolve
+from evaluations.judging import choice, comparison, pairs
 from evaluations.judging.embedded import VerdictCache
 from evaluations.judging.nonanswer import FILLER, screen, similar, stems
 from evaluations.judging.offline import llm_logit
-from evaluations.judging.pairs import decide, polarity
 from evaluations.judging.passages import Passage, as_passages
 
 __all__ = [
     "ASKS", "Decompose", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness",
     "FaithfulnessParams", "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params",
-    "params_path", "windows", "applicability", "fit_params",
+    "params_path", "windows", "applicability", "fit_params", "RULES", "rule_verdict",
 ]
 
 #: (question, answer) -> the answer's claims by a served model, or None (it could not: the deterministic splitter)
@@ -287,6 +285,23 @@ def worst(rows: Sequence[Sequence[float]], names: Sequence[str] = FEATURES) -> l
     return [float(x[:, j].min() if name in SUPPORT_FEATURES else x[:, j].max()) for j, name in enumerate(names)]
 
 
+#: the rules that decide an answer the checker cannot weigh (module docstring, step 5), tried in this order:
+#: (question, answer, the passages' texts) -> (supported, why), or None when the rule does not apply
+RULES: dict[str, Callable[[str, str, Sequence[str]], tuple[bool, str] | None]] = {
+    "comparison": comparison.verdict,  # "Who was born first, A or B?": "B"
+    "pairs": pairs.verdict,  # "Are A and B both American?": "Yes"
+    "choice": choice.verdict,  # "Which director is American, A or B?": "A"
+}
+
+
+def rule_verdict(question: str, answer: str, texts: Sequence[str]) -> tuple[str, bool, str] | None:
+    """(the rule's name, supported, why) from the first rule of ``RULES`` that decides the answer, else None."""
+    for name, rule in RULES.items():
+        if (decided := rule(question, answer, texts)) is not None:
+            return name, *decided
+    return None
+
+
 def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | str], *,
                        cache: VerdictCache | None = None, params: FaithfulnessParams | None = None,
                        scorer: Any = None, decompose: Decompose | None = None) -> Faithfulness:
@@ -310,17 +325,9 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
                              passage=items[e.passage].id if e.passage is not None else None,
                              bridge=items[e.bridge].id if e.bridge is not None else None)
                 for e, p in zip(evidence, probs)]
-    texts = [p.text for p in items]
-    if (compared := resolve(question, texts)) is not None and (
-            pick := picked(compared, question, answer)) is not None:  # the answer only picks an option: by date
-        verdicts = [v.model_copy(update={"supported": pick == compared.answer, "rule": compared.reason()})
-                    for v in verdicts]
-    elif (said := polarity(question, answer)) is not None and (settled := decide(question, texts)) is not None:
-        verdicts = [v.model_copy(update={"supported": said == settled.yes, "rule": settled.reason()})
-                    for v in verdicts]  # a yes or no to "are A and B both …?"
-    elif (chosen := choose(question, texts)) is not None and (named := choice_of(chosen, question, answer)) is not None:
-        verdicts = [v.model_copy(update={"supported": named == chosen.answer, "rule": chosen.reason()})
-                    for v in verdicts]  # an option of "which of A or B is X?"
+    if (ruled := rule_verdict(question, answer, [p.text for p in items])) is not None:
+        _, supported, why = ruled
+        verdicts = [v.model_copy(update={"supported": supported, "rule": why}) for v in verdicts]
     score = sum(v.supported for v in verdicts) / len(verdicts)
     return Faithfulness(applicable=True, kind="claims", score=score, claims=verdicts,
                         model_calls=sum(e.calls for e in evidence))

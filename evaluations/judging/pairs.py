@@ -31,7 +31,7 @@ from evaluations.judging.claims import DEMONYMS
 from evaluations.judging.comparison import about, event_of, year_of
 from evaluations.judging.nonanswer import FILLER, is_polar, stems
 
-__all__ = ["NATIONAL", "PairAnswer", "decide", "nationality", "pair_question", "polarity"]
+__all__ = ["NATIONAL", "PairAnswer", "decide", "nationality", "pair_question", "polarity", "verdict"]
 
 #: ``claims.DEMONYMS`` without regions, religions, languages, peoples and past states: a person's or a thing's country
 NATIONAL: frozenset[str] = DEMONYMS - frozenset("""
@@ -142,3 +142,10 @@ def polarity(question: str, answer: str) -> bool | None:
         return None
     extra = stems(rest) - stems(question) - FILLER
     return match.group(1).lower() == "yes" if len(extra) <= 1 else None
+
+
+def verdict(question: str, answer: str, texts: Sequence[str]) -> tuple[bool, str] | None:
+    """(supported, why) of a bare yes or no to a yes/no question about two names the passages settle."""
+    if (said := polarity(question, answer)) is None or (settled := decide(question, texts)) is None:
+        return None
+    return said == settled.yes, settled.reason()
