@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evaluations.judging.claims import sentences
 from evaluations.judging.nonanswer import FILLER, question_options, stems
@@ -90,9 +91,11 @@ _GLUED_YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(\d{1,2}\s+(?:January|February
                          r"September|October|November|December)\b)")
 
 
-def _sentences(text: str) -> list[str]:
+@lru_cache(maxsize=256)
+def _sentences(text: str) -> tuple[str, ...]:
+    """The passage's sentences, split once: each rule asks for them per option (``about``, ``event_of``)."""
     text = _GLUED_YEAR.sub(r"\1 – \2", text)
-    return [part for s in sentences(text) for part in _GLUED.split(s) if part.strip()]
+    return tuple(part for s in sentences(text) for part in _GLUED.split(s) if part.strip())
 
 
 def name_pattern(option: str, others: Sequence[str], short: bool = True) -> re.Pattern[str]:
