@@ -28,6 +28,8 @@ LOWE = "Ken Lowe (born 1936) is an English film director known for his social re
      ["Alpha is not an aquatic genus; it grows on dry hills.", "Betula is a genus of trees."], None),
     ("Which band has more members, Muse or Blur?",  # a comparison is not a choice by what is said
      ["Muse is an English band of three members.", "Blur is an English band of four members."], None),
+    ("Which car is faster, the Alpha or the Beta?",  # nor is one by a comparative the answer screen knows
+     ["The Alpha is faster than most cars of its day.", "The Beta is a family car."], None),
     ("Was Robert Heaton born in Canada or England?",  # the options are not what the question is about
      ["He was born in Knutsford and lived in Canada as a child. Knutsford is a town in England."], None),
     ("Who co-founded Linkin Park in 1996 and is the band's rhythm guitarist, Mike Shinoda or Julien-K?",

@@ -25,16 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluations.judging.comparison import about, name_pattern
-from evaluations.judging.nonanswer import FILLER, STOPWORDS, question_options, similar, stems
+from evaluations.judging.nonanswer import COMPARATIVES, FILLER, STOPWORDS, question_options, similar, stems
 
 __all__ = ["Choice", "asked", "choice_of", "choose", "verdict"]
 
-_COMPARES = re.compile(
-    r"\b(?:more|most|less|least|fewer|fewest|further|furthest|farther|farthest|wider|widest|higher|highest|larger|"
-    r"largest|bigger|biggest|longer|longest|shorter|shortest|taller|tallest|older|oldest|younger|youngest|earlier|"
-    r"earliest|later|latest|first|second|last|better|best|worse|worst|greater|greatest|smaller|smallest|heavier|"
-    r"heaviest|newer|newest|closer|closest|lower|lowest|before|after|than|both|neither|either|same|different)\b",
-    re.I)
+#: words beyond ``nonanswer.COMPARATIVES`` of a question that compares or relates its options: no choice by what is said
+_RELATES = tuple("""
+    fewest furthest farthest wider widest second newer newest lower lowest before after than both neither either same
+    different
+""".split())
+_COMPARES = re.compile(rf"\b(?:{'|'.join((*COMPARATIVES, *_RELATES))})\b", re.I)
 #: the kind of thing asked about: the words after "which" / "what" up to its verb, a comma or the end
 _VERB = r"(?:is|was|are|were|has|had|have|did|does|do|can|could|will|would)"
 _KIND = re.compile(rf"\b(?:which|what)\s+(.*?)(?=\s*(?:\b{_VERB}\b|[,?:;]|$))", re.I)

@@ -71,7 +71,7 @@ from evaluations.judging.text import STOPWORDS, normalize, tokens
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
            "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
            "picks_option", "POLAR_WORDS", "POLARITY", "AUX_START", "is_polar", "answers_polar",
-           "affirms_polar"]
+           "affirms_polar", "COMPARATIVES"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -302,11 +302,14 @@ _OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
 _OPTION_WORD = re.compile(r"[\w'’.&-]+")
 _OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon v. v vs. vs"
                             .split())  # "v." of "Lawrence v. Texas"
-#: a comparison a wh-question asks to decide between options ("who sold the most records elvis or the beatles")
-_COMPARES = re.compile(r"\b(first|last|more|most|less|least|fewer|older|oldest|younger|youngest|earlier|earliest|later|"
-                       r"latest|bigger|biggest|larger|largest|smaller|smallest|higher|highest|taller|tallest|longer|"
-                       r"longest|shorter|shortest|better|best|worse|worst|faster|fastest|slower|slowest|greater|"
-                       r"greatest|heavier|heaviest|closer|closest|farther|further)\b", re.I)
+#: the words of a comparison a wh-question asks to decide between options ("who sold the most records elvis or the
+#: beatles")
+COMPARATIVES: tuple[str, ...] = tuple("""
+    first last more most less least fewer older oldest younger youngest earlier earliest later latest bigger biggest
+    larger largest smaller smallest higher highest taller tallest longer longest shorter shortest better best worse
+    worst faster fastest slower slowest greater greatest heavier heaviest closer closest farther further
+""".split())
+_COMPARES = re.compile(rf"\b({'|'.join(COMPARATIVES)})\b", re.I)
 _QUESTION_WORD = re.compile(r"^\W*(who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|"
                             r"will|would|has|have|had)\b", re.I)
 
