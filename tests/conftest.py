@@ -124,3 +124,31 @@ def assert_one_error(code: int, output: str, *needles: str) -> None:
     assert "fix:" in output, output
     for needle in needles:
         assert needle in output, f"{needle!r} not in {output!r}"
+
+
+@pytest.fixture(scope="session")
+def passage_scorer():
+    """The embedded checker (Qwen2.5-Coder-1.5B) with the passage system prompt: a real model, never skipped."""
+    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+
+    if not embedded_judge_path().is_file():
+        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
+    return load_scorer(PASSAGE_SYSTEM)
+
+
+def assert_rule_decides(rows: list[dict], scorer, cache_path: Path, rule: str) -> None:
+    """Each row (``query``, ``generated_answer``, ``context``: passages, ``label``) through ``judge_faithfulness``
+    with the real checker: the verdict is the label, and every claim says the rule decided it (``rule`` starts
+    with the given words) while keeping the model's P(supported)."""
+    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.faithfulness import judge_faithfulness
+    from evaluations.judging.passages import Passage
+
+    cache = VerdictCache(cache_path)
+    for row in rows:
+        verdict = judge_faithfulness(row["query"], row["generated_answer"],
+                                     [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])],
+                                     cache=cache, scorer=scorer)
+        assert verdict.applicable and verdict.score == float(row["label"]), row
+        assert all(c.rule and c.rule.startswith(rule) and 0.0 <= c.p <= 1.0 for c in verdict.claims), verdict

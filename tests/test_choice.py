@@ -5,6 +5,7 @@ with the real checker model."""
 from __future__ import annotations
 
 import pytest
+from conftest import assert_rule_decides
 
 from evaluations.judging.choice import asked, choice_of, choose
 
@@ -60,20 +61,10 @@ def test_choice_of_reads_only_an_answer_that_names_one_option(answer, expected):
 
 
 @pytest.mark.slow
-def test_the_judge_decides_a_choice_with_the_real_checker(tmp_path):
+def test_the_judge_decides_a_choice_with_the_real_checker(passage_scorer, tmp_path):
     """Through ``judge_faithfulness`` with the embedded checker: the option the passages single out is supported,
     the other is not, and each claim says why and keeps the model's P(supported)."""
-    from evaluations.judging.embedded import VerdictCache, embedded_judge_path
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
-
-    if not embedded_judge_path().is_file():
-        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
-    scorer, cache = load_scorer(PASSAGE_SYSTEM), VerdictCache(tmp_path / "v.sqlite")
-    passages = [Passage(id="lane", text=LANE), Passage(id="lowe", text=LOWE)]
-    for answer, supported in (("Mark Lane", 1.0), ("Ken Lowe", 0.0)):
-        verdict = judge_faithfulness("Which director is American, Mark Lane or Ken Lowe?", answer, passages,
-                                     cache=cache, scorer=scorer)
-        assert verdict.applicable and verdict.score == supported, verdict
-        assert all(c.rule and c.rule.startswith("chosen by") and 0.0 <= c.p <= 1.0 for c in verdict.claims)
+    question = "Which director is American, Mark Lane or Ken Lowe?"
+    rows = [{"query": question, "generated_answer": answer, "context": [LANE, LOWE], "label": label}
+            for answer, label in (("Mark Lane", True), ("Ken Lowe", False))]
+    assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "chosen by")

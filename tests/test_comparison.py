@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_rule_decides
 
 from evaluations.judging.comparison import Comparison, picked, resolve, year_of
 
@@ -100,27 +101,14 @@ def test_picked(answer, expected):
 
 
 @pytest.mark.slow
-def test_the_judge_decides_picks_by_date_with_the_real_checker(tmp_path):
+def test_the_judge_decides_picks_by_date_with_the_real_checker(passage_scorer, tmp_path):
     """The probe's short answers to its 8 comparisons by date, through ``judge_faithfulness`` with the embedded
     checker: every supported pick accepted and every wrong pick rejected (before: 5 of 8 and 2 of 8 on the same
     rows), each claim saying why (``rule``) and keeping the model's P(supported)."""
-    from evaluations.judging.embedded import VerdictCache, embedded_judge_path
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
-
-    if not embedded_judge_path().is_file():
-        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
-    scorer, cache = load_scorer(PASSAGE_SYSTEM), VerdictCache(tmp_path / "v.sqlite")
     rows = [r for r in _probe() if r["type"] == "comparison" and r["form"] == "short"
             and resolve(r["query"], r["context"]) is not None]
     assert len(rows) == 16
-    for row in rows:
-        verdict = judge_faithfulness(row["query"], row["generated_answer"],
-                                     [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])],
-                                     cache=cache, scorer=scorer)
-        assert verdict.applicable and verdict.score == float(row["label"]), row
-        assert all(c.rule and c.rule.startswith("compared by date") and 0.0 <= c.p <= 1.0 for c in verdict.claims)
+    assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "compared by date")
 
 
 @pytest.mark.parametrize(("question", "texts", "expected"), [

@@ -225,24 +225,14 @@ def _draw(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
     raise AssertionError("not enough passages to draw from")
 
 
-@pytest.fixture(scope="module")
-def scorer():
-    from evaluations.judging.embedded import embedded_judge_path
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
-
-    if not embedded_judge_path().is_file():
-        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
-    return load_scorer(PASSAGE_SYSTEM)
-
-
 @pytest.mark.slow
-def test_copied_sentences_are_supported_and_swaps_are_not(scorer, tmp_path):
+def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_path):
     from evaluations.judging.embedded import VerdictCache
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
     drawn = _draw(10)
-    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, s, _ in drawn]
-    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, _, w in drawn]
+    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer) for p, s, _ in drawn]
+    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer) for p, _, w in drawn]
     assert all(v.applicable and len(v.claims) == 1 for v in copied + swapped)
     assert sum(v.score == 1.0 for v in copied) >= 9, [(v.claims[0].claim, v.claims[0].p) for v in copied]
     assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 8, \
@@ -252,21 +242,21 @@ def test_copied_sentences_are_supported_and_swaps_are_not(scorer, tmp_path):
 
 
 @pytest.mark.slow
-def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(scorer, tmp_path):
+def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_scorer, tmp_path):
     from evaluations.judging.embedded import VerdictCache
 
     (passage, sentence, _), (other, _, _) = _draw(2, seed=5)
     passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
     cache = VerdictCache(tmp_path / "v.sqlite")
-    first = judge_faithfulness("", sentence, passages, cache=cache, scorer=scorer)
-    second = judge_faithfulness("", sentence, passages, cache=VerdictCache(tmp_path / "v.sqlite"), scorer=scorer)
+    first = judge_faithfulness("", sentence, passages, cache=cache, scorer=passage_scorer)
+    second = judge_faithfulness("", sentence, passages, cache=VerdictCache(tmp_path / "v.sqlite"), scorer=passage_scorer)
     assert first.model_calls >= 1 and second.model_calls == 0
     assert second == first.model_copy(update={"model_calls": 0})
     assert [c.passage for c in first.claims] == ["gold-doc"]
 
 
 @pytest.mark.slow
-def test_multi_hop_bridge_answers_are_read_across_both_passages(scorer, tmp_path):
+def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, tmp_path):
     """The 25 bridge questions of the multi-hop probe (datasets/labels/multihop_faithfulness.jsonl, labelled by
     reading): the asked fact is in the second passage, its link to the question in the first. Supported short
     answers were accepted 8 of 25 times when each window was read alone; read across the two passages they are
@@ -280,7 +270,7 @@ def test_multi_hop_bridge_answers_are_read_across_both_passages(scorer, tmp_path
     cache = VerdictCache(tmp_path / "v.sqlite")
     verdicts = {r["id"]: judge_faithfulness(r["query"], r["generated_answer"],
                                             [Passage(id=f"p{i}", text=t) for i, t in enumerate(r["context"])],
-                                            cache=cache, scorer=scorer) for r in rows}
+                                            cache=cache, scorer=passage_scorer) for r in rows}
     accepted = [r["id"] for r in rows if r["label"] and verdicts[r["id"]].score == 1.0]
     rejected = [r["id"] for r in rows if not r["label"] and verdicts[r["id"]].score == 0.0]
     assert all(v.applicable for v in verdicts.values())

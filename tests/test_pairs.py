@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_rule_decides
 
 from evaluations.judging.pairs import decide, nationality, pair_question, polarity
 
@@ -104,23 +105,10 @@ def test_polarity_reads_only_a_bare_yes_or_no(answer, expected):
 
 
 @pytest.mark.slow
-def test_the_judge_decides_the_probe_yes_no_answers_with_the_real_checker(tmp_path):
+def test_the_judge_decides_the_probe_yes_no_answers_with_the_real_checker(passage_scorer, tmp_path):
     """The probe's bare yes/no answers to the questions the rule decides, through ``judge_faithfulness`` with the
     embedded checker: each verdict is the label (before the rule, the judge rejected every supported "Yes"), and
     each claim says why and keeps the model's P(supported)."""
-    from evaluations.judging.embedded import VerdictCache, embedded_judge_path
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
-
-    if not embedded_judge_path().is_file():
-        pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
-    scorer, cache = load_scorer(PASSAGE_SYSTEM), VerdictCache(tmp_path / "v.sqlite")
     rows = [r for r in _probe_polar() if r["form"] == "short" and decide(r["query"], r["context"]) is not None]
     assert len(rows) == 4
-    for row in rows:
-        verdict = judge_faithfulness(row["query"], row["generated_answer"],
-                                     [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])],
-                                     cache=cache, scorer=scorer)
-        assert verdict.applicable and verdict.score == float(row["label"]), row
-        assert all(c.rule and c.rule.startswith("yes/no about") and 0.0 <= c.p <= 1.0 for c in verdict.claims)
+    assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "yes/no about")
