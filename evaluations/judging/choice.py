@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluations.judging.comparison import about, name_pattern
+from evaluations.judging.comparison import about, name_pattern, negation
 from evaluations.judging.nonanswer import COMPARATIVES, FILLER, STOPWORDS, question_options, similar, stems
 
 __all__ = ["Choice", "asked", "choice_of", "choose", "verdict"]
@@ -40,7 +40,7 @@ _VERB = r"(?:is|was|are|were|has|had|have|did|does|do|can|could|will|would)"
 _KIND = re.compile(rf"\b(?:which|what)\s+(.*?)(?=\s*(?:\b{_VERB}\b|[,?:;]|$))", re.I)
 _AUX = re.compile(r"^\W*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would)\s+(?:the\s+)?", re.I)
 _FRAME = stems("which what who whom whose one ones following these those two of between")
-_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor|non|without|formerly|former)\b|n[’']t\b", re.I)
+_NEGATION = negation("non", "without", "formerly", "former")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from functools import lru_cache
 from evaluations.judging.claims import sentences
 from evaluations.judging.nonanswer import FILLER, question_options, stems
 
-__all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "picked", "resolve", "verdict", "year_of"]
+__all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "negation", "picked", "resolve", "verdict",
+           "year_of"]
 
 #: "before" / "after" only where nothing follows but the other option ("… came out before?", not "Nightmare Before
 #: Christmas" or "after winning the title")
@@ -60,7 +61,14 @@ EVENTS: dict[str, re.Pattern[str]] = {
     "built": re.compile(r"\b(?:built|construct(?:ed|ion)|complet(?:ed|ion))\b", re.I),
 }
 NEAR = 8  # words between the event's word and its year
-_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n[’']t\b", re.I)
+
+
+def negation(*more: str) -> re.Pattern[str]:
+    """A negation: "not", "never", "no", "neither", "nor", "-n't", and the words ``more`` (the other rules' own)."""
+    return re.compile(rf"\b(?:{'|'.join(('not', 'never', 'no', 'neither', 'nor', *more))})\b|n[’']t\b", re.I)
+
+
+_NEGATION = negation()
 _YEAR = re.compile(r"(?<![\d.,])(1\d{3}|20\d{2})(?!\d|[.,]\d)")  # "1966, in", not "1966,5" or "1966.5"
 #: a sentence end that lost its space: "…in 1989.James", "…ONE OK ROCK.Doug", "…Merrill.100 East"
 _GLUED = re.compile(r"(?:(?<=[a-z0-9)\]\"'”’])|(?<=[A-Z]{2}))\.(?=[A-ZÀ-Þ][a-zß-ÿA-ZÀ-Þ])"

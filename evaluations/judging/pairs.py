@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluations.judging.claims import DEMONYMS
-from evaluations.judging.comparison import about, event_of, year_of
+from evaluations.judging.comparison import about, event_of, negation, year_of
 from evaluations.judging.nonanswer import FILLER, is_polar, stems
 
 __all__ = ["NATIONAL", "PairAnswer", "decide", "nationality", "pair_question", "polarity", "verdict"]
@@ -49,7 +49,7 @@ _PAIR = re.compile(rf"^\W*\w+\s+(?:both\s+)?(?:(?:the|a|an)\s+)?(?:[a-z][\w-]*\s
 _SAME = re.compile(r"\bsame\s+(nationality|nationalities|country|countries|year)\b", re.I)
 _UNDECIDED = re.compile(r"\b(?:same|different|differ\w*|one|only|either|neither|each\s+other|than|more|less|"
                         r"most|least|together|between|compared?)\b", re.I)
-_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor|non)\b|n[’']t\b", re.I)
+_NEGATION = negation("non")
 _OPTIONAL = frozenset(stems("both located based considered known type types kind kinds form forms "
                             "originally originating origin famous"))
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.I)
