@@ -174,8 +174,8 @@ def event_of(question: str, options: Sequence[str], texts: Sequence[str]) -> str
         return asked[0]
     if asked:
         return None  # two events named: which one is compared is not clear
-    about = [s for t in texts for s in _sentences(t) if any(name_pattern(o, []).search(s) for o in options)]
-    return "born" if any(EVENTS["born"].search(s) for s in about) else "founded"
+    named = [s for t in texts for s in _sentences(t) if any(name_pattern(o, []).search(s) for o in options)]
+    return "born" if any(EVENTS["born"].search(s) for s in named) else "founded"
 
 
 def resolve(question: str, texts: Sequence[str]) -> Comparison | None:
