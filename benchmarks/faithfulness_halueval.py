@@ -14,8 +14,11 @@ our rubric. The two differ where a "hallucinated" answer states a true fact of t
 question ("Der Mond was composed by Carl Orff." to "… best known for what cantata?"): our rubric calls it supported,
 HaluEval not, so this set bounds the judge's accuracy below 1 by its share of such answers.
 
-Reported: the judge's accuracy on the answers it judges and with "not applicable" counted as an error, per label
-and per question kind (``comparison``: the question offers two options; ``polar``: a yes/no question; ``other``),
+Reported: the judge's accuracy on the answers it judges and with "not applicable" counted as an error, per label,
+per answer form and label (``form:short:True``: a verbless answer labelled supported; HaluEval's right answers
+are nearly all short and its hallucinated ones nearly all sentences, so the overall figure mostly measures short
+answers accepted and sentences rejected), and per question kind (``comparison``: the question offers two
+options; ``polar``: a yes/no question; ``other``),
 with Wilson 95% intervals, beside the issue's word-overlap rule (every content word of the answer occurs in the
 passage or the question); and how many answers a rule decided (``judging.comparison``: comparisons by date;
 ``judging.pairs``: yes/no questions about two names; ``judging.choice``: which of two options is X). Verdicts go
@@ -46,6 +49,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from faithfulness import overlap_rule  # noqa: E402
 
 from evaluations.judging.agreement import wilson  # noqa: E402
+from evaluations.judging.claims import has_verb  # noqa: E402
 from evaluations.judging.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.faithfulness import judge_faithfulness, load_params, rule_verdict  # noqa: E402
 from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
@@ -134,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, row in enumerate(rows, 1):
         passages = [Passage(id="knowledge", text=row["knowledge"])]
         for answer, label in ((row["right_answer"], True), (row["hallucinated_answer"], False)):
-            groups = ("all", f"label:{label}", f"kind:{kind(row['question'])}")
+            groups = ("all", f"label:{label}", f"kind:{kind(row['question'])}",
+                      f"form:{'sentence' if has_verb(answer) else 'short'}:{label}")
             verdict = judge_faithfulness(row["question"], answer, passages, cache=cache)
             calls += verdict.model_calls
             ruled += any(c.rule for c in verdict.claims)
