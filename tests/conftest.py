@@ -126,6 +126,14 @@ def assert_one_error(code: int, output: str, *needles: str) -> None:
         assert needle in output, f"{needle!r} not in {output!r}"
 
 
+PROBE = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
+
+
+def multihop_probe() -> list[dict]:
+    """The rows of the multi-hop probe (``datasets/labels/multihop_faithfulness.jsonl``, ``MULTIHOP.md``)."""
+    return [json.loads(line) for line in PROBE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="session")
 def passage_scorer():
     """The embedded checker (Qwen2.5-Coder-1.5B) with the passage system prompt: a real model, never skipped."""

@@ -5,19 +5,10 @@ faithfulness judge with the real checker model."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from conftest import assert_rule_decides
+from conftest import assert_rule_decides, multihop_probe
 
 from evaluations.judging.comparison import Comparison, picked, resolve, year_of
-
-PROBE = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
-
-
-def _probe() -> list[dict]:
-    return [json.loads(line) for line in PROBE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_the_probe_comparisons_by_date_give_the_labelled_option_and_others_are_left_alone():
@@ -25,7 +16,7 @@ def test_the_probe_comparisons_by_date_give_the_labelled_option_and_others_are_l
     born) are decided and name the option of the supported short answer; the 7 by size, count, kind or skill are
     left to the model. The probe's dates are placed to mislead (a film shot in 1952 and released in 1954, a bridge
     begun in 1926 and opened in 1931, a partner's birth year in another passage's last sentence)."""
-    rows = [r for r in _probe() if r["type"] == "comparison" and r["form"] == "short" and r["label"]]
+    rows = [r for r in multihop_probe() if r["type"] == "comparison" and r["form"] == "short" and r["label"]]
     assert len(rows) == 15
     decided = {}
     for row in rows:
@@ -105,7 +96,7 @@ def test_the_judge_decides_picks_by_date_with_the_real_checker(passage_scorer, t
     """The probe's short answers to its 8 comparisons by date, through ``judge_faithfulness`` with the embedded
     checker: every supported pick accepted and every wrong pick rejected (before: 5 of 8 and 2 of 8 on the same
     rows), each claim saying why (``rule``) and keeping the model's P(supported)."""
-    rows = [r for r in _probe() if r["type"] == "comparison" and r["form"] == "short"
+    rows = [r for r in multihop_probe() if r["type"] == "comparison" and r["form"] == "short"
             and resolve(r["query"], r["context"]) is not None]
     assert len(rows) == 16
     assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "compared by date")

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import multihop_probe
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.context_relevance import (
@@ -193,9 +194,7 @@ def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_
     relevant; with the sole-source rule at least 70% are."""
     from evaluations.judging.embedded import VerdictCache
 
-    rows = [json.loads(line) for line in (REPO / "datasets" / "labels" / "multihop_faithfulness.jsonl").read_text(
-        encoding="utf-8").splitlines()]
-    questions = {r["query"]: r["context"] for r in rows if r["type"] in ("comparison", "polar")}
+    questions = {r["query"]: r["context"] for r in multihop_probe() if r["type"] in ("comparison", "polar")}
     assert len(questions) == 25
     cache = VerdictCache(tmp_path / "v.sqlite")
     relevant = sum(c.relevant for q, texts in questions.items()

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import multihop_probe
 
 from evaluations.judging.claims import Claim, claim_signals, entities, numbers, sentences, split_claims
 from evaluations.judging.faithfulness import Faithfulness, judge_faithfulness, load_params
@@ -231,8 +232,10 @@ def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_pa
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
     drawn = _draw(10)
-    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer) for p, s, _ in drawn]
-    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer) for p, _, w in drawn]
+    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
+              for p, s, _ in drawn]
+    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
+               for p, _, w in drawn]
     assert all(v.applicable and len(v.claims) == 1 for v in copied + swapped)
     assert sum(v.score == 1.0 for v in copied) >= 9, [(v.claims[0].claim, v.claims[0].p) for v in copied]
     assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 8, \
@@ -249,7 +252,8 @@ def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_
     passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
     cache = VerdictCache(tmp_path / "v.sqlite")
     first = judge_faithfulness("", sentence, passages, cache=cache, scorer=passage_scorer)
-    second = judge_faithfulness("", sentence, passages, cache=VerdictCache(tmp_path / "v.sqlite"), scorer=passage_scorer)
+    second = judge_faithfulness("", sentence, passages, cache=VerdictCache(tmp_path / "v.sqlite"),
+                                scorer=passage_scorer)
     assert first.model_calls >= 1 and second.model_calls == 0
     assert second == first.model_copy(update={"model_calls": 0})
     assert [c.passage for c in first.claims] == ["gold-doc"]
@@ -263,9 +267,7 @@ def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, 
     accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%."""
     from evaluations.judging.embedded import VerdictCache
 
-    path = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    rows = [r for r in rows if r["type"] == "bridge" and r["form"] == "short"]
+    rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short"]
     assert len(rows) == 50
     cache = VerdictCache(tmp_path / "v.sqlite")
     verdicts = {r["id"]: judge_faithfulness(r["query"], r["generated_answer"],

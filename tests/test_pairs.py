@@ -5,20 +5,14 @@ real checker model."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from conftest import assert_rule_decides
+from conftest import assert_rule_decides, multihop_probe
 
 from evaluations.judging.pairs import decide, nationality, pair_question, polarity
 
-PROBE = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
-
 
 def _probe_polar() -> list[dict]:
-    rows = [json.loads(line) for line in PROBE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in rows if r["type"] == "polar"]
+    return [r for r in multihop_probe() if r["type"] == "polar"]
 
 
 def test_the_probe_yes_no_questions_decided_agree_with_the_labels():

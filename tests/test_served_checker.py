@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import REPLIQA_20
+from conftest import REPLIQA_20, multihop_probe
 from fake_llm_server import FakeLLMServer, Fault, closed_port_url, tool_call
 from llama_server import start_llama_server, stop_llama_server
 
@@ -625,9 +625,7 @@ class _Recording:
 def _bridge_rows(n: int) -> list[dict]:
     """Supported short answers to bridge questions of the multi-hop probe (datasets/labels/MULTIHOP.md): the answer
     is in the second passage only, the question's title in the first only."""
-    path = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "multihop_faithfulness.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    rows = [r for r in rows if r["type"] == "bridge" and r["form"] == "short" and r["label"]
+    rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short" and r["label"]
             and r["generated_answer"] in r["context"][1] and r["generated_answer"] not in r["context"][0]]
     assert len(rows) >= n
     return rows[:n]
