@@ -96,6 +96,13 @@ def test_the_context_decides_only_when_it_is_about_the_question():
     ("Is Canberra or Sydney the capital of Australia?", "Sydney or Canberra", None, "options", "options"),
     ("Who ruled the duchy of Normandy?", "The person who ruled the duchy of Normandy.", None, "restatement",
      "reuses 3 of the question's 3 keywords"),
+    # a word standing for the asked thing without naming it adds nothing
+    ("Who ranked Warsaw as the 32nd most liveable city in the world?",
+     "An organisation ranked Warsaw as the 32nd most liveable city in the world.", None, "restatement", "adds none"),
+    ("Who ranked Warsaw as the 32nd most liveable city in the world?",
+     "Somebody ranked Warsaw 32nd among the world's most liveable cities.", None, "restatement", "adds none"),
+    ("What happens when the immune system is less active than normal?",
+     "When the immune system is less active than normal, something happens.", None, "restatement", "adds none"),
     ("What did Clara Johnson proclaim about AI in startups?", "Johnson Proclaim AI Startups: An Overview", None,
      "heading", "heading"),
     # the main job's SmolLM2 answer (a section title of its document): no question word in common is needed
@@ -120,6 +127,9 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("When did the Berlin Wall fall?", "9 November 1989", None, "time"),
     ("when do you need to blind bake pastry", "when the filling will not be baked", None, "time"),
     ("Who wrote Dracula?", "Bram Stoker", "Dracula is an 1897 novel by Bram Stoker.", "person or place"),
+    ("Who ranked Warsaw as the 32nd most liveable city in the world?",
+     "The Economist Intelligence Unit ranked Warsaw as the 32nd most liveable city in the world.", None,
+     "person or place"),
     ("Is Paris the capital of France?", "Yes.", None, "polar"),
     ("Is Paris the capital of France?", "Paris is the capital of France.", None, "polar"),  # "yes", stated
     ("Does DataPower support SHA-2?", "DataPower supports SHA-2.", None, "polar"),
@@ -250,7 +260,8 @@ def _wilson(hits: int, n: int) -> list[float]:
 def test_a_run_reports_answer_relevance_as_a_score_outside_the_disagreement_count(tmp_path):
     """Rows with only id and query (q1 and q5 also have a gold answer), a callable system that answers. Hand
     count: q1 relevant, q2 echo, q3 a name to "when" (wrong_type), q4 refusal, q5 relevant but wrong (Sydney),
-    q6 failed (not applicable) -> answer_relevance 2 of 5, n 5, Wilson CI of 2/5, one not applicable. It is a
+    q6 failed (the system raised: counted as failed) -> answer_relevance 2 of 5, n 5, Wilson CI of 2/5, one failed,
+    none not applicable. It is a
     score: not a verdict, not the primary judge, and the "judges disagree" count is that of the correctness verdicts
     alone, although answer_relevance (1) and keyword_correct (False) differ on q5."""
     rows = [{"id": "q1", "query": "Who wrote Dracula?", "answers": ["Bram Stoker"]},
@@ -272,7 +283,8 @@ def test_a_run_reports_answer_relevance_as_a_score_outside_the_disagreement_coun
     assert proc.returncode == 3, proc.stderr[-2000:]  # one case failed (--max-failures 0)
     summary = json.loads((out / "summary.json").read_text())
     judge = summary["answers"]["judges"]["answer_relevance"]
-    assert (judge["n"], judge["not_applicable"]) == (5, 1) and judge["mean"] == pytest.approx(2 / 5)
+    assert (judge["n"], judge["not_applicable"], judge["failed"]) == (5, 0, 1) and judge["mean"] == pytest.approx(2 / 5)
+    assert judge["kinds"]["case failed"] == 1
     assert judge["ci95"] == pytest.approx(_wilson(2, 5))
     assert "accuracy" not in judge  # a score, not a verdict
     records = {r["name"]: r for r in map(json.loads, (out / "cases.jsonl").read_text().splitlines())}
@@ -319,7 +331,8 @@ def test_answer_relevance_is_no_primary_judge_candidate():
 
 def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_path):
     """Query a: the last of two attempts (Bram Stoker, in its context) is relevant; b: an answer about a mountain
-    with a context about Canberra is off topic; c: no query logged (not applicable). Mean 1/2, Wilson CI of 1/2."""
+    with a context about Canberra is off topic; c: no query logged (not applicable, not judged). Mean 1/2, Wilson CI
+    of 1/2."""
     log = [{"query_id": "a", "attempt": 0, "query": "Who wrote Dracula?", "answer": "I don't know.",
             "retrieved": [{"id": "d1", "text": "Dracula is an 1897 novel by Bram Stoker."}]},
            {"query_id": "a", "attempt": 1, "query": "Who wrote Dracula?", "answer": "Bram Stoker",
@@ -338,7 +351,7 @@ def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_pa
     assert result.exit_code == 0, result.output
     relevance = json.loads(result.output)["answer_relevance"]
     assert (relevance["n"], relevance["not_applicable"], relevance["mean"]) == (2, 1, 0.5)
-    assert relevance["kinds"] == {"off_topic": 1, "relevant": 1}
+    assert relevance["kinds"] == {"not judged": 1, "off_topic": 1, "relevant": 1}
     assert relevance["ci95"] == pytest.approx(_wilson(1, 2))
     table = CliRunner().invoke(main, ["score", str(path), "--format", "log"])
     assert table.exit_code == 0 and "answer_relevance.mean" in table.output

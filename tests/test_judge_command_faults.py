@@ -228,3 +228,32 @@ def test_judge_agreement_names_the_served_llm_judges_first_error(tmp_path, capsy
                               "--judge", "openai:judge", "--config", str(config), "--no-cache")
     assert code == 3 and "Traceback" not in err, err
     assert "llm: 2 of 2 rows FAILED" in err and "; first: " in err and "status_code: 500" in err, err
+
+
+@pytest.mark.parametrize("fault", ["http 500", "maybe"])
+def test_a_served_judge_failing_on_a_scored_log_is_counted_and_exits_3(tmp_path, capsys, monkeypatch, fault):
+    """``score --format log`` as ``run``: a query the served checker fails on is counted as failed by that judge (its
+    error kept in the query's record), the summary and --out are written, and the command exits 3."""
+    responder, said = FAULTY[fault]
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+    log = _rows(tmp_path, [{"query_id": f"q{i}", "query": r["query"], "answer": r["generated_answer"],
+                            "retrieved": [{"id": f"p{i}", "text": r["context"][0]}]} for i, r in enumerate(ROWS)],
+                "log.jsonl")
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = tmp_path / "judge.yaml"
+        config.write_text(f"providers:\n  openai:\n    base_url: {server.openai_url}\nrequests:\n  retries: 0\n"
+                          "  timeout: 20\njudge:\n  retries: 0\n  model:\n    provider: openai\n    name: judge\n"
+                          f"cache:\n  enabled: false\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
+        out = tmp_path / "out"
+        code, stdout, err = _cli(capsys, "score", str(log), "--format", "log", "--config", str(config), "--json",
+                                 "--out", str(out))
+    assert code == 3, err
+    assert "Traceback" not in err and said in err and "failed on 2 of 2 queries" in err
+    metrics = json.loads(stdout)["reference_free"]["metrics"]
+    for judge in ("faithfulness", "context_relevance"):
+        assert {k: metrics[judge][k] for k in ("n", "failed", "not_applicable")} == {
+            "n": 0, "failed": 2, "not_applicable": 0}
+        assert metrics[judge]["kinds"] == {"failed": 2}
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert [sorted(e["evaluator"] for e in r["judge_errors"]) for r in records] == \
+        [["context_relevance", "faithfulness"]] * 2

@@ -3,7 +3,7 @@
 A two-row log of real SQuAD 2.0 passages (each query's own paragraph ranked first, another article's paragraph
 second, the answer a sentence of its own paragraph), judged by the three reference-free judges with the embedded
 judge model: every ``cases.jsonl`` line keeps the claims (taken from the answer), the chunk verdicts at the ranks
-and with the span ids the log gave, and ``summary.json`` is what ``--json`` prints. A bad ``--out`` is one error
+and with the span ids the log gave, and ``summary.json`` is a run summary holding what ``--json`` prints (``log``). A bad ``--out`` is one error
 naming it (exit 2), and nothing is left half-written.
 """
 
@@ -43,8 +43,10 @@ def test_cases_jsonl_keeps_claims_and_chunk_verdicts_and_summary_is_the_json(tmp
     code, stdout, err = cli(["score", str(log), "--format", "log", "--out", str(out), "--json"])
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["cases.jsonl", "summary.json"]  # no temporary file left
-    assert (out / "summary.json").read_text() == stdout  # the same JSON, byte for byte
     summary = json.loads(stdout)
+    written = json.loads((out / "summary.json").read_text())
+    assert written["log"] == summary  # the log's summary, as --json prints it, inside the folder's run summary
+    assert written["name"] == "evidence" and written["counts"]["cases"] == 2
     assert f"wrote {out / 'cases.jsonl'} (2 case records)" in err
 
     lines = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]

@@ -151,7 +151,7 @@ def test_a_log_warning_is_printed_once_and_ids_are_not_read_as_markup(tmp_path, 
         assert code == 0, err
         assert err.count("warning:") == 1 and warning in err, err
     assert f"wrote {out_dir / 'cases.jsonl'} (1 case record) and {out_dir / 'summary.json'}" in err
-    assert json.loads((out_dir / "summary.json").read_text())["warnings"] == [warning.removeprefix("warning: ")]
+    assert json.loads((out_dir / "summary.json").read_text())["log"]["warnings"] == [warning.removeprefix("warning: ")]
 
 
 def test_a_log_reads_openai_usage_and_a_usage_without_counts_is_unreported(tmp_path, cli, squad):

@@ -91,7 +91,8 @@ def show_compare(console: Console, result: dict[str, Any], *, reports: bool | No
     if result["regressions"]:
         by_metric: dict[str, list[str]] = {}
         for reg in result["regressions"]:
-            by_metric.setdefault(f"{reg['metric']} ({reg['b']})", []).append(reg["case"])
+            by_metric.setdefault(f"{reg['metric']} ({reg['b']})", []).append(
+                reg["case"] + (f" (now {reg['now']})" if reg.get("now") else ""))
         console.print("[bold]regressions[/] (pass in baseline, fail now):")
         for key, cases_ in by_metric.items():
             console.print(f"  {key}: {len(cases_)}: " + ", ".join(cases_[:15]) + (" …" if len(cases_) > 15 else ""))

@@ -189,19 +189,20 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 
 
 def _counting(run, failed: list[tuple[str, str]]):
-    """``run`` (a reference-free batch judge) asked one row at a time: a row its served checker fails on
-    (``served_checker.CheckFailed``: an error status, a reply that is not JSON, no yes/no in any mode) gets a NaN
-    verdict (left out of the agreement) and its (file:line, error) is appended to ``failed``, never dropped."""
+    """``run`` (a reference-free batch judge) asked one row at a time: a row its checker fails on
+    (``core.errors.JudgeFailed``: a served checker's error status, a reply that is not JSON, no yes/no in any mode;
+    an input longer than the embedded model's window) gets a NaN verdict (left out of the agreement) and its
+    (file:line, error) is appended to ``failed``, never dropped."""
     import numpy as np
 
-    from evaluations.judging.served_checker import CheckFailed
+    from evaluations.core.errors import JudgeFailed
 
     def each(examples, progress=None):
         verdicts = []
         for e in examples:
             try:
                 verdicts.append(float(np.asarray(run([e]), dtype=float)[0]))
-            except CheckFailed as exc:
+            except JudgeFailed as exc:
                 verdicts.append(float("nan"))
                 failed.append((e.source, str(exc)))
             if progress is not None:
@@ -231,10 +232,11 @@ def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, 
         click.echo(f"{judge}: {count} of {asked} rows FAILED: the judge model gave no verdict ({left}){detail}",
                    err=True)
     total = sum(failed.values())
-    server = f"the model server at {url}" if url else "the judge model"
-    click.echo(f"exit {EXIT_CASES_FAILED}: {total} row verdict(s) failed; fix: check {server} (its log), then run "
-               "again (the verdicts it gave are cached unless --no-cache: only the failed rows are asked again); or "
-               "use --judge embedded", err=True)
+    cause = (f"check the model server at {url} (its log); a row longer than the judge model's window: shorten it"
+             if url else "a row longer than the judge model's window (the error above says so): shorten it")
+    click.echo(f"exit {EXIT_CASES_FAILED}: {total} row verdict(s) failed; fix: {cause}; then run again (the verdicts "
+               "it gave are cached unless --no-cache: only the failed rows are asked again)"
+               + ("; or use --judge embedded" if url else ""), err=True)
     raise SystemExit(EXIT_CASES_FAILED)
 
 
@@ -578,7 +580,7 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
     """judge-check of the reference-free judges: each on its own controls (``controls.PASSAGE_CONTROLS``), built
     from the ``questions`` of the files that carry a passage, asked through ``config``'s ``judge.model`` (embedded
     or served), verdicts cached in its ``judge_cache_dir()`` when ``cache``. A control the served checker fails on
-    (``served_checker.CheckFailed``) is counted in ``failed`` / ``failures`` (``_counting``, as judge-agreement
+    (``core.errors.JudgeFailed``) is counted in ``failed`` / ``failures`` (``_counting``, as judge-agreement
     counts a row), apart from those the judge does not apply to; ``asked``: each judge's controls. True when a
     category failed or was not checked."""
     from evaluations.judging.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
@@ -617,14 +619,14 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
 
 def _marking(run, marked: set[int]):
     """``run`` (a reference-free batch judge) noting in ``marked`` (by identity) the rows its served checker fails
-    on (``served_checker.CheckFailed``, re-raised for ``_counting`` to count): those controls are counted as
+    on (``core.errors.JudgeFailed``, re-raised for ``_counting`` to count): those controls are counted as
     failed, apart from the rows the judge does not apply to (both are NaN verdicts)."""
-    from evaluations.judging.served_checker import CheckFailed
+    from evaluations.core.errors import JudgeFailed
 
     def each(examples, progress=None):
         try:
             return run(examples, progress)
-        except CheckFailed:
+        except JudgeFailed:
             marked.update(id(e) for e in examples)
             raise
 

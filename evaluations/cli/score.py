@@ -85,7 +85,7 @@ def _show(summary: dict) -> None:
 @click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", "out", type=click.Path(), help="Folder for the per-query evidence of a log: cases.jsonl (one "
-              "case record per query: claims, chunk verdicts, judges) and summary.json (what --json prints).")
+              "case record per query: claims, chunk verdicts, judges) and summary.json (a run summary; what --json prints under log).")
 @click.option("--overwrite", is_flag=True, help="Replace cases.jsonl and summary.json of an earlier --out.")
 @click.option("--reference-free/--no-reference-free", "reference_free", default=None,
               help="Run (or not) the reference-free judges on a log: faithfulness, answer_relevance, "
@@ -150,7 +150,7 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
             if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
                 summary["reference_free_judge"] = checker_label(config)
             if out:
-                log_out.write_out(out, records, dumps(summary))
+                log_out.write_out(out, records, summary)
         except BaseException:
             log_out.discard(made)
             raise
@@ -163,6 +163,24 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
         make_console(stderr=True).print(f"wrote {escape(str(Path(out) / 'cases.jsonl'))} ({written}) and "
                                         f"{escape(str(Path(out) / 'summary.json'))}", highlight=False)
     _warn(summary)  # on stderr, once, after the summary (the table or --json) and the files written
+    if fmt == "log":
+        _exit_if_judges_failed(records)
+
+
+def _exit_if_judges_failed(records: list) -> None:
+    """Exit 3 (as a run whose judges failed on some cases) when a reference-free judge failed on some queries
+    (a served checker's error, an input longer than the embedded model's window): counted as ``failed`` in the
+    summary above, never a score; the count and the first error on stderr."""
+    from evaluations.core.exits import EXIT_CASES_FAILED
+
+    failed = [r for r in records if r.judge_errors]
+    if not failed:
+        return
+    first = failed[0].judge_errors[0]
+    click.echo(f"exit {EXIT_CASES_FAILED}: a reference-free judge failed on {len(failed)} of {len(records)} queries "
+               f"(counted as failed above, never a score); first: query {failed[0].name!r}, {first.evaluator}: "
+               f"{first.error[:300]}", err=True)
+    raise SystemExit(EXIT_CASES_FAILED)
 
 
 def _all() -> list[click.Command]:

@@ -26,6 +26,11 @@ class EvaluationsError(Exception):
         return text
 
 
+class JudgeFailed(Exception):
+    """One question a judge's checker could not answer (a served checker's error, an input longer than the embedded
+    model's window): the row or case is counted as failed, never given a score, and the command goes on."""
+
+
 def lone_surrogate(value: Any, path: str = "") -> tuple[str, int, str] | None:
     """(dotted path, character index, character) of the first lone surrogate in ``value``'s strings (keys
     included), or None: text that cannot be encoded as UTF-8 (a ``\\ud800`` escape in JSON without its pair, or

@@ -4,7 +4,8 @@
 failing, or ``judge-check`` unable to build a control category, so not checking it; fitted judge parameters
 refused); ``2`` bad input (an EvaluationsError: one message, no traceback);
 ``3`` a run (or a matrix cell) finished with more cases that did not complete than ``--max-failures`` allows,
-or ``judge-agreement``/``calibrate-judge`` had rows the judge model failed on;
+or ``judge-agreement``/``calibrate-judge`` had rows the judge model failed on, or ``score --format log`` had
+queries a reference-free judge failed on;
 ``130`` interrupted.
 """
 

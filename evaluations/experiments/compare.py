@@ -84,7 +84,10 @@ def _failed(run: RunData, case: str) -> bool:
 def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> list[dict[str, Any]]:
     """Cases that pass in ``a`` and fail in ``b`` by the pass/fail rule of every higher-is-better metric that has
     one (``measures.Verdict``: 1 / 0 for hit@k and true/false judges, the reference-free scores' own rules): a
-    failing value, or no value because the case (or its answer) failed in ``b`` (``value_b`` None)."""
+    failing value, or no value because the case (or its answer) failed in ``b`` (``value_b`` None). A
+    reference-free score that passed in ``a`` and no longer applies in ``b`` (the answer became empty, a refusal
+    or an echo; no context was retrieved) is a regression too, its kind in ``now``: a mean over the cases a judge
+    applies to would otherwise hide a system that stopped answering."""
     out = []
     for metric in metrics:
         family = measures.family_of(metric, a)
@@ -92,13 +95,25 @@ def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> 
         if verdict is None:
             continue
         va, vb = measures.per_case(metric, a), measures.per_case(metric, b)
+        lapses = metric in measures.REFERENCE_FREE
         for case in sorted(cases):
             if case not in va or not verdict.passes(va[case]):
                 continue
-            if (case in vb and verdict.fails(vb[case])) or (case not in vb and _failed(b, case)):
-                out.append({"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": va[case],
-                            "value_b": vb.get(case), "rule": verdict.rule})
+            if (case in vb and verdict.fails(vb[case])) or (case not in vb and (lapses or _failed(b, case))):
+                row = {"case": case, "metric": metric, "a": a.label, "b": b.label, "value_a": va[case],
+                       "value_b": vb.get(case), "rule": verdict.rule}
+                if case not in vb and lapses:
+                    row["now"] = _kind_now(b, case, metric)
+                out.append(row)
     return out
+
+
+def _kind_now(run: RunData, case: str, metric: str) -> str:
+    """Why reference-free ``metric`` has no value for ``case`` in ``run``: "failed", else its kind label."""
+    if _failed(run, case):
+        return "failed"
+    return next((r.judge_labels[f"{metric}_kind"] for r in run.cases[case] if f"{metric}_kind" in r.judge_labels),
+                "not judged")
 
 
 def _segments(base: RunData, others: list[RunData], metrics: list[str], shared: set[str]) -> dict[str, Any]:

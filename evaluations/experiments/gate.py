@@ -148,6 +148,8 @@ def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str]
         problems.append(f"{value:.4g} > max {rule.max:g}")
     check: dict[str, Any] = {"rule": rule.model_dump(exclude_none=True), "text": _describe(rule), "metric": rule.metric,
                              "value": value}
+    if (applies := _applies(rule.metric, run)) is not None:
+        check["applies"] = applies
     if rule.relative:
         now, then = measures.run_value(rule.metric, run, shared), measures.run_value(rule.metric, base, shared)
         if now is None or then is None:
@@ -181,6 +183,19 @@ def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str]
     check["holds"] = not problems
     check["problems"] = problems
     return check
+
+
+def _applies(metric: str, run: RunData) -> dict[str, Any] | None:
+    """A reference-free score's mean is over the cases it applies to: how many of the cases it could apply to had
+    a value (``n`` of ``cases``), did not apply, or failed; None for other metrics."""
+    from evaluations.results.reference_free import METRICS, score_summary
+
+    name = measures.canonical(measures.aggregate_parts(metric)[0])
+    if name not in METRICS:
+        return None
+    entry = score_summary(run, name)
+    return {"n": entry["n"], "cases": entry["n"] + entry["not_applicable"] + entry["failed"],
+            "not_applicable": entry["not_applicable"], "failed": entry["failed"]}
 
 
 def _check_zero_tolerance(metric: str, run: RunData, base: RunData, shared: set[str]) -> dict[str, Any]:
@@ -238,8 +253,17 @@ def render(result: dict[str, Any]) -> str:
     for check in result["checks"]:
         mark = "✓" if check["holds"] else "✗"
         detail = "; ".join(check["problems"]) if check["problems"] else _held_detail(check)
-        lines.append(f"  {mark} {check['text']}: {detail}")
+        lines.append(f"  {mark} {check['text']}: {detail}{_coverage(check)}")
     return "\n".join(lines)
+
+
+def _coverage(check: dict[str, Any]) -> str:
+    """`` (over 6 of 9 cases: 3 not applicable)`` for a reference-free score that did not apply to every case."""
+    applies = check.get("applies")
+    if not applies or applies["n"] == applies["cases"]:
+        return ""
+    left = [f"{applies[k]} {k.replace('_', ' ')}" for k in ("not_applicable", "failed") if applies[k]]
+    return f" (over {applies['n']} of {applies['cases']} cases: {', '.join(left)})"
 
 
 def _held_detail(check: dict[str, Any]) -> str:

@@ -92,14 +92,15 @@ def _context_current() -> Any:
 def _measure(examples: Sequence[LabelledAnswer], one: Callable[[LabelledAnswer], tuple[np.ndarray | None, int]],
              names: Sequence[str], progress: Progress | None) -> Measured:
     """``one(row)`` -> (its claims' feature rows, or None when the judge does not apply; model calls) per row. A
-    row the served checker fails on (``served_checker.CheckFailed``) is counted in ``failed``, never dropped."""
-    from evaluations.judging.served_checker import CheckFailed
+    row the checker fails on (``core.errors.JudgeFailed``: a served checker's error, an input longer than the
+    embedded model's window) is counted in ``failed``, never dropped."""
+    from evaluations.core.errors import JudgeFailed
 
     rows, y, groups, sources, skipped, calls, failed = [], [], [], [], 0, 0, []
     for e in examples:
         try:
             features, called = one(e)
-        except CheckFailed as exc:
+        except JudgeFailed as exc:
             failed.append((e.source, str(exc)))
         else:
             calls += called

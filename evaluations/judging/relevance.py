@@ -14,8 +14,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    "called", …) or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title.
    On a question marked unanswerable a refusal is accepted (it is the answer).
    Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
-   gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` less the stems
-   similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
+   gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` −
+   ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation") less the
+   stems similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
    reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1): ``heading`` when
    it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
    keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
@@ -74,7 +75,7 @@ import numpy as np
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, affirms_polar,
                                            answers_polar, has_number, is_polar, is_refusal, picks_option, screen,
-                                           similar, stems)
+                                           similar, stem, stems)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -92,6 +93,14 @@ KINDS: dict[str, str] = {
 POLAR_MIN_WORDS = 4
 #: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
 GENERIC = FILLER | frozenset("person people name place thing answer overview introduction summary".split())
+#: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
+#: organisation ranked ...", "... something happens."), and prepositions the stopword list lacks ("among"): an
+#: answer adding only these restates the question
+PLACEHOLDERS = frozenset(stem(w) for w in """
+    somebody someone something somewhere sometime somehow anybody anyone anything whoever whatever organisation
+    organization body group entity individual party agency institution
+    among amongst within across along around behind beyond toward towards upon via per onto throughout
+""".split())
 
 _QUANTITY = frozenset("few several many numerous multiple both dozen hundred thousand million billion".split())
 _WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
@@ -127,10 +136,11 @@ def _asks_several(question: str) -> bool:
 
 def _restates(question: str, answer: str) -> str | None:
     """Why the answer restates the question, or None: it adds no keyword beyond the question's words and
-    ``GENERIC`` ones (novel = kw(A) − GENERIC, less the stems similar to one of kw(Q), is ∅), and it reuses at
+    ``GENERIC`` and ``PLACEHOLDERS`` ones (novel = kw(A) − GENERIC − PLACEHOLDERS, less the stems similar to one
+    of kw(Q), is ∅: "Somebody ranked Warsaw 32nd."), and it reuses at
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
     answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement."""
-    q, a = _question_stems(question), stems(answer) - GENERIC
+    q, a = _question_stems(question), stems(answer) - GENERIC - PLACEHOLDERS
     if not a or any(not similar(w, q) for w in a):
         return None
     shared = len({w for w in q if similar(w, a)})

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from evaluations.core.errors import EvaluationsError
+from evaluations.core.errors import EvaluationsError, JudgeFailed
 from evaluations.judging.llm import embedded_judge_name, parse_yes_no, yes_no_masses
 from evaluations.judging.shipped import judge_file, read_judge_text
 from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
@@ -79,7 +79,7 @@ class Claims(BaseModel):
     claims: list[str]
 
 
-class CheckFailed(Exception):
+class CheckFailed(JudgeFailed):
     """One question the served checker could not answer: every output mode failed (``failures``: (mode, error)
     in the order tried), or, with ``request`` True, the server answered the request with an error (an HTTP error
     status, a reply that is not the API's JSON; ``failures``: one ("request", error)). ``url``: the server's."""

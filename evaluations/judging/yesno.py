@@ -33,13 +33,15 @@ from typing import Any
 
 import numpy as np
 
+from evaluations.core.errors import JudgeFailed
 from evaluations.judging.embedded import NO, YES, VerdictCache, embedded_judge_path
 from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
 
-__all__ = ["N_CTX", "PASSAGE_SYSTEM", "passage_shared", "char_budget", "YesNoScorer", "load_scorer",
-           "cached_probability"]
+__all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
+           "YesNoScorer", "load_scorer", "cached_probability"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
+MIN_PASSAGE_TOKENS = 32  # the least of the window a passage must have beside the question and claim to be judged
 STATES = 16  # passages whose evaluated prefix state is kept per model (a state of ~400 tokens is ~11 MB)
 PASSAGE_SYSTEM = (
     "You read a passage, then answer one yes/no question about it. "
@@ -63,6 +65,10 @@ def char_budget(scorer: Any, text: str, tail: str) -> int | None:
     if held == shared:
         return None
     return max(int(0.9 * (len(held) - len(passage_shared("")))), 200)
+
+
+class InputTooLong(JudgeFailed):
+    """The question and claim of one check do not leave room for the passage in the embedded model's window."""
 
 
 _HEADER = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
@@ -162,7 +168,13 @@ class YesNoScorer:
         return self.model.llm.detokenize(tokens[: max(room - 2, 0)]).decode("utf-8", "ignore") + " ..."
 
     def probability(self, shared: str, tail: str) -> tuple[float, float]:
-        """(P(yes), yes/no probability mass); ``shared`` is cut to fit the window (``fit``)."""
+        """(P(yes), yes/no probability mass); ``shared`` is cut to fit the window (``fit``). ``InputTooLong`` when
+        ``tail`` (the question and the claim) leaves less than ``MIN_PASSAGE_TOKENS`` of the window for the passage."""
+        if (room := self.room(tail)) < MIN_PASSAGE_TOKENS:
+            raise InputTooLong(
+                f"the question and the answer or claim are {len(self.text_tokens(tail))} tokens: with the prompt they "
+                f"leave {max(room, 0)} of the judge model's {self.n_ctx}-token window for the passage (at least "
+                f"{MIN_PASSAGE_TOKENS} needed); shorten the question or the answer")
         prefix = self.header + self.text_tokens(self.fit(shared, tail))
         model = self.model
         with model.lock:

@@ -412,6 +412,7 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         primary_validation=qa.primary_validation if qa else None,
         primary_chosen_by=qa.primary_chosen_by if qa else None, calibrate=qa is not None,
         dataset_warnings=corpus.warnings,
+        reference_free=[e.get_default_evaluation_name() for e in reference_free],
         analyses=[a.model_dump(mode="json") for a in report.analyses],
         extra={
             "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),

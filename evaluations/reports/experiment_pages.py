@@ -335,9 +335,12 @@ def build_comparison_page(folder: Path) -> Page:
     if regressions:
         reg.tables.append(Table("regressions", ["case", "metric", "run", "baseline value", "run value"],
                                 [[Cell(r["case"]), Cell(metric_label(r["metric"])), Cell(r.get("b", "")),
-                                  Cell.number(r.get("value_a")), Cell.number(r.get("value_b"))] for r in regressions],
+                                  Cell.number(r.get("value_a")),
+                                  Cell(f"none: {r['now']}") if r.get("now") else Cell.number(r.get("value_b"))]
+                                 for r in regressions],
                                 caption="Cases that pass a metric in the baseline and fail it in the run, by "
-                                        "the metric's pass/fail rule: "
+                                        "the metric's pass/fail rule (a reference-free score that no longer "
+                                        "applies, \"none: refusal\", counts too): "
                                         + "; ".join(f"{metric_label(m)}: {rule}" for m, rule in dict.fromkeys(
                                             (r["metric"], r.get("rule", PASS_FAIL.rule))
                                             for r in regressions)) + "."))

@@ -596,12 +596,24 @@ def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
                     judges=judges, errors=errors)
 
 
+def _nothing_wrong(records: list[CaseRecord], primary: str | None) -> str:
+    """What a run without a worst case passed: only the checks its cases had (a run without gold answers or qrels
+    has no correct answer and no perfect retrieval to claim)."""
+    checks = [what for what, present in (
+        ("every answer judged correct", primary is not None and any(primary in r.judges for r in records)),
+        ("perfect retrieval (nDCG@10 = 1)", any("ndcg@10" in r.metrics for r in records)),
+        ("every answer addresses its question", any("answer_relevance" in r.judges for r in records)),
+        ("every claim supported", any(r.claims for r in records)),
+        ("a relevant chunk in every judged context", any(r.chunk_relevance for r in records))) if present]
+    return "no case failed" + (", with " + "; ".join(checks) if checks else "")
+
+
 def _worst_section(records: list[CaseRecord], summary: RunSummary) -> Section:
     section = Section("worst-cases", "Worst cases")
     primary = primary_judge(summary)
     worst = worst_cases(records, primary)
     if not worst:
-        section.absent = "no case failed, and every case has perfect retrieval and a correct answer"
+        section.absent = _nothing_wrong(records, primary)
         return section
     section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
                          "failed judges, answers the primary judge rejects, answers that do not answer (answer "

@@ -4,7 +4,6 @@ history (``history.json``). Nothing is re-run."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,14 +19,6 @@ def _run(folder: Path) -> Page:
     from evaluations.reports.run_page import build_run_page
     from evaluations.results.rundata import load_run
 
-    try:
-        scored_log = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("format") == "log"
-    except (OSError, ValueError, AttributeError):
-        scored_log = False  # load_run says what is wrong with it
-    if scored_log:
-        raise EvaluationsError("a folder of `score --format log --out`: its summary is a log's, not a run's, and no "
-                               "report is made from it", where=str(folder),
-                               fix="read its cases.jsonl (a case record per query) and summary.json directly")
     return build_run_page(load_run(folder))
 
 

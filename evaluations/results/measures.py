@@ -520,6 +520,12 @@ def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
         return EvaluationsError(
             f"{name!r} has values in {having[0].path} but none in {lacking.path}{cut_offs}", where=where,
             fix="use a metric every run has: " + ", ".join(known_names(runs)) + "; or re-run so that both have it")
+    asked = ((lacking.summary.model_extra or {}).get("reference_free") or {}).get("metrics") or {}
+    if spec is not None and measure in asked and (failed := sum(r.status == "failed" for r in lacking.records)):
+        return EvaluationsError(  # the judge was on, and the cases it would have judged failed
+            f"the run has no {name!r} values: {failed} of {len(lacking.records)} cases of {lacking.path} failed "
+            "(the system or a stage raised) and no other case has a value", where=where,
+            fix="see each case's error (report.html, or error in cases.jsonl), fix the system and re-run")
     if spec is not None:
         return EvaluationsError(
             f"the run has no {name!r} values: {spec.needs}", where=where,

@@ -5,8 +5,9 @@ records M applies to in principle (its *domain*: the cases to answer for the ans
 relevance) and v(r) the record's value in the measure registry (``results.measures``; None where M does not apply:
 a refusal, no retrieved context, no answer):
 
-* ``mean`` = Σ v(r) / n over the n records of D with a value; ``failed`` = records of D whose judge raised (a
-  model or server error: counted, never a score); ``not_applicable`` = |D| − n − failed;
+* ``mean`` = Σ v(r) / n over the n records of D with a value; ``failed`` = records of D without a value whose
+  judge raised (a model or server error; kind "failed") or whose case failed (the system raised, nothing to judge;
+  kind "case failed"): counted, never a score; ``not_applicable`` = |D| − n − failed;
 * ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
   (``judging.agreement.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
@@ -26,7 +27,7 @@ same figures per (case, retrieved document): judged relevant when one of its ret
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,10 +81,19 @@ def score_summary(records: list[CaseRecord] | RunData, name: str) -> dict[str, A
     run = records if isinstance(records, RunData) else RunData(records=records)
     family = measures.family_of(name, run)
     domain = [r for r in run.records if METRICS[name](r)]
-    values = [v for r in domain if family is not None and (v := family.value(name, r, run)) is not None]
-    failed = sum(1 for r in domain if _failed(name, r))
+    valued = [(r, family.value(name, r, run) if family is not None else None) for r in domain]
+    values = [v for _, v in valued if v is not None]
+
+    def kind(record: CaseRecord, value: float | None) -> str:
+        if value is None and _failed(name, record):
+            return "failed"
+        if value is None and record.status == "failed":  # the system raised: nothing to judge
+            return "case failed"
+        return record.judge_labels.get(f"{name}_kind", "not judged")
+
+    kinds = Counter(kind(r, v) for r, v in valued)
+    failed = kinds["failed"] + kinds["case failed"]
     ci = mean_ci(values)
-    kinds = Counter("failed" if _failed(name, r) else r.judge_labels.get(f"{name}_kind", "not judged") for r in domain)
     return {"mean": sum(values) / len(values) if values else None, "n": len(values),
             "not_applicable": len(domain) - len(values) - failed, "failed": failed,
             "ci95": list(ci) if ci else None, "kinds": dict(sorted(kinds.items()))}
@@ -139,9 +149,11 @@ def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: i
                                   "(the qrels' own unit)"}}
 
 
-def reference_free_summary(run: RunData) -> dict[str, Any] | None:
-    """The section (module docstring), or None when the run computed no reference-free metric."""
-    names = [name for name in METRICS if _ran(name, run.records)]
+def reference_free_summary(run: RunData, asked: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The section (module docstring), or None when the run computed no reference-free metric; ``asked``: the
+    judges the run asked for, given their entry even when no case has a verdict (every case failed: ``failed``
+    says so, where a missing entry would read as judges that were off)."""
+    names = [name for name in METRICS if name in asked or _ran(name, run.records)]
     if not names:
         return None
     section: dict[str, Any] = {"metrics": {name: score_summary(run, name) for name in names}}

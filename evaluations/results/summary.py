@@ -263,7 +263,7 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
               prices: dict[str, tuple[float, float]] | None = None,
               analyses: list[Any] | None = None, primary_validation: dict[str, Any] | None = None,
               primary_chosen_by: str | None = None, calibrate: bool = False,
-              dataset_warnings: Sequence[str] = ()) -> RunSummary:
+              dataset_warnings: Sequence[str] = (), reference_free: Sequence[str] = ()) -> RunSummary:
     """The run's summary (module docstring). ``primary_validation``: the primary judge's entry of the shipped
     validation file (``JudgeValidation`` as a dict; None: not validated), recorded as ``answers.primary_validation``
     for the headline; ``primary_chosen_by`` says how the primary judge was chosen (``pipeline.plan``); ``calibrate``
@@ -271,7 +271,8 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     input/output tokens of the run's model (None: unknown); ``prices``: by the model or tier a system's reply names
     (the config's ``prices``; those no case named are left out). ``dataset_warnings``: what the dataset's adapter
     accepted and a user should know (``Corpus.warnings``: BEIR's empty documents, judged ids it lacks), first among
-    the ``warnings``."""
+    the ``warnings``. ``reference_free``: the reference-free judges the run asked for (their section is written
+    even when no case got a verdict, e.g. every case failed)."""
     named = {key for r in records for key in (r.model, r.tier) if key}
     priced = RunSummary(answers=AnswersSummary(cost_usd=Cost(
         price_per_1m_tokens=None if price is None else {"input": price[0], "output": price[1]},
@@ -299,9 +300,9 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         primary_judge = primary_validation = primary_chosen_by = None
     if any(r.qa.status != "skipped" or set(r.judges) - RETRIEVAL_JUDGES for r in records):
         summary["answers"] = _answer_summary(run, primary_judge, primary_validation, primary_chosen_by)
-    if (reference_free := reference_free_summary(run)) is not None:
-        summary["reference_free"] = reference_free
-        summary["metrics"].update({name: entry["mean"] for name, entry in reference_free["metrics"].items()
+    if (free := reference_free_summary(run, asked=reference_free)) is not None:
+        summary["reference_free"] = free
+        summary["metrics"].update({name: entry["mean"] for name, entry in free["metrics"].items()
                                    if entry["mean"] is not None})
     if any(r.tags for r in records):
         summary["segments"] = segment_metrics(run)

@@ -34,14 +34,19 @@ Figures (N = queries, A = attempts):
 * tier usage: attempts and last attempts per tier; escalation rate = escalated queries / N;
   retry rate = queries with more than one attempt / N;
 * calibration (``results.confidence.calibration``) of ``confidence`` against correctness over all attempts with both;
+* a query's outcome is a ``CaseRecord`` as a run's case is: a failed last attempt (``error``) is a failed case
+  with its error kept (``status``/``error``; counted as failed by every answer judge, never left out); in a log of
+  answers every query is one to answer, and a last attempt that logged no answer gave an empty one (faithfulness
+  not applicable, answer relevance 0, as for a run's system returning ""); ``scores`` are the spans' logged
+  scores.
 * answer relevance (``judging.relevance``, no gold needed; when ``reference_free`` lists it, as
-  ``judge.reference_free`` does by default) of each query's last attempt that logged its ``query`` and
-  ``answer``, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
-  query, the mean with n and a 95% CI (``results.summary.reference_free``), ``not_applicable`` = queries without
-  both, and how many of each kind.
+  ``judge.reference_free`` does by default) of each query's last attempt that logged its ``query`` and did not
+  fail, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
+  query, the mean with n and a 95% CI (``results.reference_free.score_summary``: ``not_applicable``, ``failed``
+  and how many of each kind).
 * faithfulness and context relevance (``reference_free``, default none; the CLI passes ``judge.reference_free``)
   of each query's last attempt that logged its ``query``, from the same context spans (a span without text is
-  left out) and its ``answer``, as in a run (``evaluators.reference_free``); all reference-free metrics are
+  left out) and the same answer, as in a run (``evaluators.reference_free``); all reference-free metrics are
   summarised as a run's (``results.reference_free``: the ``reference_free`` section).
 * span text: a span logged as an id only is looked up in a corpus when one is given (``texts``, the CLI's
   ``--corpus``; the lookup a run makes for a system's ids, ``core.types.corpus_text``); ``context_text`` counts the
@@ -72,7 +77,7 @@ from evaluations.judging.relevance import answer_relevance_batch
 from evaluations.judging.semantic import cache_file
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
-from evaluations.results.records import CaseRecord, QARecord, results_fields
+from evaluations.results.records import SYSTEM_ANSWER, CaseRecord, JudgeError, QARecord, results_fields
 from evaluations.results.reference_free import reference_free_summary, score_summary
 from evaluations.results.retrieval_metrics import compute_all
 from evaluations.results.rundata import RunData
@@ -229,8 +234,26 @@ def _ordered_groups(records: list[tuple[str, LogRecord]]) -> dict[str, list[LogR
     return groups
 
 
-def _dedupe(ids: list[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
+def _query_usage(attempts: list[LogRecord]) -> dict[str, int]:
+    """A query's tokens over all its attempts, as a case record's ``usage``; {} (unknown, never 0) unless every
+    attempt reported them."""
+    if any(a.usage is None for a in attempts):
+        return {}
+    return {"input_tokens": sum(a.usage.input_tokens for a in attempts if a.usage),
+            "output_tokens": sum(a.usage.output_tokens for a in attempts if a.usage)}
+
+
+def _query_latency(attempts: list[LogRecord]) -> dict[str, float]:
+    """A query's milliseconds over all its attempts (``total``), as a case record's ``latency_ms``; {} unless every
+    attempt logged its latency."""
+    times = [a.total_ms() for a in attempts]
+    return {} if any(t is None for t in times) else {"total": float(sum(times))}  # type: ignore[arg-type]
+
+
+def _first_spans(record: LogRecord) -> list[LoggedSpan]:
+    """The retrieved spans in rank order, a repeated id's first rank kept."""
+    seen: set[str] = set()
+    return [s for s in record.spans() if not (s.id in seen or seen.add(s.id))]
 
 
 def _correct(record: LogRecord, gold: Gold | None) -> bool | None:
@@ -275,19 +298,18 @@ def _context_text(record: LogRecord) -> str:
     return "\n\n".join(text for _, text in _context_spans(record))
 
 
-def _relevance(finals: list[CaseRecord], lasts: list[LogRecord], cache: Path | None) -> dict[str, Any]:
-    """Answer relevance of each query's last attempt (module docstring), set in ``finals``' judges; ``cache``: the
-    embedding cache file (None: none)."""
-    judged = [(f, a) for f, a in zip(finals, lasts) if a.query and a.answer is not None]
-    results = answer_relevance_batch([(a.query or "", a.answer or "", _context_text(a), True) for _, a in judged],
+def _relevance(finals: list[CaseRecord], lasts: list[LogRecord], answering: bool,
+               cache: Path | None) -> dict[str, Any]:
+    """Answer relevance of each query's last attempt (module docstring; the answer ``_judged_answer`` gives), set
+    in ``finals``' judges; ``cache``: the embedding cache file (None: none)."""
+    judged = [(f, a, answer) for f, a in zip(finals, lasts) if (answer := _judged_answer(a, answering)) is not None]
+    results = answer_relevance_batch([(a.query or "", answer, _context_text(a), True) for _, a, answer in judged],
                                      cache=cache)
-    for (final, _), result in zip(judged, results):
+    for (final, _, _), result in zip(judged, results):
         final.judges["answer_relevance"] = 1.0 if result.verdict else 0.0
         final.judge_reasons["answer_relevance"] = result.reason
         final.judge_labels["answer_relevance_kind"] = result.kind
-    kinds = Counter(r.kind for r in results)
-    return {**score_summary(finals, "answer_relevance"), "not_applicable": len(finals) - len(judged),
-            "kinds": dict(sorted(kinds.items()))}
+    return score_summary(finals, "answer_relevance")
 
 
 def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
@@ -299,11 +321,21 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     return record.usage.input_tokens * price.input / 1e6 + record.usage.output_tokens * price.output / 1e6
 
 
-def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
+def _judged_answer(record: LogRecord, answering: bool) -> str | None:
+    """The answer the answer judges read for a query's last attempt: None when there is nothing to judge (a failed
+    attempt, no ``query``, or a log of retrieval only); in a log of answers, an attempt that logged none gave an
+    empty answer (as a run's system returning "" does: faithfulness not applicable, answer relevance 0)."""
+    if record.error is not None or not record.query or not answering:
+        return None
+    return record.answer or ""
+
+
+def _reference_free(record: LogRecord, answer: str | None, names: Sequence[str], cache: bool,
                     tools: Mapping[str, Any], cache_dir: str | None) -> dict[str, Any]:
     """The ``CaseRecord`` fields of the reference-free judges ``names`` on one logged attempt (module docstring);
-    ``tools``: judge -> (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``;
-    ``cache_dir``: the verdict store's folder (None: the default one)."""
+    ``answer``: what the answer judges read (``_judged_answer``; None: faithfulness is not run); ``tools``: judge ->
+    (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``; ``cache_dir``: the verdict
+    store's folder (None: the default one)."""
     from evaluations.evaluators.reference_free import (
         context_relevance_results,
         faithfulness_results,
@@ -312,17 +344,24 @@ def _reference_free(record: LogRecord, names: Sequence[str], cache: bool,
 
     if not record.query or not names:
         return {}
-    passages = ranked_passages(_ranked_spans(record))
+    query, passages = record.query, ranked_passages(_ranked_spans(record))
     results: dict[str, Any] = {}
-    if "faithfulness" in names and record.answer is not None:
+    errors: list[JudgeError] = []
+    judges: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+    if "faithfulness" in names and answer is not None:
         scorer, decompose = tools.get("faithfulness", (None, None))
-        results.update(faithfulness_results(record.query, record.answer, passages, cache=cache, scorer=scorer,
-                                            decompose=decompose, cache_dir=cache_dir))
+        judges.append(("faithfulness", lambda: faithfulness_results(
+            query, answer, passages, cache=cache, scorer=scorer, decompose=decompose, cache_dir=cache_dir)))
     if "context_relevance" in names:
-        scorer, _ = tools.get("context_relevance", (None, None))
-        results.update(context_relevance_results(record.query, passages, cache=cache, scorer=scorer,
-                                                 cache_dir=cache_dir))
-    return results_fields(results)
+        checker, _ = tools.get("context_relevance", (None, None))
+        judges.append(("context_relevance", lambda: context_relevance_results(
+            query, passages, cache=cache, scorer=checker, cache_dir=cache_dir)))
+    for name, judge in judges:
+        try:
+            results.update(judge())
+        except Exception as exc:  # noqa: BLE001 - as a run's evaluator failure: counted for this query, never a score
+            errors.append(JudgeError(evaluator=name, error=f"{type(exc).__name__}: {exc}"))
+    return {**results_fields(results), "judge_errors": errors}
 
 
 def _with_corpus(record: LogRecord, texts: Mapping[str, str]) -> LogRecord:
@@ -457,16 +496,23 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         unanswered += last.error is None and last.answer is None and answering
         if outcome is None and g is not None and g.answers and (last.error is not None or answering):
             outcome = False  # a failed or unanswered query is a wrong answer, as a failed case of a run is
-        ranking = _dedupe([s.id for s in last.spans()])
-        judged = _reference_free(last, reference_free, cache, tools or {}, cache_dir)
+        spans = _first_spans(last)
+        ranking = [s.id for s in spans]
+        answer = _judged_answer(last, answering)
+        judged = _reference_free(last, answer, reference_free, cache, tools or {}, cache_dir)
         judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
+        # a failed last attempt is a failed case (its error kept), as a run's; an answer log's query is one to answer
+        status = "failed" if last.error is not None else "ok"
         finals.append(CaseRecord(
-            name=qid, query=last.query or "", retrieved=ranking, relevant=g.relevant if g else {},
+            name=qid, case=qid, query=last.query or "", status=status, error=last.error, retrieved=ranking,
+            scores=[s.score for s in spans] if any(s.score is not None for s in spans) else [],
+            relevant=g.relevant if g else {},
             metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {}, judges=judges,
-            qa=QARecord(status="ok" if last.answer is not None else "skipped"),
+            qa=QARecord(status="failed" if last.error is not None else "ok" if answering else "skipped",
+                        error=last.error, mode=SYSTEM_ANSWER if answering else None),
             answer=None if last.answer is None else {"answer": last.answer},
             gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)], tier=last.tier,
-            model=last.model, **judged))
+            model=last.model, usage=_query_usage(attempts), latency_ms=_query_latency(attempts), **judged))
         if progress is not None:
             progress(done, len(groups))
 
@@ -512,8 +558,11 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "calibration": calibration(confidences, outcomes, bins),
     }
     if "answer_relevance" in reference_free:
-        summary["answer_relevance"] = _relevance(finals, lasts, cache_file(cache, cache_dir))
-    if (judged_free := reference_free_summary(final)) is not None:
+        summary["answer_relevance"] = _relevance(finals, lasts, answering, cache_file(cache, cache_dir))
+    # the judges asked for have their entry even when no query got a verdict (every one failed); the answer judges
+    # only where a query was one to answer (not in a log of retrieval only)
+    asked = [n for n in reference_free if n == "context_relevance" or any(measures.to_answer(r) for r in finals)]
+    if (judged_free := reference_free_summary(final, asked=asked)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
     warnings += filter(None, [_context_not_retrieved(records)])
