@@ -331,7 +331,7 @@ def test_answer_relevance_is_no_primary_judge_candidate():
 
 def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_path):
     """Query a: the last of two attempts (Bram Stoker, in its context) is relevant; b: an answer about a mountain
-    with a context about Canberra is off topic; c: no query logged (not applicable, not judged). Mean 1/2, Wilson CI
+    with a context about Canberra is off topic; c: no query logged (not applicable, kind no_query). Mean 1/2, Wilson CI
     of 1/2."""
     log = [{"query_id": "a", "attempt": 0, "query": "Who wrote Dracula?", "answer": "I don't know.",
             "retrieved": [{"id": "d1", "text": "Dracula is an 1897 novel by Bram Stoker."}]},
@@ -349,9 +349,10 @@ def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_pa
 
     result = CliRunner().invoke(main, ["score", str(path), "--format", "log", "--json"])
     assert result.exit_code == 0, result.output
-    relevance = json.loads(result.output)["answer_relevance"]
+    relevance = json.loads(result.stdout)["answer_relevance"]
+    assert "1 of 3 queries logged no 'query'" in result.stderr  # c: said, not silently left unjudged
     assert (relevance["n"], relevance["not_applicable"], relevance["mean"]) == (2, 1, 0.5)
-    assert relevance["kinds"] == {"not judged": 1, "off_topic": 1, "relevant": 1}
+    assert relevance["kinds"] == {"no_query": 1, "off_topic": 1, "relevant": 1}
     assert relevance["ci95"] == pytest.approx(_wilson(1, 2))
     table = CliRunner().invoke(main, ["score", str(path), "--format", "log"])
     assert table.exit_code == 0 and "answer_relevance.mean" in table.output

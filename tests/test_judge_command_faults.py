@@ -257,3 +257,74 @@ def test_a_served_judge_failing_on_a_scored_log_is_counted_and_exits_3(tmp_path,
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert [sorted(e["evaluator"] for e in r["judge_errors"]) for r in records] == \
         [["context_relevance", "faithfulness"]] * 2
+
+
+@pytest.mark.parametrize("command", ["judge-agreement", "judge-check", "calibrate-judge"])
+def test_without_judge_the_configs_judge_model_is_the_checker_and_is_checked(tmp_path, capsys, command):
+    """No --judge: the judge a run would use (the config's judge.model) is the one validated or fitted, and checked
+    as a run checks it; it was replaced by the embedded judge without a word."""
+    from fake_llm_server import closed_port_url
+
+    from conftest import DATA
+
+    # judge-check reads question files (it builds its own controls), the others labelled rows
+    rows = DATA / "clapnq_dev" / "clapnq_dev_answerable.jsonl.gz" if command == "judge-check" else _rows(tmp_path, ROWS)
+    judges = ["--judges", "faithfulness"] + (["--out", str(tmp_path / "p.json")] if command == "calibrate-judge"
+                                             else ["--limit", "3"] if command == "judge-check" else [])
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("judge:\n  model: {provider: embedded, name: nosuch}\n", encoding="utf-8")
+    code, _, err = _cli(capsys, command, str(rows), *judges, "--config", str(unknown))
+    _one_error(code, err, "judge.model.name", "nosuch")
+
+    url = closed_port_url() + "/v1"
+    down = tmp_path / "down.yaml"
+    down.write_text(f"providers:\n  openai:\n    base_url: {url}\njudge:\n  model: {{provider: openai, name: judge}}\n",
+                    encoding="utf-8")
+    code, _, err = _cli(capsys, command, str(rows), *judges, "--config", str(down))
+    _one_error(code, err, url)
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_one_id_given_to_two_questions_is_one_error_naming_both_rows(tmp_path, capsys):
+    """Answers of one question share its id (the resampling group); two questions under one id were merged into
+    one group without a word (judge-check already refused it)."""
+    rows = _rows(tmp_path, [{**row, "id": "q1"} for row in ROWS])
+    code, _, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness")
+    _one_error(code, err, f"{rows}:2", f"{rows}:1", "'q1' is given to two different questions")
+    same = _rows(tmp_path, [{**ROWS[0], "id": "q1"}, {**ROWS[0], "id": "q1", "generated_answer": "In 1889."}],
+                 "same.jsonl")  # two answers to one question: one group, as intended
+    from evaluations.cli.judges import _load
+
+    assert [e.group for e in _load((str(same),), None, passages=True, judges=["faithfulness"])] == ["q1", "q1"]
+
+
+def test_a_null_labelled_row_is_still_checked_and_a_blank_passage_is_no_passage(tmp_path, capsys):
+    """A row labelled not applicable (null) is left out, but its context is read like any row's: a number there is
+    an error, as it is in a labelled row. A blank passage holds nothing to judge (as a logged span without text):
+    it is dropped, so a row whose only passage is blank has no passage (not applicable to the context judges)."""
+    rows = _rows(tmp_path, [ROWS[0], {**ROWS[1], "label": None, "context": [1, 2]}])
+    code, _, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness")
+    _one_error(code, err, f"{rows}:2", "its item 1 is a number")
+    from evaluations.cli.judges import _load
+
+    blank = _rows(tmp_path, [{**ROWS[0], "context": ["", PASSAGE, "  "]}, {**ROWS[1], "context": [""]}], "blank.jsonl")
+    assert [e.passages for e in _load((str(blank),), None, passages=True, judges=["context_relevance"])] == \
+        [(PASSAGE,), ()]
+
+
+def test_a_calibrate_out_path_that_cannot_be_written_is_refused_before_any_judging(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    rows = _rows(tmp_path, ROWS)
+    code, stdout, err = _cli(capsys, "calibrate-judge", str(rows), "--judges", "faithfulness", "--out",
+                             str(blocker / "p.json"))
+    _one_error(code, err, "is a file, not a folder", str(blocker / "p.json"))
+    assert stdout == ""  # refused before any table or judging (it was refused after all of it)
+    assert blocker.read_text() == "x"
+
+
+def test_a_judge_named_by_both_its_names_runs_once():
+    from evaluations.cli.options import parse_judges
+
+    assert parse_judges("faithfulness,groundedness,answer_relevance") == ["faithfulness", "answer_relevance"]
+    assert parse_judges("groundedness,faithfulness") == ["groundedness"]

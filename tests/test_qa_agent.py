@@ -223,3 +223,44 @@ def test_an_answer_that_is_not_unicode_fails_the_answer_as_a_systems_reply_does(
     assert output.qa_status == "failed" and expected in output.qa_error and output.answer is None
     assert output.documents == ["d1"] and output.usage["input_tokens"] == 11  # retrieval and usage are kept
     output.model_dump_json().encode("utf-8")  # what cases.jsonl is written from: no surrogate left to fail on
+
+
+def test_context_relevance_judges_every_retrieved_chunk_whoever_answers(rows, tmp_path, monkeypatch):
+    """The built-in QA agent reads the chunks its context budget holds (here one of three); context relevance judges
+    the three retrieved, as it does when a user's system answers: the same retrieval got another score depending on
+    who answered (0.20 with a system's answer, 0.44 with SmolLM2's in an outside probe)."""
+    from pydantic_evals import Case, Dataset
+
+    from evaluations.core.types import RetrievalInputs
+    from evaluations.evaluators.reference_free import ContextRelevance
+    from evaluations.index.search import Retrieval
+    from evaluations.pipeline.task import RagTask
+
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path / "judge_cache"))
+    row = rows[7]
+    chunks = _chunks(row)
+    assert len(chunks) == 3
+
+    class Retrieved:  # the retriever's output as the built-in pipeline gives it, without an index to build
+        def retrieve(self, query: str) -> Retrieval:
+            return Retrieval(documents=[chunks[0].doc_id], scores=[1.0], chunks=chunks, latency_ms={})
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        first = _user_prompt(messages).split("] ", 1)[1].split(". ")[0]
+        return _call(info, {"answer": first, "cited_ids": [chunks[0].chunk_id], "confidence": 0.8})
+
+    budget = len(chunks[0].text) + 10  # the first chunk fits, the second does not
+    task = RagTask(retriever=Retrieved(), agent=build_qa_agent(FunctionModel(model)), max_context_chars=budget)
+    output, _ = asyncio.run(task.run_case(RetrievalInputs(query=row["question"], case_id="c")))
+    assert [c.chunk_id for c in output.chunks] == [chunks[0].chunk_id]  # what the model read
+    assert [c.chunk_id for c in output.retrieved_chunks] == [c.chunk_id for c in chunks]
+
+    async def same(inputs: RetrievalInputs):
+        return output
+
+    report = Dataset(name="budget", cases=[Case(name="c", inputs=RetrievalInputs(query=row["question"], case_id="c"))],
+                     evaluators=[ContextRelevance()]).evaluate_sync(same, progress=False)
+    from evaluations.results.records import record_from_case
+
+    record = record_from_case(report.cases[0])
+    assert [c.id for c in record.chunk_relevance] == [c.chunk_id for c in chunks]

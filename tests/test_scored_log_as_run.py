@@ -121,3 +121,50 @@ def test_a_question_longer_than_the_judge_models_window_is_a_failed_judge_naming
     metrics = json.loads(stdout)["reference_free"]["metrics"]
     for judge in ("faithfulness", "context_relevance"):
         assert (metrics[judge]["n"], metrics[judge]["failed"]) == (1, 1), metrics[judge]
+
+
+def test_questions_or_answers_in_another_language_are_warned_about():
+    """The judges read English; a right answer in French was judged off topic and unsupported without a word. The
+    language test passes every SQuAD 2.0 question and paragraph of the first 300 rows, and flags translations."""
+    import gzip
+
+    from conftest import DATA
+    from evaluations.judging.text import looks_english
+    from evaluations.results.records import CaseRecord
+    from evaluations.results.reference_free import language_warning
+
+    with gzip.open(DATA / "squad2_dev_cs224n" / "questions.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for _, line in zip(range(300), handle)]
+    assert all(looks_english(r["question"]) and looks_english(r["context"]) for r in rows)
+    translations = ["Les Normands ont donné leur nom à la Normandie, une région du nord de la France.",
+                    "Die Normannen gaben der Normandie, einer Region in Frankreich, ihren Namen.",
+                    "诺曼人是10世纪和11世纪将名字赋予法国诺曼底的人。",
+                    "Норманны дали своё имя Нормандии, региону на севере Франции."]
+    assert not any(looks_english(t) for t in translations)
+
+    def record(i: int, answer: str) -> CaseRecord:
+        return CaseRecord(name=f"q{i}", query=rows[i]["question"], answer={"answer": answer})
+
+    english = [record(i, rows[i]["context"].split(". ")[0]) for i in range(4)]
+    assert language_warning(english) is None
+    mixed = english + [record(4 + i, t) for i, t in enumerate(translations)]
+    assert language_warning(mixed).startswith("4 of 8 cases have a question or answer that is not English (e.g. 'q4')")
+
+
+def test_answers_of_the_system_and_of_the_built_in_model_mixed_in_one_run_are_warned_about():
+    """A system that returns no answer for some cases gets the built-in QA model's there (documented); the answer
+    judges then mix two sources, and the run named one QA model only: said in the warnings."""
+    from evaluations.results.records import SYSTEM_ANSWER, CaseRecord, QARecord
+    from evaluations.results.summary import mixed_answers, summarize
+
+    def record(name: str, mode: str | None) -> CaseRecord:
+        return CaseRecord(name=name, query="Who wrote Dracula?", answer={"answer": "Bram Stoker"},
+                          qa=QARecord(status="ok", mode=mode))
+
+    own = [record(f"q{i}", SYSTEM_ANSWER) for i in range(3)]
+    assert mixed_answers(own) is None and mixed_answers([record("a", "tool")]) is None
+    warning = mixed_answers([*own, record("q3", "tool")])
+    assert warning["cases"] == 1 and warning["examples"] == ["q3"]
+    assert warning["message"].startswith("1 of 4 answers are the built-in QA model's")
+    summary = summarize([*own, record("q3", "tool")], name="mixed", ks=[], scored=False, extra={})
+    assert [w for w in summary.warnings if w["kind"] == "mixed_answers"] == [warning]

@@ -23,6 +23,7 @@ from evaluations.judging.lexical import KEYWORD_THRESHOLD
 if TYPE_CHECKING:
     from evaluations.core.config import Config
     from evaluations.judging.controls import ControlQuestions
+    from evaluations.judging.labels import LabelledAnswer
     from evaluations.judging.questions import QAItem
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
@@ -33,8 +34,8 @@ def _model_options(judge_help: str, cache_help: str):
 
     def apply(command):
         for option in reversed([
-            click.option("--judge", "--judge-model", "judge_model", default="embedded", show_default=True,
-                         help=judge_help),
+            click.option("--judge", "--judge-model", "judge_model", default=None,
+                         help=judge_help + " [default: the config's judge.model, else embedded]"),
             click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                          help="Config file (server URLs, storage.data_dir) [default: haiku.rag.yaml resolution]."),
             click.option("--no-cache", is_flag=True, help=cache_help),
@@ -94,7 +95,21 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, jud
             click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
         examples.extend(rows)
     check_references(examples, judges)
+    _one_question_per_group(examples)
     return examples
+
+
+def _one_question_per_group(examples: list[LabelledAnswer]) -> None:
+    """The rows of one id (a question's answers: the resampling unit) ask one question: an id given to two different
+    questions would merge them into one group, silently (as judge-check refuses it too)."""
+    first: dict[str, LabelledAnswer] = {}
+    for e in examples:
+        seen = first.setdefault(e.group, e)
+        if " ".join(seen.question.split()) != " ".join(e.question.split()):
+            raise EvaluationsError(
+                f"id {e.group!r} is given to two different questions: {seen.question!r:.70} at {seen.source} and "
+                f"{e.question!r:.70} here (they would be counted as one question)", where=e.source,
+                fix="give each question its own id; the answers to one question share its id and its question")
 
 
 @click.command("judge-agreement")
@@ -270,6 +285,8 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     context_relevance) is refitted on the signals of the checker it will run with and refuses to write parameters
     that validate worse than the current ones on the same rows, unless --force."""
     config = _judge_config(judge_model, config_path)  # a bad config or --judge is an error on every path
+    if out:
+        _check_out(Path(out))  # before any judging: a path that cannot be written is refused first
     if judge != "offline":
         _calibrate_reference_free(files, judge, out, folds, limit, force, judge_model, config_path, no_cache)
         return
@@ -344,7 +361,16 @@ def _say_written(path: Path, read: Path) -> None:
     click.echo(f"runs read {read}, not this file; to use it: {how}")
 
 
-def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: bool, judge_model: str,
+def _check_out(path: Path) -> None:
+    """``--out`` names a file that can be made: no file stands where a folder of its path is (a folder as --out is
+    click's to refuse)."""
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise EvaluationsError(f"{existing} is a file, not a folder", where=str(path),
+                               fix="choose an --out path whose folders are folders")
+
+
+def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: bool, judge_model: str | None,
                               config_path, no_cache: bool) -> None:
     """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
     from evaluations.judging.offline import default_params_path
@@ -502,7 +528,8 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     if names:
         items, controls = controls_for(questions, limit, seed)
         batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
-        if "llm" in names and judge_model != "embedded":
+        model = config.judge.model  # the default embedded judge is JUDGES["llm"]'s own; any other is asked here
+        if "llm" in names and model is not None and (model.provider != "embedded" or model.name):
             from evaluations.judging.llm import batch_judge
 
             batch["llm"] = batch_judge(config.judge.model, config, cache=cache, errors=failures.setdefault("llm", []))
@@ -549,11 +576,21 @@ def _checker(config: Config | None) -> str:
     return checker_name(config.judge.model if config is not None else None)
 
 
-def _judge_config(judge_model: str, config_path: str | None) -> Config:
+def _judge_config(judge_model: str | None, config_path: str | None) -> Config:
     """The config (``--config``, else the usual resolution; loaded and validated on every path: a bad file, key or
-    value is one error) with ``judge.model`` = ``--judge``; an embedded model's name must be a known one."""
+    value is one error) with ``judge.model`` = ``--judge``; without ``--judge``, the config's own ``judge.model`` (a
+    run's judge: checked as a run checks it), else the embedded one. An embedded model's name must be a known one."""
     from evaluations.core.config import load_config, parse_model_ref
 
+    if judge_model is None:
+        config = load_config(config_path)
+        if config.judge.model is not None:
+            if config.judge.model.provider == "embedded" and config.judge.model.name:
+                from evaluations.models import gguf
+
+                gguf.resolve(config.judge.model.name, where="judge.model.name")
+            return config
+        judge_model = "embedded"
     ref = parse_model_ref(judge_model, flag="--judge")
     if ref["provider"] == "embedded" and ref.get("name"):
         from evaluations.models import gguf

@@ -90,4 +90,7 @@ def parse_judges(value: str) -> list[str]:
             where="--judges",
             fix=f"choose from {','.join(known)}",
         )
-    return names
+    judged: dict[str, str] = {}  # the judge each name runs -> the first name given for it ("groundedness" is
+    for name in names:           # faithfulness: named both ways, it runs once)
+        judged.setdefault("faithfulness" if name == "groundedness" else name, name)
+    return list(judged.values())

@@ -102,8 +102,8 @@ def reference_free_default() -> list[str] | Literal["auto"]:
     names = _canonical(names)
     unknown = [n for n in names if n not in REFERENCE_FREE_JUDGES]
     if unknown:
-        raise EvaluationsError(f"{REFERENCE_FREE_ENV}={value!r}: unknown judge(s) {', '.join(unknown)}",
-                               where=REFERENCE_FREE_ENV,
+        raise EvaluationsError(f"{value!r}: unknown judge(s) {', '.join(unknown)}",
+                               where=f"environment variable {REFERENCE_FREE_ENV}",
                                fix=f"list some of {','.join(REFERENCE_FREE_JUDGES)}, or 'none' or 'auto'")
     return names
 

@@ -107,7 +107,9 @@ class CaseOutput(BaseModel):
     documents: ranked document ids (chunks collapsed to their document at its best rank),
     scores: the score of each document in ``documents`` (same order; None: a user's system gave none).
     chunks: exactly the chunks given to the QA model as context, in order (the last one possibly cut to the
-        context budget); empty when QA is skipped.
+        context budget); the retrieved chunks when QA is skipped.
+    retrieved_chunks: the chunks retrieved for the question, before the QA model's context budget chose among
+        them (a user's system: its first ``context_limit`` items); what context relevance judges, whoever answers.
     context_text: the exact context string given to the model.
     answer: the QA answer, or None when QA is skipped or failed.
     qa_status / qa_error / raw_text / qa_mode: how the answer stage ended; ``raw_text`` is what the model
@@ -121,6 +123,7 @@ class CaseOutput(BaseModel):
     documents: list[str] = Field(default_factory=list)
     scores: list[float | None] = Field(default_factory=list)
     chunks: list[RetrievedChunk] = Field(default_factory=list)
+    retrieved_chunks: list[RetrievedChunk] = Field(default_factory=list)
     context_text: str | None = None
     answer: Answer | None = None
     qa_status: QAStatus = "skipped"

@@ -163,7 +163,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """
     if not path.is_file():
         what = "is a folder, expected a file" if path.is_dir() else "file not found"
-        raise EvaluationsError(what, where=str(path), fix="check the path (--source / dataset folder)")
+        raise EvaluationsError(what, where=str(path), fix="check the path of the file the command reads")
     name = path.name.lower()  # Q1.JSONL is a JSONL file
     progress = [0]  # last physical line read, for messages about the file as a whole
     try:

@@ -3,10 +3,12 @@
 relevance labels; the judges themselves are ``judging.faithfulness`` and ``judging.context_relevance`` (embedded
 model, verdicts cached in the verdict store unless ``cache`` is False), run in a worker thread.
 
-The passages are the retrieved items given as context (``CaseOutput.chunks``, in order), each with its text; when a
-system returned ids only, the text is looked up in the corpus by id (``texts``). An item without text anywhere (an
-id the corpus lacks) is not relevant at its own rank for context relevance, and faithfulness has nothing to check
-against in it (``ranked_passages``). Results per case, only where the judge applies:
+The passages are, for faithfulness, the retrieved items given to the QA model as context (``CaseOutput.chunks``, in
+order; what the answer could rest on), and for context relevance every retrieved item (``CaseOutput.
+retrieved_chunks``: the same list whoever answers, before the QA model's context budget chose among them), each
+with its text; when a system returned ids only, the text is looked up in the corpus by id (``texts``). An item
+without text anywhere (an id the corpus lacks) is not relevant at its own rank for context relevance, and
+faithfulness has nothing to check against in it (``ranked_passages``). Results per case, only where the judge applies:
 
 - ``faithfulness`` (score in [0, 1], with "k of n claims supported" as reason), ``faithfulness_kind`` (label:
   "claims", or why it does not apply: "refusal", "empty", "no_context", …; its reason holds the claims as
@@ -55,11 +57,14 @@ def _verdict_cache(enabled: bool, cache_dir: str | None) -> Any:
     return verdict_cache(enabled, cache_dir)
 
 
-def _passages(output: CaseOutput, texts: Mapping[str, str] | None) -> tuple[list[Any], list[str]]:
-    """Every retrieved item as a ``judging.passages.Passage`` (``ranked_passages``: chunk id and text, "" where it
-    has none) and each one's document id."""
-    passages = ranked_passages((c.chunk_id, c.text_or_corpus(texts)) for c in output.chunks)
-    return passages, [c.doc_id for c in output.chunks] if passages else []
+def _passages(output: CaseOutput, texts: Mapping[str, str] | None,
+              retrieved: bool = False) -> tuple[list[Any], list[str]]:
+    """Every item given to the QA model as context (``retrieved``: every retrieved item, before the model's context
+    budget chose among them: what context relevance judges) as a ``judging.passages.Passage``
+    (``ranked_passages``: chunk id and text, "" where it has none) and each one's document id."""
+    chunks = (output.retrieved_chunks or output.chunks) if retrieved else output.chunks
+    passages = ranked_passages((c.chunk_id, c.text_or_corpus(texts)) for c in chunks)
+    return passages, [c.doc_id for c in chunks] if passages else []
 
 
 def faithfulness_results(question: str, answer: str, passages: list[Any], *, cache: bool = True, scorer: Any = None,
@@ -150,7 +155,7 @@ class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     scorer: Any = field(default=None, compare=False)
 
     async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
-        passages, docs = _passages(ctx.output, self.texts)
+        passages, docs = _passages(ctx.output, self.texts, retrieved=True)
         return await anyio.to_thread.run_sync(functools.partial(
             context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer,
             cache_dir=self.cache_dir))

@@ -3,7 +3,7 @@ normal run in its own run folder, then one table and ``matrix.json``.
 
 Grid file (paths are relative to the grid file's folder)::
 
-    dataset: repliqa                 # a dataset command: repliqa, wix, beir, run, …
+    dataset: repliqa                 # repliqa, wix or beir (a file of your own: `run` each pair, then `compare`)
     source: ../../shared/data/repliqa_samples/repliqa_sample20.jsonl.gz
     limit: 20                        # optional: any run option (limit, k, split, skip_qa, skip_retrieval, concurrency)
     max_failures: "0"                # optional, per cell, as the run's --max-failures (N or P%)

@@ -25,14 +25,16 @@ P = TypeVar("P", bound=BaseModel)
 
 
 def _fix(path: Path, name: str, refit: str) -> str:
-    """The fix for a bad file: a user's own fit (in ``$EVALUATIONS_JUDGES_DIR``) is re-written by calibrate-judge
-    or moved aside; the shipped file is restored."""
+    """The fix for a bad file: a user's own fit (in ``$EVALUATIONS_JUDGES_DIR``) is moved aside first (calibrate-judge
+    reads the current file too, so it cannot re-write a damaged one in place), then re-fitted; the shipped file is
+    restored."""
     from evaluations.judging.offline import JUDGES_ENV
     from evaluations.judging.shipped import shipped_path
 
     if path.resolve() == shipped_path(name).resolve():
         return f"restore judges/{name} from the repository (or re-install the package)"
-    return (f"re-write it ({refit}), or move it out of ${JUDGES_ENV} to use the shipped judges/{name}")
+    return (f"move it out of ${JUDGES_ENV} (the shipped judges/{name} is then used), then re-fit your own if you "
+            f"want one ({refit})")
 
 
 def check_model(params: Any, known: Sequence[str]) -> str | None:

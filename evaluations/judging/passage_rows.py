@@ -53,7 +53,7 @@ class PassageRows(list[LabelledAnswer]):
 def _passages(value: Any, where: str) -> tuple[str, ...]:
     value = json_cell(value, where, "context")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
+        return tuple(v for v in value if v.strip())  # a blank passage has nothing to judge: as a span without text
     if isinstance(value, str):
         return (value,) if value.strip() else ()
     if isinstance(value, list):  # name the first item that is not a text, as JSON names it (never read as text)
@@ -123,9 +123,9 @@ def _example(row: dict[str, Any], where: str, n: int, needs_answer: bool = False
             not isinstance(answer, bool) else ""
         raise EvaluationsError(f"field 'generated_answer' must be a string (null or \"\" for no answer), got "
                                f"{_json_kind(answer)}", where=where, fix=f"{_FIX}{quoted}")
+    passages = _passages(row["context"], where)  # checked on every row: a null label does not hide a bad context
     if row["label"] is None:
         return None
-    passages = _passages(row["context"], where)
     return LabelledAnswer(
         question=row["query"], references=_references(row.get("reference_answer"), where),
         answer=answer or "", label=parse_label(row["label"], f"{where}: field 'label'", nullable=True),

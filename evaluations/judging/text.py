@@ -14,7 +14,7 @@ import string
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "normalize", "tokens", "keywords", "split_alternatives"]
+__all__ = ["STOPWORDS", "normalize", "tokens", "keywords", "split_alternatives", "looks_english"]
 
 #: English stopwords: function words that carry no answer content. The list is the classic
 #: SMART/NLTK-style core (articles, pronouns, auxiliaries, prepositions, conjunctions, question
@@ -73,3 +73,33 @@ def split_alternatives(golden: str, sep: str = "/") -> list[str]:
         if part:
             seen.setdefault(part, None)
     return list(seen)
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+#: function words of French, German, Spanish, Italian, Portuguese and Dutch that are no English words
+FOREIGN_FUNCTION_WORDS: frozenset[str] = frozenset(
+    """
+    le la les des du un une et est sont au aux pour par avec dans sur qui ne pas ce cette il elle ont été leur
+    der das und ist sind ein eine einer einem eines mit von zu dem nicht auf für im wurde ihren sich auch
+    el los las es con para del se una por lo su al
+    gli della di che sono è
+    os um uma não em da dos das
+    het een zijn van voor niet ook
+    """.split()
+)
+
+
+def looks_english(text: str) -> bool:
+    """Whether ``text`` may be English, as the judges' word lists and fitted parameters assume: False when most of
+    its letters are not Latin ("巴黎是法国的首都"), or when it has at least two function words of another Latin-script
+    language (``FOREIGN_FUNCTION_WORDS``: "Le roi a été couronné en 1066 à Londres par le pape") and more of them
+    than English ones (``STOPWORDS``). A name with a particle ("Charles de Gaulle") or a bare value passes."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return True
+    latin = sum(1 for c in letters if c.isascii() or "LATIN" in unicodedata.name(c, ""))
+    if latin < 0.5 * len(letters):
+        return False
+    words = [w.lower() for w in _WORD.findall(text)]
+    foreign = sum(w in FOREIGN_FUNCTION_WORDS for w in words)
+    return foreign < 2 or foreign <= sum(w in STOPWORDS for w in words)

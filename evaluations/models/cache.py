@@ -201,7 +201,10 @@ def _unopenable(path: Path, exc: Exception, origin: str | None, what: str) -> Ex
     where = f"{origin} ({path})" if origin else str(path)
     name = origin.removeprefix("environment variable ") if origin else None
     target = f"point {name} at a path you can write" if name else "make that folder writable"
-    return EvaluationsError(f"cannot open {what} ({exc})", where=where, fix=f"{target}, or run with --no-cache")
+    damaged = " or move the damaged file aside (a new one is made)" if path.is_file() else ""
+    return EvaluationsError(f"cannot open {what} ({exc})", where=where,
+                            fix=f"{target}{damaged}; or turn the cache off (cache.enabled: false in the config, or "
+                                "--no-cache where a command has it)")
 
 
 def open_store(path: Path, *, origin: str | None = None, what: str = "the cache") -> ModelCache:

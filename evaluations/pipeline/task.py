@@ -73,7 +73,7 @@ class RagTask:
             response = await self.system(SystemRequest(query=inputs.query, k=self.k, case_id=inputs.case_id))
             wall = (time.perf_counter() - t0) * 1000
             output.documents, output.scores, chunks = _from_system(response, self.texts)
-            output.chunks = chunks[: self.context_limit]
+            output.chunks = output.retrieved_chunks = chunks[: self.context_limit]
             reported = response.latency_ms or {}
             for stage in STAGES[:-1]:  # every stage but the total, which is measured here: a stage the system did
                 if stage in reported:  # not report is not recorded (it is unknown, not 0 ms)
@@ -97,6 +97,7 @@ class RagTask:
         latency["embed"] = retrieval.latency_ms.get("embed", 0.0)
         latency["retrieve"] = retrieval.latency_ms.get("retrieve", 0.0)
         output.documents, output.scores, output.chunks = retrieval.documents, retrieval.scores, retrieval.chunks
+        output.retrieved_chunks = list(retrieval.chunks)
         # embed and the vector search are amortised from the batch: this case's share counts in its total
         latency["_batch"] = latency["embed"] + retrieval.latency_ms.get("vector", 0.0)
 

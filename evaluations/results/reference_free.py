@@ -36,7 +36,8 @@ from evaluations.results import measures
 from evaluations.results.records import CaseRecord
 from evaluations.results.rundata import RunData
 
-__all__ = ["METRICS", "first_relevant", "mean_ci", "qrels_agreement", "reference_free_summary", "score_summary"]
+__all__ = ["METRICS", "first_relevant", "language_warning", "mean_ci", "qrels_agreement", "reference_free_summary",
+           "score_summary"]
 
 #: metric -> its domain (the records it applies to in principle), in report order
 METRICS: dict[str, Callable[[CaseRecord], bool]] = {
@@ -147,6 +148,25 @@ def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: i
                           "qrels_relevant_rate": per_doc["human_positive_rate"],
                           "rule": "per case, a retrieved document is judged relevant when one of its chunks is "
                                   "(the qrels' own unit)"}}
+
+
+def language_warning(records: list[CaseRecord], share: float = 0.1) -> str | None:
+    """A warning when at least ``share`` of the cases have a question or answer that does not look English
+    (``judging.text.looks_english``): the reference-free judges' word lists, rules and fitted parameters are
+    English, and their figures on another language are not validated (a right answer in French is "off topic"
+    and unsupported). None otherwise."""
+    from evaluations.judging.text import looks_english
+
+    def english(record: CaseRecord) -> bool:
+        answer = (record.answer or {}).get("answer")
+        return looks_english(record.query) and (not isinstance(answer, str) or looks_english(answer))
+
+    other = [r.name for r in records if not english(r)]
+    if not other or len(other) < share * len(records):
+        return None
+    return (f"{len(other)} of {len(records)} cases have a question or answer that is not English (e.g. "
+            f"{other[0]!r}): the reference-free judges read English (their word lists, rules and fitted parameters); "
+            "on another language their figures are not validated and mostly wrong")
 
 
 def reference_free_summary(run: RunData, asked: Sequence[str] = ()) -> dict[str, Any] | None:

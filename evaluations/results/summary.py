@@ -44,8 +44,8 @@ from typing import Any
 from evaluations.results import measures
 from evaluations.results.calibration import calibration_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
-from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES, CaseRecord
-from evaluations.results.reference_free import reference_free_summary, score_summary
+from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES, SYSTEM_ANSWER, CaseRecord
+from evaluations.results.reference_free import language_warning, reference_free_summary, score_summary
 from evaluations.results.retrieval_metrics import METRIC_ORDER, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, Cost, RunData, RunSummary
 from evaluations.results.segments import segment_metrics
@@ -245,6 +245,20 @@ def unknown_ids(records: list[CaseRecord], examples: int = 5) -> dict[str, Any] 
             "message": f"{len(unknown)} of {retrieved} retrieved ids are not in the corpus"}
 
 
+def mixed_answers(records: list[CaseRecord], examples: int = 3) -> dict[str, Any] | None:
+    """A warning when a user's system answered some cases and the built-in QA model the others (the system returned
+    no answer for them): every answer judge then mixes two sources, and the run's ``qa_model`` names only one."""
+    answered = [r for r in records if r.qa.status == "ok" and r.answer is not None]
+    agent = [r.name for r in answered if r.qa.mode != SYSTEM_ANSWER]
+    if not agent or len(agent) == len(answered):
+        return None
+    return {"kind": "mixed_answers", "cases": len(agent), "examples": agent[:examples],
+            "message": f"{len(agent)} of {len(answered)} answers are the built-in QA model's (the system returned no "
+                       f"answer for those cases, e.g. {', '.join(map(repr, agent[:examples]))}), the others the "
+                       "system's: the answer judges mix the two; return an answer for every case (\"\" for none) to "
+                       "judge the system alone"}
+
+
 def counts(records: list[CaseRecord]) -> dict[str, int]:
     return {
         "cases": len(records),
@@ -311,6 +325,10 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     warnings = [*({"kind": "dataset", "message": w} for w in dataset_warnings),
                 *(w for w in (repeated_questions(records), id_mismatch(records), rising_scores(records),
                              nothing_measured(summary)) if w)]
+    if (mixed := mixed_answers(records)) is not None:
+        warnings.append(mixed)
+    if free is not None and (foreign := language_warning(records)):
+        warnings.append({"kind": "language", "message": foreign})
     if warnings:
         summary["warnings"] = warnings
     if (unknown := unknown_ids(records)) is not None:

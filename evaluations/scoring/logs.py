@@ -78,7 +78,7 @@ from evaluations.judging.semantic import cache_file
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
 from evaluations.results.records import SYSTEM_ANSWER, CaseRecord, JudgeError, QARecord, results_fields
-from evaluations.results.reference_free import reference_free_summary, score_summary
+from evaluations.results.reference_free import language_warning, reference_free_summary, score_summary
 from evaluations.results.retrieval_metrics import compute_all
 from evaluations.results.rundata import RunData
 from evaluations.results.summary import retrieval_means
@@ -321,6 +321,10 @@ def _price(record: LogRecord, prices: dict[str, Any]) -> float | None:
     return record.usage.input_tokens * price.input / 1e6 + record.usage.output_tokens * price.output / 1e6
 
 
+#: the kind of a reference-free judge on a logged query without its question text
+NO_QUERY = "no_query"
+
+
 def _judged_answer(record: LogRecord, answering: bool) -> str | None:
     """The answer the answer judges read for a query's last attempt: None when there is nothing to judge (a failed
     attempt, no ``query``, or a log of retrieval only); in a log of answers, an attempt that logged none gave an
@@ -500,6 +504,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         ranking = [s.id for s in spans]
         answer = _judged_answer(last, answering)
         judged = _reference_free(last, answer, reference_free, cache, tools or {}, cache_dir)
+        if not last.query and last.error is None:  # nothing to judge by: said per judge, counted in a warning
+            judged["judge_labels"] = {f"{n}_kind": NO_QUERY for n in reference_free}
         judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
         # a failed last attempt is a failed case (its error kept), as a run's; an answer log's query is one to answer
         status = "failed" if last.error is not None else "ok"
@@ -565,7 +571,11 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     if (judged_free := reference_free_summary(final, asked=asked)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
-    warnings += filter(None, [_context_not_retrieved(records)])
+    warnings += filter(None, [_context_not_retrieved(records), reference_free and language_warning(finals)])
+    if reference_free and (no_query := [qid for qid, last in zip(groups, lasts) if not last.query]):
+        warnings.append(f"{len(no_query)} of {n_queries} queries logged no 'query' (e.g. {no_query[0]!r}): the "
+                        "reference-free judges read the question, so they are not judged (kind 'no_query'); log "
+                        "the question text as 'query'")
     if gold and (missing := [qid for qid in groups if qid not in gold]):  # counted, never silently left out
         summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
         warnings.append(f"{len(missing)} of {n_queries} logged queries are not in the golden set (e.g. "
