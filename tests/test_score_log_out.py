@@ -3,8 +3,8 @@
 A two-row log of real SQuAD 2.0 passages (each query's own paragraph ranked first, another article's paragraph
 second, the answer a sentence of its own paragraph), judged by the three reference-free judges with the embedded
 judge model: every ``cases.jsonl`` line keeps the claims (taken from the answer), the chunk verdicts at the ranks
-and with the span ids the log gave, and ``summary.json`` is a run summary holding what ``--json`` prints (``log``). A bad ``--out`` is one error
-naming it (exit 2), and nothing is left half-written.
+and with the span ids the log gave, and ``summary.json`` is a run summary holding what ``--json`` prints
+(``log``). A bad ``--out`` is one error naming it (exit 2), and nothing is left half-written.
 """
 
 from __future__ import annotations

@@ -100,11 +100,11 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, jud
 
 
 def _one_question_per_group(examples: list[LabelledAnswer]) -> None:
-    """The rows of one id (a question's answers: the resampling unit) ask one question: an id given to two different
-    questions would merge them into one group, silently (as judge-check refuses it too)."""
-    first: dict[str, LabelledAnswer] = {}
+    """The rows of one id in a file (a question's answers: the resampling unit) ask one question: an id given to two
+    different questions would merge them into one group, silently (as judge-check refuses it too)."""
+    first: dict[tuple[str, str], LabelledAnswer] = {}
     for e in examples:
-        seen = first.setdefault(e.group, e)
+        seen = first.setdefault((e.source.rpartition(":")[0], e.group), e)
         if " ".join(seen.question.split()) != " ".join(e.question.split()):
             raise EvaluationsError(
                 f"id {e.group!r} is given to two different questions: {seen.question!r:.70} at {seen.source} and "

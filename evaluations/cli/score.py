@@ -85,7 +85,8 @@ def _show(summary: dict) -> None:
 @click.option("--per-query", is_flag=True, help="Keep per-query metrics in the JSON (trec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", "out", type=click.Path(), help="Folder for the per-query evidence of a log: cases.jsonl (one "
-              "case record per query: claims, chunk verdicts, judges) and summary.json (a run summary; what --json prints under log).")
+              "case record per query: claims, chunk verdicts, judges) and summary.json (a run summary; what --json "
+              "prints is under log): a run folder gate, compare and report read.")
 @click.option("--overwrite", is_flag=True, help="Replace cases.jsonl and summary.json of an earlier --out.")
 @click.option("--reference-free/--no-reference-free", "reference_free", default=None,
               help="Run (or not) the reference-free judges on a log: faithfulness, answer_relevance, "

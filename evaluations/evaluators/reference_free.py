@@ -4,11 +4,12 @@ relevance labels; the judges themselves are ``judging.faithfulness`` and ``judgi
 model, verdicts cached in the verdict store unless ``cache`` is False), run in a worker thread.
 
 The passages are, for faithfulness, the retrieved items given to the QA model as context (``CaseOutput.chunks``, in
-order; what the answer could rest on), and for context relevance every retrieved item (``CaseOutput.
-retrieved_chunks``: the same list whoever answers, before the QA model's context budget chose among them), each
-with its text; when a system returned ids only, the text is looked up in the corpus by id (``texts``). An item
-without text anywhere (an id the corpus lacks) is not relevant at its own rank for context relevance, and
-faithfulness has nothing to check against in it (``ranked_passages``). Results per case, only where the judge applies:
+order; what the answer could rest on), and for context relevance every retrieved item
+(``CaseOutput.retrieved_chunks``: the same list whoever answers, before the QA model's context budget chose among
+them), each with its text; when a system returned ids only, the text is looked up in the corpus by id (``texts``).
+An item without text anywhere (an id the corpus lacks) is not relevant at its own rank for context relevance, and
+faithfulness has nothing to check against in it (``ranked_passages``). Results per case, only where the judge
+applies:
 
 - ``faithfulness`` (score in [0, 1], with "k of n claims supported" as reason), ``faithfulness_kind`` (label:
   "claims", or why it does not apply: "refusal", "empty", "no_context", …; its reason holds the claims as

@@ -109,9 +109,12 @@ def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> 
 
 
 def _kind_now(run: RunData, case: str, metric: str) -> str:
-    """Why reference-free ``metric`` has no value for ``case`` in ``run``: "failed", else its kind label."""
+    """Why reference-free ``metric`` has no value for ``case`` in ``run``: "failed" (the case), "judge failed", else
+    its kind label."""
     if _failed(run, case):
         return "failed"
+    if any(e.evaluator == metric for r in run.cases[case] for e in r.judge_errors):
+        return "judge failed"
     return next((r.judge_labels[f"{metric}_kind"] for r in run.cases[case] if f"{metric}_kind" in r.judge_labels),
                 "not judged")
 

@@ -315,7 +315,6 @@ def load_run(path: str | Path) -> RunData:
     return RunData(path=folder, summary=summary, records=records)
 
 
-
 def label_runs(runs: list[RunData]) -> None:
     """Give every run a unique label: its summary name, else its folder name, else ``name#i``."""
     names = [r.name for r in runs]

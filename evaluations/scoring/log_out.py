@@ -5,7 +5,7 @@
   the reference-free judges' evidence (``claims``, ``chunk_relevance``, ``first_relevant_rank``);
 - ``DIR/summary.json``: the run summary of those records, made as a run's is (``results.summary.summarize``;
   cut-offs from the records' metrics), with the log's own summary (the JSON ``--json`` prints) under ``log``. The
-  folder is then a run folder: compare, gate, history and reports read it as any run's.
+  folder is then a run folder: compare, gate and report read it as any run's.
 
 ``open_out`` checks DIR before anything is scored: a DIR that exists and is not empty is refused, unless
 ``--overwrite`` and it holds only these files (as ``run --overwrite`` replaces only a run's own files); a DIR that

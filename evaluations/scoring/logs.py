@@ -239,8 +239,9 @@ def _query_usage(attempts: list[LogRecord]) -> dict[str, int]:
     attempt reported them."""
     if any(a.usage is None for a in attempts):
         return {}
-    return {"input_tokens": sum(a.usage.input_tokens for a in attempts if a.usage),
-            "output_tokens": sum(a.usage.output_tokens for a in attempts if a.usage)}
+    reported = [a.usage for a in attempts if a.usage is not None]
+    return {"input_tokens": sum(u.input_tokens for u in reported),
+            "output_tokens": sum(u.output_tokens for u in reported)}
 
 
 def _query_latency(attempts: list[LogRecord]) -> dict[str, float]:
@@ -252,8 +253,10 @@ def _query_latency(attempts: list[LogRecord]) -> dict[str, float]:
 
 def _first_spans(record: LogRecord) -> list[LoggedSpan]:
     """The retrieved spans in rank order, a repeated id's first rank kept."""
-    seen: set[str] = set()
-    return [s for s in record.spans() if not (s.id in seen or seen.add(s.id))]
+    first: dict[str, LoggedSpan] = {}
+    for span in record.spans():
+        first.setdefault(span.id, span)
+    return list(first.values())
 
 
 def _correct(record: LogRecord, gold: Gold | None) -> bool | None:
