@@ -48,7 +48,9 @@ def _model_options(judge_help: str, cache_help: str):
 
 def _judge_name(judge: str) -> str:
     """The reference-free judge behind a name (``groundedness`` is faithfulness's other name)."""
-    return "faithfulness" if judge == "groundedness" else judge
+    from evaluations.core.config import REFERENCE_FREE_ALIASES
+
+    return REFERENCE_FREE_ALIASES.get(judge, judge)
 
 
 _SERVED_HELP = ("The model behind the `llm` judge: embedded[:NAME], ollama:NAME or openai:NAME; a served model is "
@@ -584,19 +586,22 @@ def _judge_config(judge_model: str | None, config_path: str | None) -> Config:
 
     if judge_model is None:
         config = load_config(config_path)
-        if config.judge.model is not None:
-            if config.judge.model.provider == "embedded" and config.judge.model.name:
-                from evaluations.models import gguf
-
-                gguf.resolve(config.judge.model.name, where="judge.model.name")
+        if (model := config.judge.model) is not None:
+            _known_embedded(model.provider, model.name, where="judge.model.name")
             return config
         judge_model = "embedded"
     ref = parse_model_ref(judge_model, flag="--judge")
-    if ref["provider"] == "embedded" and ref.get("name"):
+    _known_embedded(ref["provider"], ref.get("name"), where="--judge")
+    return load_config(config_path, {"judge.model": ref})
+
+
+def _known_embedded(provider: str, name: str | None, *, where: str) -> None:
+    """An embedded model named by ``name`` is one of the registry's (``models.gguf.resolve``: one error naming
+    ``where`` and the known names)."""
+    if provider == "embedded" and name:
         from evaluations.models import gguf
 
-        gguf.resolve(ref["name"], where="--judge")
-    return load_config(config_path, {"judge.model": ref})
+        gguf.resolve(name, where=where)
 
 
 def _check_served_judge(judges: list[str], config: Config) -> None:

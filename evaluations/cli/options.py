@@ -90,7 +90,9 @@ def parse_judges(value: str) -> list[str]:
             where="--judges",
             fix=f"choose from {','.join(known)}",
         )
-    judged: dict[str, str] = {}  # the judge each name runs -> the first name given for it ("groundedness" is
-    for name in names:           # faithfulness: named both ways, it runs once)
-        judged.setdefault("faithfulness" if name == "groundedness" else name, name)
+    from evaluations.core.config import REFERENCE_FREE_ALIASES
+
+    judged: dict[str, str] = {}  # the judge each name runs -> the first name given for it (a judge named by its
+    for name in names:           # other name too, "groundedness" and "faithfulness", runs once)
+        judged.setdefault(REFERENCE_FREE_ALIASES.get(name, name), name)
     return list(judged.values())
