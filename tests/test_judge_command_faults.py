@@ -253,7 +253,7 @@ def test_a_served_judge_failing_on_a_scored_log_is_counted_and_exits_3(tmp_path,
     for judge in ("faithfulness", "context_relevance"):
         assert {k: metrics[judge][k] for k in ("n", "failed", "not_applicable")} == {
             "n": 0, "failed": 2, "not_applicable": 0}
-        assert metrics[judge]["kinds"] == {"failed": 2}
+        assert metrics[judge]["kinds"] == {"judge failed": 2}
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert [sorted(e["evaluator"] for e in r["judge_errors"]) for r in records] == \
         [["context_relevance", "faithfulness"]] * 2

@@ -54,7 +54,7 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
         entry = metrics[name]
         assert entry["n"] == 0 and entry["mean"] is None, (name, entry)
         assert entry["failed"] == len(QUESTIONS) and entry["not_applicable"] == 0, (name, entry)
-        assert entry["kinds"] == {"failed": len(QUESTIONS)}
+        assert entry["kinds"] == {"judge failed": len(QUESTIONS)}
     # answer relevance needs no model: it still judged every answer
     assert metrics["answer_relevance"]["n"] == len(QUESTIONS) and metrics["answer_relevance"]["failed"] == 0
     line = next(ln for ln in output.splitlines() if ln.startswith("reference-free:"))
@@ -89,3 +89,41 @@ def test_first_relevant_hit_rate_and_mrr_by_hand():
     assert got["mrr"] == pytest.approx((1 + 1 / 3 + 0 + 1 / 2) / 4)
     assert got["ci95"] == list(proportion_confint(3, 4, method="wilson"))
     assert first_relevant([record("e", None)]) is None
+
+
+def test_summary_and_compare_name_why_a_score_is_missing_alike():
+    """A case that answered faithfully in the baseline and later (1) failed in the system, (2) failed in its answer
+    stage, (3) had its judge fail, or (4) refused: the summary counts (1)-(3) as failed and (4) as not applicable,
+    and compare's regressions name each the way the summary's kinds do. Context relevance does not read the answer,
+    so a failed answer stage leaves its verdict standing."""
+    from evaluations.experiments.compare import regressions
+    from evaluations.results.records import CaseRecord, JudgeError, QARecord
+    from evaluations.results.reference_free import score_summary
+    from evaluations.results.rundata import RunData
+
+    def record(name: str, **changes) -> CaseRecord:
+        base = {"name": name, "case": name, "query": f"question {name}", "qa": QARecord(status="ok"),
+                "judges": {"faithfulness": 1.0, "context_relevance": 1.0},
+                "judge_labels": {"faithfulness_kind": "claims", "context_relevance_kind": "judged"}}
+        return CaseRecord(**{**base, **changes})
+
+    names = ["system", "answer", "judge", "refusal"]
+    before = RunData(records=[record(n) for n in names], label="before")
+    after = RunData(label="after", records=[
+        record("system", status="failed", error="boom", qa=QARecord(status="skipped"), judges={}, judge_labels={}),
+        record("answer", qa=QARecord(status="failed", error="no output"), judges={"context_relevance": 1.0},
+               judge_labels={"context_relevance_kind": "judged"}),
+        record("judge", judges={"context_relevance": 1.0}, judge_labels={"context_relevance_kind": "judged"},
+               judge_errors=[JudgeError(evaluator="faithfulness", error="HTTP 500")]),
+        record("refusal", judges={"context_relevance": 1.0},
+               judge_labels={"faithfulness_kind": "refusal", "context_relevance_kind": "judged"})])
+
+    entry = score_summary(after, "faithfulness")
+    assert entry["kinds"] == {"case failed": 2, "judge failed": 1, "refusal": 1}
+    assert (entry["n"], entry["failed"], entry["not_applicable"]) == (0, 3, 1)
+    context = score_summary(after, "context_relevance")
+    assert (context["n"], context["failed"], context["kinds"]) == (3, 1, {"case failed": 1, "judged": 3})
+
+    lapsed = {r["case"]: r["now"] for r in regressions(before, after, ["faithfulness"], set(names))}
+    assert lapsed == {"system": "case failed", "answer": "case failed", "judge": "judge failed",
+                      "refusal": "refusal"}

@@ -21,6 +21,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.core.fsutil import atomic_write_text, check_writable_dir
 from evaluations.results import measures
 from evaluations.results.records import CaseRecord
+from evaluations.results.reference_free import kind_of
 from evaluations.results.rundata import RunData, label_runs, load_run
 from evaluations.experiments.stats import ALPHA, compare_paired, holm
 
@@ -109,14 +110,10 @@ def regressions(a: RunData, b: RunData, metrics: list[str], cases: set[str]) -> 
 
 
 def _kind_now(run: RunData, case: str, metric: str) -> str:
-    """Why reference-free ``metric`` has no value for ``case`` in ``run``: "failed" (the case), "judge failed", else
-    its kind label."""
-    if _failed(run, case):
-        return "failed"
-    if any(e.evaluator == metric for r in run.cases[case] for e in r.judge_errors):
-        return "judge failed"
-    return next((r.judge_labels[f"{metric}_kind"] for r in run.cases[case] if f"{metric}_kind" in r.judge_labels),
-                "not judged")
+    """Why reference-free ``metric`` has no value for ``case`` in ``run``, named as the summary's kinds name it
+    (``reference_free.kind_of``: "case failed", "judge failed", else the judge's kind label)."""
+    kinds = [kind_of(metric, record, None) for record in run.cases[case]]
+    return next((k for k in kinds if k != "not judged"), "not judged")
 
 
 def _segments(base: RunData, others: list[RunData], metrics: list[str], shared: set[str]) -> dict[str, Any]:

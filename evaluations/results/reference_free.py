@@ -6,8 +6,9 @@ relevance) and v(r) the record's value in the measure registry (``results.measur
 a refusal, no retrieved context, no answer):
 
 * ``mean`` = Σ v(r) / n over the n records of D with a value; ``failed`` = records of D without a value whose
-  judge raised (a model or server error; kind "failed") or whose case failed (the system raised, nothing to judge;
-  kind "case failed"): counted, never a score; ``not_applicable`` = |D| − n − failed;
+  case failed (the system, or the answer stage for a judge of the answer, raised: nothing to judge; kind "case
+  failed") or whose judge raised (a model or server error; kind "judge failed"): counted, never a score;
+  ``not_applicable`` = |D| − n − failed (``kind_of`` names why a record has no value; compare names it the same);
 * ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
   (``judging.agreement.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
@@ -36,8 +37,8 @@ from evaluations.results import measures
 from evaluations.results.records import CaseRecord
 from evaluations.results.rundata import RunData
 
-__all__ = ["METRICS", "first_relevant", "language_warning", "mean_ci", "qrels_agreement", "reference_free_summary",
-           "score_summary"]
+__all__ = ["CASE_FAILED", "JUDGE_FAILED", "METRICS", "first_relevant", "kind_of", "language_warning", "mean_ci",
+           "qrels_agreement", "reference_free_summary", "score_summary"]
 
 #: metric -> its domain (the records it applies to in principle), in report order
 METRICS: dict[str, Callable[[CaseRecord], bool]] = {
@@ -68,9 +69,29 @@ def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | N
     return max(0.0, float(low)), min(1.0, float(high))
 
 
+#: the kinds of a record without a value that count as failed, not as not applicable
+CASE_FAILED = "case failed"
+JUDGE_FAILED = "judge failed"
+
+#: the judges that read the answer: a failed answer stage leaves them nothing to judge
+_READ_THE_ANSWER = frozenset({"faithfulness", "answer_relevance"})
+
+
 def _failed(name: str, record: CaseRecord) -> bool:
     """The judge of metric ``name`` raised for this case (its evaluator is named by the metric)."""
     return any(e.evaluator == name for e in record.judge_errors)
+
+
+def kind_of(name: str, record: CaseRecord, value: float | None) -> str:
+    """Why ``record`` has ``value`` (None: no value) for reference-free metric ``name``: ``CASE_FAILED`` (the system
+    raised, or the answer stage for a judge that reads the answer), ``JUDGE_FAILED`` (the judge raised), else the
+    judge's own kind label (``<name>_kind``: "claims", "refusal", "no_context", …; "not judged" without one)."""
+    if value is None:
+        if record.status == "failed" or (name in _READ_THE_ANSWER and record.qa.status == "failed"):
+            return CASE_FAILED
+        if _failed(name, record):
+            return JUDGE_FAILED
+    return record.judge_labels.get(f"{name}_kind", "not judged")
 
 
 def _ran(name: str, records: list[CaseRecord]) -> bool:
@@ -84,16 +105,8 @@ def score_summary(records: list[CaseRecord] | RunData, name: str) -> dict[str, A
     domain = [r for r in run.records if METRICS[name](r)]
     valued = [(r, family.value(name, r, run) if family is not None else None) for r in domain]
     values = [v for _, v in valued if v is not None]
-
-    def kind(record: CaseRecord, value: float | None) -> str:
-        if value is None and _failed(name, record):
-            return "failed"
-        if value is None and record.status == "failed":  # the system raised: nothing to judge
-            return "case failed"
-        return record.judge_labels.get(f"{name}_kind", "not judged")
-
-    kinds = Counter(kind(r, v) for r, v in valued)
-    failed = kinds["failed"] + kinds["case failed"]
+    kinds = Counter(kind_of(name, r, v) for r, v in valued)
+    failed = kinds[CASE_FAILED] + kinds[JUDGE_FAILED]
     ci = mean_ci(values)
     return {"mean": sum(values) / len(values) if values else None, "n": len(values),
             "not_applicable": len(domain) - len(values) - failed, "failed": failed,
