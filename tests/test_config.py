@@ -110,6 +110,10 @@ def test_model_refs():
     assert parse_model_ref("embedded", flag="--qa-model") == {"provider": "embedded"}
     with pytest.raises(EvaluationsError, match="--judge"):
         parse_model_ref("qwen3", flag="--judge")
+    with pytest.raises(EvaluationsError, match="'bogus:x' names an unknown provider 'bogus'"):
+        parse_model_ref("bogus:x", flag="--judge")
+    with pytest.raises(EvaluationsError, match="'ollama:' is not 'provider:name'"):
+        parse_model_ref("ollama:", flag="--judge")
 
 
 def test_groundedness_names_faithfulness_in_the_config_and_the_environment(tmp_path, monkeypatch):

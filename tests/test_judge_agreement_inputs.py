@@ -166,6 +166,22 @@ def test_answer_relevance_null_label_is_not_applicable(tmp_path, capsys, squad_r
                              "--resamples", "0")
     assert code == 0 and json.loads(out)["examples"] == 2, err
     assert "1 row(s) labelled not applicable (null) left out" in err
+    assert json.loads(out)["rows_labelled_null"] == {str(path): 1}
+
+
+def test_limit_counts_only_the_null_rows_it_read(tmp_path, capsys, squad_rows):
+    """--limit 1 reads the first labelled row and the null rows before the next: the null rows after it are not
+    read, so not counted (the file's 3 were counted before)."""
+    null = {**squad_rows[1], "label": None}
+    path = _jsonl(tmp_path / "rows.jsonl", [squad_rows[0], null, squad_rows[2], null, null])
+    code, out, err = run_cli(capsys, "judge-agreement", str(path), "--judges", "answer_relevance", "--json",
+                             "--resamples", "0", "--limit", "1")
+    assert code == 0 and json.loads(out)["examples"] == 1, err
+    assert "1 row(s) labelled not applicable (null) left out" in err and json.loads(out)["rows_labelled_null"] == {
+        str(path): 1}
+    code, out, err = run_cli(capsys, "judge-agreement", str(path), "--judges", "answer_relevance", "--json",
+                             "--resamples", "0", "--limit", "2")
+    assert json.loads(out)["examples"] == 2 and "3 row(s) labelled not applicable (null) left out" in err
 
 
 # --- files ---------------------------------------------------------------------------------------------------

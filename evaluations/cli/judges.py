@@ -65,12 +65,14 @@ def _progress() -> Progress:
     return progress_bar(make_console(stderr=True), transient=True, spinner=False)
 
 
-def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = ()):
+def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = (),
+          nulls: dict[str, int] | None = None):
     """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free ``judges``
     (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
     without ``generated_answer`` is an error when one of them reads the answer). Each file must exist and be given
     once (a file given twice would count its rows twice: narrower intervals, not more evidence); a row without a
-    gold answer is an error when one of ``judges`` compares the answer with it (``agreement.check_references``)."""
+    gold answer is an error when one of ``judges`` compares the answer with it (``agreement.check_references``).
+    ``nulls`` gets each file's rows labelled null among those read (up to the ``limit``-th labelled one)."""
     from evaluations.judging.agreement import check_references
     from evaluations.judging.data import load_labelled
     from evaluations.judging.passage_rows import load_passage_rows, reads_answer
@@ -95,6 +97,8 @@ def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, jud
         rows = load_passage_rows(file, limit=limit, needs_answer=reads_answer(judges))
         if rows.not_applicable:
             click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
+        if nulls is not None:
+            nulls[file] = rows.not_applicable
         examples.extend(rows)
     check_references(examples, judges)
     _one_question_per_group(examples)
@@ -139,7 +143,9 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
     # a reference-free judge (answer_relevance too) reads rows with passages, checked as judging.passage_rows says
-    examples = _load(files, limit, passages=bool(set(names) & (set(PASSAGE_JUDGES) | REFERENCE_FREE)), judges=names)
+    nulls: dict[str, int] = {}
+    examples = _load(files, limit, passages=bool(set(names) & (set(PASSAGE_JUDGES) | REFERENCE_FREE)), judges=names,
+                     nulls=nulls)
     cache = not no_cache and config.cache.enabled
     failures: dict[str, list[tuple[str, str]]] = {}
     batch = {n: _counting(PASSAGE_JUDGES[n](cache=cache, config=config), failures.setdefault(n, []))
@@ -167,8 +173,10 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     if as_json:
         from evaluations.judging.agreement import payload
 
-        click.echo(json.dumps(payload(files, examples, results, resamples=resamples, seed=seed, failed=failed),
-                              indent=2))
+        document = payload(files, examples, results, resamples=resamples, seed=seed, failed=failed)
+        if nulls:
+            document["rows_labelled_null"] = nulls  # read and left out: no property to agree on
+        click.echo(json.dumps(document, indent=2))
         _exit_if_failed(failed, failures, len(examples), config)
         return
     n_questions = len({e.group for e in examples})

@@ -466,8 +466,10 @@ def parse_model_ref(ref: str, *, flag: str) -> dict[str, str]:
     if provider == "embedded" and not sep:
         return {"provider": "embedded"}
     if not sep or provider not in allowed or not name:
+        why = (f"names an unknown provider {provider!r}" if sep and name and provider not in allowed
+               else "is not 'provider:name'")
         raise EvaluationsError(
-            f"model reference {ref!r} is not 'provider:name'",
+            f"model reference {ref!r} {why}",
             where=flag,
             fix=f"use one of {', '.join(p + ':NAME' for p in allowed)} (e.g. ollama:qwen3), or 'embedded'",
         )

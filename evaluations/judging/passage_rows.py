@@ -49,6 +49,23 @@ class PassageRows(list[LabelledAnswer]):
 
     not_applicable: int = 0
 
+    def add(self, example: LabelledAnswer | None) -> None:
+        """A labelled row, or None for a row labelled null (counted, with how many came before each labelled row)."""
+        self._nulls_before = getattr(self, "_nulls_before", [])
+        if example is None:
+            self.not_applicable += 1
+        else:
+            self._nulls_before.append(self.not_applicable)
+            self.append(example)
+
+    def first(self, limit: int) -> PassageRows:
+        """The first ``limit`` labelled rows, counting the null rows read before the next labelled one."""
+        if limit >= len(self):
+            return self
+        kept = PassageRows(self[:limit])
+        kept.not_applicable = self._nulls_before[limit]
+        return kept
+
 
 def _passages(value: Any, where: str) -> tuple[str, ...]:
     value = json_cell(value, where, "context")
@@ -146,11 +163,7 @@ def _generic(path: Path, needs_answer: bool) -> PassageRows:
         label = row.get("label")
         if cells and isinstance(label, str) and label.strip().lower() in ("", "null"):
             row = {**row, "label": None}  # a CSV cell cannot hold null: empty or "null" says not applicable
-        example = _example(row, where, line, needs_answer)
-        if example is None:
-            rows.not_applicable += 1
-        else:
-            rows.append(example)
+        rows.add(_example(row, where, line, needs_answer))
     return rows
 
 
@@ -159,11 +172,7 @@ def _labelled(rows: list[Any], path: Path) -> PassageRows:
     out = PassageRows()
     for n, row in enumerate(rows):
         data = row.model_dump()
-        example = _example({**data, "context": list(data["context"])}, str(data.get("source") or path), n)
-        if example is None:
-            out.not_applicable += 1
-        else:
-            out.append(example)
+        out.add(_example({**data, "context": list(data["context"])}, str(data.get("source") or path), n))
     return out
 
 
@@ -187,8 +196,4 @@ def load_passage_rows(path: str | Path, limit: int | None = None, needs_answer: 
             "no labelled rows found"
         raise EvaluationsError(f"{what}: nothing to compare the judges with", where=str(path),
                                fix=f"{_FIX}, label true/false ({NOT_APPLICABLE_HINT})")
-    if limit is not None:
-        kept = PassageRows(rows[:limit])
-        kept.not_applicable = rows.not_applicable
-        return kept
-    return rows
+    return rows if limit is None else rows.first(limit)
