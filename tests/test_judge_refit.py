@@ -211,3 +211,32 @@ def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monke
     assert note is not None and "fitted through openai:qwen15, the verdicts come from embedded" in note
     assert checker_note("faithfulness", "embedded") is None
     assert "--judges faithfulness --judge ollama:llama3" in checker_note("faithfulness", "ollama:llama3")
+
+
+def test_folds_spread_a_label_that_group_k_fold_gathers_in_one_fold():
+    """GroupKFold (scikit-learn, the oracle here) puts both positive questions in one fold, so that fold's training
+    rows hold negatives only and nothing can be fitted on them; the refit's folds then spread each label's questions
+    (StratifiedGroupKFold), still keeping each question in one fold. A label given to one question only cannot be
+    spread: one error naming the file."""
+    from types import SimpleNamespace
+
+    from sklearn.model_selection import GroupKFold
+
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.refit import _folds
+
+    sizes = {"a": 2, "b": 1, "c": 3, "d": 3, "e": 3, "f": 3, "g": 2, "h": 2, "i": 2, "j": 2}
+    groups = np.array([g for g, n in sizes.items() for _ in range(n)])
+    examples = [SimpleNamespace(source=f"labels.jsonl:{i}") for i in range(len(groups))]
+    y = np.isin(groups, ["e", "g"])
+    assert any(len(set(y[train].tolist())) < 2 for train, _ in GroupKFold(n_splits=5).split(groups, y, groups))
+
+    trains = _folds("context_relevance", examples, y, groups, 5, seed=0)
+    assert len(trains) == 5 and all(set(y[t].tolist()) == {True, False} for t in trains)
+    held_out = np.sum([~t for t in trains], axis=0)
+    assert (held_out == 1).all()  # every row is held out exactly once
+    assert all(not set(groups[t].tolist()) & set(groups[~t].tolist()) for t in trains)  # questions kept whole
+
+    with pytest.raises(EvaluationsError) as err:
+        _folds("context_relevance", examples, np.isin(groups, ["c", "d"]) & (groups == "c"), groups, 5, seed=0)
+    assert err.value.where == "labels.jsonl" and "lower --folds" in err.value.fix

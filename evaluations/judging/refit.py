@@ -13,7 +13,8 @@ shipped context-relevance weights agreed with the labels on 0.758 of 120 pairs, 
    claims (the served decomposition when the checker has one, else the splitter) and each claim's features
    (``faithfulness.claim_evidence``); a row the judge finds not applicable (an empty, refused or echoed answer,
    no claim, no passage) is counted and left out, as in ``judge-agreement``.
-2. validate (``refit``): question-grouped k-fold CV (scikit-learn ``GroupKFold``). In each fold the same model form
+2. validate (``refit``): question-grouped k-fold CV (scikit-learn ``GroupKFold``; ``StratifiedGroupKFold`` where a
+   training fold of it would hold one label only). In each fold the same model form
    as the shipped fit (``context_relevance.fit``: standardised L2 logistic regression, threshold maximising
    training accuracy; ``faithfulness.fit_params`` on the answers' worst-claim features, threshold 0.5) is fitted
    on the training questions and its verdicts on the held-out questions are pooled. Beside it, the current
@@ -278,8 +279,6 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
     """Measure ``examples`` through ``scorer``, cross-validate the refit, and fit it on every row (module
     docstring). ``RowsFailed`` when the checker failed on a row (after every row was asked: the verdicts it gave
     are cached); EvaluationsError when the rows cannot support ``folds``-fold CV."""
-    from sklearn.model_selection import GroupKFold
-
     spec = REFITS[judge]
     current = spec.current()
     measured = spec.measure(examples, scorer=scorer, decompose=decompose, cache=cache, current=current,
@@ -297,12 +296,7 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
                 "for a fit worth using), or lower --folds")
     x, y = measured.x, measured.y
     pooled = np.zeros(len(y), bool)
-    for train_idx, test_idx in GroupKFold(n_splits=folds).split(x, groups=measured.groups):
-        train = np.zeros(len(y), bool)
-        train[train_idx] = True
-        if len(set(y[train].tolist())) < 2:
-            raise EvaluationsError(f"{judge}: a training fold holds only one label", where="the labelled files",
-                                   fix="label rows of both kinds for more questions, or lower --folds")
+    for train in _folds(judge, examples, y, measured.groups, folds, seed):
         pooled[~train] = spec.verdicts(spec.fit(x[train], y[train], current), measured, ~train)[~train]
     everything = np.ones(len(y), bool)
     kw = {"resamples": resamples, "seed": seed}
@@ -311,6 +305,30 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
         cv=agreement(f"{judge} refit", y, pooled, measured.groups, **kw),
         current=agreement(f"{judge} current", y, spec.verdicts(current, measured, everything), measured.groups, **kw),
         params=spec.fit(x, y, current))
+
+
+def _folds(judge: str, examples: Sequence[LabelledAnswer], y: np.ndarray, groups: np.ndarray, folds: int,
+           seed: int) -> list[np.ndarray]:
+    """The training masks of question-grouped ``folds``-fold CV: scikit-learn's GroupKFold, or, where one of its
+    training folds would hold one label only (a label's questions gathered in one fold), StratifiedGroupKFold,
+    which spreads each label's questions over the folds; EvaluationsError when that cannot either."""
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+
+    def masks(splitter: Any) -> list[np.ndarray]:
+        out = []
+        for train_idx, _ in splitter.split(np.zeros(len(y)), y, groups=groups):
+            train = np.zeros(len(y), bool)
+            train[train_idx] = True
+            out.append(train)
+        return out
+
+    for splitter in (GroupKFold(n_splits=folds), StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)):
+        trains = masks(splitter)
+        if all(len(set(y[t].tolist())) == 2 for t in trains):
+            return trains
+    raise EvaluationsError(f"{judge}: a training fold holds only one label, however the questions are split",
+                           where=", ".join(sorted({e.source.rsplit(':', 1)[0] for e in examples})) or "the files",
+                           fix="label rows of both kinds for more questions, or lower --folds")
 
 
 # -- which checker parameters belong to ------------------------------------------------------------------------------
