@@ -15,8 +15,10 @@ __all__ = ["progress_bar"]
 
 def progress_bar(console: Console, enabled: bool = True, *, transient: bool = False, spinner: bool = True) -> Progress:
     """Description, bar, done/total and elapsed time (after a spinner unless ``spinner`` is False) on ``console``;
-    ``transient``: cleared when it stops (else the last state stays on screen)."""
+    ``transient``: cleared when it stops (else the last state stays on screen); off a terminal a transient display
+    would only leave a blank line, so it draws nothing."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     if spinner:
         columns.insert(0, SpinnerColumn())
-    return Progress(*columns, console=console, transient=transient, disable=not enabled)
+    return Progress(*columns, console=console, transient=transient,
+                    disable=not enabled or (transient and not console.is_terminal))
