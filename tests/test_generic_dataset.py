@@ -142,3 +142,35 @@ def test_log_schema_and_loader_agree_on_query_id_types():
     for value in (True, None, 1.5, 1.0):  # JSON Schema counts 1.0 as an integer; the reader refuses it
         with pytest.raises(ValidationError):
             LogRecord.model_validate({"query_id": value})
+
+
+def test_cases_that_retrieved_nothing_are_warned_about(tmp_path):
+    """Full-text search finds nothing for a query of stopwords only or in Chinese (the keyword index splits neither
+    into terms it holds): those cases score 0, and the run says so, naming them; vector search retrieves for every
+    query, so the same run in hybrid mode has no such warning. SciFact's first 20 abstracts and a real query."""
+    import gzip
+
+    docs = [json.loads(line) for line in gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt")][:20]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": d["_id"], "text": d["text"]}) + "\n" for d in docs))
+    first = docs[0]["title"]
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"id": "real", "query": first}, {"id": "stopwords", "query": "the of and"},
+        {"id": "chinese", "query": "维生素D缺乏与什么疾病有关"}]))
+    runs = {}
+    for mode in ("fts", "hybrid"):
+        proc = cli("run", str(queries), "--corpus", str(corpus), "--search-mode", mode, "--skip-qa", "--no-progress",
+                   "--db", str(tmp_path / f"db-{mode}"), "--out", str(tmp_path / mode))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        records = {json.loads(line)["name"]: json.loads(line) for line in (tmp_path / mode / "cases.jsonl").open()}
+        runs[mode] = (records, json.loads((tmp_path / mode / "summary.json").read_text()), proc.stdout + proc.stderr)
+    records, summary, output = runs["fts"]
+    assert records["real"]["retrieved"]
+    assert not records["stopwords"]["retrieved"] and not records["chinese"]["retrieved"]
+    (warning,) = [w for w in summary["warnings"] if w["kind"] == "nothing_retrieved"]
+    assert warning["cases"] == 2 and sorted(warning["examples"]) == ["chinese", "stopwords"]
+    assert "2 of 3 cases retrieved nothing" in output
+    records, summary, output = runs["hybrid"]
+    assert all(r["retrieved"] for r in records.values())
+    assert "nothing_retrieved" not in {w["kind"] for w in summary.get("warnings", [])}

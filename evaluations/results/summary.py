@@ -259,6 +259,22 @@ def mixed_answers(records: list[CaseRecord], examples: int = 3) -> dict[str, Any
                        "judge the system alone"}
 
 
+def nothing_retrieved(records: list[CaseRecord], examples: int = 3) -> dict[str, Any] | None:
+    """A warning when some cases that ran retrieved nothing while others retrieved documents: their retrieval
+    metrics are 0 and context relevance does not apply, which a mean shows no more plainly than a bad ranking (a
+    query of stopwords only, or in a script a full-text index does not split, finds nothing by keywords). None
+    when no case or every case retrieved nothing (a system that only answers)."""
+    ran = [r for r in records if r.status == "ok"]
+    empty = [r.name for r in ran if not r.retrieved]
+    if not empty or len(empty) == len(ran):
+        return None
+    named = ", ".join(map(repr, empty[:examples]))
+    return {"kind": "nothing_retrieved", "cases": len(empty), "examples": empty[:examples],
+            "message": f"{len(empty)} of {len(ran)} cases retrieved nothing (e.g. {named}): their retrieval metrics are 0 and context relevance does not apply to them; a query of "
+                       "stopwords only, or in a language a keyword index does not split (Chinese, Japanese), finds "
+                       "nothing by keywords: try search.mode hybrid or vector, or check the system's retriever"}
+
+
 def counts(records: list[CaseRecord]) -> dict[str, int]:
     return {
         "cases": len(records),
@@ -325,8 +341,7 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
     warnings = [*({"kind": "dataset", "message": w} for w in dataset_warnings),
                 *(w for w in (repeated_questions(records), id_mismatch(records), rising_scores(records),
                              nothing_measured(summary)) if w)]
-    if (mixed := mixed_answers(records)) is not None:
-        warnings.append(mixed)
+    warnings += [w for w in (mixed_answers(records), nothing_retrieved(records)) if w is not None]
     if free is not None and (foreign := language_warning(records)):
         warnings.append({"kind": "language", "message": foreign})
     if warnings:
