@@ -103,6 +103,12 @@ def test_the_context_decides_only_when_it_is_about_the_question():
      "Somebody ranked Warsaw 32nd among the world's most liveable cities.", None, "restatement", "adds none"),
     ("What happens when the immune system is less active than normal?",
      "When the immune system is less active than normal, something happens.", None, "restatement", "adds none"),
+    # ... and an answer that is only such a word says nothing, whatever the question's words
+    ("Who ranked Warsaw as the 32nd most liveable city in the world?", "Somebody.", None, "restatement",
+     "only as somebody"),
+    ("Who ranked Warsaw as the 32nd most liveable city in the world?", "Someone did.", None, "restatement",
+     "only as someone"),
+    ("Where was Barack Obama born?", "Somewhere.", None, "restatement", "only as somewhere"),
     ("What did Clara Johnson proclaim about AI in startups?", "Johnson Proclaim AI Startups: An Overview", None,
      "heading", "heading"),
     # the main job's SmolLM2 answer (a section title of its document): no question word in common is needed
@@ -136,6 +142,8 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("Is a problem instance abstract or concrete?", "concrete", None, None),  # picks one of the question's words
     ("What is the capital of Australia?", "Canberra", "Canberra is the capital city of Australia.", None),
     ("Which novel did Hemingway publish in 1952?", "The Old Man and the Sea", None, None),  # a title, as asked
+    ("Where was Barack Obama born?", "Somewhere in Hawaii.", None, "person or place"),  # "somewhere", then named
+    ("Who wrote To Kill a Mockingbird?", "Someone named Harper Lee.", None, "person or place"),
 ])
 def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked):
     assert asked_type(question) == asked

@@ -58,6 +58,10 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     ("What is the capital of France?", "No", []),
     ("Can you tell me what the capital of France is?", "No", []),
     ("WAS 8.5 support SHA-2, and which fix pack adds it?", "No", []),
+    # a pronoun standing for the asked thing claims nothing the question does not; named after it, it claims
+    ("Who ranked Warsaw 32nd?", "Somebody ranked Warsaw 32nd.", []),
+    ("Who ranked Warsaw 32nd?", "Somebody.", []),
+    ("Where was Obama born?", "Somewhere in Hawaii.", [Claim("Somewhere in Hawaii", short=True)]),
 ])
 def test_split_claims_by_hand(question, answer, expected):
     assert split_claims(question, answer) == expected

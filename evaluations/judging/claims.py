@@ -53,8 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evaluations.judging.nonanswer import (FILLER, POLARITY, affirms_polar, is_polar, is_refusal, picks_option, similar,
-                                           stem, stems)
+from evaluations.judging.nonanswer import (FILLER, POLARITY, VAGUE, affirms_polar, is_polar, is_refusal, picks_option,
+                                           similar, stem, stems)
 from evaluations.judging.text import STOPWORDS, normalize
 
 __all__ = [
@@ -222,8 +222,9 @@ def _strip_filler(text: str) -> str:
 
 
 def _restates(question: str, text: str) -> bool:
-    """``text`` adds no keyword beyond the question's (and generic filler words)."""
-    novel = stems(text) - stems(question) - FILLER
+    """``text`` adds no keyword beyond the question's (and generic filler words, and ``VAGUE`` pronouns standing for
+    the asked thing: "Somebody ranked Warsaw 32nd." claims nothing the question does not)."""
+    novel = stems(text) - stems(question) - FILLER - VAGUE
     return not novel
 
 

@@ -71,7 +71,7 @@ from evaluations.judging.text import STOPWORDS, normalize, tokens
 __all__ = ["KINDS", "FILLER", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
            "stem", "stems", "similar", "has_number", "NUMBER_WORDS", "MONTH", "YEAR", "question_options",
            "picks_option", "POLAR_WORDS", "POLARITY", "AUX_START", "is_polar", "answers_polar",
-           "affirms_polar", "COMPARATIVES"]
+           "affirms_polar", "COMPARATIVES", "VAGUE"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -179,6 +179,11 @@ def stem(word: str) -> str:
 def stems(text: str) -> frozenset[str]:
     """kw(text): the stems (``stem``) of its non-stopword tokens."""
     return frozenset(stem(t) for t in tokens(text) if t not in STOPWORDS)
+
+
+#: indefinite pronouns that stand for the asked thing without naming it ("Somebody.", "Somebody ranked Warsaw
+#: 32nd."): an answer adding only these to the question's words says nothing
+VAGUE = frozenset(stem(w) for w in "somebody someone something somewhere sometime somehow".split())
 
 
 def is_refusal(answer: str, question: str = "") -> bool:

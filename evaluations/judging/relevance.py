@@ -17,7 +17,8 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` −
    ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation") less the
    stems similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
-   reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1): ``heading`` when
+   reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1), or when its only
+   keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when
    it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
    keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
    (``nonanswer.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
@@ -75,7 +76,7 @@ import numpy as np
 from evaluations.judging.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, affirms_polar,
                                            answers_polar, has_number, is_polar, is_refusal, picks_option, screen,
-                                           similar, stem, stems)
+                                           similar, stem, stems, VAGUE)
 from evaluations.judging.semantic import embed_texts
 from evaluations.judging.text import normalize
 
@@ -139,8 +140,12 @@ def _restates(question: str, answer: str) -> str | None:
     ``GENERIC`` and ``PLACEHOLDERS`` ones (novel = kw(A) − GENERIC − PLACEHOLDERS, less the stems similar to one
     of kw(Q), is ∅: "Somebody ranked Warsaw 32nd."), and it reuses at
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
-    answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement."""
-    q, a = _question_stems(question), stems(answer) - GENERIC - PLACEHOLDERS
+    answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
+    answer whose only keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
+    q, said = _question_stems(question), stems(answer) - GENERIC
+    a = said - PLACEHOLDERS
+    if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
+        return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
     if not a or any(not similar(w, q) for w in a):
         return None
     shared = len({w for w in q if similar(w, a)})
