@@ -106,8 +106,8 @@ def test_pytest_helper(scifact_runs):
 
 
 def test_significance_rule_without_paired_values_breaks_readably(scifact_runs, tmp_path, cli):
-    """A judge scored on disjoint cases in the two runs: no paired test is possible, so the drop counts as it is
-    (no KeyError traceback, exit 1, the reason in the check)."""
+    """A judge scored on disjoint cases in the two runs: no case can be paired, so the change cannot be measured and
+    the rule breaks, saying so (no KeyError traceback, exit 1, the reason in the check)."""
     def scored(run: Path, out: Path, parity: int, value: float) -> Path:
         shutil.copytree(run, out)
         records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
@@ -124,4 +124,35 @@ def test_significance_rule_without_paired_values_breaks_readably(scifact_runs, t
     code, out, err = cli(["gate", str(run), "--baseline", str(base), "--rules", str(rules), "--json"])
     (check,) = json.loads(out)["checks"]
     assert code == 1 and "Traceback" not in err
-    assert not check["holds"] and "no paired" in check["note"] and check["change"] == pytest.approx(0.1 / 0.9 - 1)
+    n = len([line for line in (base / "cases.jsonl").read_text().splitlines()])
+    assert not check["holds"] and "change" not in check
+    assert check["problems"] == [f"no case has a value in both runs (this run {n // 2}, the baseline {n - n // 2} of "
+                                 f"the {n} shared cases): the change cannot be measured"]
+
+
+def test_a_relative_rule_pairs_the_cases_and_zero_tolerance_names_why():
+    """Baseline faithfulness a 1.0, b 0.5, c 1.0; the run's judge failed on c. Over the cases with a value in both
+    runs (a, b) the means are 0.75 and 0.75: no drop (unpaired, 0.75 against the baseline's 0.8333 was -10%, over a
+    5% limit). c passed and now has no value: a zero-tolerance regression, its reason named."""
+    from evaluations.experiments.gate import Rules, render, run_gate
+    from evaluations.results.records import CaseRecord, JudgeError, QARecord
+    from evaluations.results.rundata import RunData
+
+    def record(name: str, value: float | None) -> CaseRecord:
+        errors = [JudgeError(evaluator="faithfulness", error="HTTP 500")] if value is None else []
+        return CaseRecord(name=name, case=name, query=f"question {name}", qa=QARecord(status="ok"),
+                          judges={} if value is None else {"faithfulness": value},
+                          judge_labels={} if value is None else {"faithfulness_kind": "claims"}, judge_errors=errors)
+
+    base = RunData(path=Path("base"), records=[record("a", 1.0), record("b", 0.5), record("c", 1.0)])
+    run = RunData(path=Path("run"), records=[record("a", 1.0), record("b", 0.5), record("c", None)])
+    rules = Rules.model_validate({"rules": [{"metric": "faithfulness", "max_drop": 0.05}],
+                                  "zero_tolerance": ["faithfulness"]})
+    result = run_gate(run, rules, base)
+    relative, zero = result["checks"]
+    assert relative["holds"] and relative["value_shared"] == relative["baseline"] == 0.75
+    assert (relative["paired_cases"], relative["shared_cases"]) == (2, 3)
+    assert not zero["holds"] and zero["regressed_cases"] == ["c"]
+    text = render(result)
+    assert "2 of 3 shared cases with a value in both 0.75 vs baseline 0.75, +0.0%" in text
+    assert "1 case(s) passed in the baseline and fail now: c (now judge failed)" in text

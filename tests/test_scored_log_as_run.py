@@ -76,8 +76,8 @@ def test_a_scored_log_folder_is_gated_compared_and_reported_like_a_run(tmp_path,
     # the mean over the one answer left is still 1.0, but the two that stopped answering are regressions
     assert code == 1, out + err
     assert "faithfulness >= 0.9: 1 (over 1 of 3 cases: 2 not applicable)" in out
-    assert f"2 case(s) passed in the baseline and fail now: {rows[1]['query_id']}, {rows[2]['query_id']}" in out \
-        or f"2 case(s) passed in the baseline and fail now: {rows[2]['query_id']}, {rows[1]['query_id']}" in out
+    named = sorted([f"{rows[1]['query_id']} (now refusal)", f"{rows[2]['query_id']} (now empty)"])
+    assert f"2 case(s) passed in the baseline and fail now: {', '.join(named)}" in out
 
     code, out, err = cli(["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--json"])
     assert code == 0, err

@@ -15,7 +15,8 @@ Metric names are the run-level values of ``measures.py`` (retrieval metrics, jud
 latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate, …); an alias (``groundedness``) is read as its
 measure (``faithfulness``). A metric without values is bad input (exit 2), also a reference-free score that ran but
 applied to none of the cases. Absolute rules use all the run's cases; relative rules and zero tolerance use the
-cases both runs have. ``only_if_significant``: a broken relative rule counts only when the paired difference of
+cases both runs have (a relative rule's two means over the shared cases that have a value in both runs: paired, as
+``compare`` pairs them). ``only_if_significant``: a broken relative rule counts only when the paired difference of
 its per-case measure (``latency_ms`` for latency_pNN_ms) is
 significant — primary test, Holm-corrected across the rules that ask for it.
 """
@@ -151,15 +152,21 @@ def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str]
     if (applies := _applies(rule.metric, run)) is not None:
         check["applies"] = applies
     if rule.relative:
-        now, then = measures.run_value(rule.metric, run, shared), measures.run_value(rule.metric, base, shared)
+        # paired: the cases both runs have a value of (a case whose judge failed, or that a reference-free score
+        # does not apply to, in one run would otherwise count in one mean only)
+        measure = measures.aggregate_parts(rule.metric)[0]
+        paired = set(shared or ()) & set(measures.per_case(measure, run)) & set(measures.per_case(measure, base))
+        now, then = measures.run_value(rule.metric, run, paired), measures.run_value(rule.metric, base, paired)
         if now is None or then is None:
-            missing = "this run" if now is None else "the baseline"
-            check["problems"] = problems + [f"no value in {missing} on the {len(shared or ())} shared cases: "
-                                            "the change cannot be measured"]
+            have = [len(set(shared or ()) & set(measures.per_case(measure, r))) for r in (run, base)]
+            check["problems"] = problems + [
+                f"no case has a value in both runs (this run {have[0]}, the baseline {have[1]} of the "
+                f"{len(shared or ())} shared cases): the change cannot be measured"]
             check["holds"] = False
             return check
         change = (now - then) / abs(then) if then else (0.0 if now == then else float("inf") * (now - then))
-        check.update(value_shared=now, baseline=then, change=change)
+        check.update(value_shared=now, baseline=then, change=change, paired_cases=len(paired),
+                     shared_cases=len(shared or ()))
         relative_problems = []
         if rule.max_drop is not None and now < then * (1 - rule.max_drop) - 1e-12:
             relative_problems.append(f"{now:.4g} vs baseline {then:.4g}: {change:+.1%}, more than -{rule.max_drop:.0%}")
@@ -205,9 +212,11 @@ def _check_zero_tolerance(metric: str, run: RunData, base: RunData, shared: set[
         raise EvaluationsError(f"zero_tolerance metric {metric!r} is not a pass/fail verdict", where="zero_tolerance",
                                fix="use hit@k, a judge with a true/false verdict (e.g. offline_correct) or a "
                                    "reference-free score (faithfulness, answer_relevance, context_relevance)")
-    cases = [r["case"] for r in regressions(base, run, [metric], shared)]
+    rows = regressions(base, run, [metric], shared)
+    cases = [r["case"] for r in rows]
     more = len(cases) - MAX_LISTED_CASES
-    listed = ", ".join(cases[:MAX_LISTED_CASES]) + (f" … (+{more})" if more > 0 else "")
+    listed = ", ".join(r["case"] + (f" (now {r['now']})" if r.get("now") else "") for r in rows[:MAX_LISTED_CASES]) \
+        + (f" … (+{more})" if more > 0 else "")
     return {"rule": {"zero_tolerance": metric}, "text": f"{metric}: no case passing in the baseline fails "
                                                         f"({verdict.rule})",
             "metric": metric, "holds": not cases, "regressed_cases": cases,
@@ -271,8 +280,9 @@ def _held_detail(check: dict[str, Any]) -> str:
         return "no regression"
     text = f"{check['value']:.4g}"
     if "baseline" in check:
-        text += (f" (shared cases {check['value_shared']:.4g} vs baseline {check['baseline']:.4g}, "
-                 f"{check['change']:+.1%})")
+        over = ("shared cases" if check["paired_cases"] == check["shared_cases"] else
+                f"{check['paired_cases']} of {check['shared_cases']} shared cases with a value in both")
+        text += f" ({over} {check['value_shared']:.4g} vs baseline {check['baseline']:.4g}, {check['change']:+.1%})"
     if "note" in check:
         text += f"; {check['note']}"
     return text
