@@ -127,3 +127,26 @@ def test_summary_and_compare_name_why_a_score_is_missing_alike():
     lapsed = {r["case"]: r["now"] for r in regressions(before, after, ["faithfulness"], set(names))}
     assert lapsed == {"system": "case failed", "answer": "case failed", "judge": "judge failed",
                       "refusal": "refusal"}
+
+
+def test_qrels_agreement_counts_a_case_judged_only_grade_0():
+    """A case whose qrels judge its documents grade 0 only has qrels: its chunks are negatives by them, compared
+    like any case's (they were left out). Oracle: scikit-learn over the four chunks by hand."""
+    from sklearn.metrics import accuracy_score, cohen_kappa_score
+
+    from evaluations.results.records import CaseRecord
+    from evaluations.results.reference_free import qrels_agreement
+
+    def record(name: str, relevant: dict[str, int], verdicts: dict[str, bool]) -> CaseRecord:
+        chunks = [{"rank": i, "id": d, "doc": d, "relevant": v, "p": 0.9 if v else 0.1}
+                  for i, (d, v) in enumerate(verdicts.items(), 1)]
+        return CaseRecord(name=name, relevant=relevant, chunk_relevance=chunks)
+
+    records = [record("a", {"d1": 1}, {"d1": True, "d2": False}), record("b", {"d3": 0}, {"d3": True, "d4": False}),
+               record("c", {}, {"d5": True})]  # c has no qrels: left out
+    got = qrels_agreement(records, resamples=0)
+    labels, verdicts = [True, False, False, False], [True, False, True, False]
+    assert got["chunks"] == 4 and got["cases"] == 2
+    assert got["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
+    assert got["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts))
+    assert got["qrels_precision"] == pytest.approx((1 / 2 + 0 / 2) / 2)

@@ -16,9 +16,10 @@ a refusal, no retrieved context, no answer):
 
 ``context_relevance.first_relevant``: over the cases whose chunks were judged, the share with a chunk judged
 relevant (``hit_rate``, Wilson ``ci95``) and the mean reciprocal rank of the first one (``mrr``, 0 without one).
-Where the cases have qrels, ``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a
-chunk is relevant by the qrels when its document has grade > 0; a document absent from the qrels counts as not
-relevant, the BEIR/trec_eval convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
+Where the cases have qrels (a case whose judged documents all have grade 0 too: its chunks are all negatives),
+``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a chunk is relevant by the qrels
+when its document has grade > 0; a document absent from the qrels counts as not relevant, the BEIR/trec_eval
+convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
 cases (``judging.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels. The qrels
 judge documents, and a chunk of a relevant document need not hold what made it relevant, so ``documents`` gives the
 same figures per (case, retrieved document): judged relevant when one of its retrieved chunks is.
@@ -134,7 +135,7 @@ def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: i
     labels, verdicts, groups, precision = [], [], [], []
     documents: dict[tuple[str, str], list[bool]] = {}  # (case, document) -> [qrels label, judged relevant]
     for record in records:
-        if not record.has_relevant or not record.chunk_relevance:
+        if not record.relevant or not record.chunk_relevance:  # judged only grade 0: every chunk is a negative
             continue
         case = record.case or record.name
         by_qrels = [record.relevant.get(c.doc or c.id, 0) > 0 for c in record.chunk_relevance]
