@@ -142,3 +142,24 @@ def test_the_page_shows_the_labels_in_chromium(refusal_run, tmp_path):
             assert [row[:2] for row in rows if row[0] == "answer_relevance"] == [["answer_relevance",
                                                                                   f"rejected: {name}"]]
         browser.close()
+
+
+def test_the_report_names_the_judge_model_and_parameters_fitted_on_another(refusal_run, tmp_path):
+    """A served judge model gives other figures than the embedded one the shipped parameters were fitted through:
+    the report names the model the judges asked and says when its parameters were fitted through another (the
+    console and summary.json said it; the report did not). Through the embedded model, no such warning."""
+    import shutil
+
+    for checker, warned in (("openai:qwen-coder", True), ("embedded:qwen2.5-coder-1.5b", False)):
+        folder = tmp_path / checker.replace(":", "_")
+        shutil.copytree(refusal_run["folder"], folder)
+        summary = json.loads((folder / "summary.json").read_text())
+        summary["run"] = {**summary.get("run", {}), "reference_free_judge": checker, "judge_parameters": {
+            "faithfulness": {"file": "judges/faithfulness.json", "fitted_through": "embedded"}}}
+        (folder / "summary.json").write_text(json.dumps(summary))
+        write_reports(folder)
+        for page in ("report.md", "report.html"):
+            text = " ".join((folder / page).read_text().split())
+            assert f"Judge model: {checker}." in text
+            said = f"faithfulness: its parameters were fitted through embedded, not {checker}"
+            assert (said in text) == warned, page

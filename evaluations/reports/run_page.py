@@ -233,8 +233,28 @@ def _reference_free_section(summary: RunSummary) -> Section:
         section.tables.append(Table(
             "context-relevance-qrels", ["unit", "n", "cases", "accuracy", "κ", "judge says relevant",
                                         "qrels say relevant", "precision by qrels"], rows, caption=caption + "."))
+    section.notes += _checker_notes(summary)
     section.notes.append(f"Judge model forward passes this run: {block.get('model_calls', 0)} (0: all cached).")
     return section
+
+
+def _checker_notes(summary: RunSummary) -> list[str]:
+    """Which model the reference-free judges asked (``run.reference_free_judge``) and, for each judge whose
+    parameters were fitted through another one (``run.judge_parameters``), that its figures are not validated on
+    this model: the same judge through two models gives different numbers."""
+    extra = summary.run.model_extra or {}
+    checker = extra.get("reference_free_judge")
+    if not checker:
+        return []  # a run written before the judge model was recorded
+    notes = [f"Judge model: {checker}."]
+    asked = "embedded" if str(checker).startswith("embedded") else str(checker)
+    for judge, source in (extra.get("judge_parameters") or {}).items():
+        fitted = (source or {}).get("fitted_through")
+        if fitted and fitted != asked:
+            notes.append(f"{judge}: its parameters were fitted through {fitted}, not {checker}: its figures are not "
+                         f"validated on this model (evaluations calibrate-judge FILE --judges {judge} --judge "
+                         f"{checker} fits them on labelled rows).")
+    return notes
 
 
 def _agreement_row(unit: str, n: int, agreed: dict, cases: int, precision: float | None) -> list[Cell]:
