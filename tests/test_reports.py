@@ -216,3 +216,32 @@ def test_report_errors_are_one_message(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "error:" in err and "Traceback" not in err
         assert "".join(str(folder).split()) in "".join(err.split())  # rich may wrap the path
+
+
+def test_a_run_scored_at_other_cut_offs_is_reported_at_them(tmp_path, capsys):
+    """A run with --k 1,3,5 has no @10 metric: the report's headline, segments and worst cases use its largest
+    cut-off below 10 (5), never "not measured" (it said nDCG@10, Recall@10 and MRR@10 were not measured, and listed
+    the worst cases without their nDCG). Values read back from summary.json and cases.jsonl."""
+    from conftest import write_scifact_subset
+
+    subset = write_scifact_subset(tmp_path / "data", 12, 12)
+    (tmp_path / "c.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\n"
+                                     f"history: {{path: {tmp_path / 'h.sqlite'}}}\n")
+    out = tmp_path / "run"
+    main(["beir", str(subset), "--search-mode", "fts", "--skip-qa", "--no-progress", "--k", "1,3,5", "--config",
+          str(tmp_path / "c.yaml"), "--db", str(tmp_path / "db"), "--out", str(out)])
+    capsys.readouterr()
+    summary = json.loads((out / "summary.json").read_text())
+    assert "ndcg@10" not in summary["metrics"] and "ndcg@5" in summary["metrics"]
+    page = parse(out / "report.html")
+    for key in ("ndcg@5", "recall@5", "mrr@5"):
+        assert page.headline[key] == [pytest.approx(summary["metrics"][key], rel=1e-12)], key
+    text = (out / "report.md").read_text()
+    assert f"| nDCG@5 | {summary['metrics']['ndcg@5']:.4f} |" in text
+    assert "nDCG@10" not in text and "Not measured in this run: nDCG" not in text
+    cases = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    worst = min(cases, key=lambda c: c["metrics"].get("ndcg@5", 1.0))
+    assert worst["metrics"]["ndcg@5"] < 1.0  # BM25 misses on some of SciFact's claims
+    first_card = text.index("<details>")
+    assert f"<b>{worst['name']}</b>" in text[first_card:first_card + 200]
+    assert f"nDCG@5 = {worst['metrics']['ndcg@5']:.3f}" in text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,16 @@ def reference_free_mean(summary: RunSummary, name: str) -> float | None:
     return _number(entry.get("mean"))
 
 
+def cutoff(names: Iterable[str]) -> int:
+    """The cut-off the page reports retrieval at, from the metric names a run or case has ("ndcg@5"): 10 when it
+    was scored, else the largest below 10, else the smallest (10 when there is none: the row then says not
+    measured). A run with ``--k 1,3,5`` is reported at 5, not as unmeasured."""
+    ks = sorted({int(k) for n in names if (k := n.partition("@")[2]).isdigit() and n.startswith("ndcg@")})
+    if not ks or 10 in ks:
+        return 10
+    return max((k for k in ks if k < 10), default=ks[0])
+
+
 @dataclass(frozen=True)
 class Headline:
     """One row of the headline table: ``key`` is the measure's name in compare.json / history."""
@@ -105,9 +115,9 @@ class Headline:
 
 #: the headline table, in display order; every value is read from summary.json as written
 HEADLINE: list[Headline] = [
-    Headline(lambda s: "ndcg@10", lambda s: "nDCG@10", lambda s: s.metrics.get("ndcg@10")),
-    Headline(lambda s: "recall@10", lambda s: "Recall@10", lambda s: s.metrics.get("recall@10")),
-    Headline(lambda s: "mrr@10", lambda s: "MRR@10", lambda s: s.metrics.get("mrr@10")),
+    *(Headline(lambda s, m=m: f"{m}@{cutoff(s.metrics)}", lambda s, m=m, label=label: f"{label}@{cutoff(s.metrics)}",
+               lambda s, m=m: s.metrics.get(f"{m}@{cutoff(s.metrics)}"))
+      for m, label in (("ndcg", "nDCG"), ("recall", "Recall"), ("mrr", "MRR"))),
     Headline(primary_judge, lambda s: f"Answer accuracy ({primary_judge(s) or 'primary judge'})",
              primary_answer_value),
     *(Headline(lambda s, n=name: n, lambda s, n=name: n, lambda s, n=name: reference_free_mean(s, n))
@@ -182,7 +192,8 @@ def _segment_section(summary: RunSummary) -> Section:
     if not segments:
         section.absent = "the cases carry no tags (category, difficulty, topic …)"
         return section
-    names = [n for n in ("ndcg@10", "recall@10", "mrr@10", primary_judge(summary))
+    k = cutoff(summary.metrics)
+    names = [n for n in (f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", primary_judge(summary))
              if n and any(n in seg.metrics for seg in segments.values())]
     ordered = sorted(segments, key=lambda t: (-segments[t].cases, t))
     rows = [[Cell(tag), Cell.number(segments[tag].cases)]
@@ -502,7 +513,7 @@ def _unanswered(record: CaseRecord) -> list[str]:
 
 def _badness(record: CaseRecord, primary: str | None) -> tuple[int, float] | None:
     """Sort key of a case in the drill-down (smaller = worse); None for a case with nothing to show."""
-    ndcg = _number(record.metrics.get("ndcg@10"))
+    ndcg = _number(record.metrics.get(f"ndcg@{cutoff(record.metrics)}"))
     if record.status == "failed":
         return (0, 0.0)
     if record.qa.status == "failed":
@@ -577,9 +588,10 @@ def case_card(record: CaseRecord, primary: str | None) -> CaseCard:
     key = _badness(record, primary) or (len(_WHY), 1.0)  # not listed for a fault: no why
     relevant = {d: g for d, g in record.relevant.items() if g and g > 0}
     retrieved = list(record.retrieved)
-    ndcg = _number(record.metrics.get("ndcg@10"))
+    k = cutoff(record.metrics)
+    ndcg = _number(record.metrics.get(f"ndcg@{k}"))
     why = ("; ".join(_unanswered(record)) if key[0] == 4 else _WHY.get(key[0], "")) + (
-        f" · nDCG@10 = {ndcg:.3f}" if ndcg is not None else "")
+        f" · nDCG@{k} = {ndcg:.3f}" if ndcg is not None else "")
     fields: list[tuple[str, str]] = []
     answer = record.answer or {}
     if answer:
@@ -621,7 +633,7 @@ def _nothing_wrong(records: list[CaseRecord], primary: str | None) -> str:
     has no correct answer and no perfect retrieval to claim)."""
     checks = [what for what, present in (
         ("every answer judged correct", primary is not None and any(primary in r.judges for r in records)),
-        ("perfect retrieval (nDCG@10 = 1)", any("ndcg@10" in r.metrics for r in records)),
+        ("perfect retrieval (nDCG = 1)", any(n.startswith("ndcg@") for r in records for n in r.metrics)),
         ("every answer addresses its question", any("answer_relevance" in r.judges for r in records)),
         ("every claim supported", any(r.claims for r in records)),
         ("a relevant chunk in every judged context", any(r.chunk_relevance for r in records))) if present]
@@ -638,8 +650,8 @@ def _worst_section(records: list[CaseRecord], summary: RunSummary) -> Section:
     section.notes.append(f"The {len(worst)} worst of {len(records)} cases: failed runs first, then failed answers, "
                          "failed judges, answers the primary judge rejects, answers that do not answer (answer "
                          "relevance rejects them, or faithfulness does not apply: a refusal, an empty answer, an "
-                         "echo …), the lowest nDCG@10, then answers with unsupported claims and contexts with no "
-                         "relevant chunk. Relevant documents among the retrieved are marked ✓.")
+                         f"echo …), the lowest nDCG@{cutoff(summary.metrics)}, then answers with unsupported claims "
+                         "and contexts with no relevant chunk. Relevant documents among the retrieved are marked ✓.")
     counts = Counter(key[0] for r in records if (key := _badness(r, primary)) is not None)
     section.notes.append("Cases by the first reason they are listed for: "
                          + "; ".join(f"{_WHY[k]} {counts[k]}" for k in sorted(counts)) + ".")
