@@ -80,6 +80,33 @@ def test_a_damaged_cases_file_is_refused_with_the_line(damaged, tmp_path, damage
         assert message.format(case=first["name"]) in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("damage, message", [
+    ("no metrics", "summary.json: not a run summary: no 'metrics', 'counts'"),
+    ("latin1", "summary.json: not valid UTF-8 (byte 0xe9 on line 1)"),
+])
+def test_a_damaged_summary_is_refused_by_every_reader(damaged, tmp_path, damage, message):
+    """A summary.json without its metrics and counts was read as a run that scored nothing: report rewrote the pages
+    as "retrieval was not scored" while gate passed on cases.jsonl's nDCG, and the record count went unchecked.
+    Undecodable bytes were "not valid JSON"; a BOM is accepted."""
+    folder = damaged(damage.replace(" ", "_"))
+    summary = json.loads((folder / "summary.json").read_text())
+    before = (folder / "report.html").read_bytes()
+    if damage == "no metrics":
+        del summary["metrics"], summary["counts"]
+        (folder / "summary.json").write_text(json.dumps(summary))
+    else:
+        text = json.dumps({**summary, "name": "caf\xe9"}, ensure_ascii=False)
+        (folder / "summary.json").write_bytes(text.encode("latin-1"))
+    for proc in (_gate(folder, tmp_path), cli("compare", str(damaged("other")), str(folder)),
+                 cli("report", str(folder))):
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert message in proc.stderr, proc.stderr
+    assert (folder / "report.html").read_bytes() == before  # the pages are not rewritten
+    bom = damaged("bom")
+    (bom / "summary.json").write_bytes(b"\xef\xbb\xbf" + (bom / "summary.json").read_bytes())
+    assert _gate(bom, tmp_path).returncode == 0
+
+
 @pytest.mark.parametrize("text", ["{bad", "[]"])
 def test_resume_of_a_folder_whose_report_json_is_damaged_is_refused(damaged, scifact_runs, tmp_path, text):
     folder = damaged("resume")

@@ -291,15 +291,31 @@ def _check_count(records: list[CaseRecord], summary: RunSummary, folder: Path) -
                                fix="the folder was edited or partly copied; re-run it (or copy it whole)")
 
 
+#: the keys every summary.json has had since the first version: a file without one is damaged, not old
+SUMMARY_KEYS = ("metrics", "latency_ms", "counts")
+
+
 def read_summary(path: Path) -> RunSummary:
-    """``summary.json`` of any schema version (unknown keys kept, missing ones defaulted)."""
+    """``summary.json`` of any schema version (unknown keys kept, missing ones defaulted, except ``SUMMARY_KEYS``:
+    one missing is a damaged file, which gate and report would otherwise read differently); UTF-8, a BOM allowed."""
+    data = path.read_bytes()
     try:
-        return RunSummary.model_validate_json(path.read_bytes())
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise EvaluationsError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} on line {line})", where=str(path),
+                               fix="re-run to rewrite summary.json") from None
+    try:
+        summary = RunSummary.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = f"{path}" + (f" ({'.'.join(map(str, first['loc']))})" if first["loc"] else "")
         problem = "not valid JSON" if first["type"] == "json_invalid" else f"not a run summary ({first['msg']})"
         raise EvaluationsError(problem, where=where, fix="re-run to rewrite summary.json") from None
+    if missing := [key for key in SUMMARY_KEYS if key not in summary.model_fields_set]:
+        raise EvaluationsError(f"not a run summary: no {', '.join(map(repr, missing))}", where=str(path),
+                               fix="the file was edited or cut; re-run to rewrite summary.json")
+    return summary
 
 
 def load_run(path: str | Path) -> RunData:
