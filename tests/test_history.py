@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -134,3 +135,29 @@ def test_gate_baseline_last_whose_recorded_folder_is_gone_says_so(scifact_runs, 
                           "--rules", str(rules)])
     assert_one_error(code, out + err, f"{store}: the history has 1 earlier run(s) of dataset", str(moved),
                      "fix: pass --baseline RUN_DIR")
+
+
+def test_the_history_table_cuts_no_name_on_a_pipe(scifact_runs, tmp_path, monkeypatch):
+    """One column per recorded metric and a long run folder name need more than a fixed width: the table on a pipe
+    is as wide as its widest row, so no column name or run name is cut ("context_releva…"), and it is the same
+    whatever $COLUMNS says."""
+    import shutil
+    import sys
+
+    store = tmp_path / "h.sqlite"
+    long_name = "a-run-folder-whose-name-tells-the-embedder-the-qa-model-and-the-chunk-size-apart-" * 2
+    again = shutil.copytree(scifact_runs["fts"], tmp_path / long_name.strip("-"))  # the same summary name
+    for folder in (scifact_runs["fts"], again):
+        record_run(folder, path=store)
+    outputs = []
+    for columns in ("40", "300"):
+        proc = subprocess.run([sys.executable, "-m", "evaluations", "history", "--history", str(store)],
+                              capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": columns})
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert "…" not in outputs[0] and long_name.strip("-") in outputs[0]
+    header = next(line for line in outputs[0].splitlines() if " id " in f" {line} ")
+    recorded = list_runs(store)[0]["metrics"]
+    assert all(name in header.split() for name in ("mrr@10", "ndcg@10", "recall@10", "latency_p95_ms"))
+    assert set(header.split()[4:-1]) <= set(recorded)

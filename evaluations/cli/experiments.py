@@ -12,15 +12,15 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from evaluations.core.console import make_console
+from evaluations.core.console import TABLE_WIDTH, make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.exits import EXIT_CHECK_FAILED
 
 _err = make_console(stderr=True)
 
 
-def _out() -> Console:
-    return make_console(stderr=False, width=160)  # unwrapped on pipes and files
+def _out(width: int = 160) -> Console:
+    return make_console(stderr=False, width=width)  # unwrapped on pipes and files
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -210,7 +210,20 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
         for row, run in zip(data, _run_names(data)):
             table.add_row(str(row["id"]), _minute(row["recorded_at"]), str(row["dataset"]), _commit(row),
                           *(_fmt(row["metrics"].get(m)) for m in columns), run)
-    _out().print(table)
+    _print_whole(table)
+
+
+def _print_whole(table: Table) -> None:
+    """Print ``table`` on stdout never cutting a column name or value ("context_releva…"): one column per recorded
+    metric can need more than the fixed width, so the console is as wide as the table's widest row (on a pipe or
+    a file this depends only on the data, never on $COLUMNS)."""
+    from rich.measure import Measurement
+
+    console = _out()
+    if not console.is_terminal:
+        needed = Measurement.get(console, console.options.update(max_width=100_000), table).maximum
+        console = _out(max(TABLE_WIDTH, needed))
+    console.print(table)
 
 
 def _run_names(rows: list[dict[str, Any]]) -> list[str]:
