@@ -42,6 +42,7 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
                                str(config), "--out", str(out), "--no-progress"], capture_output=True, text=True,
                               env=env, cwd=tmp_path, timeout=600)
         asked = server.calls("/v1/chat/completions")
+        url = server.openai_url
     output = proc.stdout + proc.stderr
     assert asked, output  # the judges did ask the server
     assert proc.returncode == 3, output  # judge failures are counted failures
@@ -57,6 +58,9 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
         assert entry["kinds"] == {"judge failed": len(QUESTIONS)}
     # answer relevance needs no model: it still judged every answer
     assert metrics["answer_relevance"]["n"] == len(QUESTIONS) and metrics["answer_relevance"]["failed"] == 0
+    # the first judge error, whole on its own line (the per-case table cut the server's URL over two lines)
+    first = next(ln for ln in output.splitlines() if ln.startswith("first judge failure ("))
+    assert "on case q0): " in first and url.split("//")[1].rstrip("/") in first, first
     line = next(ln for ln in output.splitlines() if ln.startswith("reference-free:"))
     assert f"faithfulness — (n 0, {len(QUESTIONS)} failed)" in line, line
     assert f"context_relevance — (n 0, {len(QUESTIONS)} failed)" in line, line

@@ -170,6 +170,23 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
 
         console.print(f"{call_stats_line(calls)}, retries {calls.get('retries', {}).get('retries', 0)}")
     failure_line(console, summary)
+    for line in first_errors(report):
+        console.print(line, markup=False, highlight=False)
+
+
+def first_errors(report: Any) -> list[str]:
+    """The first error of a case that failed and of a judge that failed, whole on a line of their own (in the per-case
+    table they are cut and wrapped: a server's URL split over two lines)."""
+    lines = []
+    if report.failures:
+        failure = report.failures[0]
+        lines.append(f"first failed case {failure.name}: {' '.join(str(failure.error_message).split())}")
+    judged = next(((c, f) for c in report.cases for f in c.evaluator_failures), None)
+    if judged is not None:
+        case, failure = judged
+        lines.append(f"first judge failure ({failure.name} on case {case.name}): "
+                     f"{' '.join(str(failure.error_message).split())}")
+    return lines
 
 
 def failure_line(console: Console, summary: RunSummary) -> None:
