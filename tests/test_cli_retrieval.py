@@ -47,7 +47,8 @@ def test_outputs_exist_and_reload(beir_run):
     first = records[0]
     assert set(first) >= {"name", "query", "retrieved", "scores", "relevant", "metrics", "latency_ms"}
     assert len(first["retrieved"]) == len(first["scores"]) <= 100
-    assert set(first["latency_ms"]) >= {"embed", "retrieve", "rerank", "llm", "total"}
+    # the stages that ran: no reranker and no QA agent, so no rerank or llm time (not 0 ms)
+    assert set(first["latency_ms"]) == {"embed", "retrieve", "total"}
     assert (out / "report.md").read_text().startswith("# ") and not (out / "summary.md").exists()
     assert "Retrieval metrics" in proc.stderr and "p95" in proc.stderr
 

@@ -156,3 +156,22 @@ def test_a_relative_rule_pairs_the_cases_and_zero_tolerance_names_why():
     text = render(result)
     assert "2 of 3 shared cases with a value in both 0.75 vs baseline 0.75, +0.0%" in text
     assert "1 case(s) passed in the baseline and fail now: c (now judge failed)" in text
+
+
+def test_a_rule_on_a_judge_that_ran_with_nothing_to_judge_says_so():
+    """The run asked for faithfulness (its summary lists it) but answered nothing (retrieval only): the error says
+    the judge ran with nothing to judge and how to give it answers, not to turn on a judge that was on."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.experiments.gate import Rules, run_gate
+    from evaluations.results.records import CaseRecord
+    from evaluations.results.rundata import RunData, RunSummary
+
+    summary = RunSummary.model_validate({"reference_free": {"metrics": {"faithfulness": {"mean": None, "n": 0}}}})
+    run = RunData(path=Path("run"), summary=summary, records=[
+        CaseRecord(name=n, case=n, query=f"question {n}", metrics={"ndcg@10": 0.5},
+                   latency_ms={"embed": 1.0, "retrieve": 2.0, "total": 3.0}) for n in ("a", "b")])
+    with pytest.raises(EvaluationsError) as err:
+        run_gate(run, Rules.model_validate({"rules": [{"metric": "faithfulness", "min": 0.9}]}))
+    assert "its judge ran on run but had nothing to judge" in str(err.value)
+    assert "not --skip-qa, or a --system that returns an answer" in err.value.fix
+    assert "judge.reference_free listing" not in err.value.fix and "latency_llm_ms" not in err.value.fix

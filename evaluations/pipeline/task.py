@@ -9,9 +9,9 @@ Stages and what a failure does:
 
 Latency stages (ms) land on ``CaseOutput.latency_ms`` and as pydantic-evals case metrics (``<stage>_ms``):
 ``embed`` (query embedding, the query's share of the batch), ``retrieve`` (vector + BM25 + fusion),
-``rerank`` (0: no reranker), ``llm`` (QA agent call), ``total``. A user's system may report its own stages
-(``latency_ms`` in its response; a stage it does not report is not recorded); otherwise its call's wall time is
-``retrieve`` and ``total``.
+``llm`` (QA agent call), ``total``; a stage that did not run is not recorded (no reranker: no ``rerank``; no QA
+agent: no ``llm``), never as 0 ms. A user's system may report its own stages (``latency_ms`` in its response; a
+stage it does not report is not recorded); otherwise its call's wall time is ``retrieve`` and ``total``.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class RagTask:
         """One case through the system: its output and the pydantic-evals case metrics it gives (token counts
         when the QA agent ran, ``<stage>_ms``). A Ray worker runs this; ``__call__`` records the metrics."""
         started = time.perf_counter()
-        latency = {stage: 0.0 for stage in STAGES}
+        latency: dict[str, float] = {}  # the stages that ran
         output = CaseOutput()
         metrics: dict[str, float] = {}
         await self._retrieve(inputs, output, latency)
@@ -132,7 +132,7 @@ class RagTask:
             await self._answer(inputs, output, latency)
             metrics.update({key: output.usage.get(key, 0) for key in ("input_tokens", "output_tokens")})
         batch = latency.pop("_batch", 0.0)
-        if not latency["total"]:
+        if not latency.get("total"):
             latency["total"] = (time.perf_counter() - started) * 1000 + batch
         output.latency_ms = latency
         metrics.update({f"{stage}_ms": value for stage, value in latency.items()})

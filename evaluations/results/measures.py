@@ -526,6 +526,12 @@ def unknown_metric(name: str, runs: list[RunData], where: str = "metric",
             f"the run has no {name!r} values: {failed} of {len(lacking.records)} cases of {lacking.path} failed "
             "(the system or a stage raised) and no other case has a value", where=where,
             fix="see each case's error (report.html, or error in cases.jsonl), fix the system and re-run")
+    if spec is not None and measure in asked:  # the judge was on: the run gave it nothing to judge
+        return EvaluationsError(
+            f"the run has no {name!r} values: its judge ran on {lacking.path} but had nothing to judge; {spec.needs}",
+            where=where, fix=f"re-run so that the cases have what {measure} reads (answers: not --skip-qa, or a "
+                             "--system that returns an answer; retrieved passages), or use one of: "
+                             + ", ".join(known_names(runs)))
     if spec is not None:
         return EvaluationsError(
             f"the run has no {name!r} values: {spec.needs}", where=where,
