@@ -93,10 +93,10 @@ def test_faithfulness_ask_must_be_one_the_judge_has(tmp_path):
 def test_the_shipped_files_load_and_their_fix_is_to_restore_them():
     assert fa.load_params().features == _params("faithfulness")["features"]
     assert cr.params().coef == _params("context_relevance")["coef"]
-    from evaluations.judging.fitted import _fix
+    from evaluations.judging.fitted import params_fix
     from evaluations.judging.shipped import shipped_path
 
-    assert "restore judges/faithfulness.json" in _fix(shipped_path("faithfulness.json"), "faithfulness.json", "x")
+    assert "restore judges/faithfulness.json" in params_fix(shipped_path("faithfulness.json"), "faithfulness.json", "x")
 
 
 SYSTEM = '''

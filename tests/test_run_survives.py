@@ -84,7 +84,8 @@ def qa_runs(tmp_path_factory):
     with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, broken)) as server:
         env = _env(server, work / "data")
         with_qa = run_cli(*_cli(work / "db", "--out", str(work / "qa")), env=env)
-        # the exit code is the finished run's: resuming it (nothing left to run) with a tolerance says 0
+        # resuming re-runs the cases that did not complete (the broken answers fail again, the fake server being the
+        # same); with a tolerance for them the exit code says 0
         tolerated = run_cli(*_cli(work / "db", "--resume", str(work / "qa"), "--max-failures", "50%"), env=env)
         skip = run_cli(*_cli(work / "db", "--out", str(work / "skip"), "--skip-qa"), env=env)
     return work, broken, with_qa, tolerated, skip

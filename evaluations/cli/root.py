@@ -1,12 +1,16 @@
 """The ``evaluations`` command line.
 
 Every user-facing failure is an EvaluationsError: printed as one message (what, where, fix),
-exit code 2, no traceback.
+exit code 2, no traceback. An interruption, Ctrl-C (SIGINT) or SIGTERM (``kill``, ``timeout``, a CI job
+cancelled) alike, stops the command the same way: a run keeps its finished cases and says how to finish it,
+then "aborted", exit code 130.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,7 +98,8 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     allowed = parse_max_failures(params["max_failures"], counts.cases)
     if counts.incomplete > allowed:
         console.print(f"exit {EXIT_CASES_FAILED}: {counts.incomplete} case(s) did not complete "
-                      f"(--max-failures allows {allowed})")
+                      f"(--max-failures allows {allowed}); once their cause is fixed, the same command with "
+                      f"--resume {result.out_dir} runs them again", highlight=False)
         sys.exit(EXIT_CASES_FAILED)
     if unknown.get("retrieved") and unknown["count"] == unknown["retrieved"]:
         console.print(f"exit {EXIT_CASES_FAILED}: none of the {unknown['retrieved']} retrieved ids is in the "
@@ -175,8 +180,29 @@ class _LazyGroup(click.Group):
 cli.__class__ = _LazyGroup
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM's handler: the interruption Ctrl-C is (KeyboardInterrupt in the main thread)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Run the command in ``argv`` (default: the process's arguments); SIGTERM interrupts it as Ctrl-C does (the
+    handler there before is put back when it returns)."""
+    before = None
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
+        before = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        _main(argv)
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _main(argv: list[str] | None) -> None:
+    from evaluations.core.env import env_flag
+
+    try:
+        env_flag("HF_HUB_OFFLINE")  # every command may load MiniLM, whose libraries take any word here
         cli.main(args=argv, prog_name="evaluations", standalone_mode=False)
     except EvaluationsError as exc:
         # the message quotes the user's input (keys, values, paths): printed as written, never read as markup

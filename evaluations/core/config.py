@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import PydanticCustomError
 
 from evaluations.core import yamltext
-from evaluations.core.env import data_home, default_cache_dir, env_str, env_url
+from evaluations.core.env import data_home, default_cache_dir, env_path, env_str, env_url
 from evaluations.core.errors import EvaluationsError, field_errors
 
 DEFAULT_CONFIG_NAME = "haiku.rag.yaml"
@@ -246,7 +246,7 @@ class Cache(_Strict):
 
     enabled: bool = True
     # empty: $EVALUATIONS_CACHE_PATH, else <data_dir>/cache/model_calls.sqlite
-    path: str = Field(default_factory=lambda: env_str("EVALUATIONS_CACHE_PATH"))
+    path: str = Field(default_factory=lambda: str(env_path("EVALUATIONS_CACHE_PATH") or ""))
 
 
 class Requests(_Strict):

@@ -9,10 +9,12 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``EVALUATIONS_LLM_THREADS``: a whole number from 0 to 4 × the cores (0 = one per core, at most 4);
 - ``EVALUATIONS_JUDGES_DIR``: a folder of fitted judge parameters (``calibrate-judge``; a file it lacks is the
   shipped one);
-- ``EVALUATIONS_JUDGE_GGUF``: an existing GGUF file (the embedded judge model, for experiments);
+- ``EVALUATIONS_JUDGE_GGUF``: an existing, readable GGUF file (starting with the bytes ``GGUF``; the embedded judge
+  model, for experiments), checked before a run whose judges load it (``models.gguf.check_gguf_file``);
 - ``EVALUATIONS_CACHE_DIR``, ``XDG_DATA_HOME``: absolute folder paths (not files), created when first written
   (a folder that cannot be created or written is one error naming the variable, ``path_origin``);
-- ``EVALUATIONS_CACHE_PATH``: the model-call cache file (the default of ``cache.path``);
+- ``EVALUATIONS_CACHE_PATH``: the model-call cache file (the default of ``cache.path``), an absolute path
+  (``env_path``);
 - ``EVALUATIONS_REFERENCE_FREE``: the default of ``judge.reference_free`` (comma-separated judges, or ``none``);
 - ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
 
@@ -27,8 +29,8 @@ from urllib.parse import urlsplit
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["PATH_VARIABLES", "data_home", "default_cache_dir", "env_dir", "env_file", "env_flag", "env_int", "env_str",
-           "env_url", "path_origin"]
+__all__ = ["PATH_VARIABLES", "data_home", "default_cache_dir", "env_dir", "env_file", "env_flag", "env_int", "env_path",
+           "env_str", "env_url", "path_origin"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -79,16 +81,25 @@ def env_url(name: str, default: str) -> str:
 
 def env_dir(name: str, *, must_exist: bool = False) -> Path | None:
     """``$name`` as an absolute folder path (None when unset); never a file; existing if ``must_exist``."""
+    path, value = env_path(name), env_str(name)
+    if path is None:
+        return None
+    if path.exists() and not path.is_dir():
+        raise _bad(name, value, "is a file, not a folder", f"point {name} at a folder")
+    if must_exist and not path.is_dir():
+        raise _bad(name, value, "the folder does not exist", f"create it or point {name} at an existing folder")
+    return path
+
+
+def env_path(name: str) -> Path | None:
+    """``$name`` as an absolute path (None when unset), as ``env_dir`` requires of a folder: a relative one would
+    land wherever the command happens to be started."""
     value = env_str(name)
     if not value:
         return None
     path = Path(value).expanduser()
     if not path.is_absolute():
         raise _bad(name, value, "must be an absolute path", f"set {name}={Path.cwd() / value}")
-    if path.exists() and not path.is_dir():
-        raise _bad(name, value, "is a file, not a folder", f"point {name} at a folder")
-    if must_exist and not path.is_dir():
-        raise _bad(name, value, "the folder does not exist", f"create it or point {name} at an existing folder")
     return path
 
 

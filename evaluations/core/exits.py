@@ -21,7 +21,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 #: a run that finished but had more failed cases than --max-failures allows
 EXIT_CASES_FAILED = 3
-#: interrupted (Ctrl-C)
+#: interrupted (Ctrl-C, or SIGTERM: the CLI turns both into one interruption)
 EXIT_ABORTED = 130
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -43,17 +44,23 @@ from evaluations.datasets.spec import DatasetSpec, LoadOptions, apply_limit
 TEXT_SUFFIXES = (".txt", ".md")
 
 
+def _blank(value: str) -> bool:
+    """Nothing visible: only whitespace, Unicode spaces (no-break space) and format characters (zero-width space,
+    joiners, byte-order mark), which ``str.strip`` keeps."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cf", "Zs", "Zl", "Zp") for c in value)
+
+
 def _not_blank(value: str) -> str:
-    """A text field that holds more than whitespace: a blank id would be renamed "Case N" by pydantic-evals (and
-    could collide with a real id), a blank query is no question."""
-    if not value.strip():
+    """A text field that holds more than whitespace (``_blank``): a blank id would be renamed "Case N" by
+    pydantic-evals (and could collide with a real id), a blank query is no question."""
+    if _blank(value):
         raise PydanticCustomError("empty", "empty")
     return value
 
 
 def _not_blank_answer(value: str) -> str:
-    """A gold answer that holds more than whitespace: a blank one would count as no gold, silently."""
-    if not value.strip():
+    """A gold answer that holds more than whitespace (``_blank``): a blank one would count as no gold, silently."""
+    if _blank(value):
         raise PydanticCustomError("empty_answer", "empty answer")
     return value
 

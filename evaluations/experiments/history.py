@@ -6,7 +6,9 @@ canonical JSON), git commit and dirty flag of the working directory's repository
 the run-level metric values (``measures.run_values``) as JSON. Table ``metrics`` holds the same values one
 per row for trend queries.
 
-Only a run records (``record_run``: the store and its folder are created when missing). The readers
+Only a run records (``record_run``: the store and its folder are created when missing). The store holds one row
+per run folder: recording a folder again (a ``--resume`` that finished it anew, an ``--overwrite`` that replaced
+its run) replaces its earlier row. The readers
 (``list_runs``, ``last_comparable``: ``history``, ``gate --baseline last``) open the store read-only and create
 or change nothing: a missing store, another program's SQLite file (``check_schema``), a damaged file or a row
 whose metrics are not JSON is one EvaluationsError naming the file (and row).
@@ -173,18 +175,23 @@ def config_hash(config: Any) -> str:
 
 def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | None = None,
                cwd: Path | None = None) -> int:
-    """Append ``run`` (a finished run, or its folder) to the history (``path`` default: ``history_path(config)``);
-    returns its id. ``config``: the run's ``Config`` (or a dict); None hashes ``summary.json``'s ``config`` section.
+    """Append ``run`` (a finished run, or its folder) to the history (``path`` default: ``history_path(config)``),
+    replacing the row an earlier recording of the same folder left (one row per run folder); returns its id.
+    ``config``: the run's ``Config`` (or a dict); None hashes ``summary.json``'s ``config`` section.
     """
     run = run if isinstance(run, RunData) else load_run(run)
     commit, dirty = git_state(cwd)
     values = run_values(run)
     store = path or history_path(config if hasattr(config, "data_dir") else None)
-    with connect(store) as db:
+    run_dir = str(run.path.resolve())
+    with connect(store) as db:  # one transaction: the earlier row goes only with the new one in
+        earlier = [row[0] for row in db.execute("SELECT id FROM runs WHERE run_dir = ?", (run_dir,))]
+        db.executemany("DELETE FROM metrics WHERE run_id = ?", [(i,) for i in earlier])
+        db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in earlier])
         cursor = db.execute(
             "INSERT INTO runs (recorded_at, run_dir, name, dataset, fingerprint, config_hash, git_commit, git_dirty,"
             " metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (datetime.now(timezone.utc).isoformat(timespec="seconds"), str(run.path.resolve()), run.name,
+            (datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir, run.name,
              run.dataset.name, run.dataset.fingerprint,
              config_hash(config if config is not None else run.summary.config), commit,
              None if dirty is None else int(dirty), json.dumps(values)),

@@ -281,12 +281,34 @@ def params_path() -> Path:
 
 
 def judge_params(path: Path | None = None) -> dict[str, Any]:
-    """The calibrated threshold (and how it was obtained); threshold 0.5 when no file is shipped."""
+    """The calibrated threshold (and how it was obtained); threshold 0.5 when no file is shipped. A file that
+    cannot be used (not UTF-8, not JSON, no ``threshold`` in [0, 1]) is one EvaluationsError naming it."""
+    from evaluations.judging.fitted import params_fix
+
     path = path or params_path()
+    fix = params_fix(path, path.name, "python benchmarks/judge_validation.py --write-params")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {"threshold": 0.5, "calibrated": False}
+    except UnicodeDecodeError as exc:
+        raise EvaluationsError(f"embedded judge parameters are not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} "
+                               f"at offset {exc.start})", where=str(path), fix=fix) from None
+    except OSError as exc:
+        raise EvaluationsError(f"embedded judge parameters cannot be read ({exc.strerror or exc})", where=str(path),
+                               fix=fix) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationsError(f"embedded judge parameters are not valid JSON ({exc.msg})",
+                               where=f"{path}:{exc.lineno}", fix=fix) from None
+    threshold = data.get("threshold") if isinstance(data, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        what = "missing key 'threshold'" if isinstance(data, dict) and "threshold" not in data else \
+            "'threshold' must be a probability in [0, 1]" if isinstance(data, dict) else \
+            f"must be a JSON object, got a {type(data).__name__}"
+        raise EvaluationsError(f"invalid embedded judge parameters: {what}", where=str(path), fix=fix)
+    return data
 
 
 def combined_params_path() -> Path:

@@ -19,16 +19,18 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["read_params", "check_model"]
+__all__ = ["JUDGES_ENV", "read_params", "check_model", "params_fix"]
+
+#: the folder of a user's own fitted parameters (``offline.default_params_path``)
+JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
 
 P = TypeVar("P", bound=BaseModel)
 
 
-def _fix(path: Path, name: str, refit: str) -> str:
+def params_fix(path: Path, name: str, refit: str) -> str:
     """The fix for a bad file: a user's own fit (in ``$EVALUATIONS_JUDGES_DIR``) is moved aside first (calibrate-judge
-    reads the current file too, so it cannot re-write a damaged one in place), then re-fitted; the shipped file is
-    restored."""
-    from evaluations.judging.offline import JUDGES_ENV
+    reads the current file too, so it cannot re-write a damaged one in place), then re-fitted with ``refit``; the
+    shipped file is restored."""
     from evaluations.judging.shipped import shipped_path
 
     if path.resolve() == shipped_path(name).resolve():
@@ -63,7 +65,7 @@ def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], 
     """The parameters in ``path`` as ``model``, checked (module docstring). ``what``: the judge, for messages;
     ``known``: the features the judge computes; ``refit``: the command that writes the file; ``unwrap``: where the
     parameters sit in the file's object; ``extra``: a further check of the judge's own fields."""
-    fix = _fix(path, path.name, refit)
+    fix = params_fix(path, path.name, refit)
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ import numpy as np
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging import lexical
+from evaluations.judging.fitted import JUDGES_ENV  # defined there (fitted names it in its fixes)
 from evaluations.judging.semantic import semantic_similarity_batch
 from evaluations.judging.nonanswer import informative_recall, novelty, screen
 from evaluations.judging.text import normalize, tokens
@@ -120,9 +121,6 @@ def feature_matrix(
     return np.asarray(rows, dtype=np.float64).reshape(len(answers), len(names))
 
 
-JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
-
-
 def default_params_path(name: str = "offline_judge.json") -> Path:
     """Where parameters are read from: ``$EVALUATIONS_JUDGES_DIR/<name>`` when that folder (it must exist) holds
     the file, else the shipped package data (``judging.shipped``; ``judges/<name>`` in a checkout): a folder of
@@ -159,19 +157,39 @@ class OfflineJudgeModel:
     info: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "offline judge params") -> OfflineJudgeModel:
+    def from_dict(cls, data: dict[str, Any], where: str = "offline judge params",
+                  fix: str = "re-run calibrate-judge") -> OfflineJudgeModel:
+        """The model in ``data`` (a parameters file's object), checked as ``judging.fitted.check_model`` checks a
+        fitted judge: anything else is one EvaluationsError naming ``where`` and ``fix``."""
+        from evaluations.judging.fitted import check_model
+
+        if not isinstance(data, dict):
+            raise EvaluationsError(f"offline judge parameters must be a JSON object, got a {type(data).__name__}",
+                                   where=where, fix=fix)
+        missing = [k for k in ("features", "mean", "scale", "coef", "intercept") if k not in data]
+        if missing:
+            raise EvaluationsError(f"missing key {missing[0]!r}", where=where, fix=fix)
         try:
+            if not isinstance(data["features"], list) or not all(isinstance(f, str) for f in data["features"]):
+                raise ValueError("'features' is not a list of feature names")
             features = tuple(data["features"])
-            unknown = [f for f in features if f not in _FEATURE_FNS and f not in EXTERNAL_FEATURES]
-            if unknown:
-                raise EvaluationsError(f"unknown features {unknown}", where=where, fix=f"known: {list(FEATURES)}")
             arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
-            if any(a.shape != (len(features),) for a in arrays):
-                raise EvaluationsError("mean/scale/coef must have one value per feature", where=where)
-            info = {k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}}
-            return cls(features, *arrays, float(data["intercept"]), float(data.get("threshold", 0.5)), info)
-        except KeyError as exc:
-            raise EvaluationsError(f"missing key {exc.args[0]!r}", where=where, fix="re-run calibrate-judge") from None
+            if any(a.ndim != 1 for a in arrays):
+                raise ValueError("'mean', 'scale' and 'coef' must be lists of numbers")
+            if any(isinstance(data[k], bool) for k in ("intercept", "threshold") if k in data):
+                raise ValueError("'intercept' and 'threshold' must be numbers")
+            intercept, threshold = float(data["intercept"]), float(data.get("threshold", 0.5))
+        except (TypeError, ValueError) as exc:
+            raise EvaluationsError(f"invalid offline judge parameters: {exc}", where=where, fix=fix) from None
+        info = {k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}}
+        model = cls(features, *arrays, intercept, threshold, info)
+        unknown = [f for f in features if f not in _FEATURE_FNS and f not in EXTERNAL_FEATURES]
+        if unknown:
+            raise EvaluationsError(f"unknown features {unknown}", where=where, fix=f"known: {list(FEATURES)}; {fix}")
+        problem = check_model(model, [*FEATURES, *EXTERNAL_FEATURES])
+        if problem:
+            raise EvaluationsError(f"invalid offline judge parameters: {problem}", where=where, fix=fix)
+        return model
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,9 +204,15 @@ class OfflineJudgeModel:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> OfflineJudgeModel:
+        """The parameters in ``path`` (default ``default_params_path()``); a file that cannot be used (missing,
+        unreadable, not UTF-8, not JSON, a key missing or of the wrong type) is one EvaluationsError naming it and
+        the fix (``judging.fitted``'s: move a user's own file aside, or restore the shipped one)."""
+        from evaluations.judging.fitted import params_fix
+
         path = Path(path) if path else default_params_path()
+        fix = params_fix(path, path.name, "evaluations calibrate-judge LABELLED_FILE...")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise EvaluationsError(
                 "offline judge parameters not found",
@@ -196,9 +220,19 @@ class OfflineJudgeModel:
                 fix="run `evaluations calibrate-judge LABELLED_FILE...` "
                 "(e.g. ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz)",
             ) from None
+        except IsADirectoryError:
+            raise EvaluationsError("offline judge parameters: a folder, not a file", where=str(path), fix=fix) from None
+        except UnicodeDecodeError as exc:
+            raise EvaluationsError(f"offline judge parameters are not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} "
+                                   f"at offset {exc.start})", where=str(path), fix=fix) from None
+        except OSError as exc:
+            raise EvaluationsError(f"offline judge parameters cannot be read ({exc.strerror or exc})", where=str(path),
+                                   fix=fix) from None
+        try:
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
-        return cls.from_dict(data, where=str(path))
+            raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", fix=fix) from None
+        return cls.from_dict(data, where=str(path), fix=fix)
 
     def probability(self, features: np.ndarray) -> np.ndarray:
         """σ(b + ((X − μ) / s) · w) for a feature matrix X in ``self.features`` order."""

@@ -248,6 +248,29 @@ def assemble(model: GGUFModel, data_dir: Path) -> Path:
         return target
 
 
+#: the first bytes of every GGUF file (the format's magic number)
+GGUF_MAGIC = b"GGUF"
+
+
+def check_gguf_file(path: Path, *, variable: str) -> Path:
+    """``path`` (the value of environment variable ``variable``) is a readable file that starts with ``GGUF_MAGIC``:
+    one EvaluationsError naming the variable and the path otherwise, before llama.cpp is asked to load it."""
+    where = f"environment variable {variable} ({path})"
+    fix = (f"point {variable} at a GGUF model file (a chat model such as the registry's judge), or unset {variable} "
+           "to use the registry's judge model")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(GGUF_MAGIC))
+    except IsADirectoryError:
+        raise EvaluationsError("is a folder, not a GGUF file", where=where, fix=fix) from None
+    except OSError as exc:
+        raise EvaluationsError(f"cannot read the file ({exc.strerror or exc})", where=where, fix=fix) from None
+    if head != GGUF_MAGIC:
+        raise EvaluationsError(f"not a GGUF model file (it does not start with the bytes {GGUF_MAGIC.decode()}; "
+                               f"starts with {head!r})", where=where, fix=fix)
+    return path
+
+
 def gguf_file(name: str | GGUFModel, data_dir: Path) -> Path:
     """The GGUF file of embedded model ``name``, ready to load: the package file for single-file models, the
     assembled and verified file under ``<data_dir>/models/`` for split ones."""

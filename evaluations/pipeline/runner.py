@@ -6,7 +6,12 @@ full before anything is indexed; the index is brought up to date (embedding only
 only when a vector mode needs vectors) before the first query.
 
 Every finished case is appended to ``cases.jsonl`` at once (``results.folder``); ``--resume DIR`` runs only the
-cases the folder does not hold yet and then summarises all of them, so the result equals a straight run's.
+cases the folder does not hold yet, and again those that did not complete (a stage failed, e.g. the judge's server
+was down: their records are replaced), then summarises all of them, so the result equals a straight run's; its
+``run.started`` is the first session's start and ``run.seconds`` the time of all sessions.
+
+An interruption (Ctrl-C, or SIGTERM: the CLI turns it into the same KeyboardInterrupt) keeps the finished cases
+and says how to finish the run, and where the run an ``--overwrite`` replaces is kept until then.
 """
 
 from __future__ import annotations
@@ -259,8 +264,60 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
 
 
+def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) -> None:
+    """What the run and its judges read from the environment and the judges' folder, checked before any work (a
+    bad one was a failed judge in every case): ``HF_HUB_OFFLINE`` a boolean; ``$EVALUATIONS_CACHE_PATH`` absolute;
+    the parameters file of each judge the run uses (``$EVALUATIONS_JUDGES_DIR`` or the shipped one);
+    ``$EVALUATIONS_JUDGE_GGUF`` a GGUF file when an embedded judge loads it; the judges' cache folder
+    (``Config.judge_cache_dir``: storage.data_dir, ``$EVALUATIONS_CACHE_DIR`` or ``$XDG_DATA_HOME``) one that can
+    be made and written. Judges the run does not use are not checked."""
+    from evaluations.core.env import env_file, env_flag, env_path
+    from evaluations.evaluators.answers import OfflineJudge
+    from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
+    from evaluations.judging.offline import load_model
+    from evaluations.judging.refit import REFITS
+
+    env_flag("HF_HUB_OFFLINE")  # read by the Hugging Face libraries (MiniLM, datasets), which take any word
+    if not config.sets("cache.path"):
+        env_path("EVALUATIONS_CACHE_PATH")
+    answers = qa is not None or (options.system is not None and options.judge_answers)
+    # the reference-free judges every dataset of this run gets (with qrels, ``auto`` leaves context relevance out)
+    wanted = set(config.judge.reference_free_judges(has_qrels=True))
+    wanted -= {judge for judge, needed in (("faithfulness", answers), ("answer_relevance", answers),
+                                           ("context_relevance", not options.skip_retrieval)) if not needed}
+    for judge in sorted(wanted & set(REFITS)):
+        REFITS[judge].current()
+    embedded_llm = False
+    for evaluator in qa.evaluators if qa is not None else []:
+        if isinstance(evaluator, OfflineJudge):
+            load_model(evaluator.params)
+        elif isinstance(evaluator, EmbeddedLLMJudge):
+            from evaluations.judging.embedded import combined_params_path, judge_params
+
+            embedded_llm = True
+            if evaluator.threshold is None:
+                judge_params()
+            if evaluator.combined and combined_params_path().is_file():
+                load_model(combined_params_path())
+    served = config.judge.model is not None and config.judge.model.provider != "embedded"
+    if embedded_llm or (wanted & {"faithfulness", "context_relevance"} and not served):
+        gguf = env_file("EVALUATIONS_JUDGE_GGUF")
+        if gguf is not None:
+            from evaluations.models.gguf import check_gguf_file
+
+            check_gguf_file(gguf, variable="EVALUATIONS_JUDGE_GGUF")
+    if config.cache.enabled and (qa is not None or wanted):
+        from evaluations.judging.semantic import default_cache_path
+        from evaluations.models.cache import open_store
+
+        open_store(default_cache_path(config.judge_cache_dir()), what="the judges' cache",
+                   origin="storage.data_dir" if config.storage.data_dir else None)
+
+
 def check_backends(config: Config, options: RunOptions, qa: QAPlan | None) -> None:
-    """Every configured server answers (and serves its model) before any work."""
+    """Every configured server answers (and serves its model) before any work; before them, what the judges read
+    from the environment and the judges' folder (``_check_judge_inputs``)."""
+    _check_judge_inputs(config, options, qa)
     if options.system is None and config.search.mode in ("vector", "hybrid"):
         from evaluations.models.embedders import build_embedder
 
@@ -303,7 +360,7 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
         dataset_label += f"-{options.split}"
     name = options.name or f"{dataset_label}-{'system' if options.system else config.search.mode}"
     folder = RunFolder.open(out=options.out, resume=options.resume, overwrite=options.overwrite, name=name,
-                            identity=_identity(spec, corpus, options, config))
+                            identity=_identity(spec, corpus, options, config), started=started)
     try:
         if system is not None:  # called on every run; a resumed run reuses only its own replies (in the cache)
             from evaluations.systems.factory import for_run
@@ -317,18 +374,25 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     except KeyboardInterrupt:
         folder.close()
         console.print(f"[yellow]interrupted: {len(folder.done)} finished case(s) are kept in {folder.path}; "
-                      f"finish the run with the same command and --resume {folder.path}[/]")
+                      f"finish the run with the same command and --resume {folder.path}[/]", highlight=False)
+        if (previous := folder.previous_run) is not None:
+            console.print(f"[yellow]the run --overwrite replaces is kept in {previous} until this one finishes; "
+                          f"to go back to it, delete the other files of {folder.path} and move its files there[/]",
+                          highlight=False)
         raise
     finally:
         executor.close()
         folder.close()
+        folder.end_session(time.perf_counter() - clock)
 
 
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
             console: Console, qa: QAPlan | None, name: str, started: datetime, clock: float,
             system: System | None, after: AfterRun | None, executor: Any) -> RunResult:
     # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
-    # were not all finished is run again whole, and its finished repeats dropped)
+    # were not all finished is run again whole, and its finished repeats dropped); those that did not complete
+    # (a stage failed) are run again, their records replaced
+    again = [] if folder.fresh else folder.retry_incomplete()
     done = {c.source_case_name or c.name for c in folder.done}
     if options.repeat > 1:
         counts: dict[str, int] = {}
@@ -337,8 +401,10 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
         done = {n for n, k in counts.items() if k >= options.repeat}
         folder.done[:] = [c for c in folder.done if (c.source_case_name or c.name) in done]
     cases = [c for c in build_cases(corpus) if c.name not in done]
-    if folder.done:
-        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run")
+    if folder.done or again:
+        retried = f" ({len(again)} that did not complete run again)" if again else ""
+        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run{retried}",
+                      highlight=False)
 
     # 3. the system under test: index + retriever, or the user's system
     pending = [c.inputs.query for c in cases]
@@ -418,8 +484,10 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
             "dataset": {"name": spec.name, "source": corpus.source, "documents": len(corpus.documents),
                         "queries": len(corpus.queries), "fingerprint": dataset_fingerprint(corpus)},
             "index": index_info,
-            "run": {"started": started.isoformat(), "seconds": time.perf_counter() - clock,
-                    "resumed": options.resume is not None, **metadata},
+            # a resumed run: its first session's start, and the time of all its sessions
+            "run": {"started": folder.started or started.isoformat(),
+                    "seconds": folder.seconds(time.perf_counter() - clock),
+                    "resumed": options.resume is not None, "sessions": max(1, len(folder.sessions)), **metadata},
             "config": config.public_dict(),
             "config_source": config.source,
             # this session's model calls (a resumed run counts only its own): cached replies keep their original

@@ -7,10 +7,15 @@ call had finished before the interruption is not sent again. Replies are stored 
 (``cache.enabled``; ``--no-cache``: none kept) under ``sha256({"system", "run", "request"})``, where ``run`` is
 the run folder's ``run_id`` (``results.folder``: made when the run starts, kept by ``--resume``, new after
 ``--overwrite``).
+
+A reply is kept with the time the system took to give it (``latency_ms``: the stages it reported, else
+``retrieve``, and ``total``: the call's wall time unless it reported one), so a resumed run records the system's
+latency as a straight run does, not the cache lookup's.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,15 +54,26 @@ class RunReplies:
         self.cache.put(KIND, self.key(request), text)
 
 
+def replayed(response: SystemResponse, wall_ms: float) -> SystemResponse:
+    """``response`` with the time it took: its ``latency_ms`` the stages it reported (none: ``retrieve``, the
+    call's ``wall_ms``, as the task records a system that reports none) and ``total`` (``wall_ms`` unless it
+    reported one)."""
+    reported = dict(response.latency_ms or {}) or {"retrieve": wall_ms}
+    reported.setdefault("total", wall_ms)
+    return response.model_copy(update={"latency_ms": reported})
+
+
 async def through(replies: RunReplies | None, request: SystemRequest,
                   call: Callable[[], Awaitable[SystemResponse]]) -> SystemResponse:
-    """``call()``'s response, or this run's earlier reply to ``request`` when ``replies`` holds one."""
+    """``call()``'s response, or this run's earlier reply to ``request`` when ``replies`` holds one; kept, it
+    carries its latency (``replayed``), the same whether it was just given or is reused."""
     if replies is None:
         return await call()
     hit = replies.get(request)
     if hit is not None:
         return hit
-    response = await call()
+    started = time.perf_counter()
+    response = replayed(await call(), (time.perf_counter() - started) * 1000)  # the same now as when reused
     replies.put(request, response)
     return response
 
