@@ -155,12 +155,12 @@ def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str]
         # paired: the cases both runs have a value of (a case whose judge failed, or that a reference-free score
         # does not apply to, in one run would otherwise count in one mean only)
         measure = measures.aggregate_parts(rule.metric)[0]
-        paired = set(shared or ()) & set(measures.per_case(measure, run)) & set(measures.per_case(measure, base))
+        have = [set(shared or ()) & set(measures.per_case(measure, r)) for r in (run, base)]
+        paired = have[0] & have[1]
         now, then = measures.run_value(rule.metric, run, paired), measures.run_value(rule.metric, base, paired)
         if now is None or then is None:
-            have = [len(set(shared or ()) & set(measures.per_case(measure, r))) for r in (run, base)]
             check["problems"] = problems + [
-                f"no case has a value in both runs (this run {have[0]}, the baseline {have[1]} of the "
+                f"no case has a value in both runs (this run {len(have[0])}, the baseline {len(have[1])} of the "
                 f"{len(shared or ())} shared cases): the change cannot be measured"]
             check["holds"] = False
             return check

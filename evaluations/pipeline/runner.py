@@ -266,20 +266,17 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
 
 def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) -> None:
     """What the run and its judges read from the environment and the judges' folder, checked before any work (a
-    bad one was a failed judge in every case): ``HF_HUB_OFFLINE`` a boolean; ``$EVALUATIONS_CACHE_PATH`` absolute;
-    the parameters file of each judge the run uses (``$EVALUATIONS_JUDGES_DIR`` or the shipped one);
+    bad one was a failed judge in every case; ``HF_HUB_OFFLINE`` is checked by the CLI for every command, and a
+    relative ``$EVALUATIONS_CACHE_PATH`` when the config is read): the parameters file of each judge the run uses (``$EVALUATIONS_JUDGES_DIR`` or the shipped one);
     ``$EVALUATIONS_JUDGE_GGUF`` a GGUF file when an embedded judge loads it; the judges' cache folder
     (``Config.judge_cache_dir``: storage.data_dir, ``$EVALUATIONS_CACHE_DIR`` or ``$XDG_DATA_HOME``) one that can
     be made and written. Judges the run does not use are not checked."""
-    from evaluations.core.env import env_file, env_flag, env_path
+    from evaluations.core.env import env_file
     from evaluations.evaluators.answers import OfflineJudge
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
     from evaluations.judging.offline import load_model
     from evaluations.judging.refit import REFITS
 
-    env_flag("HF_HUB_OFFLINE")  # read by the Hugging Face libraries (MiniLM, datasets), which take any word
-    if not config.sets("cache.path"):
-        env_path("EVALUATIONS_CACHE_PATH")
     answers = qa is not None or (options.system is not None and options.judge_answers)
     # the reference-free judges every dataset of this run gets (with qrels, ``auto`` leaves context relevance out)
     wanted = set(config.judge.reference_free_judges(has_qrels=True))
