@@ -38,6 +38,13 @@ def search(request):
     return {"retrieved": [{"id": doc}, {"id": "d4"}]}
 
 
+def search_stuck(request):
+    """Every case hangs while the file HANG names exists (a system stuck from its first case)."""
+    while Path(os.environ["HANG"]).exists():
+        time.sleep(0.05)
+    return {"retrieved": [{"id": DOCS[request["case_id"]]}]}
+
+
 def answer(request):
     """Takes 50 ms, and counts its calls in the file CALLS names."""
     with open(os.environ["CALLS"], "a") as calls:
@@ -155,6 +162,40 @@ def test_an_overwrite_that_fails_before_its_first_case_gives_the_old_run_back(tm
                "--skip-db", "--config", str(tmp_path / "c.yaml"), "--out", str(out), "--overwrite", "--no-progress"]
     proc = subprocess.run(failing, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and "--skip-db" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(old) and _hashes(out) == old
+
+
+def test_an_overwrite_interrupted_before_its_first_case_gives_the_old_run_back(tmp_path):
+    """Ctrl-C during an --overwrite whose system has not finished a case: nothing of the new run is kept, the old
+    run is back in the folder byte for byte (no .previous-run left), and the message says so instead of offering a
+    --resume of nothing."""
+    env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
+    out = tmp_path / "out"
+    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    old = _hashes(out)
+    (tmp_path / "hang").touch()
+    proc = subprocess.Popen(_command(tmp_path, "lifecycle_sys:search_stuck", "--out", str(out), "--overwrite"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not ((out / ".previous-run").is_dir() and (out / "run.json").is_file()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(1.0)  # the cases are under way, none finished
+        assert not (out / "partial.jsonl").exists() or not (out / "partial.jsonl").read_text()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        (tmp_path / "hang").unlink()
+    assert proc.returncode == 130, err
+    assert "interrupted before any case finished: nothing was kept" in err and "back in place" in err, err
+    assert "--resume" not in err and "Traceback" not in err, err
+    assert not (out / ".previous-run").exists()
     assert sorted(p.name for p in out.iterdir()) == sorted(old) and _hashes(out) == old
 
 

@@ -369,6 +369,12 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
         folder.discard_if_unused()  # e.g. an unreadable index, or a bug: no empty run folder is left behind
         raise
     except KeyboardInterrupt:
+        if folder.fresh and not folder.done:  # nothing of the new run to keep: as a failure before the first case
+            folder.discard_if_unused()
+            restored = " (the run --overwrite was replacing is back in place)" if options.overwrite else ""
+            console.print(f"[yellow]interrupted before any case finished: nothing was kept{restored}[/]",
+                          highlight=False)
+            raise
         folder.close()
         console.print(f"[yellow]interrupted: {len(folder.done)} finished case(s) are kept in {folder.path}; "
                       f"finish the run with the same command and --resume {folder.path}[/]", highlight=False)

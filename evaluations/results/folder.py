@@ -18,8 +18,9 @@ not complete (retrieval, answer or judge stage failed: ``retry_incomplete``), re
 
 ``--overwrite`` never loses the run it replaces before the new one is finished: the old run's files are moved
 into the folder's hidden ``.previous-run/`` (``PREVIOUS_DIR``), deleted once the new run has written its final
-files, and put back when the new run fails before its first case. An interrupted or crashed new run leaves
-both: the new run's finished cases (``--resume`` finishes it) and the old run in ``.previous-run/``.
+files, and put back when the new run fails or is interrupted before its first case. A new run interrupted or
+crashed later leaves both: the new run's finished cases (``--resume`` finishes it) and the old run in
+``.previous-run/``.
 """
 
 from __future__ import annotations
