@@ -212,6 +212,10 @@ def test_a_cached_rerun_makes_no_model_call_and_gives_the_same_verdicts(squad_ru
     assert first["reference_free"]["model_calls"] > 0
     assert again["reference_free"]["model_calls"] == 0
     assert again["reference_free"]["metrics"] == first["reference_free"]["metrics"]
+    # the console says what the judges spent: the first run its forward passes, the re-run none (it printed nothing)
+    assert f"reference-free judges: {first['reference_free']['model_calls']} model calls\n" in \
+        squad_runs["outputs"]["copy"], squad_runs["outputs"]["copy"][-2000:]
+    assert "reference-free judges: 0 model calls (every verdict from the cache)" in squad_runs["outputs"]["cached"]
     claims = [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]] for r in _records(squad_runs["dirs"]["copy"])]
     assert claims == [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]]
                       for r in _records(squad_runs["dirs"]["cached"])]

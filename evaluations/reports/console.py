@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluations.results.headline import answer_headline, disagreement_line, reference_free_line
+from evaluations.results.headline import (answer_headline, disagreement_line, reference_free_calls_line,
+                                          reference_free_line)
 from evaluations.results.retrieval_metrics import is_retrieval_metric, parse_metric_name
 from evaluations.results.rundata import AnswersSummary, LatencySummary, RunSummary
 
@@ -158,6 +159,8 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
         console.print(f"answers: {summary.answers.answered} of {summary.counts.cases} cases answered, not judged "
                       "(--skip-qa skips the answer judges)", markup=False, highlight=False)
     if (line := reference_free_line(summary)) is not None:
+        console.print(line, markup=False, highlight=False)
+    if (line := reference_free_calls_line(summary)) is not None:
         console.print(line, markup=False, highlight=False)
     console.print(latency_table(summary.latency_ms, summary.counts.failed))
     lat = summary.latency_ms

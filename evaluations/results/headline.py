@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from evaluations.judging.validation import JudgeValidation
 from evaluations.results.rundata import AnswersSummary, RunSummary
 
-__all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy", "reference_free_line"]
+__all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy", "reference_free_line",
+           "reference_free_calls_line"]
 
 
 def primary_accuracy(answers: AnswersSummary | None) -> float | None:
@@ -81,6 +82,18 @@ def reference_free_line(summary: RunSummary) -> str | None:
             extra.append(said)
         parts.append(f"{name} {value} (n {', '.join([str(n), *extra])})")
     return "reference-free: " + " · ".join(parts) if parts else None
+
+
+def reference_free_calls_line(summary: RunSummary) -> str | None:
+    """``reference-free judges: N model calls`` (forward passes or served questions the judges made in this run;
+    "every verdict from the cache" when they judged and made none), None without the section."""
+    section = (summary.model_extra or {}).get("reference_free") or {}
+    if not section:
+        return None
+    calls = int(section.get("model_calls") or 0)
+    judged = any((entry.get("n") or 0) > 0 for entry in (section.get("metrics") or {}).values())
+    said = "1 model call" if calls == 1 else f"{calls} model calls"
+    return f"reference-free judges: {said}" + (" (every verdict from the cache)" if judged and not calls else "")
 
 
 def _value(entry: object) -> str:
