@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evaluations.core.console import TABLE_WIDTH, make_console
@@ -96,6 +97,10 @@ def show_compare(console: Console, result: dict[str, Any], *, reports: bool | No
         console.print("[bold]regressions[/] (pass in baseline, fail now):")
         for key, cases_ in by_metric.items():
             console.print(f"  {key}: {len(cases_)}: " + ", ".join(cases_[:15]) + (" …" if len(cases_) > 15 else ""))
+    from evaluations.experiments.compare import judge_change_text
+
+    for change in result.get("judges_differ", []):
+        console.print(f"[yellow]warning:[/] {escape(judge_change_text(change))}", highlight=False)
 
 
 @click.command("compare")
@@ -198,11 +203,13 @@ def history_command(dataset: str | None, metric: str | None, config_path: str | 
     table = Table(title=f"history {history}" + (f" · {dataset}" if dataset else ""), box=box.SIMPLE_HEAVY,
                   title_justify="left")
     if metric:
-        for column in ("id", "time", "commit", metric, "change", "run"):
+        judged = any(row["judge"] for row in data)  # a model judged the metric: who, on each row
+        for column in ("id", "time", "commit", metric, "change", *(["judge"] if judged else []), "run"):
             table.add_column(column)
         for row, run in zip(data, _run_names(data)):
-            table.add_row(str(row["id"]), _minute(row["recorded_at"]), _commit(row), _fmt(row["value"]),
-                          _fmt(row["change"]), run)
+            change = "judge changed" if row["judge_changed"] else _fmt(row["change"])
+            table.add_row(str(row["id"]), _minute(row["recorded_at"]), _commit(row), _fmt(row["value"]), change,
+                          *([row["judge"] or "—"] if judged else []), run)
     else:
         columns = headline(row["metrics"] for row in data)
         for column in ("id", "time", "dataset", "commit", *columns, "run"):

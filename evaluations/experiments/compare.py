@@ -151,6 +151,7 @@ def compare_runs(runs: Sequence[str | Path | RunData], *, baseline: str | None =
         chosen = _default_metrics([base, *others])
     comparisons = [row for other in others for row in compare_pair(base, other, chosen, shared)]
     return {
+        "judges_differ": judge_changes(base, others, chosen),
         "runs": [r.label for r in loaded],
         "run_dirs": {r.label: str(r.path.resolve()) for r in loaded},
         "baseline": base.label,
@@ -162,6 +163,19 @@ def compare_runs(runs: Sequence[str | Path | RunData], *, baseline: str | None =
         "regressions": [row for other in others for row in regressions(base, other, chosen, shared)],
         "segments": _segments(base, others, chosen, shared) if segments else {},
     }
+
+
+def judge_changes(base: RunData, others: list[RunData], metrics: Sequence[str]) -> list[dict[str, str]]:
+    """The compared measures whose judge differs between the baseline and another run (``measures.judged_by``):
+    their difference is the judges' as much as the systems'."""
+    return [{"metric": metric, "a": base.label, "b": other.label, "judge_a": pair[0], "judge_b": pair[1]}
+            for other in others for metric in metrics if (pair := measures.judges_differ(metric, base, other))]
+
+
+def judge_change_text(change: dict[str, str]) -> str:
+    """One line for people: which judge each run's value of the measure comes from."""
+    return (f"{change['metric']} was judged by {change['judge_a']} in {change['a']} but by {change['judge_b']} in "
+            f"{change['b']}: its difference is the judges' as much as the systems' (judge both runs with one judge)")
 
 
 def _pick_baseline(runs: list[RunData], baseline: str | None) -> RunData:

@@ -18,7 +18,9 @@ applied to none of the cases. Absolute rules use all the run's cases; relative r
 cases both runs have (a relative rule's two means over the shared cases that have a value in both runs: paired, as
 ``compare`` pairs them). ``only_if_significant``: a broken relative rule counts only when the paired difference of
 its per-case measure (``latency_ms`` for latency_pNN_ms) is
-significant — primary test, Holm-corrected across the rules that ask for it.
+significant — primary test, Holm-corrected across the rules that ask for it. A relative rule or zero tolerance on a
+measure a model judged (``measures.judged_by``: faithfulness, context relevance, the LLM judge) is broken when the
+two runs name different judges: the change would be the judges' as much as the system's.
 """
 
 from __future__ import annotations
@@ -248,6 +250,16 @@ def run_gate(run: RunData, rules: Rules, baseline: RunData | None = None) -> dic
         significance = {row["metric"]: row for row in compare_pair(baseline, run, wanted, shared)}
     checks = [_check_rule(rule, run, baseline, shared, significance) for rule in rules.rules]
     checks += [_check_zero_tolerance(m, run, baseline, shared) for m in rules.zero_tolerance]  # type: ignore[arg-type]
+    against_baseline = [rule.relative for rule in rules.rules] + [True] * len(rules.zero_tolerance)
+    for check, compared in zip(checks, against_baseline):  # a change across two judges is not the system's
+        pair = measures.judges_differ(measures.aggregate_parts(check["metric"])[0], baseline, run) \
+            if baseline is not None and compared else None
+        if pair is not None:
+            check["judges"] = {"baseline": pair[0], "run": pair[1]}
+            check["problems"] = [*check["problems"], f"judged by {pair[1]} in this run but by {pair[0]} in the "
+                                 "baseline: the change is the judges' as much as the system's (judge both with one "
+                                 "judge, or gate on an absolute min/max)"]
+            check["holds"] = False
     broken = [f"{c['text']}: {'; '.join(c['problems'])}" for c in checks if not c["holds"]]
     return {"passed": not broken, "run": str(run.path), "baseline": str(baseline.path) if baseline else None,
             "checks": checks, "broken": broken}

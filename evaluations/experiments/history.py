@@ -3,8 +3,10 @@
 Store: ``history.path`` in the config (default ``<data_dir>/history.sqlite``). Table ``runs``: time (UTC ISO),
 run folder (absolute), run name, dataset name and fingerprint, config hash (sha256 of the run's config as
 canonical JSON), git commit and dirty flag of the working directory's repository (NULL outside a repo), and
-the run-level metric values (``measures.run_values``) as JSON. Table ``metrics`` holds the same values one
-per row for trend queries.
+the run-level metric values (``measures.run_values``) as JSON, and who judged the values a model judged
+(``judges``: metric -> ``measures.judged_by``, JSON; a column added to stores made before it). Table ``metrics``
+holds the same values one per row for trend queries. A trend does not count a change across a change of judge (an
+embedded judge's faithfulness, then a served one's): the row says the judge changed, not by how much the system did.
 
 Only a run records (``record_run``: the store and its folder are created when missing). The store holds one row
 per run folder: recording a folder again (a ``--resume`` that finished it anew, an ``--overwrite`` that replaced
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.results.measures import canonical, run_values
+from evaluations.results.measures import MODEL_JUDGED, canonical, judged_by, run_values
 from evaluations.results.rundata import RunData, load_run
 
 SCHEMA = """
@@ -40,7 +42,8 @@ CREATE TABLE IF NOT EXISTS runs (
     config_hash TEXT,
     git_commit TEXT,
     git_dirty INTEGER,
-    metrics TEXT NOT NULL
+    metrics TEXT NOT NULL,
+    judges TEXT
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -121,6 +124,8 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         check_schema(db, path)  # before any table is added: another program's database is left as it is
         db.executescript(SCHEMA)
+        if "judges" not in _columns(db, "runs"):  # a store made before runs recorded their judges
+            db.execute("ALTER TABLE runs ADD COLUMN judges TEXT")
     except sqlite3.Error as exc:
         db.close()
         raise _sqlite_error(path, exc, writing=True) from None
@@ -182,6 +187,7 @@ def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | No
     run = run if isinstance(run, RunData) else load_run(run)
     commit, dirty = git_state(cwd)
     values = run_values(run)
+    judges = {name: judge for name in MODEL_JUDGED if name in values and (judge := judged_by(name, run))}
     store = path or history_path(config if hasattr(config, "data_dir") else None)
     run_dir = str(run.path.resolve())
     with connect(store) as db:  # one transaction: the earlier row goes only with the new one in
@@ -190,11 +196,11 @@ def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | No
         db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in earlier])
         cursor = db.execute(
             "INSERT INTO runs (recorded_at, run_dir, name, dataset, fingerprint, config_hash, git_commit, git_dirty,"
-            " metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " metrics, judges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir, run.name,
              run.dataset.name, run.dataset.fingerprint,
              config_hash(config if config is not None else run.summary.config), commit,
-             None if dirty is None else int(dirty), json.dumps(values)),
+             None if dirty is None else int(dirty), json.dumps(values), json.dumps(judges)),
         )
         run_id = int(cursor.lastrowid)
         db.executemany("INSERT INTO metrics (run_id, metric, value) VALUES (?, ?, ?)",
@@ -206,7 +212,18 @@ def _row(row: sqlite3.Row, path: Path) -> dict[str, Any]:
     out = dict(row)
     out["metrics"] = _metrics(out["metrics"], path, out["id"])
     out["git_dirty"] = None if out["git_dirty"] is None else bool(out["git_dirty"])
+    out["judges"] = _judges(out.get("judges"))
     return out
+
+
+def _judges(text: Any) -> dict[str, str]:
+    """A row's ``judges`` JSON (metric -> judge); {} when the row has none (recorded before judges were) or it
+    cannot be read: who judged is then unknown, which a trend treats as no change of judge."""
+    try:
+        judges = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in judges.items() if v} if isinstance(judges, dict) else {}
 
 
 def _metrics(text: Any, path: Path, run_id: Any) -> dict[str, float | None]:
@@ -272,15 +289,20 @@ def last_comparable(run: RunData, path: Path) -> Path:
 
 def trend(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     """``metric`` (an alias resolved: ``measures.canonical``) over ``rows`` with the change from the previous row
-    that has it; each row names the metric and the run's dataset, so the trend alone draws as a history report."""
+    that has it; each row names the metric and the run's dataset, so the trend alone draws as a history report.
+    ``judge``: who judged the value (None: no model judged it, or the row does not say); where it differs from the
+    previous row's, ``judge_changed`` is True and ``change`` None (the judges differ, not only the systems)."""
     metric = canonical(metric)
-    out, previous = [], None
+    out, previous, previous_judge = [], None, None
     for row in rows:
         value = row["metrics"].get(metric)
         if value is None:
             continue
+        judge = (row.get("judges") or {}).get(metric)
+        changed = bool(judge and previous_judge and judge != previous_judge)
         out.append({"id": row["id"], "recorded_at": row["recorded_at"], "run_dir": row["run_dir"], "name": row["name"],
                     "dataset": row["dataset"], "git_commit": row["git_commit"], "git_dirty": row["git_dirty"],
-                    "metric": metric, "value": value, "change": None if previous is None else value - previous})
-        previous = value
+                    "metric": metric, "value": value, "judge": judge, "judge_changed": changed,
+                    "change": None if previous is None or changed else value - previous})
+        previous, previous_judge = value, judge or previous_judge
     return out

@@ -303,6 +303,37 @@ REFERENCE_FREE: dict[str, ReferenceFree] = {
         "a case with retrieved chunks"),
 }
 
+#: measures a model judged, so a change of judge moves them whatever the system did: the reference-free scores the
+#: checker model reads (answer relevance reads no model of the run's choosing) and the LLM judge's verdict
+CHECKER_JUDGED = ("faithfulness", "context_relevance")
+MODEL_JUDGED = (*CHECKER_JUDGED, "llm_judge")
+
+
+def judged_by(name: str, run: RunData) -> str | None:
+    """Who judged measure ``name`` in ``run``: the checker model of the reference-free judges (with the model their
+    parameters were fitted through, when the run names it), or the LLM judge's model; None for a measure no model
+    judges, or a run that does not say (a folder from before judges were recorded)."""
+    name = canonical(name)
+    info = {**(run.summary.model_extra or {}), **run.summary.run.model_dump()}
+    if name in CHECKER_JUDGED:
+        checker = info.get("reference_free_judge")
+        if not checker:
+            return None
+        fitted = ((info.get("judge_parameters") or {}).get(name) or {}).get("fitted_through")
+        same = not fitted or str(checker).split(":")[0] == fitted or checker == fitted
+        return str(checker) if same else f"{checker} (parameters fitted through {fitted})"
+    if name == "llm_judge":
+        judge = info.get("judge_model")
+        return str(judge) if judge else None
+    return None
+
+
+def judges_differ(name: str, a: RunData, b: RunData) -> tuple[str, str] | None:
+    """(a's judge, b's judge) of ``name`` when both runs name theirs and they differ, else None."""
+    ja, jb = judged_by(name, a), judged_by(name, b)
+    return (ja, jb) if ja and jb and ja != jb else None
+
+
 #: the verdict judges a table of runs shows by default: those a run may choose as its primary judge by default
 #: (``pipeline.plan.VERDICTS`` with ``default``; tests/test_reference_free_runs.py checks they agree)
 HEADLINE_JUDGES = ("llm_judge", "combined_correct", "offline_correct")
