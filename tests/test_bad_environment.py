@@ -74,7 +74,7 @@ def test_a_judges_cache_folder_that_cannot_be_made_stops_the_run_before_any_case
 # -- D2: a judge's parameters file in $EVALUATIONS_JUDGES_DIR ----------------------------------------------------
 
 BAD_PARAMS = {
-    "not-json": (b"garbage\n", "invalid JSON"),
+    "not-json": (b"garbage\n", "offline judge parameters are not valid JSON"),
     "missing-key": (b'{"weights": "x"}\n', "missing key 'features'"),
     "latin-1": (b'{"a": "\xe9"}\n', "not valid UTF-8 (byte 0xe9"),
     "an-array": (b"[1, 2, 3]\n", "must be a JSON object, got a list"),

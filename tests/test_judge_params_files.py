@@ -36,7 +36,7 @@ def _with(name: str, **changes) -> str:
 def _damages(name: str) -> list[tuple[str, bytes | str | None, str]]:
     n = len(_params(name)["features"])
     return [
-        ("bad utf-8", b'{"features": "caf\xe9"}', "not UTF-8"),
+        ("bad utf-8", b'{"features": "caf\xe9"}', "not valid UTF-8 (byte 0xe9 at offset 17)"),
         ("not json", '{"features": [', "not valid JSON"),
         ("a list", "[1, 2]", "must be a JSON object, got a list"),
         ("short coef", _with(name, coef=[0.1] * (n - 1)), f"{n} features but {n} means, {n} scales and {n - 1} coef"),

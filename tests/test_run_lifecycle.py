@@ -79,6 +79,16 @@ def _hashes(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.is_file()}
 
 
+def _finished_run(tmp_path: Path) -> tuple[dict[str, str], Path, dict[str, str]]:
+    """A finished run of the tiny system in ``tmp_path/out``: the environment, the folder and its files' hashes."""
+    env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
+    out = tmp_path / "out"
+    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    return env, out, _hashes(out)
+
+
 def _interrupt_after_two_cases(command: list[str], out: Path, env: dict[str, str], tmp_path: Path,
                                sig: int, linger: float = 0.0) -> tuple[int, str]:
     """Run ``command`` with q3 hanging (until the command has ended), send ``sig`` ``linger`` seconds after two
@@ -107,12 +117,7 @@ def test_an_interrupted_overwrite_keeps_the_old_run_and_sigterm_is_an_interrupti
     two of three cases are done: exit 130 with the Ctrl-C message, the two cases kept for --resume, and the old run's
     files untouched in .previous-run, named on the console. The resume finishes the new run, removes the old one,
     and reports the run's first start and the time of both sessions."""
-    env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
-    out = tmp_path / "out"
-    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=300)
-    assert first.returncode == 0, first.stderr
-    old = _hashes(out)
+    env, out, old = _finished_run(tmp_path)
     assert {"summary.json", "report.json", "cases.jsonl", "report.html"} <= set(old)
 
     launched = time.time()
@@ -145,12 +150,7 @@ def test_an_overwrite_that_fails_before_its_first_case_gives_the_old_run_back(tm
     """Ctrl-C during an --overwrite keeps the old run in .previous-run; another --overwrite that fails before its
     first case (--skip-db without an index: bad input found once the folder is open) removes the unfinished run and
     leaves the folder as the old run left it, byte for byte."""
-    env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
-    out = tmp_path / "out"
-    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=300)
-    assert first.returncode == 0, first.stderr
-    old = _hashes(out)
+    env, out, old = _finished_run(tmp_path)
     code, err = _interrupt_after_two_cases(
         _command(tmp_path, "lifecycle_sys:search", "--out", str(out), "--overwrite", "--concurrency", "1"), out, env,
         tmp_path, signal.SIGINT)
@@ -169,12 +169,7 @@ def test_an_overwrite_interrupted_before_its_first_case_gives_the_old_run_back(t
     """Ctrl-C during an --overwrite whose system has not finished a case: nothing of the new run is kept, the old
     run is back in the folder byte for byte (no .previous-run left), and the message says so instead of offering a
     --resume of nothing."""
-    env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
-    out = tmp_path / "out"
-    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=300)
-    assert first.returncode == 0, first.stderr
-    old = _hashes(out)
+    env, out, old = _finished_run(tmp_path)
     (tmp_path / "hang").touch()
     proc = subprocess.Popen(_command(tmp_path, "lifecycle_sys:search_stuck", "--out", str(out), "--overwrite"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)

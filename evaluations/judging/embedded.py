@@ -283,25 +283,13 @@ def params_path() -> Path:
 def judge_params(path: Path | None = None) -> dict[str, Any]:
     """The calibrated threshold (and how it was obtained); threshold 0.5 when no file is shipped. A file that
     cannot be used (not UTF-8, not JSON, no ``threshold`` in [0, 1]) is one EvaluationsError naming it."""
-    from evaluations.judging.fitted import params_fix
+    from evaluations.judging.fitted import params_fix, read_json
 
     path = path or params_path()
     fix = params_fix(path, path.name, "python benchmarks/judge_validation.py --write-params")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return {"threshold": 0.5, "calibrated": False}
-    except UnicodeDecodeError as exc:
-        raise EvaluationsError(f"embedded judge parameters are not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} "
-                               f"at offset {exc.start})", where=str(path), fix=fix) from None
-    except OSError as exc:
-        raise EvaluationsError(f"embedded judge parameters cannot be read ({exc.strerror or exc})", where=str(path),
-                               fix=fix) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvaluationsError(f"embedded judge parameters are not valid JSON ({exc.msg})",
-                               where=f"{path}:{exc.lineno}", fix=fix) from None
+    data = read_json(path, "embedded judge parameters", fix)
     threshold = data.get("threshold") if isinstance(data, dict) else None
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
         what = "missing key 'threshold'" if isinstance(data, dict) and "threshold" not in data else \

@@ -2,7 +2,8 @@
 
 A parameters file (``judges/<judge>.json``, or the same name in ``$EVALUATIONS_JUDGES_DIR``, written by
 ``calibrate-judge``) holds a logistic model: ``features``, ``mean``, ``scale``, ``coef``, ``intercept``,
-``threshold``. ``read_params`` returns it validated (pydantic) and checked as a model: every feature known to the
+``threshold``. ``read_json`` reads any judge's parameters file as JSON (the one wording of a file that is missing,
+a folder, not UTF-8 or not JSON, for every judge); ``read_params`` returns it validated (pydantic) and checked as a model: every feature known to the
 judge, one mean, scale and coefficient per feature, all finite, scales positive, the threshold in [0, 1]. Anything
 else is one ``EvaluationsError`` naming the file and the fix, raised before a judge asks any model.
 """
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["JUDGES_ENV", "read_params", "check_model", "params_fix"]
+__all__ = ["JUDGES_ENV", "read_json", "read_params", "check_model", "params_fix"]
 
 #: the folder of a user's own fitted parameters (``offline.default_params_path``)
 JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
@@ -59,6 +60,29 @@ def check_model(params: Any, known: Sequence[str]) -> str | None:
     return None
 
 
+def read_json(path: Path, what: str, fix: str, *, missing_fix: str | None = None) -> Any:
+    """The JSON value in ``path``; a file that is missing (the fix ``missing_fix`` when given), a folder, unreadable,
+    not UTF-8 or not JSON is one EvaluationsError naming it (and the line of a JSON error). ``what``: the judge's
+    parameters, for messages ("faithfulness parameters")."""
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvaluationsError(f"{what} not found", where=where, fix=missing_fix or fix) from None
+    except IsADirectoryError:
+        raise EvaluationsError(f"{what}: a folder, not a file", where=where, fix=fix) from None
+    except UnicodeDecodeError as exc:
+        raise EvaluationsError(f"{what} are not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+                               f"{exc.start})", where=where, fix=fix) from None
+    except OSError as exc:
+        raise EvaluationsError(f"{what} cannot be read ({exc.strerror or exc})", where=where, fix=fix) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationsError(f"{what} are not valid JSON ({exc.msg})", where=f"{where}:{exc.lineno}",
+                               fix=fix) from None
+
+
 def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], refit: str,
                 unwrap: Callable[[dict], Any] = lambda doc: doc,
                 extra: Callable[[P], str | None] = lambda _: None) -> P:
@@ -67,22 +91,7 @@ def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], 
     parameters sit in the file's object; ``extra``: a further check of the judge's own fields."""
     fix = params_fix(path, path.name, refit)
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvaluationsError(f"{what} parameters not found", where=where, fix=fix) from None
-    except IsADirectoryError:
-        raise EvaluationsError(f"{what} parameters: a folder, not a file", where=where, fix=fix) from None
-    except UnicodeDecodeError as exc:
-        raise EvaluationsError(f"{what} parameters are not UTF-8 text (byte {exc.start})", where=where,
-                               fix=fix) from None
-    except OSError as exc:
-        raise EvaluationsError(f"{what} parameters cannot be read ({exc.strerror})", where=where, fix=fix) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvaluationsError(f"{what} parameters are not valid JSON ({exc.msg})", where=f"{where}:{exc.lineno}",
-                               fix=fix) from None
+    doc = read_json(path, f"{what} parameters", fix)
     if not isinstance(doc, dict):
         raise EvaluationsError(f"{what} parameters must be a JSON object, got a {type(doc).__name__}", where=where,
                                fix=fix)

@@ -13,7 +13,6 @@ file (default: ``$EVALUATIONS_JUDGES_DIR/offline_judge.json``, else the shipped 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -207,31 +206,13 @@ class OfflineJudgeModel:
         """The parameters in ``path`` (default ``default_params_path()``); a file that cannot be used (missing,
         unreadable, not UTF-8, not JSON, a key missing or of the wrong type) is one EvaluationsError naming it and
         the fix (``judging.fitted``'s: move a user's own file aside, or restore the shipped one)."""
-        from evaluations.judging.fitted import params_fix
+        from evaluations.judging.fitted import params_fix, read_json
 
         path = Path(path) if path else default_params_path()
         fix = params_fix(path, path.name, "evaluations calibrate-judge LABELLED_FILE...")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise EvaluationsError(
-                "offline judge parameters not found",
-                where=str(path),
-                fix="run `evaluations calibrate-judge LABELLED_FILE...` "
-                "(e.g. ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz)",
-            ) from None
-        except IsADirectoryError:
-            raise EvaluationsError("offline judge parameters: a folder, not a file", where=str(path), fix=fix) from None
-        except UnicodeDecodeError as exc:
-            raise EvaluationsError(f"offline judge parameters are not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} "
-                                   f"at offset {exc.start})", where=str(path), fix=fix) from None
-        except OSError as exc:
-            raise EvaluationsError(f"offline judge parameters cannot be read ({exc.strerror or exc})", where=str(path),
-                                   fix=fix) from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EvaluationsError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}", fix=fix) from None
+        data = read_json(path, "offline judge parameters", fix,
+                         missing_fix="run `evaluations calibrate-judge LABELLED_FILE...` "
+                                     "(e.g. ../shared/data/evouna/NQ.jsonl.gz ../shared/data/evouna/TQ.jsonl.gz)")
         return cls.from_dict(data, where=str(path), fix=fix)
 
     def probability(self, features: np.ndarray) -> np.ndarray:
