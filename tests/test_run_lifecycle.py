@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -89,16 +90,15 @@ def _finished_run(tmp_path: Path) -> tuple[dict[str, str], Path, dict[str, str]]
     return env, out, _hashes(out)
 
 
-def _interrupt_after_two_cases(command: list[str], out: Path, env: dict[str, str], tmp_path: Path,
-                               sig: int, linger: float = 0.0) -> tuple[int, str]:
-    """Run ``command`` with q3 hanging (until the command has ended), send ``sig`` ``linger`` seconds after two
-    cases are written; its exit code and stderr."""
+def _interrupt_when(command: list[str], ready: Callable[[], bool], env: dict[str, str], tmp_path: Path, sig: int,
+                    linger: float = 0.0) -> tuple[int, str]:
+    """Run ``command`` with the system hanging (until the command has ended), send ``sig`` ``linger`` seconds after
+    ``ready()`` holds; its exit code and stderr."""
     (tmp_path / "hang").touch()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
-        partial = out / "partial.jsonl"
         deadline = time.monotonic() + 120
-        while not (partial.exists() and len(partial.read_text().splitlines()) == 2):
+        while not ready():
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         time.sleep(linger)
@@ -110,6 +110,14 @@ def _interrupt_after_two_cases(command: list[str], out: Path, env: dict[str, str
             proc.communicate()
         (tmp_path / "hang").unlink()
     return proc.returncode, err
+
+
+def _interrupt_after_two_cases(command: list[str], out: Path, env: dict[str, str], tmp_path: Path,
+                               sig: int, linger: float = 0.0) -> tuple[int, str]:
+    """``_interrupt_when`` two cases are written (q3 hangs)."""
+    partial = out / "partial.jsonl"
+    return _interrupt_when(command, lambda: partial.exists() and len(partial.read_text().splitlines()) == 2, env,
+                           tmp_path, sig, linger)
 
 
 def test_an_interrupted_overwrite_keeps_the_old_run_and_sigterm_is_an_interruption(tmp_path):
@@ -170,24 +178,11 @@ def test_an_overwrite_interrupted_before_its_first_case_gives_the_old_run_back(t
     run is back in the folder byte for byte (no .previous-run left), and the message says so instead of offering a
     --resume of nothing."""
     env, out, old = _finished_run(tmp_path)
-    (tmp_path / "hang").touch()
-    proc = subprocess.Popen(_command(tmp_path, "lifecycle_sys:search_stuck", "--out", str(out), "--overwrite"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while not ((out / ".previous-run").is_dir() and (out / "run.json").is_file()):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.1)
-        time.sleep(1.0)  # the cases are under way, none finished
-        assert not (out / "partial.jsonl").exists() or not (out / "partial.jsonl").read_text()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        (tmp_path / "hang").unlink()
-    assert proc.returncode == 130, err
+    command = _command(tmp_path, "lifecycle_sys:search_stuck", "--out", str(out), "--overwrite")
+    # the cases are under way (a second after the old run was set aside), none finished
+    code, err = _interrupt_when(command, lambda: (out / ".previous-run").is_dir() and (out / "run.json").is_file(),
+                                env, tmp_path, signal.SIGINT, linger=1.0)
+    assert code == 130, err
     assert "interrupted before any case finished: nothing was kept" in err and "back in place" in err, err
     assert "--resume" not in err and "Traceback" not in err, err
     assert not (out / ".previous-run").exists()
