@@ -78,6 +78,14 @@ def test_compare_warns_when_a_model_judged_score_had_another_judge(judged_runs, 
     assert code == 0, err
     text = " ".join(out.split())
     assert f"faithfulness was judged by {judged_runs['embedded_judge']} in" in text and f"but by {SERVED_JUDGE} in" in text
+    # the comparison's report says it first, in its headline
+    code, out, err = cli(["compare", str(judged_runs["embedded"]), str(judged_runs["served"]), "--out",
+                          str(judged_runs["tmp"] / "cmp")])
+    assert code == 0, err
+    code, out, err = cli(["report", str(judged_runs["tmp"] / "cmp")])
+    assert code == 0, err
+    page = " ".join((judged_runs["tmp"] / "cmp" / "report.md").read_text().split())
+    assert f"faithfulness was judged by {judged_runs['embedded_judge']} in" in page, page[:3000]
     # the same judge on both sides: no warning
     code, out, err = cli(["compare", str(judged_runs["embedded"]), str(judged_runs["embedded"]), "--json"])
     assert code == 0 and json.loads(out)["judges_differ"] == [], err

@@ -75,6 +75,16 @@ class ComparisonRow(_File):
         return self
 
 
+class JudgeChange(_File):
+    """A model-judged measure whose judge differs between the baseline (a) and another run (b)."""
+
+    metric: str
+    a: str
+    b: str
+    judge_a: str
+    judge_b: str
+
+
 class Regression(_File):
     case: str | int
     metric: str
@@ -101,6 +111,7 @@ class CompareFile(_File):
     comparisons: list[ComparisonRow] = Field(default_factory=list)
     regressions: list[Regression] | None = None
     segments: dict[str, Any] | None = None
+    judges_differ: list[JudgeChange] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _baseline_is_a_run(self) -> CompareFile:
@@ -323,6 +334,9 @@ def build_comparison_page(folder: Path) -> Page:
     else:
         head.notes.append("The baseline run folder is not available, so the headline values cannot be shown; "
                           "the statistics below come from compare.json.")
+    from evaluations.experiments.compare import judge_change_text
+
+    head.lead += [judge_change_text(change) + "." for change in compare.get("judges_differ") or []]
     sections.append(head)
     forest = Section("differences", "Differences with confidence intervals", charts=_forest_charts(compare))
     forest.notes.append(f"Forest plots show the metrics at cut-off 10, every non-retrieval metric and every "
