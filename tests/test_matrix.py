@@ -12,6 +12,8 @@ from test_cli_retrieval import run_cli
 
 from evaluations.experiments.matrix import Grid, pareto, quality_name
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
     grid = {
@@ -215,3 +217,44 @@ def test_a_bad_value_in_a_later_cell_is_refused_before_any_cell_runs(tmp_path):
     assert_one_error(proc.returncode, proc.stderr, f"{grid_file} (providers.ollama.base_url): cell search_mode=fts, "
                      "qa_model=ollama:qwen3: cannot reach the model server")
     assert "http://127.0.0.1:9" in proc.stderr and not out.exists()
+
+
+def test_a_grid_over_a_questions_only_file_of_your_own(tmp_path):
+    """``dataset: run`` with ``source`` (rows of id and query only) and ``corpus``: each cell is the run
+    ``evaluations run SOURCE --corpus CORPUS`` makes, the built-in model answers, and the cells are ranked by
+    faithfulness (no gold, no qrels); a grid naming run without its corpus is one error before any cell."""
+    import gzip
+
+    squad = ROOT.parent / "shared" / "data" / "squad2_dev_cs224n"
+    rows = [json.loads(line) for line in gzip.open(squad / "questions.jsonl.gz", "rt")]
+    asked = [r for r in rows if not r["is_impossible"]][:40:20]  # two answerable questions of different articles
+    paragraphs = [json.loads(line) for line in gzip.open(squad / "paragraphs.jsonl.gz", "rt")][:30]
+    wanted = {r["paragraph_id"] for r in asked}
+    corpus = [p for p in paragraphs if p["_id"] not in wanted] + [
+        p for p in (json.loads(line) for line in gzip.open(squad / "paragraphs.jsonl.gz", "rt")) if p["_id"] in wanted]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps({"id": r["id"], "query": r["question"]}) + "\n"
+                                                      for r in asked))
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"id": p["_id"], "text": p["text"]}) + "\n"
+                                                 for p in corpus))
+    grid = {"dataset": "run", "source": "questions.jsonl", "corpus": "docs.jsonl", "k": [3],
+            "axes": {"search_mode": ["fts", "hybrid"]}}
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump({k: v for k, v in grid.items() if k != "corpus"}))
+    proc = run_cli("matrix", str(grid_file), "--out", str(tmp_path / "m"), "--no-progress")
+    assert proc.returncode == 2 and "dataset run needs corpus" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "m").exists()
+    grid_file.write_text(yaml.safe_dump(grid))
+    judges = "faithfulness,answer_relevance,context_relevance"  # the tests' default is answer relevance alone
+    proc = run_cli("matrix", str(grid_file), "--out", str(tmp_path / "m"), "--no-progress",
+                   env={"EVALUATIONS_LLM_THREADS": "2", "EVALUATIONS_REFERENCE_FREE": judges})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "m" / "matrix.json").read_text())
+    assert result["quality"] == "faithfulness"
+    assert [c["params"] for c in result["cells"]] == [{"search_mode": "fts"}, {"search_mode": "hybrid"}]
+    for cell in result["cells"]:
+        summary = json.loads((Path(cell["run_dir"]) / "summary.json").read_text())
+        assert summary["counts"]["cases"] == 2 and "ndcg@10" not in summary["metrics"]
+        records = [json.loads(line) for line in (Path(cell["run_dir"]) / "cases.jsonl").read_text().splitlines()]
+        scores = [r["judges"]["faithfulness"] for r in records if "faithfulness" in r["judges"]]
+        assert cell["quality"] == (np.mean(scores) if scores else None)
+        assert {"answer_relevance", "context_relevance"} <= set(cell["metrics"])

@@ -3,8 +3,9 @@ normal run in its own run folder, then one table and ``matrix.json``.
 
 Grid file (paths are relative to the grid file's folder)::
 
-    dataset: repliqa                 # repliqa, wix or beir (a file of your own: `run` each pair, then `compare`)
+    dataset: repliqa                 # repliqa, wix, beir, or run: a file of your own (source) over corpus
     source: ../../shared/data/repliqa_samples/repliqa_sample20.jsonl.gz
+    corpus: docs.jsonl               # dataset run only: the documents, as `evaluations run FILE --corpus` takes
     limit: 20                        # optional: any run option (limit, k, split, skip_qa, skip_retrieval, concurrency)
     max_failures: "0"                # optional, per cell, as the run's --max-failures (N or P%)
     config: ../haiku.rag.yaml        # optional
@@ -72,6 +73,7 @@ class Grid(BaseModel):
 
     dataset: str
     source: str | None = None
+    corpus: str | None = None  # dataset "run": the documents of the source file (``evaluations run --corpus``)
     config: str | None = None
     out: str | None = None
     quality: str | None = None
@@ -113,7 +115,7 @@ def load_grid(path: Path) -> Grid:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: "
                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
         raise EvaluationsError(f"invalid grid: {problems}", where=str(path),
-                               fix="keys: dataset, source, config, out, quality, limit, k, split, skip_qa, "
+                               fix="keys: dataset, source, corpus, config, out, quality, limit, k, split, skip_qa, "
                                    "skip_retrieval, concurrency, max_failures, executor, "
                                    "axes {embedder, search_mode, qa_model, judge}") from None
 
@@ -160,17 +162,44 @@ def _cell_config(grid: Grid, base: Path, params: dict[str, str], executor: str |
     return load_config(str(base / grid.config) if grid.config else None, overrides)
 
 
+def grid_spec(grid: Grid, base: Path, where: str = "the grid") -> Any:
+    """The grid's dataset: a named one (repliqa, wix, beir), or ``run``: the ``source`` file over ``corpus``, as
+    ``evaluations run SOURCE --corpus CORPUS`` reads them (questions only: the reference-free judges measure it).
+    ``base``: the grid file's folder (paths are relative to it); ``where``: the grid file, for messages."""
+    from evaluations.datasets import DATASETS, get_spec
+
+    if grid.dataset != "run":
+        if grid.corpus:
+            raise EvaluationsError(f"corpus is for dataset run, not {grid.dataset}", where=f"{where}: corpus",
+                                   fix="remove corpus, or set dataset: run with source: YOUR_FILE")
+        if grid.dataset not in DATASETS:
+            raise EvaluationsError(f"unknown dataset {grid.dataset!r}", where=f"{where}: dataset",
+                                   fix=f"use one of {', '.join(DATASETS)}, or run (a file of your own with corpus)")
+        return get_spec(grid.dataset)
+    missing = [key for key in ("source", "corpus") if not getattr(grid, key)]
+    if missing:
+        raise EvaluationsError(f"dataset run needs {' and '.join(missing)}", where=where,
+                               fix="source: your dataset file (JSONL/JSON/YAML/CSV; rows of id and query are enough), "
+                                   "corpus: its documents (a JSONL/JSON/CSV file or a folder), relative to the grid")
+    from evaluations.datasets.generic import spec_for
+
+    for key in ("source", "corpus"):
+        if not (base / getattr(grid, key)).exists():
+            raise EvaluationsError(f"{key} not found: {base / getattr(grid, key)}", where=f"{where}: {key}",
+                                   fix=f"give {key} as a path relative to the grid file's folder")
+    return spec_for(base / grid.source, base / grid.corpus, name="run")  # type: ignore[operator]
+
+
 def check_cells(grid: Grid, grid_file: Path, combos: list[dict[str, str]], executor: str | None) -> None:
     """Before the first cell runs: the dataset is known, and every cell's config loads and its servers answer
     (as a run checks them first; each embedder and each QA/judge model once). A bad value in the last cell's
     axis is one error naming that cell, not a failure after the other cells ran (the runs check again: a server
     can go away between cells)."""
-    from evaluations.datasets import get_spec
     from evaluations.models.embedders import build_embedder
     from evaluations.pipeline.plan import build_qa_plan
 
     base = grid_file.resolve().parent
-    spec = get_spec(grid.dataset)
+    spec = grid_spec(grid, base, str(grid_file))
     checked: set[str] = set()
     for params in combos:
         try:
@@ -197,12 +226,11 @@ def run_cell(grid: Grid, base: Path, params: dict[str, str], out: Path, progress
              executor: str | None = None) -> tuple[Path, str]:
     """Run (or skip, or resume) one cell; returns its folder and what happened. ``executor`` overrides the
     config's (``--executor``, the grid's ``executor``)."""
-    from evaluations.datasets import get_spec
     from evaluations.experiments.after import after_run
     from evaluations.pipeline.runner import RunOptions, config_identity, run
 
     config = _cell_config(grid, base, params, executor)
-    spec = get_spec(grid.dataset)
+    spec = grid_spec(grid, base)
     ks = sorted(set(grid.k or config.evaluation.k))
     skip_qa = grid.skip_qa or not spec.answers
     overwrite = False
