@@ -109,6 +109,14 @@ def test_the_context_decides_only_when_it_is_about_the_question():
     ("Who ranked Warsaw as the 32nd most liveable city in the world?", "Someone did.", None, "restatement",
      "only as someone"),
     ("Where was Barack Obama born?", "Somewhere.", None, "restatement", "only as somewhere"),
+    # a particular thing asked, only its kind given (an indefinite article before a noun of a kind of thing)
+    ("What is the capital of Australia?", "The capital of Australia is a city.", None, "restatement",
+     "only by its kind (city)"),
+    ("What is the capital of Australia?", "A city.", None, "restatement", "only by its kind"),
+    ("Who wrote Hamlet?", "Hamlet was written by a man.", None, "restatement", "only by its kind"),
+    ("When was the Eiffel Tower completed?", "It was completed in a certain year.", None, "restatement",
+     "only by its kind"),
+    ("Where was Frederic Chopin born?", "In a village.", None, "restatement", "only by its kind"),
     ("What did Clara Johnson proclaim about AI in startups?", "Johnson Proclaim AI Startups: An Overview", None,
      "heading", "heading"),
     # the main job's SmolLM2 answer (a section title of its document): no question word in common is needed
@@ -144,6 +152,11 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("Which novel did Hemingway publish in 1952?", "The Old Man and the Sea", None, None),  # a title, as asked
     ("Where was Barack Obama born?", "Somewhere in Hawaii.", None, "person or place"),  # "somewhere", then named
     ("Who wrote To Kill a Mockingbird?", "Someone named Harper Lee.", None, "person or place"),
+    # a kind beside the particular thing, or a kind as the answer to a question asking what sort of thing it is
+    ("What is the capital of Australia?", "Canberra, a city in the Australian Capital Territory.", None, None),
+    ("Where was Frederic Chopin born?", "In a village near Warsaw.", None, "person or place"),
+    ("What is a koala?", "A koala is an animal.", None, None),
+    ("What kind of animal is a koala?", "A marsupial.", None, None),
 ])
 def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked):
     assert asked_type(question) == asked

@@ -103,6 +103,40 @@ PLACEHOLDERS = frozenset(stem(w) for w in """
     among amongst within across along around behind beyond toward towards upon via per onto throughout
 """.split())
 
+#: stems of nouns that name a kind of thing: introduced by an indefinite article they tell what sort the asked thing
+#: is without naming it ("The capital of Australia is a city.", "He was born in a country.", "In a year.")
+KINDS_OF_THING = frozenset(stem(w) for w in """
+    city town village capital country nation state province region area location continent island river lake sea
+    ocean mountain building place site man woman boy girl child person people individual figure character family
+    company firm business organisation organization institution university school team club band group party
+    number amount quantity figure value total year date time day month century decade period era event season
+    book novel film movie song album show series play work game word term language thing object item kind type
+    animal species plant disease substance material element product device vehicle ship machine
+""".split())
+#: words that introduce a kind rather than a particular one
+_INDEFINITE = r"(?:a|an|some|another|one|certain|a certain|a specific|a particular|some kind of|a kind of|a type of)"
+#: questions that ask what sort of thing something is, where a kind is the answer ("What is a koala?", "What kind
+#: of ...", "What is Canberra?"): only questions asking for a particular thing (who, which, where, when, how many,
+#: "what is the ...") have a kind as a non-answer
+_ASKS_PARTICULAR = re.compile(
+    r"^\s*(?:who|whom|whose|which|where|when|how (?:many|much|old|long|far)|in (?:what|which) (?:year|city|country)"
+    r"|(?:what|which) (?:year|city|town|country|state|date|person|company|team|language|number|river)"
+    r"|what (?:is|was|are|were) the|name the)\b", re.IGNORECASE)
+
+
+def _only_a_kind(question: str, answer: str, novel: set[str]) -> str | None:
+    """The words the answer adds are only kinds of thing, each after an indefinite article ("a city"), to a
+    question asking for a particular thing: the kinds it names, else None."""
+    if not novel or not _ASKS_PARTICULAR.search(question) or not novel <= KINDS_OF_THING:
+        return None
+    words = re.findall(r"[\w'’-]+", answer.lower())  # articles kept (``normalize`` drops them)
+    introduced: dict[str, str] = {}  # stem -> the answer's word
+    for i, word in enumerate(words):
+        if stem(word) in novel and re.search(rf"(?:^|\s){_INDEFINITE}(?:\s\w+)?$", " ".join(words[max(0, i - 3):i])):
+            introduced.setdefault(stem(word), word)
+    return ", ".join(sorted(introduced.values())) if set(introduced) == novel else None
+
+
 _QUANTITY = frozenset("few several many numerous multiple both dozen hundred thousand million billion".split())
 _WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 _TIME_WORDS = frozenset(
@@ -146,7 +180,10 @@ def _restates(question: str, answer: str) -> str | None:
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
-    if not a or any(not similar(w, q) for w in a):
+    novel = {w for w in a if not similar(w, q)}
+    if (kinds := _only_a_kind(question, answer, novel)) is not None:  # "The capital of Australia is a city."
+        return f"names the asked thing only by its kind ({kinds})"
+    if not a or novel:
         return None
     shared = len({w for w in q if similar(w, a)})
     need = 1.0 if _titled(answer) else max(1.0, min(RESTATE_WORDS, RESTATE_COVER * len(q)))
