@@ -151,6 +151,10 @@ def test_copied_answers_are_faithful_and_unrelated_ones_are_not(squad_runs):
         assert summary["answers"]["primary_judge"] not in ("faithfulness", "context_relevance")
     assert copy["metrics"]["faithfulness"] >= 0.9
     assert unrelated["metrics"]["faithfulness"] <= 0.2
+    # rows of questions alone have no qrels to lack: no case is counted as lacking a relevant document, while the
+    # same questions with qrels count those whose qrels name none (there, none)
+    assert "no_relevant" not in copy["counts"] and "no_relevant" not in squad_runs["outputs"]["copy"]
+    assert _summary(squad_runs["dirs"]["qrels"])["counts"]["no_relevant"] == 0
 
 
 def test_a_systems_answers_are_judged_on_rows_without_gold(squad_runs):

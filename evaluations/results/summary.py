@@ -276,6 +276,9 @@ def nothing_retrieved(records: list[CaseRecord], examples: int = 3) -> dict[str,
 
 
 def counts(records: list[CaseRecord]) -> dict[str, int]:
+    """The run's counts. ``no_relevant`` (cases the qrels give no relevant document, left out of the retrieval
+    means) only for a run with relevance judgements: a run of questions alone has none to lack."""
+    judged = any(r.relevant for r in records)
     return {
         "cases": len(records),
         "complete": sum(1 for r in records if not r.failed_stages),
@@ -283,7 +286,7 @@ def counts(records: list[CaseRecord]) -> dict[str, int]:
         "failed": sum(1 for r in records if r.status == "failed"),
         "qa_failed": sum(1 for r in records if r.qa.status == "failed"),
         "judge_failed": sum(1 for r in records if r.judge_errors),
-        "no_relevant": sum(1 for r in records if not r.has_relevant),
+        **({"no_relevant": sum(1 for r in records if not r.has_relevant)} if judged else {}),
         "evaluator_failures": sum(len(r.judge_errors) for r in records),
     }
 
