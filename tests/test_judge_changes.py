@@ -147,3 +147,20 @@ def test_a_store_from_before_judges_were_recorded_gets_the_column(judged_runs, t
     assert rows[0]["judges"] == {} and rows[1]["judges"]["faithfulness"] == SERVED_JUDGE
     points = trend(rows, "faithfulness")
     assert points[1]["judge_changed"] is False and points[1]["change"] == 0.0  # unknown judge: no change claimed
+
+
+def test_the_llm_judge_is_named_by_its_provider_and_model():
+    """``llm_judge`` is judged by the run's judge_model (the metadata ``describe_judge`` writes); a run without an
+    LLM judge names none, and a measure no model judges has no judge."""
+    from evaluations.results.measures import judged_by, judges_differ
+    from evaluations.results.rundata import RunData, RunSummary
+
+    def run(judge):
+        return RunData(summary=RunSummary.model_validate({"run": {"judge_model": judge}}))
+
+    served = run({"provider": "ollama", "name": "qwen2.5:7b", "base_url": "http://127.0.0.1:11434/v1"})
+    embedded = run({"provider": "embedded", "name": "qwen2.5-coder-1.5b", "threshold": 0.5})
+    assert judged_by("llm_judge", served) == judged_by("combined_correct", served) == "ollama:qwen2.5:7b"
+    assert judges_differ("llm_judge", embedded, served) == ("embedded:qwen2.5-coder-1.5b", "ollama:qwen2.5:7b")
+    assert judged_by("llm_judge", run(None)) is None and judges_differ("llm_judge", run(None), served) is None
+    assert judged_by("ndcg@10", served) is None and judged_by("offline_correct", served) is None

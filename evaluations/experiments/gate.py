@@ -19,7 +19,7 @@ cases both runs have (a relative rule's two means over the shared cases that hav
 ``compare`` pairs them). ``only_if_significant``: a broken relative rule counts only when the paired difference of
 its per-case measure (``latency_ms`` for latency_pNN_ms) is
 significant — primary test, Holm-corrected across the rules that ask for it. A relative rule or zero tolerance on a
-measure a model judged (``measures.judged_by``: faithfulness, context relevance, the LLM judge) is broken when the
+measure a model judged (``measures.judged_by``: faithfulness, context relevance, the LLM and combined judges) is broken when the
 two runs name different judges: the change would be the judges' as much as the system's.
 """
 

@@ -304,9 +304,11 @@ REFERENCE_FREE: dict[str, ReferenceFree] = {
 }
 
 #: measures a model judged, so a change of judge moves them whatever the system did: the reference-free scores the
-#: checker model reads (answer relevance reads no model of the run's choosing) and the LLM judge's verdict
+#: checker model reads (answer relevance reads no model of the run's choosing), and the LLM judge's verdict and the
+#: combined judge's (offline features + the LLM judge's P(yes))
 CHECKER_JUDGED = ("faithfulness", "context_relevance")
-MODEL_JUDGED = (*CHECKER_JUDGED, "llm_judge")
+LLM_JUDGED = ("llm_judge", "combined_correct")
+MODEL_JUDGED = (*CHECKER_JUDGED, *LLM_JUDGED)
 
 
 def judged_by(name: str, run: RunData) -> str | None:
@@ -322,8 +324,10 @@ def judged_by(name: str, run: RunData) -> str | None:
         fitted = ((info.get("judge_parameters") or {}).get(name) or {}).get("fitted_through")
         same = not fitted or str(checker).split(":")[0] == fitted or checker == fitted
         return str(checker) if same else f"{checker} (parameters fitted through {fitted})"
-    if name == "llm_judge":
+    if name in LLM_JUDGED:  # the run's judge_model: {provider, name, ...} (``judging.llm.describe_judge``)
         judge = info.get("judge_model")
+        if isinstance(judge, dict):
+            return f"{judge.get('provider')}:{judge.get('name')}" if judge.get("provider") else None
         return str(judge) if judge else None
     return None
 
