@@ -17,10 +17,10 @@ measure (``faithfulness``). A metric without values is bad input (exit 2), also 
 applied to none of the cases. Absolute rules use all the run's cases; relative rules and zero tolerance use the
 cases both runs have (a relative rule's two means over the shared cases that have a value in both runs: paired, as
 ``compare`` pairs them). ``only_if_significant``: a broken relative rule counts only when the paired difference of
-its per-case measure (``latency_ms`` for latency_pNN_ms) is
-significant — primary test, Holm-corrected across the rules that ask for it. A relative rule or zero tolerance on a
-measure a model judged (``measures.judged_by``: faithfulness, context relevance, the LLM and combined judges) is broken when the
-two runs name different judges: the change would be the judges' as much as the system's.
+its per-case measure (``latency_ms`` for latency_pNN_ms) is significant — primary test, Holm-corrected across the
+rules that ask for it. A relative rule or zero tolerance on a measure a model judged (``measures.judged_by``:
+faithfulness, context relevance, the LLM and combined judges) is broken when the two runs name different judges:
+the change would be the judges' as much as the system's.
 """
 
 from __future__ import annotations
