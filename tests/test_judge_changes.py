@@ -131,6 +131,15 @@ def test_a_history_trend_does_not_count_a_change_across_judges(judged_runs, tmp_
     code, out, err = cli(["history", "--history", str(store), "--metric", "faithfulness"])
     assert code == 0, err
     assert out.count("judge changed") == 2 and SERVED in out, out
+    # the trend drawn as a history report says where the judge changed
+    code, out, err = cli(["history", "--history", str(store), "--metric", "faithfulness", "--json"])
+    assert code == 0, err
+    (tmp_path / "hist").mkdir()
+    (tmp_path / "hist" / "history.json").write_text(out)
+    code, _, err = cli(["report", str(tmp_path / "hist")])
+    assert code == 0, err
+    page = " ".join((tmp_path / "hist" / "report.md").read_text().split())
+    assert f"changed at run #{rows[1]['id']} ({judged_runs['embedded_judge']}), #{rows[2]['id']}" in page, page[:2000]
 
 
 def test_a_store_from_before_judges_were_recorded_gets_the_column(judged_runs, tmp_path):

@@ -542,5 +542,10 @@ def build_history_page(folder: Path) -> Page:
         if len(drawn) < len(chosen):
             section.notes.append("The chart draws the values in [0, 1]; the table also has "
                                  + ", ".join(metric_label(m) for m in chosen if m not in drawn) + ".")
+    # a trend (``history --metric M``) says where another model judged the metric: that step is not the system's
+    changed = [f"#{r.get('id')} ({r.get('judge')})" for r in rows if r.get("judge_changed") is True]
+    if changed:
+        section.lead.append(f"The judge of {metric_label(str(rows[0].get('metric')))} changed at run "
+                            + ", ".join(changed) + ": a step there is the judges' as much as the systems'.")
     facts = [("runs", str(len(rows))), ("datasets", ", ".join(sorted({str(r.get("dataset")) for r in rows})))]
     return Page("history", "History of runs", facts, [section], {"kind": "history", "runs": len(rows)})
