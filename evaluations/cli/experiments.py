@@ -97,7 +97,7 @@ def show_compare(console: Console, result: dict[str, Any], *, reports: bool | No
         console.print("[bold]regressions[/] (pass in baseline, fail now):")
         for key, cases_ in by_metric.items():
             console.print(f"  {key}: {len(cases_)}: " + ", ".join(cases_[:15]) + (" …" if len(cases_) > 15 else ""))
-    from evaluations.experiments.compare import judge_change_text
+    from evaluations.results.measures import judge_change_text
 
     for change in result.get("judges_differ", []):
         console.print(f"[yellow]warning:[/] {escape(judge_change_text(change))}", highlight=False)

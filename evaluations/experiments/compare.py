@@ -172,12 +172,6 @@ def judge_changes(base: RunData, others: list[RunData], metrics: Sequence[str]) 
             for other in others for metric in metrics if (pair := measures.judges_differ(metric, base, other))]
 
 
-def judge_change_text(change: dict[str, str]) -> str:
-    """One line for people: which judge each run's value of the measure comes from."""
-    return (f"{change['metric']} was judged by {change['judge_a']} in {change['a']} but by {change['judge_b']} in "
-            f"{change['b']}: its difference is the judges' as much as the systems' (judge both runs with one judge)")
-
-
 def _pick_baseline(runs: list[RunData], baseline: str | None) -> RunData:
     if baseline is None:
         return runs[0]

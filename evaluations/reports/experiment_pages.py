@@ -20,7 +20,7 @@ from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.reports import charts
 from evaluations.reports.page import Cell, Page, Section, Table, fmt
 from evaluations.reports.run_page import case_card, headline_values, metric_label, primary_judge
-from evaluations.results.measures import PASS_FAIL, headline
+from evaluations.results.measures import PASS_FAIL, headline, judge_change_text
 from evaluations.results.retrieval_metrics import parse_metric_name
 from evaluations.results.rundata import RunData, load_run
 
@@ -334,8 +334,6 @@ def build_comparison_page(folder: Path) -> Page:
     else:
         head.notes.append("The baseline run folder is not available, so the headline values cannot be shown; "
                           "the statistics below come from compare.json.")
-    from evaluations.experiments.compare import judge_change_text
-
     head.lead += [judge_change_text(change) + "." for change in compare.get("judges_differ") or []]
     sections.append(head)
     forest = Section("differences", "Differences with confidence intervals", charts=_forest_charts(compare))

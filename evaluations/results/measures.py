@@ -338,6 +338,13 @@ def judges_differ(name: str, a: RunData, b: RunData) -> tuple[str, str] | None:
     return (ja, jb) if ja and jb and ja != jb else None
 
 
+def judge_change_text(change: dict[str, str]) -> str:
+    """One line for people on a measure judged by another model in two runs (compare's ``judges_differ`` rows:
+    metric, a, b, judge_a, judge_b)."""
+    return (f"{change['metric']} was judged by {change['judge_a']} in {change['a']} but by {change['judge_b']} in "
+            f"{change['b']}: its difference is the judges' as much as the systems' (judge both runs with one judge)")
+
+
 #: the verdict judges a table of runs shows by default: those a run may choose as its primary judge by default
 #: (``pipeline.plan.VERDICTS`` with ``default``; tests/test_reference_free_runs.py checks they agree)
 HEADLINE_JUDGES = ("llm_judge", "combined_correct", "offline_correct")
