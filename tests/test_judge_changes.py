@@ -77,7 +77,8 @@ def test_compare_warns_when_a_model_judged_score_had_another_judge(judged_runs, 
     code, out, err = cli(["compare", str(judged_runs["embedded"]), str(judged_runs["served"]), "--no-cases"])
     assert code == 0, err
     text = " ".join(out.split())
-    assert f"faithfulness was judged by {judged_runs['embedded_judge']} in" in text and f"but by {SERVED_JUDGE} in" in text
+    assert f"faithfulness was judged by {judged_runs['embedded_judge']} in" in text
+    assert f"but by {SERVED_JUDGE} in" in text
     # the comparison's report says it first, in its headline
     code, out, err = cli(["compare", str(judged_runs["embedded"]), str(judged_runs["served"]), "--out",
                           str(judged_runs["tmp"] / "cmp")])

@@ -287,7 +287,7 @@ def judge_params(path: Path | None = None) -> dict[str, Any]:
 
     path = path or params_path()
     fix = params_fix(path, path.name, "python benchmarks/judge_validation.py --write-params")
-    if not path.exists() and not path.is_symlink():
+    if not path.exists():  # as before read_json: a missing file (or a link to none) is no calibration
         return {"threshold": 0.5, "calibrated": False}
     data = read_json(path, "embedded judge parameters", fix)
     threshold = data.get("threshold") if isinstance(data, dict) else None

@@ -3,9 +3,10 @@
 A parameters file (``judges/<judge>.json``, or the same name in ``$EVALUATIONS_JUDGES_DIR``, written by
 ``calibrate-judge``) holds a logistic model: ``features``, ``mean``, ``scale``, ``coef``, ``intercept``,
 ``threshold``. ``read_json`` reads any judge's parameters file as JSON (the one wording of a file that is missing,
-a folder, not UTF-8 or not JSON, for every judge); ``read_params`` returns it validated (pydantic) and checked as a model: every feature known to the
-judge, one mean, scale and coefficient per feature, all finite, scales positive, the threshold in [0, 1]. Anything
-else is one ``EvaluationsError`` naming the file and the fix, raised before a judge asks any model.
+a folder, not UTF-8 or not JSON, for every judge); ``read_params`` returns it validated (pydantic) and checked as a
+model: every feature known to the judge, one mean, scale and coefficient per feature, all finite, scales positive,
+the threshold in [0, 1]. Anything else is one ``EvaluationsError`` naming the file and the fix, raised before a
+judge asks any model.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ PLACEHOLDERS = frozenset(stem(w) for w in """
 #: is without naming it ("The capital of Australia is a city.", "He was born in a country.", "In a year.")
 KINDS_OF_THING = frozenset(stem(w) for w in """
     city town village capital country nation state province region area location continent island river lake sea
-    ocean mountain building place site man woman boy girl child person people individual figure character family
+    ocean mountain building place site man woman boy girl child person people individual character family
     company firm business organisation organization institution university school team club band group party
     number amount quantity figure value total year date time day month century decade period era event season
     book novel film movie song album show series play work game word term language thing object item kind type
