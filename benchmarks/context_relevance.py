@@ -1,7 +1,7 @@
 """Validate the context relevance judge held out, refit it, and measure its discrimination on SciFact.
 
 ``validate``: every hand-labelled (question, passage) pair of ``datasets/labels/context_relevance.jsonl``
-(resolved against ``../shared/data``); the model's P(yes) under every wording of ``judging.context_relevance.
+(resolved against ``../shared/data``); the model's P(yes) under every wording of ``judging.grounded.context_relevance.
 WORDINGS`` (cached in the verdict store: a re-run makes no model call); the judge and its baselines on
 question-grouped 5-fold CV (out-of-fold verdicts pooled) and leave-one-dataset-out. In every split the wording,
 the logistic weights and the threshold are chosen on the training rows only (the wording: highest ROC AUC of
@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from evaluations.judging import context_relevance as cr  # noqa: E402
-from evaluations.judging.context_labels import ContextRow, load_context_labels  # noqa: E402
-from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.heldout import best_threshold  # noqa: E402
-from evaluations.judging.passages import Passage  # noqa: E402
+from evaluations.judging.labels.context_labels import ContextRow, load_context_labels  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.basics.fitted import best_threshold  # noqa: E402
+from evaluations.judging.basics.passages import Passage  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 LABELS = ROOT / "datasets" / "labels" / "context_relevance.jsonl"
@@ -63,7 +63,7 @@ class CacheOnly:
 
 def cached_rows(rows: list[ContextRow], cache: VerdictCache) -> list[ContextRow]:
     """The rows whose P(yes) is in the verdict store for every wording."""
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
 
     scorer = CacheOnly(load_scorer(PASSAGE_SYSTEM))
     kept = []
@@ -207,7 +207,7 @@ def validate(write_params: bool, only_cached: bool = False) -> dict:
             "params": fitted.model_dump(),
             "model": "logistic regression (scikit-learn, L2, C=1) on standardised features; threshold maximising "
                      "accuracy on the fitting rows; wording: highest ROC AUC of P(yes) on them",
-            "features": "judging/context_relevance.py module docstring",
+            "features": "judging/grounded/context_relevance.py module docstring",
             "training_data": {k: result[k] for k in ("labels", "pairs", "labelled_pairs_not_scored", "questions",
                                                      "relevant_share", "datasets")},
             "fitted": result["date"],

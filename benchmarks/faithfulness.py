@@ -51,7 +51,7 @@ def wilson(k: int, n: int) -> list[float]:
 
 def overlap_rule(question: str, answer: str, context: list[str]) -> bool:
     """The issue's word-overlap baseline: every content word of the answer occurs in the passages or question."""
-    from evaluations.judging.text import keywords
+    from evaluations.judging.basics.text import keywords
 
     have = keywords(" ".join(context) + " " + question)
     return keywords(answer) <= have
@@ -77,10 +77,10 @@ def collect(rows, cache_path: Path, out: Path, limit: int | None = None, cached_
             asks: tuple[str, ...] = ASKS_TRIED) -> list[dict]:
     """The evidence of every row (module docstring, step 1), one JSON line per row in ``out`` (resumed).
     ``cached_only``: no model call; a row with a verdict missing from the store is left out."""
-    from evaluations.judging.embedded import VerdictCache
-    from evaluations.judging.faithfulness import applicability
-    from evaluations.judging.passages import Passage
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.faithfulness import applicability
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
     done = {}
     if out.exists():
@@ -118,8 +118,8 @@ def collect(rows, cache_path: Path, out: Path, limit: int | None = None, cached_
 
 def _evidence(r, claims, passages, scorer, cache, asks: tuple[str, ...]) -> dict:
     """Per claim and ask: features, the best passage, P(yes); the whole-answer baseline's P(yes)."""
-    from evaluations.judging.claims import Claim
-    from evaluations.judging.faithfulness import claim_evidence
+    from evaluations.judging.grounded.claims import Claim
+    from evaluations.judging.grounded.faithfulness import claim_evidence
 
     rec: dict = {"claims": []}
     calls = 0
@@ -173,7 +173,7 @@ class Table:
     """The labelled rows the judge scores, as arrays: worst-claim features, per-claim features, labels, groups."""
 
     def __init__(self, records: list[dict], ask: str = "statement", names: tuple[str, ...] | None = None):
-        from evaluations.judging.faithfulness import FEATURES, worst
+        from evaluations.judging.grounded.faithfulness import FEATURES, worst
 
         self.names = names or FEATURES
         keep = [FEATURES.index(n) for n in self.names]
@@ -192,7 +192,7 @@ class Table:
 
 
 def fit(table: Table, train: np.ndarray):
-    from evaluations.judging.faithfulness import fit_params
+    from evaluations.judging.grounded.faithfulness import fit_params
 
     rows = train & table.applicable
     return fit_params(table.x[rows], table.y[rows], names=table.names, c=C)
@@ -272,7 +272,7 @@ def write_params(records: list[dict], result: dict, ask: str = "statement") -> P
     import collections
     import datetime as dt
 
-    from evaluations.judging.faithfulness import SUPPORT_FEATURES
+    from evaluations.judging.grounded.faithfulness import SUPPORT_FEATURES
 
     table = Table(records, ask)
     params = fit(table, np.ones(len(table.y), bool))
@@ -311,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-params", action="store_true")
     args = parser.parse_args(argv)
 
-    from evaluations.judging.embedded import default_verdict_cache
-    from evaluations.judging.faith_labels import load_faithfulness_labels
-    from evaluations.judging.faithfulness import FEATURES
+    from evaluations.judging.correctness.embedded import default_verdict_cache
+    from evaluations.judging.labels.faith_labels import load_faithfulness_labels
+    from evaluations.judging.grounded.faithfulness import FEATURES
 
     rows = load_faithfulness_labels(args.labels)
     cache = Path(args.cache) if args.cache else default_verdict_cache()

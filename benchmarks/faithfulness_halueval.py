@@ -20,8 +20,8 @@ are nearly all short and its hallucinated ones nearly all sentences, so the over
 answers accepted and sentences rejected), and per question kind (``comparison``: the question offers two
 options; ``polar``: a yes/no question; ``other``),
 with Wilson 95% intervals, beside the issue's word-overlap rule (every content word of the answer occurs in the
-passage or the question); and how many answers a rule decided (``judging.comparison``: comparisons by date;
-``judging.pairs``: yes/no questions about two names; ``judging.choice``: which of two options is X). Verdicts go
+passage or the question); and how many answers a rule decided (``judging.grounded.comparison``: comparisons by date;
+``judging.grounded.pairs``: yes/no questions about two names; ``judging.grounded.choice``: which of two options is X). Verdicts go
 through the user's verdict store (a re-run makes no model call). Writes ``--out`` (default
 ``benchmarks/results/faithfulness_halueval.json``).
 
@@ -48,12 +48,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from faithfulness import overlap_rule  # noqa: E402
 
-from evaluations.judging.agreement import wilson  # noqa: E402
-from evaluations.judging.claims import has_verb  # noqa: E402
-from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.faithfulness import judge_faithfulness, load_params, rule_verdict  # noqa: E402
-from evaluations.judging.nonanswer import is_polar, question_options  # noqa: E402
-from evaluations.judging.passages import Passage  # noqa: E402
+from evaluations.judging.validation.agreement import wilson  # noqa: E402
+from evaluations.judging.grounded.claims import has_verb  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.grounded.faithfulness import judge_faithfulness, load_params, rule_verdict  # noqa: E402
+from evaluations.judging.correctness.nonanswer import is_polar, question_options  # noqa: E402
+from evaluations.judging.basics.passages import Passage  # noqa: E402
 
 
 def rate(hits: int, n: int) -> dict:

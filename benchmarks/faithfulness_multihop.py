@@ -34,12 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judging.agreement import wilson  # noqa: E402
-from evaluations.judging.context_relevance import judge_context_relevance  # noqa: E402
-from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.faithfulness import judge_faithfulness  # noqa: E402
-from evaluations.judging.passages import Passage  # noqa: E402
-from evaluations.judging.relevance import answer_relevance  # noqa: E402
+from evaluations.judging.validation.agreement import wilson  # noqa: E402
+from evaluations.judging.grounded.context_relevance import judge_context_relevance  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.grounded.faithfulness import judge_faithfulness  # noqa: E402
+from evaluations.judging.basics.passages import Passage  # noqa: E402
+from evaluations.judging.grounded.answer_relevance import answer_relevance  # noqa: E402
 
 
 def rate(hits: int, n: int) -> dict:

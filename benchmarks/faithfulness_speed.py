@@ -23,11 +23,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.faith_labels import load_faithfulness_labels  # noqa: E402
-from evaluations.judging.faithfulness import applicability, judge_faithfulness  # noqa: E402
-from evaluations.judging.passages import Passage  # noqa: E402
-from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.labels.faith_labels import load_faithfulness_labels  # noqa: E402
+from evaluations.judging.grounded.faithfulness import applicability, judge_faithfulness  # noqa: E402
+from evaluations.judging.basics.passages import Passage  # noqa: E402
+from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "faithfulness_speed.json"
 

@@ -30,10 +30,10 @@ from sklearn.metrics import roc_auc_score
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-import evaluations.judging.embedded as E  # noqa: E402
-from evaluations.judging.heldout import load_evouna, stratified_sample  # noqa: E402
-from evaluations.judging.nonanswer import screen  # noqa: E402
-from evaluations.judging.weak_labels import load_weak_labels  # noqa: E402
+import evaluations.judging.correctness.embedded as E  # noqa: E402
+from evaluations.judging.validation.heldout import load_evouna, stratified_sample  # noqa: E402
+from evaluations.judging.correctness.nonanswer import screen  # noqa: E402
+from evaluations.judging.labels.weak_labels import load_weak_labels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "judge_prompt_ab.json"
 SYSTEM_EXAMPLES = [  # (question, references, candidate, verdict)

@@ -5,12 +5,12 @@
    ``../shared/data``; SmolLM2-135M and Qwen2.5-Coder-0.5B). The README main job's own answers
    (``datasets/labels/main_job_answers.jsonl``) are never fitted on: they are a held-out check.
 2. The embedded LLM judge's own P(correct) for every row (cached on disk: a re-run costs nothing).
-3. Every judge on the held-out splits of ``judging.heldout`` (question-grouped CV per population, leave one
+3. Every judge on the held-out splits of ``judging.validation.heldout`` (question-grouped CV per population, leave one
    dataset out, leave one answering system out).
 4. ``--write-params``: refit the shipped parameters on all rows (``judges/{offline,embedded,combined}_judge.json``).
 5. The shipped judges (as written) on the main job's labelled answers: each judge's accuracy against the
    labels, and the share it calls correct beside the labelled share (goal: within ±0.10).
-6. Controls (``judging.controls``, as ``evaluations judge-check``) for every judge that can be primary.
+6. Controls (``judging.validation.controls``, as ``evaluations judge-check``) for every judge that can be primary.
 7. ``judges/validation.json`` (the headline's validated accuracy; the default primary judge) and
    ``benchmarks/results/judge_validation.json`` (everything above, with the seconds per verdict).
 
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from evaluations.judging import heldout  # noqa: E402
-from evaluations.judging.embedded import VerdictCache, judge_many, load_judge  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache, judge_many, load_judge  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 LABELS = ROOT / "datasets" / "labels"
@@ -80,7 +80,7 @@ def timing(examples, n: int = 20) -> dict:
 
 def main_job_check(examples) -> dict:
     """The shipped judges (fresh from disk) on the main job's labelled answers."""
-    from evaluations.judging.agreement import run_judges
+    from evaluations.judging.validation.agreement import run_judges
 
     labels = np.array([e.label for e in examples])
     results = run_judges(examples, list(JUDGES), resamples=1000)
@@ -92,10 +92,10 @@ def main_job_check(examples) -> dict:
 
 
 def controls(per_file: int, seed: int) -> dict:
-    """Control rejection / acceptance per judge and category (``judging.controls``)."""
-    from evaluations.judging.agreement import JUDGES as BATCH
-    from evaluations.judging.controls import build_controls, run_controls
-    from evaluations.judging.questions import load_questions
+    """Control rejection / acceptance per judge and category (``judging.validation.controls``)."""
+    from evaluations.judging.validation.agreement import JUDGES as BATCH
+    from evaluations.judging.validation.controls import build_controls, run_controls
+    from evaluations.judging.labels.questions import load_questions
 
     items = []
     for name in CONTROL_FILES:
@@ -134,7 +134,7 @@ def validation_file(results: dict, main: dict, control: dict) -> dict:
 
 
 def main() -> None:
-    from evaluations.judging.weak_labels import load_weak_labels
+    from evaluations.judging.labels.weak_labels import load_weak_labels
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-cell", type=int, default=40)

@@ -101,7 +101,7 @@ def squad2(n: int) -> list[dict]:
 def _llm_judge():
     """The embedded LLM judge (probability fn, threshold), or (None, reason) when it cannot load."""
     try:
-        from evaluations.judging.embedded import judge_params, load_judge
+        from evaluations.judging.correctness.embedded import judge_params, load_judge
 
         judge = load_judge()
         return judge, float(judge_params()["threshold"])
@@ -110,8 +110,8 @@ def _llm_judge():
 
 
 def score(item: dict, answer: str, judge: Any, threshold: Any) -> dict[str, Any]:
-    from evaluations.judging.offline import load_model
-    from evaluations.judging.semantic import semantic_similarity
+    from evaluations.judging.correctness.offline import load_model
+    from evaluations.judging.correctness.semantic import semantic_similarity
 
     if not item["answerable"]:
         return {"abstained": bool(_ABSTAIN.search(answer))}

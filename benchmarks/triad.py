@@ -48,7 +48,7 @@ def questions(shared: Path, n: int) -> list[dict]:
 def judge_gguf() -> Path:
     """The assembled judge model file (assembled once, outside the timed runs)."""
     sys.path[:0] = [str(ROOT)]
-    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.correctness.embedded import embedded_judge_path
 
     return embedded_judge_path()
 

@@ -38,7 +38,7 @@ from sklearn.metrics.pairwise import linear_kernel
 from evaluations.datasets import beir
 from evaluations.datasets.rows import iter_rows
 from evaluations.datasets.spec import LoadOptions
-from evaluations.judging.weak_labels import Question, read_questions
+from evaluations.judging.labels.weak_labels import Question, read_questions
 
 SEED = 20
 CUT = 2000  # characters of a long passage the judge sees (SciFact abstracts)

@@ -16,12 +16,12 @@ Rows (seeded, ``numpy.random.default_rng(--seed)``; the labels are added by read
 3. For a quarter of the rows the context is a list of 2-3 passages: the one above plus passages of other questions
    of the same dataset, in a seeded order.
 
-Every passage is cut to ``--context-chars`` (the cut the weak models saw); ``judging.faith_labels`` cuts the same way.
+Every passage is cut to ``--context-chars`` (the cut the weak models saw); ``judging.labels.faith_labels`` cuts the same way.
 Rows hold references into ``--shared`` (default ``../shared/data``), never the passages' text:
 ``{"id", "question_ref", "passage_refs", "context_chars", "origin", "system", "answer" | "answer_from" (+ "edit"),
 "answer_sha256", "label", "label_note", "weak_ref"}``. Answers we wrote (weak models', paraphrases) are stored as
 ``answer``; answers taken from a passage (``copy``, ``short``, ``swap_*``) as a recipe the loader applies
-(``judging.faith_labels.AnswerRecipe``: a slice of the question's own passage, or its gold answer, plus the swap's
+(``judging.labels.faith_labels.AnswerRecipe``: a slice of the question's own passage, or its gold answer, plus the swap's
 ``{"old", "new"}``), checked here to rebuild the answer exactly. ``--labels FILE`` keeps the label and label_note of
 rows of FILE with the same id and answer (same ``answer_sha256``). ``--sheets DIR`` writes reading sheets (question,
 every passage as the judge sees it, answer) for the labeller; they are not part of the project. ``--convert FILE``
@@ -44,9 +44,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from evaluations.judging.faith_labels import (AnswerEdit, AnswerRecipe, GoldRef, PassageSlice,  # noqa: E402
+from evaluations.judging.labels.faith_labels import (AnswerEdit, AnswerRecipe, GoldRef, PassageSlice,  # noqa: E402
                                               answer_sha256, load_faithfulness_labels)
-from evaluations.judging.weak_labels import Question, read_questions  # noqa: E402
+from evaluations.judging.labels.weak_labels import Question, read_questions  # noqa: E402
 from weak_answers import draws, sample  # noqa: E402
 
 FILES = {

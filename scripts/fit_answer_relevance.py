@@ -1,13 +1,13 @@
-"""Fit the off-topic score of ``answer_relevance`` (``evaluations.judging.relevance``: ``TOPIC_WEIGHTS``,
+"""Fit the off-topic score of ``answer_relevance`` (``evaluations.judging.grounded.answer_relevance``: ``TOPIC_WEIGHTS``,
 ``TOPIC_BIAS``, ``TOPIC_THRESHOLD``) on the judge-check controls of the FIT datasets, and print the rates on every
 dataset (the others held out).
 
 Examples: another question's gold (``other_gold``, label 0) and the gold answer bare, in a sentence, with detail
-and paraphrased (label 1), of 300 answerable questions per file (``judging.controls``, seed 0), whose answer form
+and paraphrased (label 1), of 300 answerable questions per file (``judging.validation.controls``, seed 0), whose answer form
 passes rules 1-2 and which have a context. Each example's signals are ``relevance.topic``'s; the model is
 scikit-learn's ``LogisticRegression(C=10)`` with each (dataset, label) weighted equally; the threshold is the one
 (step 0.05) that maximises the smallest per-category rate on the fit datasets. Prints the constants to paste into
-``judging/relevance.py``, then the diagnostic of the docs' last row: each gold answer (bare) with the context of
+``judging/grounded/answer_relevance.py``, then the diagnostic of the docs' last row: each gold answer (bare) with the context of
 another question of its file (question k gets the passage of question (7k + 13) mod n), which the judge should accept.
 Run from the repository root: ``python scripts/fit_answer_relevance.py``.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from evaluations.judging.controls import build_controls
-from evaluations.judging.questions import load_questions
-from evaluations.judging.relevance import MIN_ABOUT, answer_form, answer_relevance_batch, topic
-from evaluations.judging.semantic import embed_texts
+from evaluations.judging.validation.controls import build_controls
+from evaluations.judging.labels.questions import load_questions
+from evaluations.judging.grounded.answer_relevance import MIN_ABOUT, answer_form, answer_relevance_batch, topic
+from evaluations.judging.correctness.semantic import embed_texts
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 FIT = {"squad2": "squad2_dev_cs224n/questions.jsonl.gz",

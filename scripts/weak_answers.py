@@ -15,7 +15,7 @@ another sampled question of the same dataset; EVOUNA: of a SQuAD question) or ``
 models answer with ``gold`` where a passage exists; each model answers one more time with ``wrong`` or ``none``
 (a seeded draw per question and model). A failed answer is kept as ``""`` with ``qa_status: failed``.
 
-Rows hold references into the shared files, never their text (``judging.weak_labels`` resolves them):
+Rows hold references into the shared files, never their text (``judging.labels.weak_labels`` resolves them):
 ``{"id", "ref": {"dataset", "file", "key"}, "answerable", "model", "context", "answer", "qa_status",
 "label": null, "label_note": ""}``. ``--sheets DIR`` also writes reading sheets (question, gold, passage start,
 answer) for the labellers; they are not part of the project.
@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judging.weak_labels import Question, read_questions  # noqa: E402
+from evaluations.judging.labels.weak_labels import Question, read_questions  # noqa: E402
 
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 #: dataset -> (file, answerable count, unanswerable count)

@@ -137,8 +137,8 @@ def multihop_probe() -> list[dict]:
 @pytest.fixture(scope="session")
 def passage_scorer():
     """The embedded checker (Qwen2.5-Coder-1.5B) with the passage system prompt: a real model, never skipped."""
-    from evaluations.judging.embedded import embedded_judge_path
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+    from evaluations.judging.correctness.embedded import embedded_judge_path
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
     if not embedded_judge_path().is_file():
         pytest.fail("the embedded judge model is not assembled: run `evaluations models fetch qwen2.5-coder-1.5b`")
@@ -149,9 +149,9 @@ def assert_rule_decides(rows: list[dict], scorer, cache_path: Path, rule: str) -
     """Each row (``query``, ``generated_answer``, ``context``: passages, ``label``) through ``judge_faithfulness``
     with the real checker: the verdict is the label, and every claim says the rule decided it (``rule`` starts
     with the given words) while keeping the model's P(supported)."""
-    from evaluations.judging.embedded import VerdictCache
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.basics.passages import Passage
 
     cache = VerdictCache(cache_path)
     for row in rows:

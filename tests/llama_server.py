@@ -6,7 +6,7 @@
 
 (through this file's ``__main__``: the same ``llama_cpp.server`` main, with llama.cpp's extra weight buffers off,
 ``use_extra_bufts = False``; a llama.cpp built with ``GGML_NATIVE`` on a CPU with AMX otherwise crashes on any
-prompt longer than one token, see ``evaluations.judging.embedded.load_llama``), waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
+prompt longer than one token, see ``evaluations.judging.correctness.embedded.load_llama``), waits until ``GET /v1/models`` answers, yields a ``LlamaServer`` (``base_url`` = ``http://127.0.0.1:<port>/v1``,
 ``model_id`` = the id the server lists, ``log`` = its output so far) and kills the process on teardown. A server
 that does not come up fails the test with its log: nothing is skipped.
 """

@@ -44,7 +44,7 @@ def answers_run(tmp_path_factory) -> Path:
 
     from conftest import DATA
 
-    from evaluations.judging.data import load_labelled
+    from evaluations.judging.labels.data import load_labelled
     from evaluations.evaluators.answers import (Containment, ExactMatch, JudgeAgreement, KeywordOverlap, OfflineJudge,
                                                TokenF1)
     from evaluations.results.records import record_from_case

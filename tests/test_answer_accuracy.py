@@ -15,7 +15,7 @@ import pytest
 from evaluations.core.config import load_config
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.validation import Validation, best_judge
+from evaluations.judging.validation.validation import Validation, best_judge
 from evaluations.pipeline.plan import build_qa_plan, choose_primary
 from evaluations.reports.console import answer_lines, answers_table
 from evaluations.reports import write_reports
@@ -72,7 +72,7 @@ VALIDATION = {
 @pytest.fixture
 def validation_file(tmp_path, monkeypatch) -> Path:
     """A validation file in a tmp judges folder (with the shipped fitted parameters beside it)."""
-    from evaluations.judging.shipped import shipped_path
+    from evaluations.judging.basics.shipped import shipped_path
 
     folder = tmp_path / "judges"
     folder.mkdir()

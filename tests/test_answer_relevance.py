@@ -1,6 +1,6 @@
-"""``answer_relevance`` (``judging.relevance``): the reference-free judge of "does the answer address the question".
+"""``answer_relevance`` (``judging.grounded.answer_relevance``): the reference-free judge of "does the answer address the question".
 
-Validated without labels, as issue 20 asks: on controls built from real data (``judging.controls``) it rejects
+Validated without labels, as issue 20 asks: on controls built from real data (``judging.validation.controls``) it rejects
 ≥ 95% of each non-answer category and accepts ≥ 95% of gold answers in every form. The off-topic score was fitted on
 SQuAD 2.0 and TechQA (``scripts/fit_answer_relevance.py``): CLAPNQ and WixQA below are held out. Every expected
 verdict and kind below is written by hand from the texts; the run's and the log's numbers are counted by hand from
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluations.judging.agreement import JUDGES
-from evaluations.judging.controls import CATEGORIES, build_controls, run_controls
-from evaluations.judging.questions import load_questions
-from evaluations.judging.relevance import answer_relevance, asked_type
+from evaluations.judging.validation.agreement import JUDGES
+from evaluations.judging.validation.controls import CATEGORIES, build_controls, run_controls
+from evaluations.judging.labels.questions import load_questions
+from evaluations.judging.grounded.answer_relevance import answer_relevance, asked_type
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -422,7 +422,7 @@ def test_a_number_is_found_in_the_context_as_the_keywords_write_it():
 
 
 def topic_found(question: str, answer: str, context: str) -> int:
-    from evaluations.judging.relevance import topic
-    from evaluations.judging.semantic import embed_texts
+    from evaluations.judging.grounded.answer_relevance import topic
+    from evaluations.judging.correctness.semantic import embed_texts
 
     return topic(question, answer, context, embed_texts).found

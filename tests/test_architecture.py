@@ -122,3 +122,29 @@ def test_no_import_cycles_between_modules():
         if module not in index:
             visit(module)
     assert not cycles, f"modules importing each other in a loop: {cycles}"
+
+
+#: judging's rooms, lowest first (ARCHITECTURE.md): a room imports itself and the rooms before it. The verdict
+#: makers (basics … grounded) never import labels or validation.
+JUDGING_ROOMS = ["basics", "correctness", "checkers", "grounded", "labels", "validation"]
+
+
+def test_judging_rooms_import_only_lower_rooms():
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["evaluations", "judging"] else None
+
+    rooms = {p.name for p in (PACKAGE / "judging").iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(JUDGING_ROOMS)
+    upward = [f"{module}:{line} imports {target}" for module, line, target, _ in _imports()
+              if room(module) and room(target) and JUDGING_ROOMS.index(room(target)) > JUDGING_ROOMS.index(room(module))]
+    assert not upward, "judging rooms importing against their order:\n" + "\n".join(upward)
+
+
+def test_no_package_folder_holds_more_than_15_modules():
+    crowded = {}
+    for init in PACKAGE.rglob("__init__.py"):
+        modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > 15:
+            crowded[str(init.parent.relative_to(PACKAGE.parent))] = len(modules)
+    assert not crowded, crowded

@@ -542,7 +542,7 @@ def test_a_reference_free_row_without_the_answer(capsys, tmp_path):
     answer relevance): one error naming file:line and the key, before any model call, nothing written. It is not
     an empty answer counted as not applicable. Context relevance does not read the answer, so the same rows load
     for it. An answer that is not text is an error too."""
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     rows = _jsonl(tmp_path / "rows.jsonl", [
         {"query": "Who wrote Hamlet?", "context": ["Hamlet is a tragedy by William Shakespeare."],
@@ -568,7 +568,7 @@ def test_a_reference_free_row_without_the_answer(capsys, tmp_path):
 def test_a_reference_free_row_in_another_tools_names_says_which_field_to_rename(capsys, tmp_path):
     """Rows written with RAGAS's or DeepEval's names, or a misspelt key, lack a required field: the one error names
     the row's field meant for it and the rename. Fields of one's own beside the required ones are ignored."""
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     hamlet = {"context": ["Hamlet is a tragedy by William Shakespeare."], "label": True}
     cases = [
@@ -618,7 +618,7 @@ def test_a_lone_surrogate_escape_in_a_row_is_named_with_its_field(capsys, tmp_pa
 
     paired = _jsonl(tmp_path / "paired.jsonl", [{**row, "generated_answer": "Shakespeare \U0001f600"}])
     assert "\\ud83d\\ude00" in paired.read_text()
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.passage_rows import load_passage_rows
     assert load_passage_rows(paired)[0].answer == "Shakespeare \U0001f600"
 
 

@@ -244,7 +244,7 @@ def test_a_csv_list_cell_that_does_not_parse_is_refused(tmp_path, cell):
     import csv
 
     from evaluations.core.errors import EvaluationsError
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     path = tmp_path / "rows.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -278,7 +278,7 @@ def test_evouna_rows_are_refused_in_json_words_with_a_fix(tmp_path, change, said
 
     from conftest import DATA
     from evaluations.core.errors import EvaluationsError
-    from evaluations.judging.data import load_labelled
+    from evaluations.judging.labels.data import load_labelled
 
     with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
         record = next(r for r in map(json.loads, handle) if not r["improper"])
@@ -295,7 +295,7 @@ def test_an_evouna_file_of_improper_questions_only_says_so(tmp_path):
 
     from conftest import DATA
     from evaluations.core.errors import EvaluationsError
-    from evaluations.judging.data import load_labelled
+    from evaluations.judging.labels.data import load_labelled
 
     with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
         improper = [r for r in map(json.loads, handle) if r["improper"]][:3]

@@ -1,4 +1,4 @@
-"""Which of A or B is X? (``judging.choice``): the option the passages single out, on hand-written passages (the
+"""Which of A or B is X? (``judging.grounded.choice``): the option the passages single out, on hand-written passages (the
 expected option is the one the passages state the asked fact of, read by hand), and through the faithfulness judge
 with the real checker model."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_rule_decides
 
-from evaluations.judging.choice import asked, choice_of, choose
+from evaluations.judging.grounded.choice import asked, choice_of, choose
 
 LANE = "Mark Lane (born 1946) is an American film director and producer."
 LOWE = "Ken Lowe (born 1936) is an English film director known for his social realism."

@@ -1,4 +1,4 @@
-"""Comparisons by date (``judging.comparison``): the option the passages' dates give, on the multi-hop probe's
+"""Comparisons by date (``judging.grounded.comparison``): the option the passages' dates give, on the multi-hop probe's
 comparison questions (``datasets/labels/multihop_faithfulness.jsonl``, authored and labelled by reading: the
 expected option is the one its supported short answer names), on hand-written passages, and through the
 faithfulness judge with the real checker model."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_rule_decides, multihop_probe
 
-from evaluations.judging.comparison import Comparison, picked, resolve, year_of
+from evaluations.judging.grounded.comparison import Comparison, picked, resolve, year_of
 
 
 def test_the_probe_comparisons_by_date_give_the_labelled_option_and_others_are_left_alone():

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 from evaluations.evaluators.answers import OfflineJudge
-from evaluations.judging.data import load_labelled
+from evaluations.judging.labels.data import load_labelled
 from evaluations.reports.console import NO_LABEL, readable
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.context_labels import is_context_labels_file, load_context_labels
+from evaluations.judging.labels.context_labels import is_context_labels_file, load_context_labels
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"

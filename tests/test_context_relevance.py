@@ -17,10 +17,10 @@ import pytest
 from conftest import multihop_probe
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.context_relevance import (
+from evaluations.judging.grounded.context_relevance import (
     FEATURES, ContextParams, features, judge_context_relevance, params,
 )
-from evaluations.judging.passages import Passage
+from evaluations.judging.basics.passages import Passage
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -65,7 +65,7 @@ def scifact_cases():
 
 
 def test_relevant_abstracts_accepted_random_rejected_and_cached(scifact_cases, tmp_path):
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     cache = VerdictCache(tmp_path / "verdicts.sqlite")
     accepted, rejected, n_relevant, n_random = 0, 0, 0, 0
@@ -131,7 +131,7 @@ def test_the_only_passage_naming_one_of_the_questions_names_is_needed_by_hand():
     """A question naming two or more names needs a passage about each: the only passage naming one of them is
     relevant while another passage names another (``sole_sources``); not when one passage names them all, when the
     question names one, or when there is one passage."""
-    from evaluations.judging.context_relevance import sole_sources
+    from evaluations.judging.grounded.context_relevance import sole_sources
 
     comparison = "Which is the older magazine, Hearth & Field or The Meridian Review?"
     hearth = "Hearth & Field is an American home and gardening magazine first published in 1952."
@@ -192,7 +192,7 @@ def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_
     """The 25 comparison and yes/no questions of the multi-hop probe (datasets/labels/multihop_faithfulness.jsonl,
     MULTIHOP.md): both passages are needed, one per compared name. The model alone called 15 of their 50 passages
     relevant; with the sole-source rule at least 70% are."""
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     questions = {r["query"]: r["context"] for r in multihop_probe() if r["type"] in ("comparison", "polar")}
     assert len(questions) == 25
@@ -206,7 +206,7 @@ def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_
 def test_other_paragraphs_of_the_same_article_are_rarely_sole_sources():
     """SQuAD 2.0's answerable questions, each with two other paragraphs of its article beside its own (seeded): the
     other paragraphs are not needed, and the sole-source rule marks at most 0.5% of them (measured: 7 of 5,820)."""
-    from evaluations.judging.context_relevance import sole_sources
+    from evaluations.judging.grounded.context_relevance import sole_sources
 
     rows = _gz(REPO.parent / "shared" / "data" / "squad2_dev_cs224n" / "questions.jsonl.gz")
     paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}

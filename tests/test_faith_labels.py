@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
+from evaluations.judging.labels.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "datasets" / "labels" / "faithfulness.jsonl"

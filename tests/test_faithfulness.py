@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import multihop_probe
 
-from evaluations.judging.claims import Claim, claim_signals, entities, numbers, sentences, split_claims
-from evaluations.judging.faithfulness import Faithfulness, judge_faithfulness, load_params
-from evaluations.judging.passages import Passage
+from evaluations.judging.grounded.claims import Claim, claim_signals, entities, numbers, sentences, split_claims
+from evaluations.judging.grounded.faithfulness import Faithfulness, judge_faithfulness, load_params
+from evaluations.judging.basics.passages import Passage
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -84,7 +84,7 @@ def test_a_claim_spanning_two_passages_is_read_with_both():
     """Multi-hop: the film's passage names the director, the director's passage the city. The model reads the
     best-covered window together with the other passage's window that holds what it lacks; with one passage, or
     when the best window has every word, it reads that window alone."""
-    from evaluations.judging.faithfulness import claim_evidence
+    from evaluations.judging.grounded.faithfulness import claim_evidence
 
     C = Claim
 
@@ -137,7 +137,7 @@ def test_signals_see_a_recombined_claim():
 
 
 def test_worst_claim_features_take_the_least_support():
-    from evaluations.judging.faithfulness import FEATURES, SUPPORT_FEATURES, worst
+    from evaluations.judging.grounded.faithfulness import FEATURES, SUPPORT_FEATURES, worst
 
     a = [float(i) for i in range(len(FEATURES))]
     b = [float(len(FEATURES) - i) for i in range(len(FEATURES))]
@@ -149,7 +149,7 @@ def test_worst_claim_features_take_the_least_support():
 
 
 def test_windows_are_runs_of_sentences():
-    from evaluations.judging.faithfulness import windows
+    from evaluations.judging.grounded.faithfulness import windows
 
     text = "One is here. Two is here. Three is here. Four is here."
     assert windows(text, 3) == ["One is here. Two is here. Three is here.", "Two is here. Three is here. Four is here."]
@@ -232,7 +232,7 @@ def _draw(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
 
 @pytest.mark.slow
 def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_path):
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
     drawn = _draw(10)
@@ -250,7 +250,7 @@ def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_pa
 
 @pytest.mark.slow
 def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_scorer, tmp_path):
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     (passage, sentence, _), (other, _, _) = _draw(2, seed=5)
     passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
@@ -269,7 +269,7 @@ def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, 
     reading): the asked fact is in the second passage, its link to the question in the first. Supported short
     answers were accepted 8 of 25 times when each window was read alone; read across the two passages they are
     accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%."""
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short"]
     assert len(rows) == 50

@@ -102,7 +102,7 @@ def test_validate_lists_stale_spans_and_update_fixes_them(repo_copy):
     chunking = ev / "datasets" / "chunking.py"
     chunking.write_text(chunking.read_text().replace("def chunk_text(", "def split_text("))
     # 2. edit a function body: same symbol, new hash
-    lexical = ev / "judging" / "lexical.py"
+    lexical = ev / "judging" / "correctness" / "lexical.py"
     lexical.write_text(lexical.read_text().replace("    generated_kw = keywords(generated)\n",
                                                    "    generated_kw = keywords(generated)  # once for all refs\n", 1))
     # 3. move a function unchanged to another file
@@ -120,7 +120,7 @@ def test_validate_lists_stale_spans_and_update_fixes_them(repo_copy):
     report = json.loads(proc.stdout)
     by_span = {(s["path"], s["symbol"]): s for s in report["stale"]}
     assert by_span[("evaluations/datasets/chunking.py", "chunk_text")]["status"] == "missing"
-    changed = by_span[("evaluations/judging/lexical.py", "keyword_overlap")]
+    changed = by_span[("evaluations/judging/correctness/lexical.py", "keyword_overlap")]
     assert changed["status"] == "changed" and "--update" in changed["fix"]
     new_source = lexical.read_text()
     overlap = next(n for n in ast.parse(new_source).body if getattr(n, "name", "") == "keyword_overlap")
@@ -129,7 +129,7 @@ def test_validate_lists_stale_spans_and_update_fixes_them(repo_copy):
     assert move["status"] == "moved" and move["new_path"] == "evaluations/results/percentiles.py"
     assert move["new_hash"] == move["old_hash"] == sha(moved.rstrip("\n"))
     # module-level spans of the edited files changed too (their text lost/kept lines); nothing else is stale
-    assert {s["path"] for s in report["stale"]} <= {"evaluations/datasets/chunking.py", "evaluations/judging/lexical.py",
+    assert {s["path"] for s in report["stale"]} <= {"evaluations/datasets/chunking.py", "evaluations/judging/correctness/lexical.py",
                                                     "evaluations/results/stats.py"}
 
     # the table for people, with the fix per span

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from sklearn.metrics import accuracy_score, cohen_kappa_score, precision_recall_fscore_support
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging import lexical
-from evaluations.judging.agreement import agreement, bootstrap_ci, confusion, metrics, run_judges
+from evaluations.judging.correctness import lexical
+from evaluations.judging.validation.agreement import agreement, bootstrap_ci, confusion, metrics, run_judges
 from evaluations.cli.judges import commands
-from evaluations.judging.data import load_labelled
+from evaluations.judging.labels.data import load_labelled
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
 NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"

@@ -17,10 +17,10 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 
 from evaluations.cli.root import main
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.agreement import agreement, bootstrap_ci, check_references, confusion, metrics
-from evaluations.judging.data import load_labelled
-from evaluations.judging.labels import LabelledAnswer
-from evaluations.judging.passage_rows import load_passage_rows
+from evaluations.judging.validation.agreement import agreement, bootstrap_ci, check_references, confusion, metrics
+from evaluations.judging.labels.data import load_labelled
+from evaluations.judging.labels.rows import LabelledAnswer
+from evaluations.judging.labels.passage_rows import load_passage_rows
 
 SQUAD = DATA / "squad2_dev_cs224n" / "questions.jsonl.gz"
 

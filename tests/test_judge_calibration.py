@@ -23,12 +23,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging import lexical
-from evaluations.judging.calibrate import calibrate
+from evaluations.judging.correctness import lexical
+from evaluations.judging.validation.calibrate import calibrate
 from evaluations.cli.judges import commands
-from evaluations.judging.data import load_labelled
-from evaluations.judging.nonanswer import screen
-from evaluations.judging.offline import FEATURES, OfflineJudgeModel, default_params_path, feature_matrix
+from evaluations.judging.labels.data import load_labelled
+from evaluations.judging.correctness.nonanswer import screen
+from evaluations.judging.correctness.offline import FEATURES, OfflineJudgeModel, feature_matrix
+from evaluations.judging.basics.fitted import default_params_path
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
 NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"
@@ -169,7 +170,7 @@ def test_offline_and_semantic_evaluators_in_a_pydantic_evals_run():
     from pydantic_evals import Case, Dataset
 
     from evaluations.evaluators.answers import JudgeAgreement, OfflineJudge, SemanticSimilarity
-    from evaluations.judging.semantic import semantic_similarity
+    from evaluations.judging.correctness.semantic import semantic_similarity
     from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
     rows = [e for e in load_labelled(TQ, limit=40) if e.system == "gpt4"]

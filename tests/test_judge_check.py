@@ -19,11 +19,11 @@ from fake_llm_server import Fault, FakeLLMServer
 from scipy.stats import binomtest
 
 from evaluations.cli.root import cli as main
-from evaluations.judging.agreement import JUDGES
-from evaluations.judging.claims import sentences
-from evaluations.judging.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
-from evaluations.judging.questions import QAItem, load_questions
-from evaluations.judging.weak_labels import load_weak_labels
+from evaluations.judging.validation.agreement import JUDGES
+from evaluations.judging.grounded.claims import sentences
+from evaluations.judging.validation.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
+from evaluations.judging.labels.questions import QAItem, load_questions
+from evaluations.judging.labels.weak_labels import load_weak_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -81,10 +81,10 @@ def test_wilson_interval_matches_scipy():
 
 
 def test_the_shared_wilson_interval_is_scipys_with_its_exact_ends():
-    """``judging.agreement.wilson`` (the reference-free summaries' and the controls' interval) equals scipy's Wilson
+    """``judging.validation.agreement.wilson`` (the reference-free summaries' and the controls' interval) equals scipy's Wilson
     interval for every k of n ≤ 60, and is exactly 0 below 0 / n and exactly 1 above n / n, as scipy's is (statsmodels
     alone gives 2.8e-17 and 0.9999999999999999 for some n, which a summary then printed)."""
-    from evaluations.judging.agreement import wilson
+    from evaluations.judging.validation.agreement import wilson
 
     for n in range(1, 61):
         for hits in range(n + 1):
@@ -157,7 +157,7 @@ def test_reference_free_controls_of_questions_sharing_a_passage_come_from_the_re
     whole file, as judge-check --limit 3 now draws, each gets another question's passage without its gold and a
     copied sentence with a fact swapped for one no word of the passage has; the same seed gives the same."""
     from evaluations.cli.judges import passage_questions
-    from evaluations.judging.controls import build_passage_controls
+    from evaluations.judging.validation.controls import build_passage_controls
 
     items, pool = passage_questions((str(SQUAD),), 3)
     assert [i.references[0] for i in items] == ["France", "10th and 11th centuries", "Denmark, Iceland and Norway"]

@@ -139,7 +139,7 @@ def test_a_bad_field_is_one_error_naming_file_line_and_key(tmp_path, capsys, cas
 
 
 def test_reference_answers_as_text_or_texts_are_read(tmp_path):
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     rows = _rows(tmp_path, [{**ROWS[0], "reference_answer": "1889"},
                             {**ROWS[1], "reference_answer": ["blue", "", "light blue"]},

@@ -22,12 +22,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 from sklearn.preprocessing import StandardScaler
 
-from evaluations.judging import heldout, lexical
-from evaluations.judging.data import LabelledAnswer, load_labelled
+from evaluations.judging.validation.validation import heldout
+
+from evaluations.judging.correctness import lexical
+from evaluations.judging.labels.data import LabelledAnswer, load_labelled
 from evaluations.evaluators.answers import JudgeAgreement
 from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge
-from evaluations.judging.llm import load_rubric, p_yes_from_logprobs
-from evaluations.judging.offline import FEATURES
+from evaluations.judging.correctness.llm import load_rubric, p_yes_from_logprobs
+from evaluations.judging.correctness.offline import FEATURES
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -65,13 +67,13 @@ def clear_cases() -> list[LabelledAnswer]:
 
 @pytest.fixture(scope="module")
 def judge():
-    from evaluations.judging.embedded import load_judge
+    from evaluations.judging.correctness.embedded import load_judge
 
     return load_judge()
 
 
 def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases):
-    from evaluations.judging.embedded import VerdictCache, judge_many, judge_params
+    from evaluations.judging.correctness.embedded import VerdictCache, judge_many, judge_params
 
     threshold = judge_params()["threshold"]
     cache = VerdictCache()  # filled here, reused by the evaluator and CLI tests below
@@ -108,7 +110,7 @@ def _dataset(examples, evaluator) -> tuple[Dataset, object]:
 
 def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     dataset, task = _dataset(clear_cases, EmbeddedLLMJudge())
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=3)
@@ -135,7 +137,7 @@ def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, t
     nor writes its own."""
     from evaluations.core.config import load_config
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
-    from evaluations.judging.embedded import VerdictCache, judge_many
+    from evaluations.judging.correctness.embedded import VerdictCache, judge_many
     from evaluations.pipeline.plan import build_qa_plan
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
@@ -161,7 +163,7 @@ def test_embedded_judge_opens_one_verdict_store_for_many_cases(clear_cases, tmp_
     """Two runs of 6 cases in one process open the verdict store once; the second run reads the first's verdicts."""
     import evaluations.models.cache as cache_module
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
-    from evaluations.judging.embedded import VerdictCache
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     opened: list[Path] = []
@@ -306,8 +308,8 @@ def test_heldout_splits_and_statistics_match_scikit_learn():
 def test_no_cache_reaches_the_combined_judge_of_judge_agreement(judge, clear_cases, tmp_path, monkeypatch, cache):
     """``judge-agreement --judges combined --no-cache`` judges again: a verdict planted in the store (P = 0.0 for
     answers the model rates correct) turns them incorrect only while the cache is used."""
-    from evaluations.judging.agreement import run_judges
-    from evaluations.judging.embedded import VerdictCache, judge_many
+    from evaluations.judging.validation.agreement import run_judges
+    from evaluations.judging.correctness.embedded import VerdictCache, judge_many
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     right = [e for e in clear_cases if e.label]

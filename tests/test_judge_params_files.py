@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging import context_relevance as cr
-from evaluations.judging import faithfulness as fa
+from evaluations.judging.grounded import context_relevance as cr
+from evaluations.judging.grounded import faithfulness as fa
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = {name: json.loads((ROOT / "judges" / f"{name}.json").read_text()) for name in ("faithfulness",
@@ -93,8 +93,8 @@ def test_faithfulness_ask_must_be_one_the_judge_has(tmp_path):
 def test_the_shipped_files_load_and_their_fix_is_to_restore_them():
     assert fa.load_params().features == _params("faithfulness")["features"]
     assert cr.params().coef == _params("context_relevance")["coef"]
-    from evaluations.judging.fitted import params_fix
-    from evaluations.judging.shipped import shipped_path
+    from evaluations.judging.basics.fitted import params_fix
+    from evaluations.judging.basics.shipped import shipped_path
 
     assert "restore judges/faithfulness.json" in params_fix(shipped_path("faithfulness.json"), "faithfulness.json", "x")
 

@@ -61,9 +61,9 @@ def _oracle_fit(x: np.ndarray, y: np.ndarray):
 @pytest.fixture(scope="module")
 def context_rows():
     """(questions, passages, labels, groups) of the first N_CONTEXT labelled pairs, and the checker's P(yes)."""
-    from evaluations.judging import context_relevance as cr
-    from evaluations.judging.embedded import VerdictCache
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.grounded import context_relevance as cr
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     rows = load_passage_rows(CONTEXT_LABELS, limit=N_CONTEXT)
     wording = cr.params().wording
@@ -79,8 +79,8 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
                                                                                       monkeypatch):
     from sklearn.model_selection import GroupKFold
 
-    from evaluations.judging import context_relevance as cr
-    from evaluations.judging import faithfulness as fa
+    from evaluations.judging.grounded import context_relevance as cr
+    from evaluations.judging.grounded import faithfulness as fa
 
     x, y, groups = context_rows
     pooled = np.zeros(len(y), bool)
@@ -132,7 +132,7 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
 
 
 def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(tmp_path):
-    from evaluations.judging.faithfulness import load_params
+    from evaluations.judging.grounded.faithfulness import load_params
 
     # two labelled rows the judge does not apply to: an echo of the question, an answer with no passage
     extra = _rows(tmp_path / "extra.jsonl", [
@@ -198,7 +198,7 @@ def test_bad_rows_are_one_error_before_any_model_call(tmp_path):
 def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monkeypatch):
     """The checker a refit records decides the note: parameters fitted through a served model, read by a run that
     asks the embedded model, get a note; the same checker gets none; the shipped files count as embedded."""
-    from evaluations.judging.refit import checker_note, fitted_through
+    from evaluations.judging.validation.refit import checker_note, fitted_through
 
     doc = json.loads((REPO / "judges" / "context_relevance.json").read_text())
     doc["checker"] = "openai:qwen15 (checker id 0123456789abcdef)"
@@ -223,7 +223,7 @@ def test_folds_spread_a_label_that_group_k_fold_gathers_in_one_fold():
     from sklearn.model_selection import GroupKFold
 
     from evaluations.core.errors import EvaluationsError
-    from evaluations.judging.refit import _folds
+    from evaluations.judging.validation.refit import _folds
 
     sizes = {"a": 2, "b": 1, "c": 3, "d": 3, "e": 3, "f": 3, "g": 2, "h": 2, "i": 2, "j": 2}
     groups = np.array([g for g, n in sizes.items() for _ in range(n)])

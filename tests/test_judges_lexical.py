@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic_evals import Case, Dataset
 
-from evaluations.judging import lexical
-from evaluations.judging.data import load_labelled
+from evaluations.judging.correctness import lexical
+from evaluations.judging.labels.data import load_labelled
 from evaluations.evaluators.answers import Containment, ExactMatch, JudgeAgreement, KeywordOverlap, TokenF1
-from evaluations.judging.text import STOPWORDS, keywords, normalize, split_alternatives, tokens
+from evaluations.judging.basics.text import STOPWORDS, keywords, normalize, split_alternatives, tokens
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
@@ -103,7 +103,7 @@ def test_classic_rules_on_the_first_600_labelled_nq_answers():
 
 
 def test_semantic_similarity_on_real_rows(tq_rows):
-    from evaluations.judging.semantic import semantic_similarity, semantic_similarity_batch
+    from evaluations.judging.correctness.semantic import semantic_similarity, semantic_similarity_batch
 
     right, wrong = tq_rows[("2", "gpt35")], tq_rows[("2", "gpt4")]  # Scorpio vs Sagittarius
     s_right = semantic_similarity(right.references, right.answer)
@@ -199,9 +199,9 @@ def test_semantic_and_offline_evaluators_reuse_cached_embeddings(tq_rows, tmp_pa
     """In a pydantic-evals run the semantic and offline judges give what the functions give; a second run of
     the same answers takes every embedding from the on-disk cache (the model is never asked); cache=False
     always asks it."""
-    import evaluations.judging.semantic as semantic
+    import evaluations.judging.correctness.semantic as semantic
     from evaluations.evaluators.answers import OfflineJudge, SemanticSimilarity
-    from evaluations.judging.offline import load_model
+    from evaluations.judging.correctness.offline import load_model
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     rows = [e for (line, system), e in tq_rows.items() if system == "gpt35"][:6]

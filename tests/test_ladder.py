@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 
 from evaluations.core.config import load_config
 from evaluations.core.types import RetrievedChunk
-from evaluations.judging.llm import answer_grader
+from evaluations.judging.correctness.llm import answer_grader
 from evaluations.models.cache import CALL_STATS, reset_call_stats
 from evaluations.models.chat import build_model, model_settings
 from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, qa_ladder

@@ -28,7 +28,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.models.embedders import build_embedder
 from evaluations.models.remote_embedders import OllamaEmbedder, OpenAIEmbedder
 from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge, llm_judge
-from evaluations.judging.llm import load_rubric
+from evaluations.judging.correctness.llm import load_rubric
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings, ollama_v1_url
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
@@ -434,7 +434,7 @@ def test_judge_gives_no_verdict_without_answer_or_gold():
     by_name = {c.name: c for c in report.cases}
     # no gold: nothing to judge; no answer (QA skipped or failed): counted by the summary, not judged here
     assert by_name["no-gold"].assertions == {} and by_name["no-answer"].assertions == {}
-    # a blank answer is a non-answer: incorrect, decided by the screen (judging.nonanswer) without the model
+    # a blank answer is a non-answer: incorrect, decided by the screen (judging.correctness.nonanswer) without the model
     blank = by_name["blank"]
     assert blank.assertions["llm_judge"].value is False and blank.labels["answer_kind"].value == "empty"
     assert not any(c.evaluator_failures for c in report.cases)
@@ -491,9 +491,9 @@ def test_batch_judge_served_bounds_concurrency_caches_verdicts_and_counts_failur
     import threading
     import time
 
-    from evaluations.judging.data import LabelledAnswer
-    from evaluations.judging.embedded import VerdictCache
-    from evaluations.judging.llm import batch_judge
+    from evaluations.judging.labels.data import LabelledAnswer
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.correctness.llm import batch_judge
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     by_question = {q: label for q, _, _, label in evouna_cases}

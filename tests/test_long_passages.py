@@ -12,10 +12,10 @@ from conftest import DATA
 from fake_llm_server import FakeLLMServer
 
 from evaluations.core.config import Config, LLMModel
-from evaluations.judging import context_relevance as cr
-from evaluations.judging.claims import sentences
-from evaluations.judging.served_checker import checker_for
-from evaluations.judging.yesno import passage_shared
+from evaluations.judging.grounded import context_relevance as cr
+from evaluations.judging.grounded.claims import sentences
+from evaluations.judging.checkers.served_checker import checker_for
+from evaluations.judging.checkers.yesno import passage_shared
 
 PARAGRAPHS = DATA / "squad2_dev_cs224n" / "paragraphs.jsonl.gz"
 
@@ -66,7 +66,7 @@ def test_a_long_passage_is_asked_in_pieces_and_its_last_part_counts(tmp_path):
 
 def test_pieces_fit_the_embedded_models_window():
     """The embedded scorer's window is in tokens, the pieces' budget in characters: each piece still fits."""
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
     scorer = load_scorer(PASSAGE_SYSTEM)
     long_text = " ".join(_article("Normans") + _article("Steam_engine"))
@@ -92,8 +92,8 @@ def test_a_long_passage_without_sentence_ends_is_read_to_its_end_in_windows_and_
     monks of Saint-Evroul, from character ~22k on) the window cut away, for both reference-free judges. Cut into
     runs of words within the characters the window holds, every part is read whole: the windows and the pieces
     each fit the model's window, and together hold every word of the passage, the last ones included."""
-    from evaluations.judging.faithfulness import ASKS, load_params, windows
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, char_budget, load_scorer
+    from evaluations.judging.grounded.faithfulness import ASKS, load_params, windows
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, char_budget, load_scorer
 
     scorer = load_scorer(PASSAGE_SYSTEM)
     text = _without_sentence_ends("Normans")
@@ -117,8 +117,8 @@ def test_a_long_passage_without_sentence_ends_is_read_to_its_end_in_windows_and_
 def test_the_faithfulness_judge_supports_a_claim_from_the_end_of_a_long_sentence_less_passage():
     """One real-model check: a claim stated only at the end of that passage is supported, and the text the model
     read holds it (it read the cut start of the passage before)."""
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.yesno import PASSAGE_SYSTEM, load_scorer
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
     scorer = load_scorer(PASSAGE_SYSTEM)
     read: list[str] = []

@@ -239,8 +239,8 @@ def test_cache_files_of_the_old_format_are_ignored_not_fatal(tmp_path, monkeypat
     are ignored (a planted wrong vector and verdict are not returned), new ones are stored beside them."""
     import hashlib
 
-    from evaluations.judging import semantic
-    from evaluations.judging.embedded import VerdictCache, default_verdict_cache
+    from evaluations.judging.correctness import semantic
+    from evaluations.judging.correctness.embedded import VerdictCache, default_verdict_cache
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     text = "The capital of France is Paris."

@@ -1,4 +1,4 @@
-"""The non-answer screen (``judging.nonanswer``) and every correctness judge behind it.
+"""The non-answer screen (``judging.correctness.nonanswer``) and every correctness judge behind it.
 
 Expected kinds are written by hand from reading each answer; the EVOUNA bound is the requirement (a screen
 that rejects correct answers of strong systems is worse than none), measured on the human labels.
@@ -13,9 +13,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_evals import Case, Dataset
 
-from evaluations.judging.heldout import load_evouna
+from evaluations.judging.validation.heldout import load_evouna
 from evaluations.evaluators.llm_judges import AnswerEquivalenceJudge
-from evaluations.judging.nonanswer import KINDS, screen
+from evaluations.judging.correctness.nonanswer import KINDS, screen
 from evaluations.evaluators.answers import OfflineJudge
 from evaluations.core.types import Answer, CaseMetadata, CaseOutput, RetrievalInputs
 
@@ -162,8 +162,8 @@ def test_a_hedge_word_refuses_only_an_answer_that_says_nothing_else():
     """"Unknown." and "Its origin is unknown." (only the question's words beside the hedge) decline the question;
     an answer that states something around "unclear" (SQuAD's gold for the Huguenot question is about the term's
     unclear origin) is no refusal: the screen leaves it to the judge and faithfulness keeps its claim."""
-    from evaluations.judging.claims import split_claims
-    from evaluations.judging.nonanswer import is_refusal
+    from evaluations.judging.grounded.claims import split_claims
+    from evaluations.judging.correctness.nonanswer import is_refusal
 
     question = "What is the origin of the name Huguenot?"
     for refusal in ("Unknown.", "It is unclear.", "The answer is unknown.", "Its origin is unknown.",

@@ -1,4 +1,4 @@
-"""Yes/no questions about two names (``judging.pairs``): decided from the passages on the multi-hop probe's yes/no
+"""Yes/no questions about two names (``judging.grounded.pairs``): decided from the passages on the multi-hop probe's yes/no
 questions (``datasets/labels/multihop_faithfulness.jsonl``, authored and labelled by reading: the expected answer is
 the one its supported short answer gives), on hand-written passages, and through the faithfulness judge with the
 real checker model."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_rule_decides, multihop_probe
 
-from evaluations.judging.pairs import decide, nationality, pair_question, polarity
+from evaluations.judging.grounded.pairs import decide, nationality, pair_question, polarity
 
 
 def _probe_polar() -> list[dict]:

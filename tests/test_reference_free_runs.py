@@ -517,8 +517,8 @@ def test_judge_agreement_on_rows_equals_sklearn_on_the_same_verdicts(tmp_path, c
     result = json.loads(out)["judges"][0]
     assert "1 row(s) labelled not applicable" in err
 
-    from evaluations.judging.passage_judges import PASSAGE_JUDGES
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     examples = load_passage_rows(path)
     verdicts = PASSAGE_JUDGES["faithfulness"]()(examples, None)
@@ -611,8 +611,8 @@ def test_passage_controls_are_what_they_claim_on_real_passages():
     """judge-check's controls, built from SQuAD 2.0: a copied sentence is a sentence of the passage; a swapped one
     differs from it by words absent from the passage (so it is unsupported by construction); another question's
     passage is not the question's own and does not contain its gold. Checked here from the texts, no judge."""
-    from evaluations.judging.controls import PASSAGE_CONTROLS, build_passage_controls
-    from evaluations.judging.questions import load_questions
+    from evaluations.judging.validation.controls import PASSAGE_CONTROLS, build_passage_controls
+    from evaluations.judging.labels.questions import load_questions
 
     items = load_questions(SQUAD, limit=120)
     own = {i.question: i for i in items}
@@ -638,9 +638,9 @@ def test_passage_controls_are_what_they_claim_on_real_passages():
 def test_judge_agreement_reads_the_hand_labelled_sets():
     """The faithfulness and context-relevance label files (references into ../shared/data) are recognised and read
     as labelled rows with their passages; rows labelled not applicable (null) are counted, not judged."""
-    from evaluations.judging.context_labels import load_context_labels
-    from evaluations.judging.faith_labels import load_faithfulness_labels
-    from evaluations.judging.passage_rows import load_passage_rows
+    from evaluations.judging.labels.context_labels import load_context_labels
+    from evaluations.judging.labels.faith_labels import load_faithfulness_labels
+    from evaluations.judging.labels.passage_rows import load_passage_rows
 
     for path, typed in ((ROOT / "datasets/labels/faithfulness.jsonl", load_faithfulness_labels),
                         (ROOT / "datasets/labels/context_relevance.jsonl", load_context_labels)):

@@ -20,8 +20,8 @@ from conftest import DATA
 from scipy.stats import rankdata
 from sklearn.calibration import calibration_curve
 
-from evaluations.judging.data import load_labelled
-from evaluations.judging.lexical import token_f1
+from evaluations.judging.labels.data import load_labelled
+from evaluations.judging.correctness.lexical import token_f1
 from evaluations.results.calibration import reliability
 from evaluations.results.confidence import calibration
 from evaluations.results.stats import distribution, percentile

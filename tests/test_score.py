@@ -22,8 +22,8 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score, recall_score
 
 from conftest import DATA, write_scifact_subset
-from evaluations.judging.lexical import keyword_overlap
-from evaluations.judging.text import keywords
+from evaluations.judging.correctness.lexical import keyword_overlap
+from evaluations.judging.basics.text import keywords
 from scifact_bm25 import BM25, tokenize
 
 REPO = Path(__file__).resolve().parents[1]

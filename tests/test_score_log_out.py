@@ -169,7 +169,7 @@ def test_a_full_disk_at_the_second_file_leaves_the_earlier_out_as_it_was(tmp_pat
 def _data_folder_config(tmp_path: Path, monkeypatch) -> tuple[Path, Path, Path]:
     """(a data home that should stay absent, the config's data folder, a config file setting it); the judge model
     as assembled already (``EVALUATIONS_JUDGE_GGUF``), no ``EVALUATIONS_CACHE_DIR``."""
-    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.correctness.embedded import embedded_judge_path
 
     monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))
     monkeypatch.delenv("EVALUATIONS_CACHE_DIR", raising=False)
@@ -211,7 +211,7 @@ def test_a_runs_judges_get_the_configs_cache_folder_and_reports_do_not_name_it(t
     from evaluations.core.config import LLMModel, load_config
     from evaluations.evaluators.llm_judges import llm_judge
     from evaluations.evaluators.reference_free import reference_free_evaluators
-    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.correctness.embedded import embedded_judge_path
 
     monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(embedded_judge_path()))
     monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)

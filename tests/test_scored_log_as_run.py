@@ -129,7 +129,7 @@ def test_questions_or_answers_in_another_language_are_warned_about():
     import gzip
 
     from conftest import DATA
-    from evaluations.judging.text import looks_english
+    from evaluations.judging.basics.text import looks_english
     from evaluations.results.records import CaseRecord
     from evaluations.results.reference_free import language_warning
 

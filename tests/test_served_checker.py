@@ -1,4 +1,4 @@
-"""Served checkers of the reference-free judges (evaluations/judging/served_checker.py).
+"""Served checkers of the reference-free judges (evaluations/judging/checkers/served_checker.py).
 
 Faults (a server that refuses tool calls and JSON-schema output, a dead server) are scripted with the fake
 server (tests/fake_llm_server.py); what a model can do is asked of a real one: Qwen2.5-Coder-0.5B-Instruct behind
@@ -21,7 +21,7 @@ from llama_server import start_llama_server, stop_llama_server
 
 from evaluations.core.config import Config, LLMModel
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.served_checker import (
+from evaluations.judging.checkers.served_checker import (
     FALLBACK_RUBRIC,
     MAX_CHARS,
     ONE_WORD,
@@ -32,7 +32,7 @@ from evaluations.judging.served_checker import (
     claims_from_model,
     served_rubric,
 )
-from evaluations.judging.yesno import PASSAGE_SYSTEM
+from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM
 from evaluations.models.cache import CALL_STATS
 from evaluations.models.chat import build_model, model_settings
 
@@ -102,9 +102,9 @@ def test_a_server_refusing_tools_and_json_schema_is_asked_in_plain_text(tmp_path
 def test_the_faithfulness_judge_asks_through_a_served_checker(tmp_path):
     """``judge_faithfulness(..., scorer=checker)``: the claims' questions go to the server, about the passage; a
     second verdict on the same texts is read from the verdict cache (no call)."""
-    from evaluations.judging.embedded import VerdictCache
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.basics.passages import Passage
 
     with FakeLLMServer(models=("judge",), responder=lambda body: "Yes.") as server:
         model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
@@ -243,8 +243,8 @@ def test_each_judge_asks_for_one_reply_form_in_its_own_words(tmp_path):
 
 
 def test_the_embedded_provider_gets_the_embedded_scorer(tmp_path):
-    from evaluations.judging.embedded import DEFAULT_JUDGE
-    from evaluations.judging.yesno import load_scorer
+    from evaluations.judging.correctness.embedded import DEFAULT_JUDGE
+    from evaluations.judging.checkers.yesno import load_scorer
 
     config = Config()
     scorer = checker_for(LLMModel(provider="embedded"), config)
@@ -335,7 +335,7 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         parameter_sources,
         reference_free_evaluators,
     )
-    from evaluations.judging.passages import Passage
+    from evaluations.judging.basics.passages import Passage
 
     claims = ["The bridge opened in 1932.", "The bridge is in Sydney."]
 
@@ -548,7 +548,7 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
         parameter_sources,
         reference_free_evaluators,
     )
-    from evaluations.judging.embedded import embedded_judge_path
+    from evaluations.judging.correctness.embedded import embedded_judge_path
 
     monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
     monkeypatch.setenv("EVALUATIONS_LLM_THREADS", "1")
@@ -642,8 +642,8 @@ def test_a_bridge_claim_is_sent_to_a_real_server_with_both_passages_when_they_fi
     passage) is asked about the first passage's window and the second's together, in one request the real server
     answers; with a checker whose window holds one passage but not two (``max_chars``), each window is asked
     alone, and nothing sent exceeds the window."""
-    from evaluations.judging.faithfulness import judge_faithfulness
-    from evaluations.judging.passages import Passage
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.basics.passages import Passage
 
     model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
     config = _config(tmp_path)

@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_cli_retrieval import run_cli
 
 from evaluations.datasets.generic import read_documents, read_records
-from evaluations.judging.text import keywords
+from evaluations.judging.basics.text import keywords
 from evaluations.pipeline.qa_agent import OUTPUT_RETRIES
 from evaluations.cli.synth import write_dataset
 from evaluations.synth.core import REASONS, SynthOptions, passage, sample_order, synthesize

@@ -72,10 +72,11 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
 
 def test_installed_wheel_reads_its_package_data(wheel_venv):
     venv, work, env = wheel_venv
-    probe = ("import json, evaluations; from evaluations.judging import llm, offline, shipped; "
-             "print(json.dumps({'package': evaluations.__file__, 'params': str(offline.default_params_path()), "
+    probe = ("import json, evaluations; "
+             "from evaluations.judging.correctness import llm; from evaluations.judging.basics import fitted, shipped; "
+             "print(json.dumps({'package': evaluations.__file__, 'params': str(fitted.default_params_path()), "
              "'rubric': llm.load_rubric(), 'checkout': str(shipped.checkout_judges_dir()), "
-             "'calibrate_out': str(offline.default_output_path())}))")
+             "'calibrate_out': str(fitted.default_output_path())}))")
     found = json.loads(_run([str(venv / "bin" / "python"), "-c", probe], cwd=work, env=env).stdout)
     site = venv.resolve()
     assert Path(found["package"]).resolve().is_relative_to(site)  # the wheel, not this checkout
@@ -85,15 +86,15 @@ def test_installed_wheel_reads_its_package_data(wheel_venv):
     assert found["calibrate_out"] == str(work / "offline_judge.json")  # never into site-packages
 
     # in this checkout (editable install) the same code reads and writes the repository's judges/
-    from evaluations.judging.offline import default_output_path, default_params_path
+    from evaluations.judging.basics.fitted import default_output_path, default_params_path
 
     assert default_params_path() == default_output_path() == REPO / "judges" / "offline_judge.json"
 
 
 def test_judge_agreement_from_the_wheel(wheel_venv, tmp_path):
     """The offline judge with the packaged parameters agrees with the checkout's, checked by scikit-learn."""
-    from evaluations.judging.data import load_labelled
-    from evaluations.judging.offline import OfflineJudgeModel
+    from evaluations.judging.labels.data import load_labelled
+    from evaluations.judging.correctness.offline import OfflineJudgeModel
 
     venv, work, env = wheel_venv
     labelled = tmp_path / "evouna_nq_30.jsonl"

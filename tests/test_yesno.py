@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is a core dependency; scripts/setup.sh installs it")
 
-from evaluations.judging.embedded import VerdictCache  # noqa: E402
-from evaluations.judging.yesno import PASSAGE_SYSTEM, YesNoScorer, cached_probability, load_scorer  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, YesNoScorer, cached_probability, load_scorer  # noqa: E402
 
 A = "Passage:\nThe Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n\n"
 B = "Passage:\nMount Everest is 8,849 metres high and lies on the border of Nepal and China.\n\n"

@@ -18,13 +18,13 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.core.exits import EXIT_CASES_FAILED, EXIT_CHECK_FAILED
 from evaluations.core.fsutil import atomic_write_text
 from evaluations.core.progress import progress_bar
-from evaluations.judging.lexical import KEYWORD_THRESHOLD
+from evaluations.judging.correctness.lexical import KEYWORD_THRESHOLD
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
-    from evaluations.judging.controls import ControlQuestions
-    from evaluations.judging.labels import LabelledAnswer
-    from evaluations.judging.questions import QAItem
+    from evaluations.judging.validation.controls import ControlQuestions
+    from evaluations.judging.labels.rows import LabelledAnswer
+    from evaluations.judging.labels.questions import QAItem
 
 _ALL_JUDGES = "keyword,f1,em,containment,semantic,offline"
 
@@ -68,14 +68,14 @@ def _progress() -> Progress:
 def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = (),
           nulls: dict[str, int] | None = None):
     """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free ``judges``
-    (``judging.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
+    (``judging.labels.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
     without ``generated_answer`` is an error when one of them reads the answer). Each file must exist and be given
     once (a file given twice would count its rows twice: narrower intervals, not more evidence); a row without a
     gold answer is an error when one of ``judges`` compares the answer with it (``agreement.check_references``).
     ``nulls`` gets each file's rows labelled null among those read (up to the ``limit``-th labelled one)."""
-    from evaluations.judging.agreement import check_references
-    from evaluations.judging.data import load_labelled
-    from evaluations.judging.passage_rows import load_passage_rows, reads_answer
+    from evaluations.judging.validation.agreement import check_references
+    from evaluations.judging.labels.data import load_labelled
+    from evaluations.judging.labels.passage_rows import load_passage_rows, reads_answer
 
     judges = list(judges)
     seen: dict[Path, str] = {}
@@ -135,14 +135,14 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     """Agreement of answer judges with human correctness labels (classic JSONL/CSV or EVOUNA files); the
     reference-free judges (faithfulness, answer_relevance, context_relevance) read rows of query, context
     (passages), generated_answer (not for context_relevance) and label, the property the judge measures
-    (``judging.passage_rows``)."""
-    from evaluations.judging.agreement import REFERENCE_FREE, run_judges
-    from evaluations.judging.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
+    (``judging.labels.passage_rows``)."""
+    from evaluations.judging.validation.agreement import REFERENCE_FREE, run_judges
+    from evaluations.judging.validation.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
 
     names = parse_judges(judges)
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
-    # a reference-free judge (answer_relevance too) reads rows with passages, checked as judging.passage_rows says
+    # a reference-free judge (answer_relevance too) reads rows with passages, checked as judging.labels.passage_rows says
     nulls: dict[str, int] = {}
     examples = _load(files, limit, passages=bool(set(names) & (set(PASSAGE_JUDGES) | REFERENCE_FREE)), judges=names,
                      nulls=nulls)
@@ -153,7 +153,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     _note_checker(names, config)
     llm = None
     if "llm" in names:
-        from evaluations.judging.llm import batch_judge
+        from evaluations.judging.correctness.llm import batch_judge
 
         llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=cache,
                           errors=failures.setdefault("llm", []))
@@ -171,7 +171,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     failed = {r.judge: len(failures[r.judge]) if r.judge in failures else
               (0 if r.judge in NOT_JUDGED else len(examples) - r.n) for r in results}
     if as_json:
-        from evaluations.judging.agreement import payload
+        from evaluations.judging.validation.agreement import payload
 
         document = payload(files, examples, results, resamples=resamples, seed=seed, failed=failed)
         if nulls:
@@ -300,12 +300,12 @@ def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_qu
     if judge != "offline":
         _calibrate_reference_free(files, judge, out, folds, limit, force, judge_model, config_path, no_cache)
         return
-    from evaluations.judging.agreement import offline_batch
-    from evaluations.judging.calibrate import calibrate
-    from evaluations.judging.controls import build_controls, run_controls
-    from evaluations.judging.questions import questions_of
-    from evaluations.judging.offline import default_params_path
-    from evaluations.judging.semantic import cache_file
+    from evaluations.judging.validation.agreement import offline_batch
+    from evaluations.judging.validation.calibrate import calibrate
+    from evaluations.judging.validation.controls import build_controls, run_controls
+    from evaluations.judging.labels.questions import questions_of
+    from evaluations.judging.basics.fitted import default_params_path
+    from evaluations.judging.correctness.semantic import cache_file
 
     path = Path(out) if out else _default_out("offline_judge.json")  # a bad $EVALUATIONS_JUDGES_DIR fails first
     examples = _load(files, limit, judges=("offline",))  # the offline judge compares with the gold: rows need it
@@ -354,7 +354,7 @@ def _default_out(name: str) -> Path:
     fitted parameters from, else ``./<name>`` in the working directory; never the shipped ``judges/<name>`` of a
     checkout, which every run reads (refitting the shipped file takes an explicit ``--out judges/<name>``)."""
     from evaluations.core.env import env_dir
-    from evaluations.judging.offline import JUDGES_ENV
+    from evaluations.judging.basics.fitted import JUDGES_ENV
 
     folder = env_dir(JUDGES_ENV)
     return (folder if folder is not None else Path.cwd()) / name
@@ -382,17 +382,17 @@ def _check_out(path: Path) -> None:
 
 def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: bool, judge_model: str | None,
                               config_path, no_cache: bool) -> None:
-    """calibrate-judge of faithfulness / context_relevance (``judging.refit``)."""
-    from evaluations.judging.offline import default_params_path
-    from evaluations.judging.refit import RowsFailed, refit
-    from evaluations.judging.served_checker import judge_tools
+    """calibrate-judge of faithfulness / context_relevance (``judging.validation.refit``)."""
+    from evaluations.judging.basics.fitted import default_params_path
+    from evaluations.judging.validation.refit import RowsFailed, refit
+    from evaluations.judging.checkers.served_checker import judge_tools
 
     name = _judge_name(judge)
     config = _judge_config(judge_model, config_path)
     examples = _load(files, limit, passages=True, judges=(name,))
     scorer, decompose = judge_tools(config, name)
     checker = f"{_checker(config)} (checker id {scorer.id})"
-    from evaluations.judging.embedded import verdict_cache
+    from evaluations.judging.correctness.embedded import verdict_cache
 
     cache = verdict_cache(not no_cache and config.cache.enabled, config.judge_cache_dir())
     try:
@@ -437,7 +437,7 @@ def _calibrate_reference_free(files, judge: str, out, folds: int, limit, force: 
 def _control_table(report, title: str, categories: dict | None = None) -> Table:
     """The rate of each judge per category; a category some of whose controls the judge's model gave no verdict on
     says how many FAILED beside the rate of the rest (the errors and the server are said on stderr)."""
-    from evaluations.judging.controls import CATEGORIES
+    from evaluations.judging.validation.controls import CATEGORIES
 
     categories = CATEGORIES if categories is None else categories
     table = Table(title=title, caption=f"rate = rejected (negative) or accepted (positive); 95% Wilson CI; "
@@ -478,7 +478,7 @@ def _verdict(report, every: str) -> bool:
 def controls_for(questions: ControlQuestions, limit: int | None, seed: int):
     """Controls built from the answerable questions of the files' ``questions`` (``controls.load_control_questions``:
     each file once, questions told apart by file and id), the first ``limit`` of each file."""
-    from evaluations.judging.controls import build_controls
+    from evaluations.judging.validation.controls import build_controls
 
     items = questions.first(limit)
     controls = build_controls(items, seed=seed)
@@ -518,9 +518,9 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     different questions is an error. Controls the judge's model gave no verdict on (an error status, a reply
     without yes/no) are counted as FAILED apart from the rates, said on stderr with the server and the first error,
     and exit 3 as judge-agreement does (``_exit_if_failed``): a check on the rest is no check of the judge."""
-    from evaluations.judging.agreement import JUDGES
-    from evaluations.judging.controls import load_control_questions, run_controls
-    from evaluations.judging.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.validation.agreement import JUDGES
+    from evaluations.judging.validation.controls import load_control_questions, run_controls
+    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
 
     names = parse_judges(judges)
     passage_judges = [n for n in names if n in PASSAGE_JUDGES]
@@ -540,7 +540,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
         batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
         model = config.judge.model  # the default embedded judge is JUDGES["llm"]'s own; any other is asked here
         if "llm" in names and model is not None and (model.provider != "embedded" or model.name):
-            from evaluations.judging.llm import batch_judge
+            from evaluations.judging.correctness.llm import batch_judge
 
             batch["llm"] = batch_judge(config.judge.model, config, cache=cache, errors=failures.setdefault("llm", []))
         with _progress() as progress:
@@ -570,8 +570,8 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
 
 def _note_checker(judges: list[str], config: Config | None) -> None:
     """On stderr, a note per reference-free judge whose parameters were fitted through another checker than the
-    one these verdicts come from (``judging.refit.checker_note``): its agreement is then that of borrowed weights."""
-    from evaluations.judging.refit import REFITS, checker_note
+    one these verdicts come from (``judging.validation.refit.checker_note``): its agreement is then that of borrowed weights."""
+    from evaluations.judging.validation.refit import REFITS, checker_note
 
     checker = _checker(config)
     for name in dict.fromkeys(_judge_name(j) for j in judges if j in REFITS):
@@ -581,7 +581,7 @@ def _note_checker(judges: list[str], config: Config | None) -> None:
 
 def _checker(config: Config | None) -> str:
     """The checker the reference-free judges ask under ``config`` (``refit.checker_name``)."""
-    from evaluations.judging.refit import checker_name
+    from evaluations.judging.validation.refit import checker_name
 
     return checker_name(config.judge.model if config is not None else None)
 
@@ -614,12 +614,12 @@ def _known_embedded(provider: str, name: str | None, *, where: str) -> None:
 
 def _check_served_judge(judges: list[str], config: Config) -> None:
     """Before any work: when the ``llm`` judge asks a served model (ollama/openai), the server answers and serves
-    it (``judging.llm.judge_check``, the check a run makes): one error naming the URL and the fix, exit 2, instead
+    it (``judging.correctness.llm.judge_check``, the check a run makes): one error naming the URL and the fix, exit 2, instead
     of every row's request failing. The reference-free judges check their checker where they are built."""
     model = config.judge.model
     if "llm" not in judges or model is None or model.provider == "embedded":
         return
-    from evaluations.judging.llm import judge_check as served_judge_check
+    from evaluations.judging.correctness.llm import judge_check as served_judge_check
 
     served_judge_check(model, config)()
 
@@ -633,8 +633,8 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
     (``core.errors.JudgeFailed``) is counted in ``failed`` / ``failures`` (``_counting``, as judge-agreement
     counts a row), apart from those the judge does not apply to; ``asked``: each judge's controls. True when a
     category failed or was not checked."""
-    from evaluations.judging.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
-    from evaluations.judging.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.validation.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
+    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
     items, pool = questions.first(limit), questions.every()
     _note_checker(judges, config)
     reports = {}
@@ -687,7 +687,7 @@ def passage_questions(files: tuple[str, ...], limit: int | None) -> tuple[list[Q
     """(the questions the reference-free controls are built for: the first ``limit`` answerable ones of each file;
     every question of the files: the pool another passage and the swapped-in names are drawn from), read by
     ``controls.load_control_questions`` (each file once; questions told apart by file and id)."""
-    from evaluations.judging.controls import load_control_questions
+    from evaluations.judging.validation.controls import load_control_questions
 
     questions = load_control_questions(files)
     return questions.first(limit), questions.every()

@@ -72,10 +72,10 @@ def parse_ks(text: str) -> list[int]:
 
 
 def parse_judges(value: str) -> list[str]:
-    """``--judges keyword,f1`` -> the names, each one of ``judging.agreement.JUDGES`` or of the reference-free
-    ``judging.passage_judges.PASSAGE_JUDGES``."""
-    from evaluations.judging.agreement import JUDGES
-    from evaluations.judging.passage_judges import PASSAGE_JUDGES
+    """``--judges keyword,f1`` -> the names, each one of ``judging.validation.agreement.JUDGES`` or of the reference-free
+    ``judging.validation.passage_judges.PASSAGE_JUDGES``."""
+    from evaluations.judging.validation.agreement import JUDGES
+    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
 
     import difflib
 

@@ -12,7 +12,7 @@ from evaluations.cli.options import MAX_RESAMPLES, parse_judges, parse_ks
 from evaluations.core.console import make_console
 from evaluations.core.errors import EvaluationsError
 from evaluations.core.progress import progress_bar
-from evaluations.judging.lexical import KEYWORD_THRESHOLD
+from evaluations.judging.correctness.lexical import KEYWORD_THRESHOLD
 from evaluations.scoring import FORMATS, detect_format, dumps
 
 

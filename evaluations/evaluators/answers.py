@@ -23,8 +23,8 @@ from pydantic_evals.evaluators import ReportEvaluatorContext
 from pydantic_evals.reporting.analyses import ConfusionMatrix, ReportAnalysis, TableResult
 
 from evaluations.results.records import VERDICT_NAMES
-from evaluations.judging import lexical
-from evaluations.judging.agreement import METRICS, bootstrap_ci, confusion, metrics
+from evaluations.judging.correctness import lexical
+from evaluations.judging.validation.agreement import METRICS, bootstrap_ci, confusion, metrics
 
 __all__ = [
     "KeywordOverlap",
@@ -90,9 +90,9 @@ def judged_case(ctx: EvaluatorContext) -> JudgedCase | None:
 
 
 def screened(case: JudgedCase, name: str, p_name: str | None = None) -> dict[str, Any] | None:
-    """The non-answer screen's verdict (``judging.nonanswer``) as evaluator results, or None to let the judge
+    """The non-answer screen's verdict (``judging.correctness.nonanswer``) as evaluator results, or None to let the judge
     decide: ``{name: EvaluationReason(verdict, reason), p_name: 0.0 / 1.0, "answer_kind": kind}``."""
-    from evaluations.judging.nonanswer import screen
+    from evaluations.judging.correctness.nonanswer import screen
 
     result = screen(case.question, case.refs, case.answer, answerable=case.answerable)
     if result.decided is None:
@@ -159,7 +159,7 @@ class SemanticSimilarity(Evaluator):
     cache_dir: str | None = None  # the cache's folder (``Config.judge_cache_dir``); None: the default one
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
-        from evaluations.judging.semantic import cache_file, semantic_similarity
+        from evaluations.judging.correctness.semantic import cache_file, semantic_similarity
 
         pair = _gold_and_answer(ctx)
         if pair is None:
@@ -179,15 +179,15 @@ class SemanticSimilarity(Evaluator):
 @dataclass(repr=False)
 class OfflineJudge(Evaluator):
     """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file), after
-    the non-answer screen (``judging.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
+    the non-answer screen (``judging.correctness.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
 
     params: str | None = None
     cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
     cache_dir: str | None = None  # as ``SemanticSimilarity.cache_dir``
 
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
-        from evaluations.judging.offline import load_model
-        from evaluations.judging.semantic import cache_file
+        from evaluations.judging.correctness.offline import load_model
+        from evaluations.judging.correctness.semantic import cache_file
 
         case = judged_case(ctx)
         if case is None:
@@ -211,7 +211,7 @@ class JudgeAgreement(ReportEvaluator):
     """Judge verdicts vs the human reference-correctness label (``ctx.metadata.label``).
 
     With labelled cases: accuracy, precision, recall, F1, Cohen's κ per judge (positive = correct,
-    formulas in ``judging.agreement``) with 95% bootstrap CIs over questions, plus a confusion
+    formulas in ``judging.validation.agreement``) with 95% bootstrap CIs over questions, plus a confusion
     matrix per judge. Without labels: the pass rate of each judge. ``judges`` names the verdict
     assertions to compare; default: ``VERDICT_NAMES`` and every other ``*_correct`` assertion present.
     """

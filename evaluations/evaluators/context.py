@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pydantic_evals.evaluators import Evaluator, EvaluatorContext
 
 from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
-from evaluations.judging.grounding import context_waste, coverage
+from evaluations.judging.grounded.grounding import context_waste, coverage
 
 
 @dataclass(repr=False)
 class Coverage(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """How much of the answer is grounded in the context given to the model.
 
-    ``coverage = |context_kw ∩ answer_kw| / |answer_kw|`` with ``kw`` = ``judging.text.keywords``
+    ``coverage = |context_kw ∩ answer_kw| / |answer_kw|`` with ``kw`` = ``judging.basics.text.keywords``
     (lowercased words minus punctuation and stopwords). No score when there is no answer or it has
     no keywords.
     """

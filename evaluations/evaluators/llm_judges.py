@@ -1,7 +1,7 @@
 """pydantic-evals evaluators of the LLM judges: the served one (``AnswerEquivalenceJudge``) and the embedded one
 (``EmbeddedLLMJudge``); ``llm_judge(model_cfg, config)`` builds the one ``judge.model`` asks for.
 
-The grading is ``judging.llm.AnswerGrader`` / ``judging.embedded.EmbeddedGrader``; an evaluator reads the case
+The grading is ``judging.correctness.llm.AnswerGrader`` / ``judging.correctness.embedded.EmbeddedGrader``; an evaluator reads the case
 (``evaluators.answers.judged_case``: no answer or no gold gives ``{}``), lets the non-answer screen decide first
 (``screened``: a non-answer is incorrect without asking the model, ``answer_kind`` names its kind), then asks the
 grader. Results: ``llm_judge`` (verdict with reason), ``llm_p_correct`` (P(correct)); the served judge adds
@@ -20,8 +20,8 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.evaluators.answers import judged_case, screened
-from evaluations.judging.embedded import DEFAULT_JUDGE, EmbeddedGrader, combined_params_path, combined_verdict
-from evaluations.judging.llm import MODES, AnswerGrader, answer_grader, embedded_judge_name
+from evaluations.judging.correctness.embedded import DEFAULT_JUDGE, EmbeddedGrader, combined_params_path, combined_verdict
+from evaluations.judging.correctness.llm import MODES, AnswerGrader, answer_grader, embedded_judge_name
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config, LLMModel
@@ -32,7 +32,7 @@ __all__ = ["AnswerEquivalenceJudge", "EmbeddedLLMJudge", "llm_judge"]
 @dataclass(repr=False)
 class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
     """pass = the served judge model says the answer is equivalent to at least one gold answer
-    (``judging.llm.AnswerGrader``: output modes, retries, P(correct))."""
+    (``judging.correctness.llm.AnswerGrader``: output modes, retries, P(correct))."""
 
     model: Model
     rubric: str
@@ -72,7 +72,7 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
 @dataclass(repr=False)
 class EmbeddedLLMJudge(Evaluator):
     """``llm_p_correct`` = P(correct) of the embedded judge; ``llm_judge`` = P ≥ threshold, with the reason
-    (``judging.embedded.EmbeddedGrader``); ``combined_correct`` too when ``combined`` and its parameters are shipped.
+    (``judging.correctness.embedded.EmbeddedGrader``); ``combined_correct`` too when ``combined`` and its parameters are shipped.
 
     ``threshold`` None: the calibrated one of ``judges/embedded_judge.json``. ``cache`` False (``--no-cache``):
     verdicts are neither read from nor written to the verdict cache.

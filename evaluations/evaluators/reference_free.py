@@ -1,6 +1,6 @@
 """The reference-free evaluators: ``faithfulness`` (is the answer supported by the retrieved context?) and
 ``context_relevance`` (is each retrieved chunk needed to answer the question?). Neither needs gold answers or
-relevance labels; the judges themselves are ``judging.faithfulness`` and ``judging.context_relevance`` (embedded
+relevance labels; the judges themselves are ``judging.grounded.faithfulness`` and ``judging.grounded.context_relevance`` (embedded
 model, verdicts cached in the verdict store unless ``cache`` is False), run in a worker thread.
 
 The passages are, for faithfulness, the retrieved items given to the QA model as context (``CaseOutput.chunks``, in
@@ -46,14 +46,14 @@ def ranked_passages(items: Iterable[tuple[str, str]]) -> list[Any]:
     """The passages context relevance judges, from (id, text) of every retrieved item in rank order: all of them,
     so an item without text (an id the corpus lacks) is judged not relevant at its own rank, never dropped to move
     the items below it up; none when no item has a text (nothing to judge: not applicable)."""
-    from evaluations.judging.passages import Passage
+    from evaluations.judging.basics.passages import Passage
 
     passages = [Passage(id=i, text=text or "") for i, text in items]
     return passages if any(p.text.strip() for p in passages) else []
 
 
 def _verdict_cache(enabled: bool, cache_dir: str | None) -> Any:
-    from evaluations.judging.embedded import verdict_cache
+    from evaluations.judging.correctness.embedded import verdict_cache
 
     return verdict_cache(enabled, cache_dir)
 
@@ -61,7 +61,7 @@ def _verdict_cache(enabled: bool, cache_dir: str | None) -> Any:
 def _passages(output: CaseOutput, texts: Mapping[str, str] | None,
               retrieved: bool = False) -> tuple[list[Any], list[str]]:
     """Every item given to the QA model as context (``retrieved``: every retrieved item, before the model's context
-    budget chose among them: what context relevance judges) as a ``judging.passages.Passage``
+    budget chose among them: what context relevance judges) as a ``judging.basics.passages.Passage``
     (``ranked_passages``: chunk id and text, "" where it has none) and each one's document id."""
     chunks = (output.retrieved_chunks or output.chunks) if retrieved else output.chunks
     passages = ranked_passages((c.chunk_id, c.text_or_corpus(texts)) for c in chunks)
@@ -76,7 +76,7 @@ def faithfulness_results(question: str, answer: str, passages: list[Any], *, cac
     are left out here); ``scorer``: the yes/no checker (default: the embedded judge model); ``decompose``: a served
     model's claim decomposition (None from it: the deterministic splitter); ``cache_dir``: the verdict store's
     folder (``Config.judge_cache_dir``; None: the default one)."""
-    from evaluations.judging.faithfulness import judge_faithfulness
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
 
     passages = [p for p in passages if p.text.strip()]
     result = judge_faithfulness(question, answer, passages, cache=_verdict_cache(cache, cache_dir),
@@ -95,7 +95,7 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
                               cache: bool = True, scorer: Any = None, cache_dir: str | None = None) -> dict[str, Any]:
     """The ``context_relevance`` results of one retrieved list (module docstring); ``docs``: each passage's document
     id (what qrels name; default: the passage id); ``cache_dir``: as for ``faithfulness_results``."""
-    from evaluations.judging.context_relevance import judge_context_relevance
+    from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
     result = judge_context_relevance(question, passages, cache=_verdict_cache(cache, cache_dir), scorer=scorer)
     docs = docs if docs is not None else [p.id for p in passages]
@@ -116,7 +116,7 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
 
 @dataclass(repr=False)
 class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
-    """``faithfulness`` = supported claims / claims of the answer (``judging.faithfulness``); see module docstring.
+    """``faithfulness`` = supported claims / claims of the answer (``judging.grounded.faithfulness``); see module docstring.
     ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
     corpus id -> text, for systems that return ids only; ``scorer`` / ``decompose``: a served judge's checker and claim
     decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter);
@@ -147,7 +147,7 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
 @dataclass(repr=False)
 class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``context_relevance`` = share of the retrieved chunks judged needed to answer the question
-    (``judging.context_relevance``); see module docstring. ``cache``, ``cache_dir``, ``texts``: as for
+    (``judging.grounded.context_relevance``); see module docstring. ``cache``, ``cache_dir``, ``texts``: as for
     ``Faithfulness``."""
 
     cache: bool = True
@@ -185,7 +185,7 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     if "faithfulness" in tools:
         scorer, decompose = tools["faithfulness"]
         made.append(Faithfulness(**cache, texts=texts, scorer=scorer, decompose=decompose))
-    if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.relevance``)
+    if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.grounded.answer_relevance``)
         from evaluations.evaluators.relevance import AnswerRelevance
 
         made.append(AnswerRelevance(**cache))
@@ -202,14 +202,14 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     relevance), as every command that judges without gold uses them (a run, ``score --format log``): the served
     ``judge.model`` (``served_checker.served_tools``), else the embedded model it names, loaded at first use
     (``served_checker.embedded_checker``), and the deterministic splitter. Checked here, before any case: each
-    judge's parameters file (``judging.fitted``; one EvaluationsError, never a failed judge in every case), an
+    judge's parameters file (``judging.basics.fitted``; one EvaluationsError, never a failed judge in every case), an
     unreachable server, and the embedded model's file (its parts missing, or a data folder that cannot be created:
     ``models.gguf``), assembled here."""
     from evaluations.core.config import LLMModel
-    from evaluations.judging.embedded import embedded_judge_path
-    from evaluations.judging.llm import embedded_judge_name
-    from evaluations.judging.refit import REFITS
-    from evaluations.judging.served_checker import embedded_checker, served_tools
+    from evaluations.judging.correctness.embedded import embedded_judge_path
+    from evaluations.judging.correctness.llm import embedded_judge_name
+    from evaluations.judging.validation.refit import REFITS
+    from evaluations.judging.checkers.served_checker import embedded_checker, served_tools
 
     chosen = set(judges)
     wanted = [judge for judge in REFITS if judge in chosen]
@@ -223,7 +223,7 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     return {judge: (embedded_checker(config, judge), None) for judge in wanted}
 
 
-#: evaluator class -> the judge (``judging.refit.REFITS``) whose parameters it reads
+#: evaluator class -> the judge (``judging.validation.refit.REFITS``) whose parameters it reads
 _JUDGE_OF: dict[type, str] = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
 
 
@@ -231,8 +231,8 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     """judge -> {"file": the parameters file it reads, "fitted_through": the checker they were fitted through}
     of each reference-free evaluator: kept in the run's metadata, so runs judged with other parameters can be
     told apart."""
-    from evaluations.judging.offline import default_params_path
-    from evaluations.judging.refit import REFITS, fitted_through
+    from evaluations.judging.basics.fitted import default_params_path
+    from evaluations.judging.validation.refit import REFITS, fitted_through
 
     return {judge: {"file": str(default_params_path(REFITS[judge].file)), "fitted_through": fitted_through(judge)}
             for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
@@ -242,8 +242,8 @@ def checker_label(config: Config) -> str:
     """The checker the reference-free judges ask, for the run's metadata, spelt as ``judge_model`` is:
     ``embedded:<registry name>`` (the default judge model unless ``judge.model`` names another embedded one) or
     ``provider:name`` of a server: ``refit.checker_name``, with the default judge model named."""
-    from evaluations.judging.embedded import DEFAULT_JUDGE
-    from evaluations.judging.refit import checker_name
+    from evaluations.judging.correctness.embedded import DEFAULT_JUDGE
+    from evaluations.judging.validation.refit import checker_name
 
     name = checker_name(config.judge.model)
     return f"embedded:{DEFAULT_JUDGE}" if name == "embedded" else name
@@ -251,8 +251,8 @@ def checker_label(config: Config) -> str:
 
 def checker_notes(config: Config, sources: dict[str, dict[str, str]]) -> list[str]:
     """A note per judge of ``sources`` (``parameter_sources``) whose parameters were fitted through another checker
-    than ``judge.model`` (``judging.refit.checker_note``): shown by the run, never an error."""
-    from evaluations.judging.refit import checker_name, checker_note
+    than ``judge.model`` (``judging.validation.refit.checker_note``): shown by the run, never an error."""
+    from evaluations.judging.validation.refit import checker_name, checker_note
 
     checker = checker_name(config.judge.model)
     notes = [checker_note(judge, checker, source["fitted_through"]) for judge, source in sources.items()]

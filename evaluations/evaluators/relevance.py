@@ -1,4 +1,4 @@
-"""The reference-free ``answer_relevance`` evaluator: does the answer address the question (``judging.relevance``)?
+"""The reference-free ``answer_relevance`` evaluator: does the answer address the question (``judging.grounded.answer_relevance``)?
 
 Runs on every case that has an answer, with or without gold answers: ``answer_relevance`` is a score, 1.0 or 0.0
 (with the rule that decided it as its reason), and ``answer_relevance_kind`` a label (``relevant`` or a
@@ -18,8 +18,8 @@ from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorCont
 
 from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
 from evaluations.evaluators.answers import without_cache_dir
-from evaluations.judging.relevance import answer_relevance
-from evaluations.judging.semantic import cache_file
+from evaluations.judging.grounded.answer_relevance import answer_relevance
+from evaluations.judging.correctness.semantic import cache_file
 
 __all__ = ["AnswerRelevance"]
 
@@ -27,7 +27,7 @@ __all__ = ["AnswerRelevance"]
 @dataclass(repr=False)
 class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``answer_relevance`` (score 1/0) and ``answer_relevance_kind`` (label) of the case's answer; ``cache``: the
-    judge's embeddings cached on disk (``judging.semantic``) in ``cache_dir`` (``Config.judge_cache_dir``; None: the
+    judge's embeddings cached on disk (``judging.correctness.semantic``) in ``cache_dir`` (``Config.judge_cache_dir``; None: the
     default folder)."""
 
     cache: bool = True

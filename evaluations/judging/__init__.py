@@ -1,7 +1,14 @@
-"""Answer judges: is a generated answer correct, given gold answers? And how well does a judge agree with humans?
+"""Judge logic without pydantic-evals, in rooms that say what they are (lowest first; a room imports only the rooms
+before it):
 
-text (normalisation, keywords) -> lexical (keyword overlap, token F1, EM, containment), semantic (MiniLM cosine)
--> offline (calibrated logistic regression; params in ``judges/offline_judge.json``, fitted by ``calibrate``)
--> evaluators (pydantic-evals case and report evaluators); data + agreement (labelled answers, statistics) -> cli.
-Nothing is imported or loaded here.
+* ``basics``: text normalisation and keywords, ``Passage``, one model-backed verdict, shipped files, fitted
+  parameters files;
+* ``correctness``: verdicts against gold answers (the non-answer screen, lexical, semantic, offline, LLM);
+* ``checkers``: the P(yes) backends the reference-free judges ask (embedded, served);
+* ``grounded``: reference-free verdicts (faithfulness, context relevance, answer relevance, grounding);
+* ``labels``: labelled rows of every format the project reads;
+* ``validation``: agreement, controls, calibration, refits, held-out splits.
+
+The verdict makers (``basics`` … ``grounded``) never import ``labels`` or ``validation``. Nothing is imported or
+loaded here.
 """

@@ -6,7 +6,7 @@ contacting any server; ``QAPlan.check()`` verifies every configured server befor
 The primary judge (the verdict behind "answer accuracy" and "tokens per correct answer", ``choose_primary``):
 ``judge.primary`` when set (it must be a verdict the run computes); else, of the correctness judges the run
 computes whose shipped validation describes the judge this config runs (``VERDICTS``), the one that validates
-best on weak *and* strong answers (``judging.validation.best_judge``: highest min(weak, strong) held-out
+best on weak *and* strong answers (``judging.validation.validation.best_judge``: highest min(weak, strong) held-out
 accuracy); else, when none is validated, the first the run computes in ``VERDICTS`` order (the LLM judge when
 one runs, else ``offline_correct``).
 """
@@ -30,7 +30,7 @@ from evaluations.evaluators.answers import (
     SemanticSimilarity,
     TokenF1,
 )
-from evaluations.judging.validation import Validation, best_judge, load_validation
+from evaluations.judging.validation.validation import Validation, best_judge, load_validation
 from evaluations.pipeline.qa_agent import build_qa_agent
 from evaluations.evaluators.context import ContextWaste, Coverage
 from evaluations.models.chat import build_model, check_model, describe_model, model_settings
@@ -71,8 +71,8 @@ def _embedded_default_judge(config: Config) -> bool:
     model = config.judge.model
     if model is None or model.provider != "embedded":
         return False
-    from evaluations.judging.embedded import DEFAULT_JUDGE
-    from evaluations.judging.llm import embedded_judge_name
+    from evaluations.judging.correctness.embedded import DEFAULT_JUDGE
+    from evaluations.judging.correctness.llm import embedded_judge_name
 
     return embedded_judge_name(model) == DEFAULT_JUDGE
 
@@ -82,7 +82,7 @@ def _combined_judge_runs(config: Config) -> bool:
     model = config.judge.model
     if model is None or model.provider != "embedded":
         return False
-    from evaluations.judging.embedded import combined_params_path
+    from evaluations.judging.correctness.embedded import combined_params_path
 
     return combined_params_path().is_file()
 
@@ -174,7 +174,7 @@ def build_qa_plan(config: Config) -> QAPlan:
     judge_model = config.judge.model
     if judge_model is not None:
         from evaluations.evaluators.llm_judges import llm_judge
-        from evaluations.judging.llm import describe_judge, judge_check
+        from evaluations.judging.correctness.llm import describe_judge, judge_check
 
         evaluators.append(llm_judge(judge_model, config))  # embedded: llm_judges.EmbeddedLLMJudge
         checks.append(judge_check(judge_model, config))

@@ -274,8 +274,8 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
     from evaluations.core.env import env_file
     from evaluations.evaluators.answers import OfflineJudge
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
-    from evaluations.judging.offline import load_model
-    from evaluations.judging.refit import REFITS
+    from evaluations.judging.correctness.offline import load_model
+    from evaluations.judging.validation.refit import REFITS
 
     answers = qa is not None or (options.system is not None and options.judge_answers)
     # the reference-free judges every dataset of this run gets (with qrels, ``auto`` leaves context relevance out)
@@ -289,7 +289,7 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
         if isinstance(evaluator, OfflineJudge):
             load_model(evaluator.params)
         elif isinstance(evaluator, EmbeddedLLMJudge):
-            from evaluations.judging.embedded import combined_params_path, judge_params
+            from evaluations.judging.correctness.embedded import combined_params_path, judge_params
 
             embedded_llm = True
             if evaluator.threshold is None:
@@ -304,7 +304,7 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
 
             check_gguf_file(gguf, variable="EVALUATIONS_JUDGE_GGUF")
     if config.cache.enabled and (qa is not None or wanted):
-        from evaluations.judging.semantic import default_cache_path
+        from evaluations.judging.correctness.semantic import default_cache_path
         from evaluations.models.cache import open_store
 
         open_store(default_cache_path(config.judge_cache_dir()), what="the judges' cache",

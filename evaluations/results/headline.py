@@ -8,7 +8,7 @@ report.html / report.md all print these sentences):
   ``reference_free`` section; these are not correctness verdicts).
 
 The validated figures are the primary judge's entry of the shipped validation file as the run recorded it
-(``answers.primary_validation``, see ``evaluations.judging.validation``); a judge without one is "not validated".
+(``answers.primary_validation``, see ``evaluations.judging.validation.validation``); a judge without one is "not validated".
 A summary written before ``accuracy`` existed has no headline (None).
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evaluations.judging.validation import JudgeValidation
+from evaluations.judging.validation.validation import JudgeValidation
 from evaluations.results.rundata import AnswersSummary, RunSummary
 
 __all__ = ["answer_headline", "disagreement_line", "judge_description", "primary_accuracy", "reference_free_line",

@@ -324,7 +324,7 @@ def judged_by(name: str, run: RunData) -> str | None:
         fitted = ((info.get("judge_parameters") or {}).get(name) or {}).get("fitted_through")
         same = not fitted or str(checker).split(":")[0] == fitted or checker == fitted
         return str(checker) if same else f"{checker} (parameters fitted through {fitted})"
-    if name in LLM_JUDGED:  # the run's judge_model: {provider, name, ...} (``judging.llm.describe_judge``)
+    if name in LLM_JUDGED:  # the run's judge_model: {provider, name, ...} (``judging.correctness.llm.describe_judge``)
         judge = info.get("judge_model")
         if isinstance(judge, dict):
             return f"{judge.get('provider')}:{judge.get('name')}" if judge.get("provider") else None

@@ -35,14 +35,14 @@ SYSTEM_ANSWER = "system"
 
 #: the answer judges whose per-case value is a verdict (accuracy over all cases, failed = incorrect)
 #: the assertion names the judges emit (JudgeAgreement's default set, plus any ``*_correct`` assertion);
-#: ``llm_judge`` is the LLM judge's verdict (served: ``judging.llm``, embedded: ``judging.embedded``)
+#: ``llm_judge`` is the LLM judge's verdict (served: ``judging.correctness.llm``, embedded: ``judging.correctness.embedded``)
 VERDICT_NAMES = (
     "keyword_correct", "exact_match", "contains_gold", "semantic_correct", "offline_correct", "llm_judge",
     "combined_correct",
 )
 
 #: reference-free scores (no gold needed; per case in [0, 1], in a record's ``judges`` as floats): ``faithfulness``,
-#: ``answer_relevance`` (``judging.relevance``: 1 or 0) and ``context_relevance``. A case the judge does not apply
+#: ``answer_relevance`` (``judging.grounded.answer_relevance``: 1 or 0) and ``context_relevance``. A case the judge does not apply
 #: to has no value (not applicable). Not correctness: never a verdict (``measures.is_verdict_name``), a primary
 #: judge, nor in the "judges disagree" count (``summary.DISAGREEMENT_JUDGES``); summarised with n and a 95% CI
 #: (``results.reference_free``). ``faithfulness`` = supported claims / claims of the answer, ``context_relevance``

@@ -10,7 +10,7 @@ a refusal, no retrieved context, no answer):
   failed") or whose judge raised (a model or server error; kind "judge failed"): counted, never a score;
   ``not_applicable`` = |D| − n − failed (``kind_of`` names why a record has no value; compare names it the same);
 * ``ci95``: 0/1 values (a verdict such as ``answer_relevance``): the Wilson interval of the proportion
-  (``judging.agreement.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
+  (``judging.validation.agreement.wilson``: statsmodels' ``proportion_confint(method="wilson")``, exact at 0 / n and n / n); other scores: the Student t interval
   mean ± t₀.₉₇₅,ₙ₋₁ · s/√n (``scipy.stats.t``), clipped to [0, 1]; None for n < 2 (t) or n = 0;
 * ``kinds``: how many records of D had each ``M_kind`` label ("claims", "refusal", "no_context", …).
 
@@ -20,7 +20,7 @@ Where the cases have qrels (a case whose judged documents all have grade 0 too: 
 ``context_relevance.qrels_agreement`` compares every chunk verdict with the qrels (a chunk is relevant by the qrels
 when its document has grade > 0; a document absent from the qrels counts as not relevant, the BEIR/trec_eval
 convention): confusion counts, accuracy and Cohen's κ with 95% bootstrap CIs over
-cases (``judging.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels. The qrels
+cases (``judging.validation.agreement.agreement``), and ``qrels_precision`` = the same precision@k by the qrels. The qrels
 judge documents, and a chunk of a relevant document need not hold what made it relevant, so ``documents`` gives the
 same figures per (case, retrieved document): judged relevant when one of its retrieved chunks is.
 ``model_calls`` = forward passes the reference-free judges made for the records (0 on a fully cached run).
@@ -55,7 +55,7 @@ def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | N
     if n == 0:
         return None
     if all(v in (0.0, 1.0) for v in values):
-        from evaluations.judging.agreement import wilson
+        from evaluations.judging.validation.agreement import wilson
 
         return wilson(int(sum(values)), n, level)
     if n < 2:
@@ -130,7 +130,7 @@ def first_relevant(records: list[CaseRecord]) -> dict[str, Any] | None:
 def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
     """The chunk verdicts of the cases with qrels against the qrels, and the same per document (module docstring);
     None without any."""
-    from evaluations.judging.agreement import agreement
+    from evaluations.judging.validation.agreement import agreement
 
     labels, verdicts, groups, precision = [], [], [], []
     documents: dict[tuple[str, str], list[bool]] = {}  # (case, document) -> [qrels label, judged relevant]
@@ -166,10 +166,10 @@ def qrels_agreement(records: list[CaseRecord], *, resamples: int = 1000, seed: i
 
 def language_warning(records: list[CaseRecord], share: float = 0.1) -> str | None:
     """A warning when at least ``share`` of the cases have a question or answer that does not look English
-    (``judging.text.looks_english``): the reference-free judges' word lists, rules and fitted parameters are
+    (``judging.basics.text.looks_english``): the reference-free judges' word lists, rules and fitted parameters are
     English, and their figures on another language are not validated (a right answer in French is "off topic"
     and unsupported). None otherwise."""
-    from evaluations.judging.text import looks_english
+    from evaluations.judging.basics.text import looks_english
 
     def english(record: CaseRecord) -> bool:
         answer = (record.answer or {}).get("answer")

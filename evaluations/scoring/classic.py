@@ -1,12 +1,12 @@
 """Score a classic labelled-answer file.
 
 Each row: ``query``, ``context`` (list of strings, or one string), ``generated_answer``, ``reference_answer``
-(a string or a list of alternatives), optional human ``label`` (``judging.data.parse_label`` words) and optional
+(a string or a list of alternatives), optional human ``label`` (``judging.labels.data.parse_label`` words) and optional
 ``latency_ms`` (or ``latency``, milliseconds). JSONL, JSON array or CSV.
 
 * correctness (the classic rule): ``keyword_overlap(reference, generated) > threshold`` (default 0.7,
-  ``judging.lexical.keyword_correct``);
-* coverage: ``judging.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
+  ``judging.correctness.lexical.keyword_correct``);
+* coverage: ``judging.grounded.grounding.coverage(generated, context)`` = share of the answer's keywords found in the context,
   averaged over rows with a context and an answer with keywords;
 * with labels on every row: the confusion matrix of that rule against the label (positive = correct),
   accuracy / precision / recall / F1, and an ``agreement`` block that is exactly ``judge-agreement --json``
@@ -24,9 +24,9 @@ import numpy as np
 
 from evaluations.datasets.rows import iter_rows, json_cell
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.data import parse_label
-from evaluations.judging.lexical import KEYWORD_THRESHOLD, keyword_overlap
-from evaluations.judging.grounding import coverage
+from evaluations.judging.labels.data import parse_label
+from evaluations.judging.correctness.lexical import KEYWORD_THRESHOLD, keyword_overlap
+from evaluations.judging.grounded.grounding import coverage
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
@@ -108,7 +108,7 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
                   config: Config | None = None) -> dict:
     """The summary of one classic file (module docstring); ``config``: whose ``judge_cache_dir()`` the model
     judges of the agreement block cache in (default ``Config()``)."""
-    from evaluations.judging.agreement import confusion, metrics
+    from evaluations.judging.validation.agreement import confusion, metrics
 
     path = Path(path)
     rows = read_classic(path)
@@ -148,8 +148,8 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
 def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int,
                     config: Config | None = None) -> dict:
     """``judge-agreement FILE --json`` on the same file (same loader, same ``run_judges``)."""
-    from evaluations.judging.agreement import payload, run_judges
-    from evaluations.judging.data import load_labelled
+    from evaluations.judging.validation.agreement import payload, run_judges
+    from evaluations.judging.labels.data import load_labelled
 
     examples = load_labelled(path)
     results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed,

@@ -27,7 +27,7 @@ Figures (N = queries, A = attempts):
   float or boolean;
 * a row naming a field as another tool does (``ALIASES``: ``question``, ``contexts``, ``response``, …) without ours
   is an error naming the rename, not a figure silently missing;
-* context waste of an attempt (``judging.grounding.context_waste``): the share of the context's tokens from
+* context waste of an attempt (``judging.grounded.grounding.context_waste``): the share of the context's tokens from
   spans that are not relevant; the context is ``context`` (ids) or all ``retrieved``; when some context span
   has no text the share is of spans instead of tokens (``basis`` says which); rows whose ``context`` names items
   that are not among their retrieved ids (texts instead of ids) are counted in a warning;
@@ -39,7 +39,7 @@ Figures (N = queries, A = attempts):
   answers every query is one to answer, and a last attempt that logged no answer gave an empty one (faithfulness
   not applicable, answer relevance 0, as for a run's system returning ""); ``scores`` are the spans' logged
   scores.
-* answer relevance (``judging.relevance``, no gold needed; when ``reference_free`` lists it, as
+* answer relevance (``judging.grounded.answer_relevance``, no gold needed; when ``reference_free`` lists it, as
   ``judge.reference_free`` does by default) of each query's last attempt that logged its ``query`` and did not
   fail, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
   query, the mean with n and a 95% CI (``results.reference_free.score_summary``: ``not_applicable``, ``failed``
@@ -71,10 +71,10 @@ from evaluations.datasets.rows import iter_rows
 from evaluations.systems.callable import ID_ALIASES
 from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import corpus_text
-from evaluations.judging.lexical import keyword_correct
-from evaluations.judging.grounding import context_waste
-from evaluations.judging.relevance import answer_relevance_batch
-from evaluations.judging.semantic import cache_file
+from evaluations.judging.correctness.lexical import keyword_correct
+from evaluations.judging.grounded.grounding import context_waste
+from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+from evaluations.judging.correctness.semantic import cache_file
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
 from evaluations.results.records import SYSTEM_ANSWER, CaseRecord, JudgeError, QARecord, results_fields

@@ -10,7 +10,7 @@
   It stops as soon as ``n`` pairs are kept (calls still in flight are cancelled), when every eligible document
   was tried, or after ``max_docs`` documents (default ``3 * n``).
 - Each kept question's ``overlap`` is the share of its keywords found in the passage it was written from
-  (``judging.grounding.coverage``). Questions written from one passage reuse its words, so a set with a high mean
+  (``judging.grounded.grounding.coverage``). Questions written from one passage reuse its words, so a set with a high mean
   overlap is easy for a lexical retriever: ``EASY_OVERLAP`` (0.85) is where the command warns. For reference,
   SciFact's real queries share 0.48 of their keywords with their relevant abstracts, RepliQA's human-written
   questions 0.78 with their documents.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluations.judging.grounding import coverage
+from evaluations.judging.grounded.grounding import coverage
 from evaluations.core.types import Document
 from evaluations.synth.filters import NearDuplicates, check_pair
 from evaluations.synth.generate import QuestionWriter, WriteFailed

@@ -11,7 +11,7 @@ A pair is dropped with the first reason that applies (``check_pair``, then ``Nea
 - ``refusal``: the answer says the passage does not answer the question ("not mentioned", "cannot be
   determined", "no information", "I don't know", or just "unknown"/"none");
 - ``unsupported``: fewer than ``SUPPORT_MIN`` (60%) of the answer's keywords occur in the passage the model was
-  shown (``judging.grounding.coverage``; keywords = ``judging.text.keywords``: normalised words minus stopwords), or the
+  shown (``judging.grounded.grounding.coverage``; keywords = ``judging.basics.text.keywords``: normalised words minus stopwords), or the
   answer has no keywords at all;
 - ``answer_in_question``: every keyword of the answer is already in the question (the question gives its answer
   away);
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
-from evaluations.judging.text import keywords, normalize
-from evaluations.judging.grounding import coverage
+from evaluations.judging.basics.text import keywords, normalize
+from evaluations.judging.grounded.grounding import coverage
 
 __all__ = ["DUPLICATE_JACCARD", "MIN_SHARED_KEYWORDS", "SUPPORT_MIN", "NearDuplicates", "check_pair", "jaccard"]
 

@@ -1,0 +1,408 @@
+"""``answer_relevance``: does the answer address the question, whether or not it is right? No gold answer needed.
+
+Reference-free: it reads the question, the answer and (when there is one) the context the system was given. Its
+rules 1-2 are lexical; rule 3 adds a small sentence-embedding model (all-MiniLM-L6-v2, in process) when there is a
+context. It is deliberately *not* RAGAS's "questions generated back from the answer" similarity, which an echo of
+the question passes.
+
+The rules, checked in this order (the first that applies rejects the answer; ``KINDS`` is the registry):
+
+1. non-answers. From the screen without gold (``nonanswer.screen(question, (), answer)``, ``SCREEN_KINDS``):
+   ``empty``, ``refusal``, ``echo``, ``options`` (a hedge "A or B", unless the question asks for several things:
+   "two", "three", "both", "list"), and the screen's gold-free ``heading`` (4-10 words shaped like a title) that
+   shares a word with the question, unless the question asks for a title, a name (``_TITLE_ASKED``: "book",
+   "called", …) or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title.
+   On a question marked unanswerable a refusal is accepted (it is the answer).
+   Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
+   gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` −
+   ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation") less the
+   stems similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
+   reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1), or when its only
+   keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when
+   it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
+   keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
+   (``nonanswer.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
+   "Which magazine was started first, Arthur's Magazine or First for Women?") is neither.
+2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
+   * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
+     number (a digit, a number word, or a quantity word such as "several");
+   * time ("when …" at the start, "what/which year / date / month / day / century / decade / time"): the answer has
+     no time marker (a digit, a number word, a month, a weekday, a time word such as "century", "during", or a
+     condition: "when", "if", "while");
+   * person or place ("who", "whom", "whose", "where" at the start; "what/which [adjective] country / city /
+     person / name / language / religion / team …"): the answer is only numbers and time words ("1995" to "who
+     wrote …", "10th century" to "from which countries …");
+   * polar (the question starts with an auxiliary such as "is", "did", "can", and offers no "or"): the answer has
+     no polarity word (yes, no, not, true, false …) and is not a statement of at least ``POLAR_MIN_WORDS`` words
+     ("1995" to "Is Paris the capital of France?").
+3. ``off_topic`` (an answer about something else), only when the context is known and about the question. With
+   e(x) the L2-normalised all-MiniLM-L6-v2 embedding (``semantic.embed_texts``, cached), the context split into
+   sentences s_i (``sentences``), and the sentences *near the question* = the ``NEAR_TOP`` s_i of highest
+   cos(e(Q), e(s_i)) with their neighbours, the signals (``Topic``, ``topic``) are:
+   * grounding = share of kw(A) − ``GENERIC`` that occur in the context or the question (``nonanswer.similar``;
+     a keyword with a digit must occur as that number: "$1,000,000" matches "US$1,000,000");
+   * close = max over the near sentences of cos(e(A), e(s_i)): the answer's meaning against the passage that
+     answers the question;
+   * asked = cos(e(Q), e(A)); about = max_i cos(e(Q), e(s_i)); length = min(1, words(A) / ``LONG_WORDS``);
+   and, with each signal split into a short part ((1 − length)·x) and a long part (length·x) (a bare value is
+   judged by its grounding, a long answer also by its meaning),
+       score = ``TOPIC_BIAS`` + Σ ``TOPIC_WEIGHTS``[f]·f,   off_topic  iff  about ≥ ``MIN_ABOUT`` and
+       score < ``TOPIC_THRESHOLD``.
+   The weights are a logistic regression fitted on the controls of SQuAD 2.0 and TechQA only
+   (``scripts/fit_answer_relevance.py``); CLAPNQ, WixQA and RepliQA are held out (``docs/answers-and-judges.md``).
+   Grounding is over the whole context (grounding near the question only measured worse: SQuAD's other golds come
+   from the same article). A context with no sentence about the question (about < ``MIN_ABOUT``: retrieval
+   failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then.
+   Without a context a bare value of the asked type cannot be told from an answer about something else ("Paris"
+   to "what is the capital of France" shares no word with the question), so the rule does not apply, and the
+   reason says so. The question echoed back is not rewarded: rules 1-2 run first, and this rule measures the
+   answer against the context, not questions generated back from the answer (RAGAS's answer relevancy).
+
+Anything else is ``relevant``. Validated without labels by ``evaluations judge-check --judges answer_relevance``
+(``judging.validation.controls``: non-answer controls must be rejected, gold answers in every form accepted); the measured
+rates are in ``docs/answers-and-judges.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
+from evaluations.judging.correctness.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, affirms_polar,
+                                           answers_polar, has_number, is_polar, is_refusal, picks_option, screen,
+                                           similar, stem, stems, VAGUE)
+from evaluations.judging.correctness.semantic import embed_texts
+from evaluations.judging.basics.text import normalize
+
+__all__ = ["KINDS", "ASKED", "GENERIC", "NEAR_TOP", "MIN_ABOUT", "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
+           "POLAR_MIN_WORDS", "Relevance", "Topic", "topic", "sentences", "answer_relevance_batch",
+           "answer_relevance", "answer_form", "asked_type"]
+
+#: rejection kind -> what it means: the screen's non-answer kinds, then this judge's own ("relevant" is the pass)
+KINDS: dict[str, str] = {
+    **{kind: NONANSWER_KINDS[kind] for kind in ("empty", "refusal", "echo", "options", "restatement", "heading")},
+    "wrong_type": "the answer's form cannot be the asked type",
+    "off_topic": "an answer about something else: neither its words nor its meaning are those of the context "
+                 "near the question",
+}
+POLAR_MIN_WORDS = 4
+#: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
+GENERIC = FILLER | frozenset("person people name place thing answer overview introduction summary".split())
+#: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
+#: organisation ranked ...", "... something happens."), and prepositions the stopword list lacks ("among"): an
+#: answer adding only these restates the question
+PLACEHOLDERS = frozenset(stem(w) for w in """
+    somebody someone something somewhere sometime somehow anybody anyone anything whoever whatever organisation
+    organization body group entity individual party agency institution
+    among amongst within across along around behind beyond toward towards upon via per onto throughout
+""".split())
+
+#: stems of nouns that name a kind of thing: introduced by an indefinite article they tell what sort the asked thing
+#: is without naming it ("The capital of Australia is a city.", "He was born in a country.", "In a year.")
+KINDS_OF_THING = frozenset(stem(w) for w in """
+    city town village capital country nation state province region area location continent island river lake sea
+    ocean mountain building place site man woman boy girl child person people individual character family
+    company firm business organisation organization institution university school team club band group party
+    number amount quantity figure value total year date time day month century decade period era event season
+    book novel film movie song album show series play work game word term language thing object item kind type
+    animal species plant disease substance material element product device vehicle ship machine
+""".split())
+#: words that introduce a kind rather than a particular one
+_INDEFINITE = r"(?:a|an|some|another|one|certain|a certain|a specific|a particular|some kind of|a kind of|a type of)"
+#: questions that ask what sort of thing something is, where a kind is the answer ("What is a koala?", "What kind
+#: of ...", "What is Canberra?"): only questions asking for a particular thing (who, which, where, when, how many,
+#: "what is the ...") have a kind as a non-answer
+_ASKS_PARTICULAR = re.compile(
+    r"^\s*(?:who|whom|whose|which|where|when|how (?:many|much|old|long|far)|in (?:what|which) (?:year|city|country)"
+    r"|(?:what|which) (?:year|city|town|country|state|date|person|company|team|language|number|river)"
+    r"|what (?:is|was|are|were) the|name the)\b", re.IGNORECASE)
+
+
+def _only_a_kind(question: str, answer: str, novel: set[str]) -> str | None:
+    """The words the answer adds are only kinds of thing, each after an indefinite article ("a city"), to a
+    question asking for a particular thing: the kinds it names, else None."""
+    if not novel or not _ASKS_PARTICULAR.search(question) or not novel <= KINDS_OF_THING:
+        return None
+    words = re.findall(r"[\w'’-]+", answer.lower())  # articles kept (``normalize`` drops them)
+    introduced: dict[str, str] = {}  # stem -> the answer's word
+    for i, word in enumerate(words):
+        if stem(word) in novel and re.search(rf"(?:^|\s){_INDEFINITE}(?:\s\w+)?$", " ".join(words[max(0, i - 3):i])):
+            introduced.setdefault(stem(word), word)
+    return ", ".join(sorted(introduced.values())) if set(introduced) == novel else None
+
+
+_QUANTITY = frozenset("few several many numerous multiple both dozen hundred thousand million billion".split())
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_TIME_WORDS = frozenset(
+    """century centuries decade decades year years era age period during after before since until ago today
+    yesterday tomorrow morning afternoon evening night noon midnight spring summer autumn fall winter season
+    week weeks month months day days hour hours minute minutes early late mid later earlier recently currently
+    now then once daily weekly monthly annually bc ad bce ce when whenever while if""".split())
+_TIME_STEMS = frozenset(s for w in _TIME_WORDS for s in stems(w)) | _TIME_WORDS
+_POLAR_STEMS = stems(" ".join(POLAR_WORDS))
+
+
+#: the screen's kinds taken as they are (its restatement and heading rules read gold answers: ``_restates``)
+SCREEN_KINDS = ("empty", "refusal", "echo", "options")
+#: a restatement reuses at least this many of the question's keywords, or at least RESTATE_COVER of them
+RESTATE_WORDS = 4
+RESTATE_COVER = 0.5
+_DIGIT = re.compile(r"\d")
+_SEVERAL = re.compile(r"\b(two|three|both|list)\b", re.I)
+#: a question that asks for a title (its answer may be shaped like a heading: the screen's heading rule then waits)
+_TITLE_ASKED = re.compile(r"\b(title|titled|called|named|name|book|novel|film|movie|song|album|poem|play|show|series|"
+                          r"episode|painting|work|article|chapter|section|heading|slogan|motto|theme|program|"
+                          r"programme|initiative|project|campaign|event|festival|report|study|law|act)\b", re.I)
+#: "which X" / "what X" with X not an auxiliary: the question asks for an entity, whose name may look like a title
+_ENTITY_ASKED = re.compile(r"\b(which|what)\s+(?!(is|was|are|were|did|does|do|has|have|had|can|could|would|should|"
+                           r"will|might|may|happened|happens)\b)[a-z]+", re.I)
+
+
+def _asks_several(question: str) -> bool:
+    """The question asks for several things ("two", "three", "both", "list"): "A or B" may answer it."""
+    return bool(_SEVERAL.search(question))
+
+
+def _restates(question: str, answer: str) -> str | None:
+    """Why the answer restates the question, or None: it adds no keyword beyond the question's words and
+    ``GENERIC`` and ``PLACEHOLDERS`` ones (novel = kw(A) − GENERIC − PLACEHOLDERS, less the stems similar to one
+    of kw(Q), is ∅: "Somebody ranked Warsaw 32nd."), and it reuses at
+    least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
+    answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
+    answer whose only keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
+    q, said = _question_stems(question), stems(answer) - GENERIC
+    a = said - PLACEHOLDERS
+    if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
+        return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
+    novel = {w for w in a if not similar(w, q)}
+    if (kinds := _only_a_kind(question, answer, novel)) is not None:  # "The capital of Australia is a city."
+        return f"names the asked thing only by its kind ({kinds})"
+    if not a or novel:
+        return None
+    shared = len({w for w in q if similar(w, a)})
+    need = 1.0 if _titled(answer) else max(1.0, min(RESTATE_WORDS, RESTATE_COVER * len(q)))
+    if shared < need:
+        return None
+    return f"reuses {shared} of the question's {len(q)} keywords and adds none"
+
+
+def _question_stems(question: str) -> frozenset[str]:
+    """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too)."""
+    return stems(question) | stems(re.sub(r"[^\w\s]", " ", question))
+
+
+def _titled(answer: str) -> bool:
+    """Shaped like a title: no final period, and every word of more than 3 letters (``GENERIC`` aside) capitalised."""
+    words = [w for w in re.findall(r"[^\W\d_][\w'’-]+", answer) if w.lower() not in GENERIC]
+    return bool(words) and not answer.strip().endswith(".") and all(w[0].isupper() for w in words if len(w) > 3)
+
+
+def _has_number(text: str) -> bool:
+    """``nonanswer.has_number``, or a quantity word ("several", "hundreds")."""
+    return has_number(normalize(text)) or bool((set(normalize(text).split()) | stems(text)) & _QUANTITY)
+
+
+def _has_time(text: str) -> bool:
+    words = set(normalize(text).split())
+    return (_has_number(text) or bool(MONTH.search(normalize(text))) or bool(words & _WEEKDAYS)
+            or bool(words & _TIME_WORDS) or bool(stems(text) & _TIME_STEMS))
+
+
+def _only_numbers_or_time(text: str) -> bool:
+    """Every keyword of the answer is a number, a month, a weekday or a time word (and there is one)."""
+    content = stems(text)
+    return bool(content) and all(s in NUMBER_WORDS or s in _TIME_STEMS or s in _WEEKDAYS or MONTH.fullmatch(s)
+                                 or re.fullmatch(r"\d+(st|nd|rd|th|s)?", s) for s in content)
+
+
+def _polar_ok(answer: str) -> bool:
+    return bool(POLARITY.search(normalize(answer))) or len(answer.split()) >= POLAR_MIN_WORDS
+
+
+@dataclass(frozen=True)
+class Asked:
+    """An asked type: the question pattern that asks for it, and the check the answer's form must pass."""
+
+    question: re.Pattern[str]
+    accepts: Callable[[str], bool]
+    needs: str  # for the reason: what the answer lacks
+
+
+#: asked type -> (question pattern, answer check); the first pattern that matches the question decides
+ASKED: dict[str, Asked] = {
+    "number": Asked(re.compile(r"\bhow (many|much|old)\b|\bwhat (percentage|percent|number|proportion)\b", re.I),
+                    _has_number, "no number"),
+    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)"
+                             r"|\b(what|which) (year|date|month|day|century|decade|time)\b", re.I),
+                  _has_time, "no date or time"),
+    "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b|\b(what|which)\s+(\w+\s+)?(country|"
+                                        r"countries|city|cities|state|place|person|people|name|team|company|"
+                                        r"language|religion|group|organi[sz]ation|author|artist|band)\b|\bwhat is "
+                                        r"(it|he|she|this|that) called\b", re.I),
+                             lambda a: not _only_numbers_or_time(a), "only numbers or time words"),
+    "polar": Asked(AUX_START, _polar_ok, f"no yes/no word and fewer than {POLAR_MIN_WORDS} words"),
+}
+
+
+def asked_type(question: str) -> str | None:
+    """The type the question asks for (``ASKED`` key), or None (what/which/why/how …: any form may answer)."""
+    for name, asked in ASKED.items():
+        if asked.question.search(question) and not (name == "polar" and re.search(r"\bor\b", question, re.I)):
+            return name
+    return None
+
+
+Embed = Callable[[Sequence[str]], np.ndarray]  # texts -> L2-normalised vectors, one row per text
+
+#: the context's sentences most similar to the question (cosine of all-MiniLM-L6-v2), each with its neighbours,
+#: are the passage "near the question's words" the answer's meaning is compared with
+NEAR_TOP = 3
+MAX_SENTENCES = 200
+#: the off-topic rule applies only when some context sentence is about the question (cosine ≥ MIN_ABOUT): a
+#: context about something else (retrieval failed) cannot tell what is on topic
+MIN_ABOUT = 0.25
+LONG_WORDS = 12  # an answer of this many words or more is "long" (length weight 1)
+#: the fitted linear score of being on topic (``Topic.score``; logistic regression on the controls of SQuAD 2.0
+#: and TechQA, ``scripts/fit_answer_relevance.py``); off_topic iff score < TOPIC_THRESHOLD
+TOPIC_WEIGHTS: dict[str, float] = {"short_grounding": 1.53, "long_grounding": 2.08, "short_close": 0.47,
+                                   "long_close": 1.13, "short_asked": 0.27, "long_asked": 0.94, "length": -0.10}
+TOPIC_BIAS = -1.53
+TOPIC_THRESHOLD = -0.25
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SEPARATOR = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
+
+
+def sentences(context: str) -> list[str]:
+    """The context's sentences (split after . ! ? and at line breaks; the first ``MAX_SENTENCES``)."""
+    return [s.strip() for s in _SENTENCE.split(context) if len(s.strip()) > 1][:MAX_SENTENCES]
+
+
+def _digits(text: str) -> str:
+    """The text with thousands separators dropped ("1,000,000" -> "1000000"), lowercased."""
+    return _SEPARATOR.sub("", text.lower())
+
+
+@dataclass(frozen=True)
+class Topic:
+    """What says an answer is about its question, given a context (module docstring, rule 3)."""
+
+    found: int  # answer keywords that occur in the context or the question
+    total: int  # answer keywords
+    close: float  # max cosine of the answer to the sentences near the question
+    asked: float  # cosine of the answer to the question
+    about: float  # max cosine of the question to a context sentence
+    length: float  # min(1, words / LONG_WORDS)
+
+    @property
+    def grounding(self) -> float:
+        return self.found / self.total
+
+    def features(self) -> dict[str, float]:
+        short, long = 1.0 - self.length, self.length
+        return {"short_grounding": short * self.grounding, "long_grounding": long * self.grounding,
+                "short_close": short * self.close, "long_close": long * self.close,
+                "short_asked": short * self.asked, "long_asked": long * self.asked, "length": self.length}
+
+    def score(self) -> float:
+        return TOPIC_BIAS + sum(TOPIC_WEIGHTS[k] * v for k, v in self.features().items())
+
+
+def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | None:
+    """The ``Topic`` signals of an answer, or None without a context or without an answer keyword (a yes/no
+    word answering a yes/no question is none: "Yes" states the asked polarity, not a topic)."""
+    parts = sentences(context)
+    words = frozenset(stems(_digits(answer)) - GENERIC - (_POLAR_STEMS if is_polar(question) else frozenset()))
+    if not parts or not words:
+        return None
+    vectors = embed([question, answer, *parts])
+    q, a, s = vectors[0], vectors[1], vectors[2:]
+    to_question = s @ q
+    near = sorted({j for i in np.argsort(-to_question)[:NEAR_TOP] for j in (i - 1, i, i + 1) if 0 <= j < len(parts)})
+    known, digits = stems(context) | _question_stems(question), _digits(context)
+    # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
+    digits += " " + " ".join(w for w in stems(_digits(context)) if _DIGIT.search(w))
+    found = sum(1 for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
+                                     else similar(w, known)))
+    return Topic(found, len(words), float(np.max(s[near] @ a)), float(q @ a), float(np.max(to_question)),
+                 min(1.0, len(answer.split()) / LONG_WORDS))
+
+
+def _off_topic(question: str, answer: str, context: str, embed: Embed) -> str | None:
+    """Why the answer is about something else, or None (module docstring, rule 3)."""
+    signals = topic(question, answer, context, embed)
+    if signals is None or signals.about < MIN_ABOUT or signals.score() >= TOPIC_THRESHOLD:
+        return None
+    return (f"score {signals.score():.2f} < {TOPIC_THRESHOLD:g}: {signals.found} of {signals.total} answer keywords "
+            f"occur in the context, meaning close to the sentences near the question {signals.close:.2f}, to the "
+            f"question {signals.asked:.2f}")
+
+
+@dataclass(frozen=True)
+class Relevance:
+    verdict: bool
+    kind: str  # a ``KINDS`` key when rejected, "relevant" when accepted
+    reason: str  # names the rule
+
+
+def answer_form(question: str, answer: str, answerable: bool) -> Relevance | None:
+    """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass."""
+    if not answerable and is_refusal(answer, question):
+        return Relevance(True, "relevant", "declines a question marked unanswerable")
+    screened = screen(question, (), answer)
+    if screened.kind in SCREEN_KINDS and not (screened.kind == "options" and _asks_several(question)):
+        return Relevance(False, screened.kind, f"{screened.kind}: {screened.reason}")
+    if (screened.kind == "heading" and not _TITLE_ASKED.search(question) and not _ENTITY_ASKED.search(question)
+            and stems(answer) & stems(question)):
+        return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
+                                           "ask for one)")
+    restated = (None if picks_option(question, answer) or answers_polar(question, answer)
+                else _restates(question, answer))
+    if restated is not None:
+        kind = "heading" if _titled(answer) else "restatement"
+        return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
+    asked = asked_type(question)
+    affirms = asked == "polar" and affirms_polar(question, answer)  # "X supports Y." to "Does X support Y?"
+    if asked is not None and not ASKED[asked].accepts(answer) and not affirms:
+        return Relevance(False, "wrong_type",
+                         f"wrong_type: the question asks for a {asked}, the answer has {ASKED[asked].needs}")
+    return None
+
+
+def answer_relevance(question: str, answer: str, context: str | None = None, *, answerable: bool = True,
+                     embed: Embed | None = None, cache: bool | Path | None = True) -> Relevance:
+    """Judge one answer (module docstring). ``context``: the text the system was given (None or "" when unknown);
+    ``answerable`` False: the question has no answer, and a refusal is the relevant reply. ``embed``: texts ->
+    L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
+    path that file, False or None no cache)."""
+    answer = answer or ""
+    form = answer_form(question, answer, answerable)
+    if form is not None:
+        return form
+    topic = _off_topic(question, answer, context or "", embed or functools.partial(embed_texts, cache_path=cache))
+    if topic is not None:
+        return Relevance(False, "off_topic", f"off_topic: {topic}")
+    asked = asked_type(question)
+    return Relevance(True, "relevant", "relevant: " + (f"a {asked} as asked" if asked else "addresses the question")
+                     + ("" if sentences(context or "") else " (no context: the off-topic rule did not apply)"))
+
+
+def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *, cache: bool | Path | None = True,
+                           progress: Callable[[int], None] | None = None) -> list[Relevance]:
+    """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
+    reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
+    texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok) is None and sentences(c or "")
+             for t in (q, a or "", *sentences(c or ""))]
+    unique = list(dict.fromkeys(texts))
+    vectors = embed_texts(unique, cache_path=cache, progress=progress)
+    row = {t: i for i, t in enumerate(unique)}
+
+    def lookup(batch: Sequence[str]) -> np.ndarray:
+        return vectors[[row[t] for t in batch]]
+
+    return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases]

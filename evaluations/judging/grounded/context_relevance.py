@@ -1,0 +1,310 @@
+"""Context relevance: is each retrieved passage needed to answer the question? (reference-free, per chunk)
+
+Per passage, one question to the embedded chat model through the shared yes/no scorer (``judging.checkers.yesno``, system
+prompt ``PASSAGE_SYSTEM``, ``shared = "Passage:\\n{text}\\n\\n"`` so faithfulness and context relevance share the
+passage's evaluation), ``tail`` = the fitted wording with the question, and lexical signals of the pair:
+
+* ``llm_logit``: log(p / (1 − p)) of the model's P(yes), p clipped to [1e-4, 1 − 1e-4];
+* ``term_coverage``: share of the question's informative terms (non-stopwords, stemmed) that occur in the passage;
+* ``phrase_coverage``: share of the question's adjacent informative-term pairs that occur adjacent (in order, at
+  most one word between) in the passage: the same words in the same relation, not merely the same topic;
+* ``tf_saturation``: BM25's saturated term frequency, averaged over the question's informative terms,
+  Σ_t tf_t (k1 + 1) / (tf_t + k1 (1 − b + b · len / AVG_LEN)) / (k1 + 1) / |terms| (k1 = 1.2, b = 0.75);
+* ``answer_type``: for who / when / how many / how much / what year questions, +1 when a value of the asked type
+  (a name, a year or date, a number) occurs within WINDOW words of a question term in the passage, −1 when none
+  does; 0 for other questions.
+
+No signal is normalised within the case (e.g. a passage's BM25 score over the case's best): a case whose
+passages are all off-topic (a random retriever) would still get a "best" passage, and the labelled pairs, one
+needed passage beside one distractor per question, would reward exactly that comparison. Every feature reads
+one (question, passage) pair, so the model's verdict does not depend on the other passages retrieved with it.
+
+Across passages (``sole_sources``): a question that names two or more names (a comparison, "Which magazine was
+started first, Arthur's Magazine or First for Women?"; a yes/no question about several, "Are Tollan Water and Loch
+Brae both reservoirs?") needs a passage about each, and a passage about one of them cannot answer alone, so the
+model calls it not needed. A passage the model did not call relevant is relevant (``sole_source``) when it is the
+only one of the list naming one of the question's names while another passage names another. On the multi-hop probe
+(``benchmarks/faithfulness_multihop.py``) comparison passages went from 13 to 26 of 30 relevant and yes/no
+questions' from 2 to 16 of 20; over SQuAD 2.0's answerable questions with two other paragraphs of the same article
+beside their own, 5 of 5,820 other paragraphs are marked (13 of 26,190 with nine; one seeded draw, 12 and 16
+before a name of only nationality words, ``claims.DEMONYMS``, stopped counting). A bridge's second passage (about
+an entity the question does not name) is not reached by this rule: joining passages through a shared name marked
+64 of 120 same-article distractors.
+
+Then p(relevant) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) and the verdict is p ≥ threshold, with (wording, μ, s, w, b,
+threshold) read from ``judges/context_relevance.json`` (``judging.basics.shipped``; fitted by ``fit`` in
+``benchmarks/context_relevance.py --write-params`` on hand-labelled pairs, never at run time). A case's score is
+context precision@k = relevant passages / passages judged; ``first_relevant_rank`` is the 1-based rank of the first
+relevant one. No passage: not applicable. A passage with no text is not relevant without a model call. A passage
+longer than the model's window is asked in pieces of consecutive sentences that fit, P(yes) the highest piece's
+(``pieces``); the lexical signals read the whole passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from evaluations.judging.correctness.embedded import VerdictCache
+from evaluations.judging.basics.fitted import llm_logit
+from evaluations.judging.basics.passages import Passage
+from evaluations.judging.basics.text import STOPWORDS, normalize
+
+__all__ = [
+    "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
+    "params", "fit", "features", "feature_matrix", "ask", "pieces", "PARAMS_FILE", "sole_sources",
+]
+
+PARAMS_FILE = "context_relevance.json"
+FEATURES: tuple[str, ...] = ("llm_logit", "term_coverage", "phrase_coverage", "tf_saturation", "answer_type")
+#: the yes/no questions tried (the fitted one is ``ContextParams.wording``); ``{question}`` is the user's question
+WORDINGS: dict[str, str] = {
+    "needed": "Question: {question}\nDoes the passage contain the information needed to answer the question? "
+              "Answer yes or no.",
+    "evidence": "Question: {question}\nIs this passage relevant to the question: does it give the answer, or "
+                "evidence for or against it? Answer yes or no.",
+}
+K1, B, AVG_LEN = 1.2, 0.75, 200.0
+WINDOW = 12  # words between a question term and a value of the asked type
+_WORD = re.compile(r"\w+", re.UNICODE)
+_YEAR_OR_DATE = re.compile(
+    r"^(1\d{3}|20\d{2}|january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"century|centuries|\d{1,2}(st|nd|rd|th)|\d{3,4}s)$")
+_NUMBER = re.compile(r"^\d+([.,]\d+)?$|^(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|"
+                     r"hundred|thousand|million|billion|percent)$")
+
+
+class ChunkVerdict(BaseModel):
+    """One retrieved passage's verdict."""
+
+    rank: int  # 1-based
+    id: str
+    relevant: bool
+    p: float  # P(relevant), the fitted model's
+    sole_source: bool = False  # relevant as the only passage naming one of the question's names (``sole_sources``)
+
+
+class ContextRelevance(BaseModel):
+    """A case's verdict: precision@k of the retrieved passages and the rank of the first relevant one."""
+
+    applicable: bool  # False when no passage was retrieved
+    score: float | None  # relevant passages / passages judged
+    first_relevant_rank: int | None  # 1-based, None if none is relevant
+    chunks: list[ChunkVerdict]
+    model_calls: int  # forward passes made for this verdict (0 when all cached)
+
+
+class ContextParams(BaseModel):
+    """The fitted judge: wording of the model's question, standardisation, logistic weights, threshold."""
+
+    wording: str  # a WORDINGS value: the tail, with {question}
+    features: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    threshold: float
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """σ(b + ((X − μ) / s) · w) for rows of X in ``features`` order."""
+        z = self.intercept + ((np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.coef)
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+# -- lexical signals ----------------------------------------------------------------------------------------
+_SUFFIX = re.compile(r"(ing|ed|es|s|ly)$")
+
+
+def _stem(word: str) -> str:
+    """A light stemmer: an alphabetic word loses one suffix (-ing, -ed, -es, -s, -ly; at least 3 letters stay),
+    then keeps its first 5 letters (opened/open, tumours/tumour, regulates/regulation)."""
+    if not word.isalpha():
+        return word
+    cut = _SUFFIX.sub("", word)
+    return (cut if len(cut) >= 3 else word)[:5]
+
+
+def _terms(text: str) -> list[str]:
+    """The stemmed informative words of ``text`` in order (normalised, stopwords dropped)."""
+    return [_stem(w) for w in normalize(text).split() if w not in STOPWORDS]
+
+
+def _asked_type(question: str) -> str | None:
+    q = normalize(question)
+    if re.search(r"\b(how many|how much|how long|how old|how far|how large|how big|what percentage|what number)\b", q):
+        return "number"
+    if re.search(r"\b(when|what year|which year|what date|what century|which century)\b", q):
+        return "date"
+    if re.search(r"\b(who|whom|whose)\b", q):
+        return "name"
+    return None
+
+
+def _is_value(raw: str, kind: str, sentence_start: bool) -> bool:
+    low = raw.lower()
+    if kind == "number":
+        return bool(_NUMBER.match(low))
+    if kind == "date":
+        return bool(_YEAR_OR_DATE.match(low))
+    return raw[:1].isupper() and not sentence_start and low not in STOPWORDS
+
+
+def _answer_type(question: str, passage: str) -> float:
+    kind = _asked_type(question)
+    if kind is None:
+        return 0.0
+    asked = set(_terms(question))
+    words = [(m.group(), passage[max(m.start() - 2, 0):m.start()].strip() in {"", ".", "!", "?"})
+             for m in _WORD.finditer(passage)]
+    anchors = [i for i, (w, _) in enumerate(words) if _stem(normalize(w)) in asked]
+    for i, (w, start) in enumerate(words):
+        if _stem(normalize(w)) in asked or not _is_value(w, kind, start):
+            continue
+        if any(abs(i - a) <= WINDOW for a in anchors):
+            return 1.0
+    return -1.0
+
+
+def features(question: str, passage: str, p_yes: float) -> list[float]:
+    """The FEATURES of one (question, passage) pair given the model's P(yes)."""
+    asked, seen = _terms(question), _terms(passage)
+    unique = list(dict.fromkeys(asked))
+    present = set(seen)
+    coverage = sum(t in present for t in unique) / len(unique) if unique else 0.0
+    pairs = {(a, b) for a, b in zip(asked, asked[1:]) if a != b}
+    near = {(a, b) for a, b in zip(seen, seen[1:])} | {(a, c) for a, c in zip(seen, seen[2:])}
+    phrase = len(pairs & near) / len(pairs) if pairs else coverage
+    norm = K1 * (1 - B + B * len(seen) / AVG_LEN)
+    counts = {t: seen.count(t) for t in unique}
+    saturation = (sum(tf * (K1 + 1) / (tf + norm) for tf in counts.values()) / (K1 + 1) / len(unique)
+                  if unique else 0.0)
+    return [float(llm_logit(p_yes)), coverage, phrase, saturation, _answer_type(question, passage)]
+
+
+def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Sequence[float]) -> np.ndarray:
+    return np.array([features(q, t, p) for q, t, p in zip(questions, passages, p_yes)], dtype=np.float64
+                    ).reshape(len(questions), len(FEATURES))
+
+
+# -- the model's question ------------------------------------------------------------------------------------
+def pieces(text: str, tail: str, scorer: Any) -> list[str]:
+    """``text`` itself when it fits the scorer's window beside ``tail``; else runs of its consecutive sentences,
+    each within the characters the window held of it (``yesno.char_budget``; a sentence longer than that is cut
+    into runs of its words, ``claims.bounded``), so no part of a long passage goes unread."""
+    from evaluations.judging.grounded.claims import bounded, sentences
+    from evaluations.judging.checkers.yesno import char_budget
+
+    budget = char_budget(scorer, text, tail)
+    if budget is None:
+        return [text]
+    out: list[str] = []
+    for sentence in bounded(sentences(text), budget) or (text,):
+        if out and len(out[-1]) + 1 + len(sentence) <= budget:
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
+def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
+        scorer: Any = None) -> tuple[float, bool]:
+    """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
+    the same duck type, e.g. ``served_checker.ServedChecker``). A passage longer than the model's window is read
+    in ``pieces`` and P(yes) is the highest piece's: the passage is needed when some part of it is."""
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
+
+    scorer = scorer if scorer is not None else load_scorer(PASSAGE_SYSTEM)
+    tail = wording.format(question=question)
+    asked = [cached_probability(scorer, passage_shared(piece), tail, cache) for piece in pieces(text, tail, scorer)]
+    return max(p for p, _ in asked), any(called for _, called in asked)
+
+
+# -- parameters ------------------------------------------------------------------------------------------------
+_loaded: dict[tuple[str, int], ContextParams] = {}
+
+
+def params(path: str | Path | None = None) -> ContextParams:
+    """The fitted parameters (default: the shipped ``judges/context_relevance.json``), read once per file version."""
+    from evaluations.judging.basics.fitted import default_params_path
+
+    from evaluations.judging.basics.fitted import read_params
+
+    path = Path(path) if path else default_params_path(PARAMS_FILE)
+    try:
+        key = (str(path), path.stat().st_mtime_ns)
+    except OSError:
+        key = (str(path), 0)
+    if key not in _loaded:
+        _loaded[key] = read_params(
+            path, ContextParams, what="context relevance", known=FEATURES, unwrap=lambda doc: doc.get("params", doc),
+            extra=lambda p: None if "{question}" in p.wording else "the wording has no {question} placeholder",
+            refit="evaluations calibrate-judge FILE --judges context_relevance")
+    return _loaded[key]
+
+
+def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> ContextParams:
+    """Standardise, L2 logistic regression (scikit-learn, C = ``c``); threshold = argmax of training accuracy."""
+    from sklearn.linear_model import LogisticRegression
+
+    from evaluations.judging.basics.fitted import best_threshold
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y.astype(int))
+    fitted = ContextParams(wording=wording, features=list(FEATURES), mean=mean.tolist(), scale=scale.tolist(),
+                           coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), threshold=0.5)
+    fitted.threshold = best_threshold(fitted.probability(x), y.astype(bool))
+    return fitted
+
+
+# -- the judge -----------------------------------------------------------------------------------------------
+def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache: VerdictCache | None = None,
+                            params: ContextParams | None = None, scorer: Any = None) -> ContextRelevance:
+    """Every passage's verdict, precision@k over all given passages and the first relevant rank. ``scorer``: see
+    ``ask`` (default: the embedded judge model)."""
+    if not passages:
+        return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
+    fitted = params if params is not None else _shipped()
+    chunks, calls = [], 0
+    for rank, passage in enumerate(passages, 1):
+        if not passage.text.strip():
+            chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=False, p=0.0))
+            continue
+        p_yes, called = ask(question, passage.text, fitted.wording, cache=cache, scorer=scorer)
+        calls += called
+        p = float(fitted.probability(np.array(features(question, passage.text, p_yes)))[0])
+        chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= fitted.threshold, p=p))
+    for chunk, sole in zip(chunks, sole_sources(question, [p.text for p in passages])):
+        if sole and not chunk.relevant:
+            chunk.relevant = chunk.sole_source = True
+    relevant = [c.rank for c in chunks if c.relevant]
+    return ContextRelevance(applicable=True, score=len(relevant) / len(chunks),
+                            first_relevant_rank=relevant[0] if relevant else None, chunks=chunks, model_calls=calls)
+
+
+def sole_sources(question: str, texts: Sequence[str]) -> list[bool]:
+    """For each passage: whether it is the only one of ``texts`` to name one of the names of a question that names
+    two or more (``claims.name_words``: "Which magazine was started first, Arthur's Magazine or First for Women?",
+    "Are Tollan Water and Loch Brae both reservoirs?"), while another passage names another of them. Such a question
+    asks about each name, so the one passage about a name is needed even when it cannot answer alone (module
+    docstring, "Across passages")."""
+    from evaluations.judging.grounded.claims import held_names, name_words
+
+    names = name_words(question)
+    if len(names) < 2 or len(texts) < 2:
+        return [False] * len(texts)
+    held = [held_names(t, names) for t in texts]
+    out = []
+    for j, mine in enumerate(held):
+        others = set().union(*(h for i, h in enumerate(held) if i != j))
+        out.append(bool(mine - others) and bool(others - mine))
+    return out
+
+
+def _shipped() -> ContextParams:
+    return params()
