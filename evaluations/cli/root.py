@@ -35,7 +35,7 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
     from evaluations.datasets import get_spec
     from evaluations.core.config import load_config, parse_model_ref
     from evaluations.reports.console import show
-    from evaluations.experiments.after import after_run
+    from evaluations.experiments.after import after_run, check_after_run
     from evaluations.pipeline.runner import RunOptions, run
 
     overrides: dict = {}
@@ -62,6 +62,7 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
                 if section == "embeddings.model":
                     overrides[f"{section}.vector_dim"] = None  # another model: its own dimension
     config = load_config(params["config_path"], overrides)
+    check_after_run()  # the OTel export's extra, when an endpoint is configured
     spec = get_spec(dataset)
     ks = parse_ks(params["ks"]) if params["ks"] else sorted(set(config.evaluation.k))
     options = RunOptions(

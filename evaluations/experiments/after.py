@@ -1,6 +1,7 @@
 """What follows a finished run, given the run in memory (never re-read from its folder): report.html/report.md,
 the history row and the OpenTelemetry export. Each failing is a warning (the run's own files are complete),
-never a lost run. The CLI and ``matrix`` hand ``after_run`` to ``pipeline.runner.run``."""
+never a lost run; what they need installed is checked before the run (``check_after_run``). The CLI and ``matrix``
+hand ``after_run`` to ``pipeline.runner.run``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,14 @@ from rich.console import Console
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
 from evaluations.results.rundata import RunData
+
+
+def check_after_run() -> None:
+    """What ``after_run`` needs is installed: the ``otel`` extra when an OTLP endpoint is configured. The CLI and
+    ``matrix`` call it before any work (a missing package is one error then, not a warning after the run)."""
+    from evaluations.experiments.otel import check_export
+
+    check_export()
 
 
 def after_run(run: RunData, config: Config, console: Console) -> None:

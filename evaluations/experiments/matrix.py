@@ -418,9 +418,11 @@ def run_matrix(grid: Grid, grid_file: Path, folder: Path, *, progress: bool, con
     executor (``executor``, else the grid's, else its config's) the cells run as Ray tasks."""
     from evaluations.core.config import load_config
     from evaluations.core.fsutil import atomic_write_json
+    from evaluations.experiments.after import check_after_run
     from evaluations.pipeline.executors import parse_executor
     from evaluations.reports.writer import write_reports
 
+    check_after_run()  # the OTel export's extra, when an endpoint is configured: before any cell
     base = grid_file.resolve().parent
     combos = cells(grid)
     executor = executor or grid.executor

@@ -13,6 +13,9 @@ timeouts from the other ``OTEL_EXPORTER_OTLP_*`` variables, read by the OTLP/HTT
   ``evaluations.qa_failures`` (cases whose answer failed);
 - one span ``evaluations run`` over the run's wall time, the metrics as attributes.
 
+The SDK and the exporters are the optional ``otel`` extra (``pip install 'evaluations[otel]'``): with an endpoint
+configured and the extra missing, a run fails before any work (``check_export``), one error naming the extra.
+
 Every point carries ``run``, ``dataset``, ``search_mode`` and ``embedder``. The spans pydantic-evals makes
 during a run go through logfire-api: they are exported when the ``logfire`` package is installed and
 ``instrument_pydantic_evals()`` ran first (it configures logfire to send to the OTLP endpoint, not to the
@@ -27,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evaluations.core.extras import require
 from evaluations.results.measures import run_values
 from evaluations.results.rundata import RunData, load_run
 
@@ -38,6 +42,16 @@ SERVICE_NAME = "evaluations"
 def otlp_configured(env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return any(env.get(name) for name in OTLP_VARIABLES)
+
+
+def check_export(env: Mapping[str, str] | None = None) -> None:
+    """With an OTLP endpoint configured, the ``otel`` extra is installed (else one EvaluationsError naming it):
+    called before a run does any work, so the export after it cannot fail for want of a package."""
+    env = os.environ if env is None else env
+    variable = next((name for name in OTLP_VARIABLES if env.get(name)), None)
+    if variable is not None:
+        require("otel", "the OpenTelemetry export of the run", where=f"environment variable {variable}",
+                otherwise=f"unset {variable}")
 
 
 def instrument_name(metric: str) -> str:

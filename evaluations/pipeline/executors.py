@@ -3,7 +3,8 @@ cluster: indexing embeddings on Ray Data actors, each case's system call on a po
 
 Either way the driver (this process) alone reads the data, writes the index through ``index.store`` and writes
 the run folder; pydantic-evals' ``Dataset.evaluate`` and every evaluator run here. Ray is imported only when a
-run asks for it (``pipeline.ray_executor``), so a local run starts no Ray process.
+run asks for it (``pipeline.ray_executor``), so a local run starts no Ray process; it is the optional ``ray`` extra
+(``pip install 'evaluations[ray]'``), and asking for it without it installed is one error before any work.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from evaluations.core.config import Config
 from evaluations.core.errors import EvaluationsError
+from evaluations.core.extras import require
 from evaluations.core.types import CaseOutput, RetrievalInputs
 
 #: executor kind -> "module:class" built by ``open_executor`` (imported only when chosen)
@@ -33,12 +35,15 @@ class ExecutorSpec:
 
 
 def parse_executor(text: str, where: str = "executor") -> ExecutorSpec:
-    """``local`` | ``ray`` | ``ray:ADDRESS`` -> ``ExecutorSpec``; anything else is one EvaluationsError."""
+    """``local`` | ``ray`` | ``ray:ADDRESS`` -> ``ExecutorSpec``; anything else, or ``ray`` without the ``ray``
+    extra installed, is one EvaluationsError."""
     kind, _, address = text.strip().partition(":")
     if kind not in EXECUTORS or (kind == "local" and address) or (_ and not address):
         raise EvaluationsError(f"unknown executor {text!r}", where=where,
                                fix="use local, ray (start or join a local Ray cluster) or ray:ADDRESS "
                                    "(e.g. ray:auto, ray:ray://head:10001)")
+    if kind == "ray":
+        require("ray", f"the Ray executor ({text.strip()!r})", where=where, otherwise="use --executor local")
     return ExecutorSpec(kind, address or None)
 
 

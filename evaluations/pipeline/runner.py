@@ -48,7 +48,7 @@ from evaluations.evaluators.reference_free import (
 from evaluations.evaluators.retrieval import retrieval_evaluators
 from evaluations.results import CaseRecord, RunFolder, record_from_case, slug, summarize
 from evaluations.results.rundata import RunData, RunSummary
-from evaluations.pipeline.executors import WorkerSetup, open_executor
+from evaluations.pipeline.executors import WorkerSetup, open_executor, parse_executor
 from evaluations.pipeline.task import RagTask
 from evaluations.core.types import CaseMetadata, CaseOutput, Corpus, RetrievalInputs
 
@@ -334,6 +334,7 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
     clock = time.perf_counter()
 
     # 1. check every configured backend (and import the user's system, join the Ray cluster) before any work
+    parse_executor(config.executor)  # first: ``executor: ray`` without the ray extra installed is one error
     check_backends(config, options, qa)
     executor = open_executor(config.executor)
     system = None
