@@ -36,10 +36,25 @@ def _reference_free_judges_off_by_default():
     mp.undo()
 
 
-@pytest.fixture(autouse=True)
-def _model_call_cache_per_test(_model_call_cache_per_session, tmp_path_factory, monkeypatch):
-    """Each test (and the CLI processes it starts) gets its own empty model-call cache."""
-    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", str(tmp_path_factory.mktemp("cache") / "model_calls.sqlite"))
+@pytest.fixture(autouse=True, scope="session")
+def _judge_cache_per_session(tmp_path_factory):
+    """The judges' verdicts and embeddings (``Config.judge_cache_dir``) go to a session folder, never the user's data
+    home: the suite's time and verdicts do not depend on how warm the machine is. A test about that cache sets its
+    own ``EVALUATIONS_CACHE_DIR``."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path_factory.mktemp("judge_cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture
+def fresh_model_cache(tmp_path_factory, monkeypatch) -> Path:
+    """An empty model-call cache for this test (and the CLI processes it starts), for tests about the calls
+    themselves (how many, what a re-run asks). Other tests share the session's: a model answer one test paid for
+    is not paid again."""
+    path = tmp_path_factory.mktemp("cache") / "model_calls.sqlite"
+    monkeypatch.setenv("EVALUATIONS_CACHE_PATH", str(path))
+    return path
 
 
 def _read_jsonl_gz(path: Path) -> list[dict]:

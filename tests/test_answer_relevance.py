@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from evaluations.judging.validation.agreement import JUDGES
 from evaluations.judging.validation.controls import CATEGORIES, build_controls, run_controls
 from evaluations.judging.labels.questions import load_questions
 from evaluations.judging.grounded.answer_relevance import answer_relevance, asked_type
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -298,7 +297,7 @@ def test_a_run_reports_answer_relevance_as_a_score_outside_the_disagreement_coun
     (tmp_path / "relsys.py").write_text(SYSTEM)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "run", str(data), "--corpus", str(corpus),
+    proc = run_evaluations(["run", str(data), "--corpus", str(corpus),
                            "--system", "relsys:answer", "--out", str(out), "--no-progress"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 3, proc.stderr[-2000:]  # one case failed (--max-failures 0)

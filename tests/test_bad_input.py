@@ -14,8 +14,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +23,7 @@ from conftest import DATA, REPLIQA_20, WIX_SAMPLE, assert_one_error, write_scifa
 
 from evaluations.cli.root import main
 from evaluations.core.fsutil import DurableAppender, atomic_write_text
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 EVOUNA_NQ = DATA / "evouna" / "NQ.jsonl.gz"
@@ -520,11 +519,11 @@ def test_text_on_a_pipe_is_never_wrapped(tmp_path):
     errors, tables = [], []
     for columns in ("40", "300"):
         env = {**os.environ, "COLUMNS": columns}
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(missing), "--no-progress"],
+        proc = run_evaluations(["beir", str(missing), "--no-progress"],
                               capture_output=True, cwd=tmp_path, timeout=120, env=env)
         assert proc.returncode == 2
         errors.append(proc.stderr)
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(labelled), "--judges",
+        proc = run_evaluations(["judge-agreement", str(labelled), "--judges",
                                "em,keyword", "--resamples", "10"], capture_output=True, cwd=tmp_path, timeout=120,
                               env=env)
         assert proc.returncode == 0, proc.stderr

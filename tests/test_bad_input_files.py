@@ -11,13 +11,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import DATA, WIX_SAMPLE, assert_one_error, write_scifact_subset
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 EVOUNA_NQ = DATA / "evouna" / "NQ.jsonl.gz"
@@ -26,7 +25,7 @@ LATIN1 = "é".encode("latin-1")  # b"\xe9": a Latin-1 byte that is not UTF-8
 
 def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """(exit code, stdout + stderr) of ``python -m evaluations ARGS`` in ``cwd``."""
-    proc = subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, cwd=cwd, timeout=300,
+    proc = run_evaluations([*args], capture_output=True, cwd=cwd, timeout=300,
                           env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
 

@@ -11,21 +11,20 @@ import os
 import shutil
 import socket
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import write_scifact_subset
 
 from evaluations.experiments.history import SCHEMA
+from inprocess import run_evaluations
 
 METRICS = {"ndcg@10": 0.5, "mrr@10": 0.4}
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[int, str]:
     """(exit code, stderr) of ``evaluations ARGS`` as a user runs it (a new process)."""
-    proc = subprocess.run([sys.executable, "-m", "evaluations", *map(str, args)], capture_output=True, text=True,
+    proc = run_evaluations([*map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=120)
     return proc.returncode, proc.stderr
 

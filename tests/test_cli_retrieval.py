@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import pytrec_eval
 
 from evaluations.results.outputs import load_report
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True,
+    return run_evaluations([*args], capture_output=True, text=True,
                           cwd=cwd or REPO, env={**os.environ, **(env or {})}, timeout=900)
 
 

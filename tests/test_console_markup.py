@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from test_cli_retrieval import REPO
+from inprocess import run_evaluations
 
 
 def test_an_id_that_looks_like_markup_is_printed_as_it_is(tmp_path):
@@ -30,8 +30,7 @@ def test_an_id_that_looks_like_markup_is_printed_as_it_is(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"}
 
     def run(system: str, out: Path) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "evaluations", "run", str(tmp_path / "questions.jsonl"), "--corpus",
+        return run_evaluations(["run", str(tmp_path / "questions.jsonl"), "--corpus",
              str(tmp_path / "corpus.jsonl"), "--system", system, "--skip-qa", "--no-reference-free", "--no-progress",
              "--out", str(out)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
 

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ import pytrec_eval
 
 from evaluations.datasets.code import repo_spans
 from evaluations.datasets.golden_schema import read_golden
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "datasets" / "golden_code_queries.json"
@@ -60,7 +60,7 @@ def golden_world(tmp_path_factory):
     shutil.copytree(REPO / "evaluations", copy / "evaluations", ignore=shutil.ignore_patterns("__pycache__"))
     shipped = work / "shipped.json"
     shutil.copy(GOLDEN, shipped)
-    subprocess.run([sys.executable, "-m", "evaluations", "golden", "validate", str(shipped), "--repo", str(copy),
+    run_evaluations(["golden", "validate", str(shipped), "--repo", str(copy),
                     "--update"], capture_output=True, text=True, timeout=600)  # exit 1 while some spans need a person
     by_id = {s.id: s for s in repo_spans(copy)}
     rows = []
@@ -92,7 +92,7 @@ def _run_golden(world, out: str, *extra: str) -> subprocess.CompletedProcess:
     work, copy, _, _ = world
     env = {**os.environ, "GOLDEN_RANKING": str(work / "ranking.json"), "NO_COLOR": "1",
            "PYTHONPATH": os.pathsep.join([str(work / "user"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "evaluations", "golden", str(work / "golden.json"), "--repo", str(copy),
+    return run_evaluations(["golden", str(work / "golden.json"), "--repo", str(copy),
                            "--system", "golden_system:search", "--skip-qa",
                            "--out", str(work / out), "--no-progress", "--k", "1,5,10,100", *extra],
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)

@@ -17,14 +17,14 @@ from conftest import DATA
 from evaluations.datasets.generic import load_dataset_file, read_documents, read_records
 from evaluations.core.errors import EvaluationsError
 from evaluations.scoring.schemas import SCHEMAS, schema_text
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = REPO / "datasets" / "schemas"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "NO_COLOR": "1"}, timeout=600)
+    return run_evaluations(args, cwd=REPO, env={**os.environ, "NO_COLOR": "1"}, text=True)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,13 +17,14 @@ import pytrec_eval
 
 from evaluations.datasets.code import python_spans, repo_spans
 from evaluations.datasets.golden_schema import read_golden
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "datasets" / "golden_code_queries.json"
 
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=cwd,
+    return run_evaluations([*args], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}, timeout=600)
 
 

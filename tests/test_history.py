@@ -12,6 +12,7 @@ import pytest
 
 from evaluations.core.config import load_config
 from evaluations.experiments.history import config_hash, history_path, list_runs, record_run
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,12 +106,11 @@ def test_after_a_run_reports_history_and_otel_get_the_run_in_memory(scifact_smal
 def test_a_damaged_history_file_is_one_error_and_is_left_as_it_is(tmp_path):
     """A history path holding something that is not SQLite (a damaged store, another file): exit 2 naming the file,
     the fix says to move it aside, and the file is not overwritten (its bytes are kept for the user)."""
-    import sys
 
     damaged = tmp_path / "history.sqlite"
     damaged.write_bytes(b"not a database, but somebody's notes\n" * 50)
     before = damaged.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "history", "--history", str(damaged)],
+    proc = run_evaluations(["history", "--history", str(damaged)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{damaged}: cannot open the history store" in proc.stderr and "move it aside" in proc.stderr
@@ -142,7 +142,6 @@ def test_the_history_table_cuts_no_name_on_a_pipe(scifact_runs, tmp_path, monkey
     is as wide as its widest row, so no column name or run name is cut ("context_releva…"), and it is the same
     whatever $COLUMNS says."""
     import shutil
-    import sys
 
     store = tmp_path / "h.sqlite"
     long_name = "a-run-folder-whose-name-tells-the-embedder-the-qa-model-and-the-chunk-size-apart-" * 2
@@ -151,7 +150,7 @@ def test_the_history_table_cuts_no_name_on_a_pipe(scifact_runs, tmp_path, monkey
         record_run(folder, path=store)
     outputs = []
     for columns in ("40", "300"):
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "history", "--history", str(store)],
+        proc = run_evaluations(["history", "--history", str(store)],
                               capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": columns})
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout)

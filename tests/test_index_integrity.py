@@ -25,6 +25,7 @@ from evaluations.core.types import Document
 
 from conftest import REPLIQA_20, REPLIQA_NEWS
 from test_index import CountingEmbedder
+from inprocess import run_evaluations
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +224,7 @@ def test_cli_bm25_run_fingerprint_and_uri(tmp_path):
     """End to end: an fts run embeds nothing and records the corpus fingerprint; ``--skip-db`` with
     the other RepliQA sample is one clear error; an ``s3://`` --db reaches LanceDB as a URI."""
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "evaluations", "repliqa", *args, "--search-mode", "fts",
+        return run_evaluations(["repliqa", *args, "--search-mode", "fts",
                                "--skip-qa", "--no-progress"], capture_output=True, text=True, cwd=tmp_path,
                               env={**os.environ, "HAIKU_RAG_CONFIG_PATH": ""}, timeout=600)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from evaluations.judging.correctness import lexical
 from evaluations.judging.validation.agreement import agreement, bootstrap_ci, confusion, metrics, run_judges
 from evaluations.cli.judges import commands
 from evaluations.judging.labels.data import load_labelled
+from inprocess import run_evaluations
 
 EVOUNA = Path(__file__).resolve().parents[2] / "shared" / "data" / "evouna"
 NQ, TQ = EVOUNA / "NQ.jsonl.gz", EVOUNA / "TQ.jsonl.gz"
@@ -183,8 +182,7 @@ def test_cli_table_and_errors():
     keyword_line = next(line for line in result.stdout.splitlines() if line.strip().startswith("keyword"))
     assert keyword_line.split()[1] == f"{accuracy:.3f}"
     # through the real entry point: one message, exit code 2, no traceback
-    bad = subprocess.run(
-        [sys.executable, "-m", "evaluations", "judge-agreement", str(TQ), "--judges", "keyword,llama"],
+    bad = run_evaluations(["judge-agreement", str(TQ), "--judges", "keyword,llama"],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )
     assert bad.returncode == 2 and "unknown judge(s) llama" in bad.stderr and "Traceback" not in bad.stderr
@@ -203,7 +201,7 @@ def test_passage_rows_nothing_to_compare_is_one_error_and_rows_not_judged_are_sa
         {"query": question, "context": [], "generated_answer": "Paris", "label": True},
         {"query": question, "context": [], "generated_answer": "", "label": False})))
     for path, what in ((empty, "no labelled rows found"), (nulls, "all 1 rows are labelled null")):
-        bad = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(path), "--judges",
+        bad = run_evaluations(["judge-agreement", str(path), "--judges",
                               "faithfulness"], capture_output=True, text=True, cwd=REPO, timeout=120)
         assert bad.returncode == 2 and what in bad.stderr and str(path) in bad.stderr, bad.stderr
         assert "Traceback" not in bad.stderr

@@ -12,13 +12,12 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evaluations.experiments.history import list_runs, record_run, trend
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM = '''
@@ -50,7 +49,7 @@ def judged_runs(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp)]), "NO_COLOR": "1", "HF_HUB_OFFLINE": "1",
            "EVALUATIONS_CACHE_DIR": str(tmp / "cache")}
     embedded = tmp / "embedded"
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "run", str(tmp / "q.jsonl"), "--corpus",
+    proc = run_evaluations(["run", str(tmp / "q.jsonl"), "--corpus",
                            str(tmp / "corpus.jsonl"), "--system", "judgesys:answer", "--reference-free", "--out",
                            str(embedded), "--no-progress"], capture_output=True, text=True, env=env, cwd=tmp,
                           timeout=1200)

@@ -10,7 +10,6 @@ import gzip
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from evaluations.judging.grounded.claims import sentences
 from evaluations.judging.validation.controls import CATEGORIES, build_controls, heading, paraphrase, restate, run_controls
 from evaluations.judging.labels.questions import QAItem, load_questions
 from evaluations.judging.labels.weak_labels import load_weak_labels
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -210,7 +210,7 @@ def test_judge_check_exits_1_and_names_the_reference_free_categories_it_could_no
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=ROOT)
+    return run_evaluations([*args], capture_output=True, text=True, cwd=ROOT)
 
 
 @pytest.mark.parametrize("args", [

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.grounded import context_relevance as cr
 from evaluations.judging.grounded import faithfulness as fa
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = {name: json.loads((ROOT / "judges" / f"{name}.json").read_text()) for name in ("faithfulness",
@@ -117,7 +116,7 @@ def test_a_run_with_a_bad_parameters_file_stops_before_any_case(tmp_path, name, 
            "EVALUATIONS_JUDGES_DIR": str(judges), "EVALUATIONS_CACHE_DIR": str(tmp_path / "cache"),
            "EVALUATIONS_CACHE_PATH": str(tmp_path / "calls.sqlite")}
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "run", str(tmp_path / "q.jsonl"), "--corpus",
+    proc = run_evaluations(["run", str(tmp_path / "q.jsonl"), "--corpus",
                            str(tmp_path / "corpus.jsonl"), "--system", "badparams_sys:answer", "--reference-free",
                            "--out", str(out), "--no-progress"], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=600)

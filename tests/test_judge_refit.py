@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from evaluations.cli.judges import calibrate_judge, judge_agreement
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 CONTEXT_LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
@@ -173,7 +173,7 @@ def _rows(path: Path, rows: list[dict]) -> Path:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", "calibrate-judge", *args], capture_output=True,
+    return run_evaluations(["calibrate-judge", *args], capture_output=True,
                           text=True, timeout=300)
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import REPLIQA_20, SCIFACT, write_scifact_subset
 from fake_llm_server import FakeLLMServer, tool_call
-from test_cli_retrieval import REPO, run_cli
+from test_cli_retrieval import REPO
 
-ray = pytest.importorskip("ray")  # a declared dependency (pyproject): missing means a broken install
+ray = pytest.importorskip("ray")  # the ray extra (scripts/setup.sh installs it): missing means a broken test install
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +179,10 @@ def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_pat
     with socket.socket() as sock:  # a free port, closed again: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = run_cli("beir", str(SCIFACT), "--limit", "3", "--search-mode", "fts", "--skip-qa", "--no-progress",
-                   "--db", str(tmp_path / "db"), "--out", str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}")
+    proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(SCIFACT), "--limit", "3", "--search-mode",
+                           "fts", "--skip-qa", "--no-progress", "--db", str(tmp_path / "db"), "--out",
+                           str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}"], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists()

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fake_llm_server import Fault, FakeLLMServer
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM = '''
@@ -37,7 +36,7 @@ def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "OPENAI_API_KEY": "x",
                "EVALUATIONS_CACHE_DIR": str(tmp_path / "cache")}
         out = tmp_path / "run"
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "run", str(tmp_path / "q.jsonl"), "--corpus",
+        proc = run_evaluations(["run", str(tmp_path / "q.jsonl"), "--corpus",
                                str(tmp_path / "corpus.jsonl"), "--system", "failing_judge_sys:answer", "--config",
                                str(config), "--out", str(out), "--no-progress"], capture_output=True, text=True,
                               env=env, cwd=tmp_path, timeout=600)

@@ -15,13 +15,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 
 from conftest import DATA, write_scifact_subset
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = DATA / "squad2_dev_cs224n" / "questions.jsonl.gz"
@@ -82,7 +82,7 @@ def _squad_plan() -> tuple[list[dict], dict[str, dict], list[dict]]:
 
 
 def _run(args: list[str], env: dict[str, str], tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], cwd=tmp, capture_output=True, text=True,
+    return run_evaluations([*args], cwd=tmp, capture_output=True, text=True,
                           timeout=900, env=env)
 
 
@@ -265,6 +265,26 @@ def test_compare_and_gate_use_faithfulness_like_any_metric(squad_runs, cli):
     assert code == 0, out
     code, out, _ = cli(["gate", str(dirs["unrelated"]), "--rules", str(rules), "--json"])
     assert code == 1 and json.loads(out)["checks"][0]["metric"] == "faithfulness"
+
+
+def test_gate_reads_how_many_cases_a_score_applied_to_from_the_summary(squad_runs, cli, monkeypatch):
+    """The rule's ``applies`` (n of cases, not applicable, failed) is summary.json's, not recounted from every record
+    (gate recomputed the reference-free section for each rule)."""
+    import evaluations.results.reference_free as reference_free
+
+    dirs = squad_runs["dirs"]
+    written = _summary(dirs["copy"])["reference_free"]["metrics"]["faithfulness"]
+
+    def recount(*_a, **_k):
+        raise AssertionError("gate recounted the reference-free section")
+
+    monkeypatch.setattr(reference_free, "score_summary", recount)
+    rules = squad_runs["tmp"] / "applies.yaml"
+    rules.write_text("rules:\n  - {metric: faithfulness, min: 0.0}\n")
+    code, out, err = cli(["gate", str(dirs["copy"]), "--rules", str(rules), "--json"])
+    applies = json.loads(out)["checks"][0]["applies"]
+    assert applies == {"n": written["n"], "not_applicable": written["not_applicable"], "failed": written["failed"],
+                       "cases": written["n"] + written["not_applicable"] + written["failed"]}, (out, err)
 
 
 def _case_scores(folder: Path, name: str) -> dict[str, float]:

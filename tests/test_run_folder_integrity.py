@@ -9,16 +9,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True, cwd=REPO,
+    return run_evaluations([*args], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "NO_COLOR": "1"}, timeout=300)
 
 

@@ -10,7 +10,6 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,13 +24,14 @@ from conftest import DATA, write_scifact_subset
 from evaluations.judging.correctness.lexical import keyword_overlap
 from evaluations.judging.basics.text import keywords
 from scifact_bm25 import BM25, tokenize
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluations", *args], capture_output=True, text=True,
+    return run_evaluations([*args], capture_output=True, text=True,
                           cwd=cwd or REPO, env={**os.environ, "NO_COLOR": "1"}, timeout=300)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_reports_reference_free import squad_articles
+from inprocess import run_evaluations
 
 ALL_JUDGES = "faithfulness,answer_relevance,context_relevance"
 
@@ -336,7 +337,7 @@ def test_a_terminal_sees_the_judges_progress_and_a_pipe_gets_only_the_summary(tm
     assert re.search(r"[012]/2", text), text  # the queries judged, of the log's two
 
     env["EVALUATIONS_CACHE_DIR"] = str(tmp_path / "judge_cache")  # now cached: fast, and piped
-    piped = subprocess.run([sys.executable, "-m", "evaluations", "score", str(log), "--format", "log", "--json"],
+    piped = run_evaluations(["score", str(log), "--format", "log", "--json"],
                            capture_output=True, text=True, env=env, timeout=600)
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["queries"] == 2 and "judging" not in piped.stdout + piped.stderr

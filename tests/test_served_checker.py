@@ -35,6 +35,7 @@ from evaluations.judging.checkers.served_checker import (
 from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM
 from evaluations.models.cache import CALL_STATS
 from evaluations.models.chat import build_model, model_settings
+from inprocess import run_evaluations
 
 ASK = "Statement: {statement}\nIs the statement supported by the passage? Answer yes or no."
 
@@ -518,8 +519,6 @@ def test_a_command_that_asked_a_served_checker_exits(tmp_path):
     """A CLI process whose served checker sent questions exits when its command is done: the checker's event loop
     must not keep the interpreter alive (it once ran on a non-daemon executor thread and the process hung after
     printing its result)."""
-    import subprocess
-    import sys
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"query": f"When did bridge {i} open?", "context": [f"Bridge {i} opened in "
@@ -528,7 +527,7 @@ def test_a_command_that_asked_a_served_checker_exits(tmp_path):
         config = tmp_path / "haiku.rag.yaml"
         config.write_text(f"providers:\n  openai:\n    base_url: {server.openai_url}\n"
                           f"cache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "evaluations", "judge-agreement", str(rows), "--judges",
+        done = run_evaluations(["judge-agreement", str(rows), "--judges",
                                "context_relevance", "--judge", "openai:judge", "--config", str(config), "--json",
                                "--resamples", "0", "--no-cache"], capture_output=True, text=True, timeout=120)
         asked = len(server.calls("/v1/chat/completions"))

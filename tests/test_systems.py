@@ -26,6 +26,7 @@ from evaluations.systems import SystemRequest, SystemResponse, build_system
 from evaluations.systems.callable import CallableSystem, SystemResponseError
 from evaluations.systems.http import HTTPSystem
 from scifact_bm25 import BM25
+from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -108,7 +109,7 @@ def world(tmp_path_factory):
 
 def run_beir(world, system: str, out: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     work, scifact, env, _ = world
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", system, "--skip-qa",
+    proc = run_evaluations(["beir", str(scifact), "--system", system, "--skip-qa",
                            "--config", str(work / "quiet.yaml"), "--out", str(work / out), "--no-progress", "--json",
                            "--k", "1,5,10,100", "--max-failures", "100%"],
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
@@ -239,7 +240,7 @@ def test_every_run_calls_the_system_and_only_a_resumed_run_reuses_its_replies(wo
 
     def run(*args: str) -> tuple[int, list[dict]]:
         before = sum(seen.values())
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", f"{url}/cached",
+        proc = run_evaluations(["beir", str(scifact), "--system", f"{url}/cached",
                                "--skip-qa", "--config", str(config), "--no-progress", *args],
                               capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
         assert proc.returncode == 0, proc.stderr
@@ -305,7 +306,7 @@ def test_a_callable_keeps_replies_for_its_run_only(world, tmp_path):
 def test_json_stdout_is_only_the_json_and_progress_goes_to_stderr(world):
     """`--json` without `--no-progress`: stdout is exactly summary.json, the progress bar is on stderr."""
     work, scifact, env, _ = world
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", "my_rag:search",
+    proc = run_evaluations(["beir", str(scifact), "--system", "my_rag:search",
                            "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / "progress"),
                            "--json"], capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -437,14 +438,14 @@ def test_piped_tables_are_as_wide_as_usage_md_says(world):
     env = {**env, "COLUMNS": "40"}
     tables = []
     for out, system in (("wide-a", "my_rag:search"), ("wide-b", "my_rag:half_prefixed")):
-        proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(scifact), "--system", system,
+        proc = run_evaluations(["beir", str(scifact), "--system", system,
                                "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / out),
                                "--no-progress"], capture_output=True, text=True, cwd=work / "user", env=env,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr
         tables += [line for line in proc.stderr.splitlines() if line[:1] in "┏┃┡│└╭╰"]
     assert tables and max(map(len, tables)) <= 120
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "compare", str(work / "wide-a"), str(work / "wide-b")],
+    proc = run_evaluations(["compare", str(work / "wide-a"), str(work / "wide-b")],
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert 120 < max(map(len, proc.stdout.splitlines())) <= 160
@@ -560,8 +561,8 @@ def test_text_that_is_not_unicode_fails_its_case(small):
     """A lone surrogate (an undecodable byte) in a system's reply is that case's failure, named with the field:
     the run finishes, every file is whole and UTF-8, and the other cases are scored."""
     work, env = small
-    proc = subprocess.run(_small_run(small, "small_rag:undecodable_q2", "--max-failures", "1"), capture_output=True,
-                          text=True, cwd=work, env=env, timeout=120)
+    proc = run_evaluations(_small_run(small, "small_rag:undecodable_q2", "--max-failures", "1")[3:], text=True,
+                           cwd=work, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     cases = _cases(work / "out")

@@ -45,3 +45,20 @@ def test_long_passage_is_cut_to_the_window():
     assert len(scorer.text_tokens(cut)) <= scorer.room(tail) and cut.endswith(" ...")
     assert 0.0 <= scorer.probability(long, tail)[0] <= 1.0
     assert isinstance(scorer, YesNoScorer)
+
+
+def test_each_text_is_tokenized_once_per_question(monkeypatch):
+    """probability() tokenizes the tail and the passage once each (it tokenized the tail three times and the passage
+    twice); a passage cut to the window is tokenized once more, as it is read."""
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    tail = TAIL.format(s="The tower was completed in 1889.")
+    texts: list[bytes] = []
+    tokenize = scorer.model.llm.tokenize
+    monkeypatch.setattr(scorer.model.llm, "tokenize",
+                        lambda text, *a, **k: texts.append(text) or tokenize(text, *a, **k))
+    scorer.probability(A, tail)
+    assert sorted(texts) == sorted([A.encode(), tail.encode()])
+    long = "Passage:\n" + "The tower is made of iron. " * 800 + "\n\n"
+    texts.clear()
+    scorer.probability(long, tail)
+    assert len(texts) == 3 and texts.count(long.encode()) == 1 and texts[-1].endswith(b" ...")

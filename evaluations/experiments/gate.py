@@ -202,7 +202,11 @@ def _applies(metric: str, run: RunData) -> dict[str, Any] | None:
     name = measures.canonical(measures.aggregate_parts(metric)[0])
     if name not in METRICS:
         return None
-    entry = score_summary(run, name)
+    section = (run.summary.model_extra or {}).get("reference_free") if run.summary is not None else None
+    written = ((section or {}).get("metrics") or {}).get(name) if isinstance(section, dict) else None
+    # summary.json has the counts (results.reference_free); only a summary written without them is recounted
+    entry = written if isinstance(written, dict) and {"n", "not_applicable", "failed"} <= set(written) \
+        else score_summary(run, name)
     return {"n": entry["n"], "cases": entry["n"] + entry["not_applicable"] + entry["failed"],
             "not_applicable": entry["not_applicable"], "failed": entry["failed"]}
 

@@ -157,12 +157,16 @@ class YesNoScorer:
 
     def room(self, tail: str) -> int:
         """How many tokens of shared text fit beside ``tail`` in the window."""
-        return self.n_ctx - 1 - len(self.header) - len(self.end) - len(self.text_tokens(tail))
+        return self._room(len(self.text_tokens(tail)))
+
+    def _room(self, tail_tokens: int) -> int:
+        return self.n_ctx - 1 - len(self.header) - len(self.end) - tail_tokens
 
     def fit(self, shared: str, tail: str) -> str:
         """``shared`` cut (at a token boundary, from the end) so that the prompt fits the window."""
-        room = self.room(tail)
-        tokens = self.text_tokens(shared)
+        return self._cut(shared, self.text_tokens(shared), self.room(tail))
+
+    def _cut(self, shared: str, tokens: list[int], room: int) -> str:
         if len(tokens) <= room:
             return shared
         return self.model.llm.detokenize(tokens[: max(room - 2, 0)]).decode("utf-8", "ignore") + " ..."
@@ -170,16 +174,20 @@ class YesNoScorer:
     def probability(self, shared: str, tail: str) -> tuple[float, float]:
         """(P(yes), yes/no probability mass); ``shared`` is cut to fit the window (``fit``). ``InputTooLong`` when
         ``tail`` (the question and the claim) leaves less than ``MIN_PASSAGE_TOKENS`` of the window for the passage."""
-        if (room := self.room(tail)) < MIN_PASSAGE_TOKENS:
+        tail_tokens = self.text_tokens(tail)  # each text tokenized once (the cut passage again, as it is read)
+        if (room := self._room(len(tail_tokens))) < MIN_PASSAGE_TOKENS:
             raise InputTooLong(
-                f"the question and the answer or claim are {len(self.text_tokens(tail))} tokens: with the prompt they "
+                f"the question and the answer or claim are {len(tail_tokens)} tokens: with the prompt they "
                 f"leave {max(room, 0)} of the judge model's {self.n_ctx}-token window for the passage (at least "
                 f"{MIN_PASSAGE_TOKENS} needed); shorten the question or the answer")
-        prefix = self.header + self.text_tokens(self.fit(shared, tail))
+        shared_tokens = self.text_tokens(shared)
+        if len(shared_tokens) > room:
+            shared_tokens = self.text_tokens(self._cut(shared, shared_tokens, room))
+        prefix = self.header + shared_tokens
         model = self.model
         with model.lock:
             llm = model.llm
-            model.evaluate(prefix, self.text_tokens(tail) + self.end)
+            model.evaluate(prefix, tail_tokens + self.end)
             ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
             logits = np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
         top = logits.max()
