@@ -22,7 +22,7 @@ from evaluations.judging.correctness.lexical import KEYWORD_THRESHOLD
 
 if TYPE_CHECKING:
     from evaluations.core.config import Config
-    from evaluations.judging.validation.controls import ControlQuestions
+    from evaluations.judging.labels.questions import ControlQuestions
     from evaluations.judging.labels.rows import LabelledAnswer
     from evaluations.judging.labels.questions import QAItem
 
@@ -67,39 +67,16 @@ def _progress() -> Progress:
 
 def _load(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = (),
           nulls: dict[str, int] | None = None):
-    """The labelled answers of ``files``; ``passages``: rows with passages for the reference-free ``judges``
-    (``judging.labels.passage_rows``: rows whose label is null are not applicable and left out, said on stderr; a row
-    without ``generated_answer`` is an error when one of them reads the answer). Each file must exist and be given
-    once (a file given twice would count its rows twice: narrower intervals, not more evidence); a row without a
-    gold answer is an error when one of ``judges`` compares the answer with it (``agreement.check_references``).
-    ``nulls`` gets each file's rows labelled null among those read (up to the ``limit``-th labelled one)."""
+    """The labelled answers of ``files`` (``judging.labels.read.read_answers``: each file given once; ``passages``:
+    rows with passages for the reference-free ``judges``, rows labelled null left out and said on stderr); a row
+    without a gold answer is an error when one of ``judges`` compares the answer with it
+    (``agreement.check_references``). ``nulls`` gets each file's rows labelled null among those read."""
+    from evaluations.judging.labels.read import read_answers
     from evaluations.judging.validation.agreement import check_references
-    from evaluations.judging.labels.data import load_labelled
-    from evaluations.judging.labels.passage_rows import load_passage_rows, reads_answer
 
     judges = list(judges)
-    seen: dict[Path, str] = {}
-    for file in files:
-        path = Path(file)
-        if not path.is_file():
-            raise EvaluationsError("is a folder, expected a file" if path.is_dir() else "file not found", where=file,
-                                   fix="check the path of the labelled file (the command's FILES arguments)")
-        if path.resolve() in seen:
-            same = "" if seen[path.resolve()] == file else f" (also as {seen[path.resolve()]})"
-            raise EvaluationsError(f"the file is given twice{same}: its rows would be counted twice",
-                                   where=file, fix="give each labelled file once")
-        seen[path.resolve()] = file
-    examples = []
-    for file in files:
-        if not passages:
-            examples.extend(load_labelled(file, limit=limit))
-            continue
-        rows = load_passage_rows(file, limit=limit, needs_answer=reads_answer(judges))
-        if rows.not_applicable:
-            click.echo(f"{file}: {rows.not_applicable} row(s) labelled not applicable (null) left out", err=True)
-        if nulls is not None:
-            nulls[file] = rows.not_applicable
-        examples.extend(rows)
+    examples = read_answers(files, limit=limit, passages=passages, judges=judges, nulls=nulls,
+                            note=lambda text: click.echo(text, err=True))
     check_references(examples, judges)
     _one_question_per_group(examples)
     return examples
@@ -476,7 +453,7 @@ def _verdict(report, every: str) -> bool:
 
 
 def controls_for(questions: ControlQuestions, limit: int | None, seed: int):
-    """Controls built from the answerable questions of the files' ``questions`` (``controls.load_control_questions``:
+    """Controls built from the answerable questions of the files' ``questions`` (``labels.read.read_questions``:
     each file once, questions told apart by file and id), the first ``limit`` of each file."""
     from evaluations.judging.validation.controls import build_controls
 
@@ -513,13 +490,14 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     passage vs another question's, drawn from every question of the files). Exit 1 when a category fails or is not
     checked: the files gave no control of it (a judge that says yes to everything passes the positive ones).
 
-    The files are read as questions and gold (``controls.load_control_questions``): a labelled file needs no
+    The files are read as questions and gold (``labels.read.read_questions``): a labelled file needs no
     generated answer or label (the controls are the answers), a file given twice is an error, an id given to two
     different questions is an error. Controls the judge's model gave no verdict on (an error status, a reply
     without yes/no) are counted as FAILED apart from the rates, said on stderr with the server and the first error,
     and exit 3 as judge-agreement does (``_exit_if_failed``): a check on the rest is no check of the judge."""
     from evaluations.judging.validation.agreement import JUDGES
-    from evaluations.judging.validation.controls import load_control_questions, run_controls
+    from evaluations.judging.labels.read import read_questions
+    from evaluations.judging.validation.controls import run_controls
     from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
 
     names = parse_judges(judges)
@@ -528,7 +506,7 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
     cache = not no_cache and config.cache.enabled
-    questions = load_control_questions(files)
+    questions = read_questions(files)
     for note in questions.notes:
         click.echo(f"note: {note}", err=True)
     failed: dict[str, int] = {}  # judge -> controls its model gave no verdict on
@@ -686,10 +664,10 @@ def _marking(run, marked: set[int]):
 def passage_questions(files: tuple[str, ...], limit: int | None) -> tuple[list[QAItem], list[QAItem]]:
     """(the questions the reference-free controls are built for: the first ``limit`` answerable ones of each file;
     every question of the files: the pool another passage and the swapped-in names are drawn from), read by
-    ``controls.load_control_questions`` (each file once; questions told apart by file and id)."""
-    from evaluations.judging.validation.controls import load_control_questions
+    ``labels.read.read_questions`` (each file once; questions told apart by file and id)."""
+    from evaluations.judging.labels.read import read_questions
 
-    questions = load_control_questions(files)
+    questions = read_questions(files)
     return questions.first(limit), questions.every()
 
 

@@ -148,10 +148,10 @@ def score_classic(path: str | Path, *, keyword_threshold: float = KEYWORD_THRESH
 def agreement_block(path: Path, judges: tuple[str, ...], keyword_threshold: float, resamples: int, seed: int,
                     config: Config | None = None) -> dict:
     """``judge-agreement FILE --json`` on the same file (same loader, same ``run_judges``)."""
+    from evaluations.judging.labels.read import read_answers
     from evaluations.judging.validation.agreement import payload, run_judges
-    from evaluations.judging.labels.data import load_labelled
 
-    examples = load_labelled(path)
+    examples = read_answers([path])
     results = run_judges(examples, list(judges), keyword_threshold=keyword_threshold, resamples=resamples, seed=seed,
                          config=config)
     return payload([str(path)], examples, results, resamples=resamples, seed=seed)

@@ -142,9 +142,10 @@ def load_labelled(path: str | Path, *, limit: int | None = None) -> list[Labelle
     ``limit`` stops after that many examples (deterministic: file order).
     """
     path = Path(path)
-    from evaluations.judging.labels.weak_labels import is_weak_labels_file, load_weak_labels
+    from evaluations.judging.labels.formats import WEAK, detect
+    from evaluations.judging.labels.weak_labels import load_weak_labels
 
-    if path.is_file() and is_weak_labels_file(path):  # datasets/labels/*.jsonl: references into ../shared/data
+    if detect(path) == WEAK:  # datasets/labels/*.jsonl: references into ../shared/data
         examples = load_weak_labels(path)
         return examples[:limit] if limit is not None else examples
     examples = []

@@ -10,7 +10,7 @@ an error that names the row's field seemingly meant for it (another tool's name,
 ``question``, ``contexts``, ``lable``). ``query`` is a non-empty string and
 ``generated_answer`` a string (null or "" = no answer): a number or a boolean is an error, never read as text.
 The hand-labelled sets of this project are read by their own loaders, detected from their first row
-(``LOADERS``): faithfulness labels (``judging.labels.faith_labels``) and context-relevance labels
+(``LOADERS``, by ``labels.formats``): faithfulness labels (``judging.labels.faith_labels``) and context-relevance labels
 (``judging.labels.context_labels``). Every row becomes a ``LabelledAnswer`` whose ``passages`` are the context.
 """
 
@@ -23,8 +23,9 @@ from typing import Any
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.datasets.rows import iter_rows, json_cell
-from evaluations.judging.labels.context_labels import is_context_labels_file, load_context_labels
-from evaluations.judging.labels.faith_labels import is_faithfulness_labels_file, load_faithfulness_labels
+from evaluations.judging.labels.context_labels import load_context_labels
+from evaluations.judging.labels.faith_labels import load_faithfulness_labels
+from evaluations.judging.labels.formats import CONTEXT, FAITHFULNESS, detect
 from evaluations.judging.labels.rows import NOT_APPLICABLE_HINT, LabelledAnswer, parse_label
 
 __all__ = ["LOADERS", "PassageRows", "load_passage_rows", "reads_answer"]
@@ -176,10 +177,10 @@ def _labelled(rows: list[Any], path: Path) -> PassageRows:
     return out
 
 
-#: format -> (detect(path), load(path) -> typed rows); the first that detects the file reads it, else the generic rows
-LOADERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], list[Any]]]] = {
-    "faithfulness labels": (is_faithfulness_labels_file, load_faithfulness_labels),
-    "context-relevance labels": (is_context_labels_file, load_context_labels),
+#: format (``labels.formats``) -> load(path) -> typed rows; a file of another format is read as generic rows
+LOADERS: dict[str, Callable[[Path], list[Any]]] = {
+    FAITHFULNESS: load_faithfulness_labels,
+    CONTEXT: load_context_labels,
 }
 
 
@@ -189,7 +190,7 @@ def load_passage_rows(path: str | Path, limit: int | None = None, needs_answer: 
     path = Path(path)
     if not path.is_file():
         raise EvaluationsError("file not found", where=str(path), fix="give a JSONL/JSON/CSV file of labelled rows")
-    load = next((loads for detects, loads in LOADERS.values() if detects(path)), None)
+    load = LOADERS.get(detect(path) or "")
     rows = _generic(path, needs_answer) if load is None else _labelled(load(path), path)
     if not rows:
         what = f"all {rows.not_applicable} rows are labelled null (not applicable)" if rows.not_applicable else \
