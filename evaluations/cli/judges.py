@@ -113,20 +113,19 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
     reference-free judges (faithfulness, answer_relevance, context_relevance) read rows of query, context
     (passages), generated_answer (not for context_relevance) and label, the property the judge measures
     (``judging.labels.passage_rows``)."""
-    from evaluations.judging.validation.agreement import REFERENCE_FREE, run_judges
-    from evaluations.judging.validation.passage_judges import NOT_JUDGED, PASSAGE_JUDGES
+    from evaluations.judging.validation.agreement import run_judges
+    from evaluations.judging.validation.registry import JUDGES, batch_judge, per_passage, reads_passages
 
     names = parse_judges(judges)
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
     # a reference-free judge (answer_relevance too) reads rows with passages, checked as judging.labels.passage_rows says
     nulls: dict[str, int] = {}
-    examples = _load(files, limit, passages=bool(set(names) & (set(PASSAGE_JUDGES) | REFERENCE_FREE)), judges=names,
-                     nulls=nulls)
+    examples = _load(files, limit, passages=reads_passages(names), judges=names, nulls=nulls)
     cache = not no_cache and config.cache.enabled
     failures: dict[str, list[tuple[str, str]]] = {}
-    batch = {n: _counting(PASSAGE_JUDGES[n](cache=cache, config=config), failures.setdefault(n, []))
-             for n in names if n in PASSAGE_JUDGES}
+    batch = {n: _counting(batch_judge(n, keyword_threshold, cache=cache, config=config), failures.setdefault(n, []))
+             for n in per_passage(names)}
     _note_checker(names, config)
     llm = None
     if "llm" in names:
@@ -135,7 +134,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         llm = batch_judge(config.judge.model, config, concurrency=concurrency, cache=cache,
                           errors=failures.setdefault("llm", []))
     with _progress() as progress:
-        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *PASSAGE_JUDGES)
+        tasks = {n: progress.add_task(f"judge {n}", total=len(examples) if n in ("llm", "combined", *per_passage(names))
                                       else None) for n in names}
 
         def step(name: str, k: int) -> None:
@@ -146,7 +145,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
             llm=llm, cache=cache, batch=batch, config=config,
         )
     failed = {r.judge: len(failures[r.judge]) if r.judge in failures else
-              (0 if r.judge in NOT_JUDGED else len(examples) - r.n) for r in results}
+              (0 if JUDGES[r.judge].not_judged else len(examples) - r.n) for r in results}
     if as_json:
         from evaluations.judging.validation.agreement import payload
 
@@ -184,7 +183,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
         click.echo(f"human says positive: {labelled[0].human_positive_rate:.1%}")
     for r in results:
         if r.n + failed[r.judge] < len(examples):
-            why = NOT_JUDGED.get(r.judge, "the judge failed on them")
+            why = JUDGES[r.judge].not_judged or "the judge failed on them"
             click.echo(f"{r.judge}: {len(examples) - r.n - failed[r.judge]} of {len(examples)} rows not judged "
                        f"({why})")
     _exit_if_failed(failed, failures, len(examples), config)
@@ -495,14 +494,13 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     different questions is an error. Controls the judge's model gave no verdict on (an error status, a reply
     without yes/no) are counted as FAILED apart from the rates, said on stderr with the server and the first error,
     and exit 3 as judge-agreement does (``_exit_if_failed``): a check on the rest is no check of the judge."""
-    from evaluations.judging.validation.agreement import JUDGES
     from evaluations.judging.labels.read import read_questions
     from evaluations.judging.validation.controls import run_controls
-    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.validation.registry import batch_judge, per_passage
 
     names = parse_judges(judges)
-    passage_judges = [n for n in names if n in PASSAGE_JUDGES]
-    names = [n for n in names if n not in PASSAGE_JUDGES]
+    passage_judges = per_passage(names)
+    names = [n for n in names if n not in passage_judges]
     config = _judge_config(judge_model, config_path)
     _check_served_judge(names, config)
     cache = not no_cache and config.cache.enabled
@@ -515,8 +513,8 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
     check_failed, answers = False, None
     if names:
         items, controls = controls_for(questions, limit, seed)
-        batch = {name: JUDGES[name](KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
-        model = config.judge.model  # the default embedded judge is JUDGES["llm"]'s own; any other is asked here
+        batch = {name: batch_judge(name, KEYWORD_THRESHOLD, cache=cache, config=config) for name in names}
+        model = config.judge.model  # the default embedded judge is the registry's "llm"; any other is asked here
         if "llm" in names and model is not None and (model.provider != "embedded" or model.name):
             from evaluations.judging.correctness.llm import batch_judge
 
@@ -549,10 +547,11 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
 def _note_checker(judges: list[str], config: Config | None) -> None:
     """On stderr, a note per reference-free judge whose parameters were fitted through another checker than the
     one these verdicts come from (``judging.validation.refit.checker_note``): its agreement is then that of borrowed weights."""
-    from evaluations.judging.validation.refit import REFITS, checker_note
+    from evaluations.judging.validation.refit import checker_note
+    from evaluations.judging.validation.registry import refittable
 
     checker = _checker(config)
-    for name in dict.fromkeys(_judge_name(j) for j in judges if j in REFITS):
+    for name in dict.fromkeys(_judge_name(j) for j in judges if j in refittable()):
         if note := checker_note(name, checker):
             click.echo(f"note: {note}", err=True)
 
@@ -612,7 +611,7 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
     counts a row), apart from those the judge does not apply to; ``asked``: each judge's controls. True when a
     category failed or was not checked."""
     from evaluations.judging.validation.controls import PASSAGE_CONTROLS, ControlReport, build_passage_controls, run_controls
-    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
+    from evaluations.judging.validation.registry import batch_judge
     items, pool = questions.first(limit), questions.every()
     _note_checker(judges, config)
     reports = {}
@@ -623,7 +622,7 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
                                    "controls from", where=", ".join(file for file, _ in questions.files),
                                    fix="give dataset files whose questions carry their passage (SQuAD, CLAPNQ, …)")
         marked: set[int] = set()
-        run = _counting(_marking(PASSAGE_JUDGES[name](cache=cache, config=config), marked),
+        run = _counting(_marking(batch_judge(name, KEYWORD_THRESHOLD, cache=cache, config=config), marked),
                         failures.setdefault(name, []))
         with _progress() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))

@@ -72,14 +72,12 @@ def parse_ks(text: str) -> list[int]:
 
 
 def parse_judges(value: str) -> list[str]:
-    """``--judges keyword,f1`` -> the names, each one of ``judging.validation.agreement.JUDGES`` or of the reference-free
-    ``judging.validation.passage_judges.PASSAGE_JUDGES``."""
-    from evaluations.judging.validation.agreement import JUDGES
-    from evaluations.judging.validation.passage_judges import PASSAGE_JUDGES
-
+    """``--judges keyword,f1`` -> the names, each one of the judge registry (``judging.validation.registry.JUDGES``)."""
     import difflib
 
-    known = {**JUDGES, **PASSAGE_JUDGES}
+    from evaluations.judging.validation.registry import JUDGES
+
+    known = JUDGES
     names = list(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))  # a judge named twice runs once
     unknown = [n for n in names if n not in known]
     if unknown or not names:

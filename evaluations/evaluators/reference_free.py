@@ -208,13 +208,13 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     from evaluations.core.config import LLMModel
     from evaluations.judging.correctness.embedded import embedded_judge_path
     from evaluations.judging.correctness.llm import embedded_judge_name
-    from evaluations.judging.validation.refit import REFITS
     from evaluations.judging.checkers.served_checker import embedded_checker, served_tools
+    from evaluations.judging.validation.registry import JUDGES, refittable
 
     chosen = set(judges)
-    wanted = [judge for judge in REFITS if judge in chosen]
+    wanted = [judge for judge in refittable() if judge in chosen]
     for judge in wanted:
-        REFITS[judge].current()  # its parameters file read and checked before any model loads or case runs
+        JUDGES[judge].refit.current()  # its parameters file read and checked before any model loads or case runs
     model = config.judge.model or LLMModel(provider="embedded")
     if model.provider != "embedded":
         return {judge: served_tools(config, judge) for judge in wanted}
@@ -223,7 +223,7 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     return {judge: (embedded_checker(config, judge), None) for judge in wanted}
 
 
-#: evaluator class -> the judge (``judging.validation.refit.REFITS``) whose parameters it reads
+#: evaluator class -> the judge (``judging.validation.registry.JUDGES``) whose parameters it reads
 _JUDGE_OF: dict[type, str] = {Faithfulness: "faithfulness", ContextRelevance: "context_relevance"}
 
 
@@ -232,9 +232,10 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     of each reference-free evaluator: kept in the run's metadata, so runs judged with other parameters can be
     told apart."""
     from evaluations.judging.basics.fitted import default_params_path
-    from evaluations.judging.validation.refit import REFITS, fitted_through
+    from evaluations.judging.validation.refit import fitted_through
+    from evaluations.judging.validation.registry import JUDGES
 
-    return {judge: {"file": str(default_params_path(REFITS[judge].file)), "fitted_through": fitted_through(judge)}
+    return {judge: {"file": str(default_params_path(JUDGES[judge].refit.file)), "fitted_through": fitted_through(judge)}
             for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
 
 

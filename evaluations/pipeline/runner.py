@@ -275,15 +275,15 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
     from evaluations.evaluators.answers import OfflineJudge
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
     from evaluations.judging.correctness.offline import load_model
-    from evaluations.judging.validation.refit import REFITS
+    from evaluations.judging.validation.registry import JUDGES, refittable
 
     answers = qa is not None or (options.system is not None and options.judge_answers)
     # the reference-free judges every dataset of this run gets (with qrels, ``auto`` leaves context relevance out)
     wanted = set(config.judge.reference_free_judges(has_qrels=True))
     wanted -= {judge for judge, needed in (("faithfulness", answers), ("answer_relevance", answers),
                                            ("context_relevance", not options.skip_retrieval)) if not needed}
-    for judge in sorted(wanted & set(REFITS)):
-        REFITS[judge].current()
+    for judge in sorted(wanted & set(refittable())):
+        JUDGES[judge].refit.current()
     embedded_llm = False
     for evaluator in qa.evaluators if qa is not None else []:
         if isinstance(evaluator, OfflineJudge):
