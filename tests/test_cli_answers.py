@@ -32,7 +32,9 @@ def _read(out: Path) -> tuple[dict, list[dict]]:
     return summary, records
 
 
-def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
+def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_cache):
+    """QA and the LLM judge through a (scripted) Ollama server over the session's RepliQA index (``repliqa_db``);
+    the call cache is this test's own: every chat request is counted."""
     gold = _gold_by_question()
     questions = list(gold)
     wrong = {q for i, q in enumerate(questions) if i % 3 == 0}  # the "model" gets every third one wrong
@@ -60,7 +62,7 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
     with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=responder) as server:
         out = tmp_path / "out"
         proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qa-llm",
-                       "--judge", "ollama:judge-llm", "--db", str(tmp_path / "db"), "--out", str(out),
+                       "--judge", "ollama:judge-llm", "--db", str(repliqa_db), "--out", str(out),
                        "--no-progress", "--concurrency", "4", "--config", str(tmp_path / "haiku.rag.yaml"),
                        env={"OLLAMA_BASE_URL": server.url})
         assert proc.returncode == 0, proc.stderr
@@ -77,7 +79,8 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path):
     # every case was answered and judged: accuracy over all cases = the mean over the judged ones
     assert answers["judges"]["llm_judge"]["accuracy"] == pytest.approx((n - n_wrong) / n)
     assert answers["answered_rate"] == 1.0
-    headline = f"answer accuracy {(n - n_wrong) / n:.2f} (primary judge: llm_judge — not validated) · answered {n}/{n}"
+    headline = (f"answer accuracy {(n - n_wrong) / n:.2f} (primary judge: llm_judge — not validated) · "
+                f"answered {n}/{n}")
     assert headline in proc.stderr.splitlines()
     assert answers["judges"]["exact_match"]["mean"] == pytest.approx((n - n_wrong) / n)
     assert answers["judges"]["offline_correct"]["mean"] >= (n - n_wrong) / n - 0.12
@@ -149,9 +152,10 @@ def _check_qa_outcomes(summary: dict, records: list[dict]) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
+def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path, repliqa_db):
+    """The first 3 RepliQA questions answered by the embedded SmolLM2 over the session's RepliQA index."""
     out = tmp_path / "out"
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "4", "--db", str(tmp_path / "db"),
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "3", "--db", str(repliqa_db),
                    "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
@@ -161,9 +165,9 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
     printed = proc.stdout + proc.stderr
     assert f"qa_model: {model['provider']}:{model['name']}" in printed, printed
     assert not [line for line in printed.splitlines() if "_model: " in line and "{'" in line], printed
-    assert summary["counts"]["cases"] == 4 == len(records)
+    assert summary["counts"]["cases"] == 3 == len(records)
     ok = _check_qa_outcomes(summary, records)
-    assert len(ok) >= 3  # a 135M model: a few malformed outputs may still fail after retries, never silently
+    assert len(ok) >= 2  # a 135M model: a malformed output may still fail after retries, never silently
     judges = summary["answers"]["judges"]
     for name in ("keyword_correct", "token_f1", "exact_match", "contains_gold", "semantic_similarity",
                  "offline_correct", "coverage"):
@@ -181,13 +185,17 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path):
 
 @pytest.mark.slow
 def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
+    """The first 3 WixQA questions answered by the embedded SmolLM2 from a 2,000-character context (WixQA's
+    articles are long: the default context is a ~2,400-token prompt per answer on 2 cores)."""
     out = tmp_path / "out"
-    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "4", "--search-mode", "fts", "--db", str(tmp_path / "db"),
-                   "--out", str(out), "--no-progress")
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text("qa:\n  max_context_chars: 2000\n")
+    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "3", "--search-mode", "fts", "--config", str(config),
+                   "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
-    assert summary["counts"]["cases"] == 4 and summary["dataset"]["documents"] == 173
+    assert summary["counts"]["cases"] == 3 and summary["dataset"]["documents"] == 173
     assert set(summary["metrics"]) >= {"map@10", "ndcg@10"}
     answered = _check_qa_outcomes(summary, records)
-    assert len(answered) >= 3 and all("offline_correct" in r["judges"] for r in answered)
+    assert len(answered) >= 2 and all("offline_correct" in r["judges"] for r in answered)
     assert (out / "report.json").is_file() and (out / "report.md").is_file()

@@ -12,6 +12,9 @@ import pytrec_eval
 
 from evaluations.results.outputs import load_report
 from inprocess import run_evaluations
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -25,6 +25,9 @@ from scipy import stats
 from statsmodels.stats.weightstats import DescrStatsW
 
 from evaluations.cli.root import main
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 ISSUE_KEYS = {"a", "b", "metric", "kind", "mean_a", "mean_b", "diff", "ci95", "effect_size", "p", "p_holm",
               "significant", "wins", "ties", "losses", "mde"}

@@ -91,14 +91,40 @@ def test_picked(answer, expected):
     assert picked(comparison, "Who was born first, Pablo Trapero or Aleksander Ford?", answer) == expected
 
 
-@pytest.mark.slow
-def test_the_judge_decides_picks_by_date_with_the_real_checker(passage_scorer, tmp_path):
-    """The probe's short answers to its 8 comparisons by date, through ``judge_faithfulness`` with the embedded
-    checker: every supported pick accepted and every wrong pick rejected (before: 5 of 8 and 2 of 8 on the same
-    rows), each claim saying why (``rule``) and keeping the model's P(supported)."""
+class _Constant:
+    """A checker (the duck type of ``yesno.YesNoScorer``) that gives every claim the same P(supported)."""
+
+    def __init__(self, p: float) -> None:
+        self.p, self.id = p, f"constant-{p}"
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        return self.p, 1.0
+
+
+def _by_date() -> list[dict]:
     rows = [r for r in multihop_probe() if r["type"] == "comparison" and r["form"] == "short"
             and resolve(r["query"], r["context"]) is not None]
     assert len(rows) == 16
+    return rows
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0])
+def test_the_rule_decides_every_pick_by_date_whatever_the_checker_says(tmp_path, p):
+    """The probe's short answers to its 8 comparisons by date, through ``judge_faithfulness`` with a checker that
+    calls every claim unsupported (P = 0), then supported (P = 1): every supported pick accepted and every wrong pick
+    rejected all the same, each claim saying why (``rule``) and keeping the checker's P."""
+    assert_rule_decides(_by_date(), _Constant(p), tmp_path / "v.sqlite", "compared by date")
+
+
+@pytest.mark.slow
+def test_the_judge_decides_picks_by_date_with_the_real_checker(passage_scorer, tmp_path):
+    """Two of those comparisons (a film shot in 1952 and released in 1954, a bridge begun in 1926 and opened in
+    1931), the right and the wrong pick of each, with the embedded checker: every supported pick accepted and every
+    wrong pick rejected (before the rule: 5 of 8 and 2 of 8 on the 16 rows), each claim saying why (``rule``) and
+    keeping the model's P(supported). All 16 rows with the real checker: ``benchmarks/judge_accuracy.py --only
+    comparison_by_date``."""
+    rows = [r for r in _by_date() if r["id"].split("-")[1] in ("032", "038")]
+    assert len(rows) == 4 and {r["label"] for r in rows} == {True, False}
     assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "compared by date")
 
 

@@ -232,17 +232,20 @@ def _draw(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
 
 @pytest.mark.slow
 def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_path):
+    """The first 5 pairs of the seeded draw: every copied sentence supported, at least 4 of the 5 swaps rejected
+    (9/10 and 8/10 of 5 pairs). The draw's first 10 pairs, copied supported >= 9 and swaps rejected >= 8:
+    ``benchmarks/judge_accuracy.py faithfulness_copies_swaps``."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
-    drawn = _draw(10)
+    drawn = _draw(5)
     copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
               for p, s, _ in drawn]
     swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
                for p, _, w in drawn]
     assert all(v.applicable and len(v.claims) == 1 for v in copied + swapped)
-    assert sum(v.score == 1.0 for v in copied) >= 9, [(v.claims[0].claim, v.claims[0].p) for v in copied]
-    assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 8, \
+    assert sum(v.score == 1.0 for v in copied) >= 0.9 * 5, [(v.claims[0].claim, v.claims[0].p) for v in copied]
+    assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 0.8 * 5, \
         [(v.claims[0].claim, v.claims[0].p) for v in swapped]
     assert all(0.0 <= c.p <= 1.0 for v in copied + swapped for c in v.claims)
     assert params.threshold > 0
@@ -265,14 +268,19 @@ def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_
 
 @pytest.mark.slow
 def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, tmp_path):
-    """The 25 bridge questions of the multi-hop probe (datasets/labels/multihop_faithfulness.jsonl, labelled by
-    reading): the asked fact is in the second passage, its link to the question in the first. Supported short
+    """The multi-hop probe's bridge questions (datasets/labels/multihop_faithfulness.jsonl, labelled by reading):
+    the asked fact is in the second passage, its link to the question in the first. On all 25, supported short
     answers were accepted 8 of 25 times when each window was read alone; read across the two passages they are
-    accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%."""
+    accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%
+    (``benchmarks/judge_accuracy.py faithfulness_bridge``). Here a fixed sample, the first 5 questions' 10 short
+    answers (5 supported, 5 not): at least 4 of the 5 supported accepted, 2 of the 5 unsupported rejected, and
+    claims read across both passages for at least 4 of the 5 supported."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
-    rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short"]
-    assert len(rows) == 50
+    bridge = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short"]
+    assert len(bridge) == 50
+    rows = bridge[:10]
+    assert sum(r["label"] for r in rows) == 5 and len({r["query"] for r in rows}) == 5
     cache = VerdictCache(tmp_path / "v.sqlite")
     verdicts = {r["id"]: judge_faithfulness(r["query"], r["generated_answer"],
                                             [Passage(id=f"p{i}", text=t) for i, t in enumerate(r["context"])],
@@ -280,9 +288,9 @@ def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, 
     accepted = [r["id"] for r in rows if r["label"] and verdicts[r["id"]].score == 1.0]
     rejected = [r["id"] for r in rows if not r["label"] and verdicts[r["id"]].score == 0.0]
     assert all(v.applicable for v in verdicts.values())
-    assert len(accepted) >= 0.7 * 25, accepted
-    assert len(rejected) >= 0.4 * 25, rejected
+    assert len(accepted) >= 0.7 * 5, accepted
+    assert len(rejected) >= 0.4 * 5, rejected
     # a claim read across the two passages names both, the passage that supports it best and its bridge (22 of
     # the 25 supported answers when measured)
     named = [{c.passage, c.bridge} for r in rows if r["label"] for c in verdicts[r["id"]].claims if c.bridge]
-    assert all(pair == {"p0", "p1"} for pair in named) and len(named) >= 0.7 * 25, named
+    assert all(pair == {"p0", "p1"} for pair in named) and len(named) >= 0.7 * 5, named

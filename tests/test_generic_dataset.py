@@ -18,6 +18,9 @@ from evaluations.datasets.generic import load_dataset_file, read_documents, read
 from evaluations.core.errors import EvaluationsError
 from evaluations.scoring.schemas import SCHEMAS, schema_text
 from inprocess import run_evaluations
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = REPO / "datasets" / "schemas"

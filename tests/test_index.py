@@ -12,6 +12,9 @@ from evaluations.index.search import Retriever
 from evaluations.index.store import Store
 from evaluations.results.retrieval_metrics import canonical_order, compute_all
 from evaluations.core.types import Document
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 
 class CountingEmbedder(Embedder):

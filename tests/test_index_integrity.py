@@ -26,6 +26,9 @@ from evaluations.core.types import Document
 from conftest import REPLIQA_20, REPLIQA_NEWS
 from test_index import CountingEmbedder
 from inprocess import run_evaluations
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,10 @@
 """The offline calibrated judge: shipped parameters vs the human labels of EVOUNA (NQ + TQ).
 
-Every accuracy here is measured on rows the scored parameters were not fitted on: a refit on 7/8 of the EVOUNA
-questions scored on the other eighth (compared with the cross-validated accuracy the shipped file records), and
-the shipped parameters on the README main job's hand-labelled answers, which no fit ever sees (compared with the
-figure judges/validation.json records for them).
-
-The full-set test embeds ~47k texts once (minutes on a laptop CPU); the embeddings are cached on disk
-(``$EVALUATIONS_CACHE_DIR`` or ~/.local/share/evaluations/cache), so later runs take seconds.
+Every accuracy here is measured on rows the scored parameters were not fitted on: a refit on 7/8 of a twentieth
+of the EVOUNA questions scored on the other eighth (compared with the cross-validated accuracy the shipped file
+records), and the shipped parameters on the README main job's hand-labelled answers, which no fit ever sees
+(compared with the figure judges/validation.json records for them). The same refit on every EVOUNA question (it
+embeds ~47k texts) is a benchmark: ``benchmarks/judge_accuracy.py --only offline_heldout``.
 """
 
 from __future__ import annotations
@@ -45,8 +43,8 @@ def everything():
 
 @pytest.fixture(scope="module")
 def sample(everything):
-    """Every 10th question of NQ + TQ with all its labelled answers (~2,350 answers)."""
-    questions = sorted({e.group for e in everything})[::10]
+    """Every 20th question of NQ + TQ with all its labelled answers (1,175 answers)."""
+    questions = sorted({e.group for e in everything})[::20]
     keep = set(questions)
     return [e for e in everything if e.group in keep]
 
@@ -66,20 +64,22 @@ def test_shipped_params_file_describes_itself():
     assert all(c["pass"] and c["rate"] >= 0.95 for c in controls.values())
 
 
-@pytest.mark.slow
-def test_offline_judge_reaches_085_on_evouna_questions_it_never_saw(everything):
-    """Fitted (as calibrate-judge fits) on 7/8 of the questions, scored with the screen on the other eighth."""
-    questions = sorted({e.group for e in everything})
+def test_offline_judge_reaches_085_on_evouna_questions_it_never_saw(sample):
+    """Fitted (as calibrate-judge fits) on 7/8 of the sample's questions, scored with the screen on the other
+    eighth (~150 answers). The same split of every EVOUNA question (~2,900 answers held out) is
+    ``benchmarks/judge_accuracy.py offline_heldout`` (results/judge_accuracy.json)."""
+    questions = sorted({e.group for e in sample})
     held = set(questions[1::8])
-    train = [e for e in everything if e.group not in held]
-    test = [e for e in everything if e.group in held]
+    train = [e for e in sample if e.group not in held]
+    test = [e for e in sample if e.group in held]
+    assert len(test) >= 120
     model = calibrate(train, sources=["NQ", "TQ"])
     labels = np.array([e.label for e in test])
     _, verdicts = model.judge_batch([e.references for e in test], [e.answer for e in test],
                                     questions=[e.question for e in test])
     accuracy = float(np.mean(verdicts == labels))
-    keyword = float(np.mean([lexical.keyword_correct(e.references, e.answer) for e in test] == labels))
-    assert accuracy >= 0.85 and accuracy > keyword
+    keyword = float(np.mean(np.array([lexical.keyword_correct(e.references, e.answer) for e in test]) == labels))
+    assert accuracy >= 0.85 and accuracy > keyword, (accuracy, keyword)
     # the shipped file's cross-validated accuracy is what a fit scores on questions it never saw: within three
     # binomial standard errors of this held-out eighth (plus the spread of the shipped file's own folds)
     cv = json.loads(SHIPPED.read_text())["cross_validation"]
@@ -132,7 +132,7 @@ def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
     out = tmp_path / "judge.json"
     files = []
     for name, src in (("nq.jsonl", NQ), ("tq.jsonl", TQ)):
-        rows = load_labelled(src, limit=400)
+        rows = load_labelled(src, limit=200)
         path = tmp_path / name
         path.write_text(
             "".join(
@@ -147,7 +147,7 @@ def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
     assert result.exit_code == 0, result.output
     assert "offline judge (CV)" in result.stdout and "keyword>0.7" in result.stdout
     model = OfflineJudgeModel.load(out)
-    assert model.info["training_data"]["examples"] == 800
+    assert model.info["training_data"]["examples"] == 400
     assert model.info["training_data"]["files"] == ["nq.jsonl", "tq.jsonl"]
     prob, verdict = model.judge(["Wilhelm Conrad Röntgen"], "The first Nobel Prize in Physics went to Wilhelm Röntgen.")
     assert verdict and prob > 0.5

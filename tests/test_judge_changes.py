@@ -30,8 +30,8 @@ def answer(request):
     doc = {"q1": "d1", "q2": "d2", "q3": "d3"}[request["case_id"]]
     return {"retrieved": [{"id": doc}, {"id": "d2" if doc != "d2" else "d1"}], "answer": DOCS[doc].split(". ")[0] + "."}
 '''
-QUESTIONS = {"q1": "When was the Eiffel Tower completed?", "q2": "What is the capital of Japan?",
-             "q3": "Who wrote Hamlet?"}
+#: two questions over the three documents: the tests read which judge judged, not how many cases it judged
+QUESTIONS = {"q1": "When was the Eiffel Tower completed?", "q2": "What is the capital of Japan?"}
 SERVED = "openai:qwen15"
 #: how a run names it: the shipped parameters were fitted through the embedded checker, not this one
 SERVED_JUDGE = f"{SERVED} (parameters fitted through embedded)"
@@ -56,7 +56,7 @@ def judged_runs(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((embedded / "summary.json").read_text())
     assert summary["run"]["reference_free_judge"].startswith("embedded:")
-    assert summary["reference_free"]["metrics"]["faithfulness"]["n"] == 3
+    assert summary["reference_free"]["metrics"]["faithfulness"]["n"] == len(QUESTIONS)
     served = tmp / "served"
     shutil.copytree(embedded, served)
     summary["run"]["reference_free_judge"] = SERVED

@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 from sklearn.preprocessing import StandardScaler
 
-from evaluations.judging.validation.validation import heldout
+from evaluations.judging.validation import heldout
 
 from evaluations.judging.correctness import lexical
 from evaluations.judging.labels.data import LabelledAnswer, load_labelled
@@ -70,6 +70,14 @@ def judge():
     from evaluations.judging.correctness.embedded import load_judge
 
     return load_judge()
+
+
+@pytest.fixture(scope="module")
+def model_p(judge, clear_cases) -> list[float]:
+    """The model's own P(correct) of each clear case, asked without any verdict store (once for the module)."""
+    from evaluations.judging.correctness.embedded import judge_many
+
+    return [float(p) for p in judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases])]
 
 
 def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases):
@@ -131,13 +139,14 @@ def test_embedded_evaluator_in_a_run_and_judge_agreement_counts_it(clear_cases):
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, tmp_path, monkeypatch, enabled):
+def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, model_p, tmp_path, monkeypatch,
+                                                           enabled):
     """``cache.enabled`` (``--no-cache``) reaches the embedded judge a run builds (``build_qa_plan``): verdicts
     planted in the store (a P no model gives) are read with the cache on; with it off the run neither reads them
     nor writes its own."""
     from evaluations.core.config import load_config
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
-    from evaluations.judging.correctness.embedded import VerdictCache, judge_many
+    from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.pipeline.plan import build_qa_plan
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
@@ -150,8 +159,7 @@ def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, t
     dataset, task = _dataset(clear_cases, evaluator)
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=1)
     p = {c.inputs.query: c.scores["llm_p_correct"].value for c in report.cases}
-    model_p = judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases])  # no cache
-    for e, expected in zip(clear_cases, model_p):
+    for e, expected in zip(clear_cases, model_p):  # the model's own P, asked without a store
         if enabled and e in planted:
             assert p[e.question] == 0.123456  # read from the cache
         else:
@@ -270,8 +278,8 @@ def test_served_judge_against_a_real_llama_cpp_server(llama_server):
 # -- held-out study: statistics vs scikit-learn --------------------------------------------------------------
 def test_heldout_splits_and_statistics_match_scikit_learn():
     examples = heldout.load_evouna(DATA / "evouna")
-    rows = heldout.stratified_sample(examples, 25, seed=3)
-    assert len(rows) == 250 and len(set(rows)) == 250
+    rows = heldout.stratified_sample(examples, 12, seed=3)  # 12 answers of each (dataset, system) cell
+    assert len(rows) == 120 and len(set(rows)) == 120
     cells = {(heldout.dataset_of(examples[i]), examples[i].system) for i in rows[:10]}
     assert len(cells) == 10, "the sample is interleaved across the 10 (dataset, system) cells"
     sub = [examples[i] for i in rows]
@@ -305,15 +313,16 @@ def test_heldout_splits_and_statistics_match_scikit_learn():
 
 
 @pytest.mark.parametrize("cache", [True, False])
-def test_no_cache_reaches_the_combined_judge_of_judge_agreement(judge, clear_cases, tmp_path, monkeypatch, cache):
+def test_no_cache_reaches_the_combined_judge_of_judge_agreement(judge, clear_cases, model_p, tmp_path, monkeypatch,
+                                                               cache):
     """``judge-agreement --judges combined --no-cache`` judges again: a verdict planted in the store (P = 0.0 for
     answers the model rates correct) turns them incorrect only while the cache is used."""
     from evaluations.judging.validation.agreement import run_judges
-    from evaluations.judging.correctness.embedded import VerdictCache, judge_many
+    from evaluations.judging.correctness.embedded import VerdictCache
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
     right = [e for e in clear_cases if e.label]
-    assert all(p > 0.5 for p in judge_many(judge, [(e.question, e.references, e.answer) for e in right]))
+    assert all(p > 0.5 for e, p in zip(clear_cases, model_p) if e.label)  # the model rates them correct
     store = VerdictCache()
     for e in right:
         store.put(VerdictCache.key(judge.id, e.question, e.references, e.answer), 0.0)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import write_scifact_subset
 from fake_llm_server import FakeLLMServer
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
 from test_cli_retrieval import REPO, run_cli
 from test_run_survives import ANSWERABLE, _cli, _env, _gold, _read, _responder, kill_after_cases
 
@@ -23,6 +24,7 @@ from evaluations.core.config import LanceDB
 from evaluations.index.objectstore import resolve
 from evaluations.results.folder import PARTIAL_FILE
 
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 BUCKET = "evaluations-test"
 COMPARED = ("retrieved", "scores", "metrics")
 
@@ -87,9 +89,9 @@ def _same_results(a: Path, b: Path, index: bool = True) -> None:
 
 @pytest.mark.parametrize("mode", ["fts", "vector"])
 def test_index_search_reindex_and_skip_db_on_s3_equal_a_local_folder(s3, mode, tmp_path):
-    """Real SciFact (20 queries' relevant abstracts and 40 others, 10 queries run): the same results from a
+    """Real SciFact (10 queries' relevant abstracts and 20 others, the 10 queries run): the same results from a
     bucket as from a folder, for a new index, an incremental re-index and the --skip-db refusal."""
-    data = write_scifact_subset(tmp_path / "data", 20, 40)
+    data = write_scifact_subset(tmp_path / "data", 10, 20)
     env = {**s3, "HAIKU_RAG_CONFIG_PATH": ""}
     remote, local = f"s3://{BUCKET}/{mode}/db", str(tmp_path / "local-db")
 
@@ -139,7 +141,8 @@ def test_kill_and_resume_with_the_index_on_s3_equals_a_straight_run(s3, tmp_path
     cases, resume, and the run equals a straight run whose index is also in the bucket."""
     gold = _gold()
     db = f"s3://{BUCKET}/resume/db"
-    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.4) as server:
+    # each answer takes 0.2 s: the run is still running when its 5th case is on disk (polled every 0.05 s)
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.2) as server:
         env_a = {**s3, **_env(server, tmp_path / "data-a")}
         straight = run_cli(*_cli(db, "--concurrency", "1", "--out", str(tmp_path / "straight")), env=env_a)
         assert straight.returncode == 0, straight.stderr

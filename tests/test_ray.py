@@ -17,16 +17,31 @@ from pathlib import Path
 import pytest
 from conftest import REPLIQA_20, SCIFACT, write_scifact_subset
 from fake_llm_server import FakeLLMServer, tool_call
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
 from test_cli_retrieval import REPO
 
+pytestmark = pytest.mark.usefixtures("shared_minilm")  # in this process; Ray's workers embed for themselves
 ray = pytest.importorskip("ray")  # the ray extra (scripts/setup.sh installs it): missing means a broken test install
 
 
 @pytest.fixture(scope="module")
 def cluster():
+    """One local cluster for the module (the only one of the session)."""
     ray.init(num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def scifact_local(tmp_path_factory) -> tuple[Path, Path]:
+    """The whole SciFact corpus indexed once for BM25 (the tests' runs find it up to date), and the local run of
+    its first 300 test queries over it: (the index folder, the run folder)."""
+    from evaluations.cli.root import main
+
+    work = tmp_path_factory.mktemp("scifact_fts")
+    main(["beir", str(SCIFACT), "--limit", "300", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+          str(work / "db"), "--out", str(work / "local")])
+    return work / "db", work / "local"
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -54,8 +69,8 @@ def _same_results(local: Path, remote: Path, *, answers: bool = False) -> None:
     assert _summary(remote)["metrics"] == pytest.approx(_summary(local)["metrics"], abs=1e-9)
 
 
-def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path):
-    db = tmp_path / "db"
+def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path, scifact_local):
+    db, _ = scifact_local
     args = ["beir", str(SCIFACT), "--limit", "30", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
             str(db)]
     assert cli([*args, "--out", str(tmp_path / "local")])[0] == 0
@@ -70,7 +85,7 @@ def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path):
 
 def test_vectors_embedded_by_ray_data_equal_local_ones(cluster, cli, tmp_path):
     """A cold index embedded on Ray Data actors ranks like one embedded here; a re-run embeds nothing new."""
-    subset = write_scifact_subset(tmp_path / "data", 30, 30)
+    subset = write_scifact_subset(tmp_path / "data", 10, 10)
     args = ["beir", str(subset), "--search-mode", "vector", "--skip-qa", "--no-progress"]
     assert cli([*args, "--db", str(tmp_path / "db-local"), "--out", str(tmp_path / "local")])[0] == 0
     code, _, err = cli([*args, "--db", str(tmp_path / "db-ray"), "--out", str(tmp_path / "ray"), "--executor", "ray"])
@@ -130,11 +145,10 @@ def test_repliqa_answers_on_ray_equal_local_and_a_cached_rerun_calls_no_model(cl
     _same_results(tmp_path / "ray", tmp_path / "again", answers=True)
 
 
-def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path):
-    db = tmp_path / "db"
+def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path, scifact_local):
+    db, local = scifact_local
     args = ["beir", str(SCIFACT), "--limit", "300", "--search-mode", "fts", "--skip-qa", "--no-progress",
             "--db", str(db)]
-    assert cli([*args, "--out", str(tmp_path / "local")])[0] == 0
     out = tmp_path / "killrun"
     killed: list[str] = []
 
@@ -158,7 +172,7 @@ def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path):
     assert killed, "the run ended before a worker could be killed"
     done = len(_records(out))
     assert done == 300 and int(killed[0].split()[1]) < 300, killed  # the kill landed mid-run
-    _same_results(tmp_path / "local", out)
+    _same_results(local, out)
 
 
 def test_bad_executor_is_one_error(cli, tmp_path):
@@ -171,39 +185,45 @@ def test_bad_executor_is_one_error(cli, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_path):
-    """In a fresh process (this one runs a cluster): an address nobody listens on fails fast, exit 2; the
-    default run never imports ray."""
+def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_path, scifact_local):
+    """In a fresh process (this one runs a cluster): the default run never imports ray; then an address nobody
+    listens on fails fast, exit 2. (One process for both: the local run leaves ray unimported, so the second run
+    meets Ray as a new process does.)"""
     import socket
 
+    db, _ = scifact_local
     with socket.socket() as sock:  # a free port, closed again: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.run([sys.executable, "-m", "evaluations", "beir", str(SCIFACT), "--limit", "3", "--search-mode",
-                           "fts", "--skip-qa", "--no-progress", "--db", str(tmp_path / "db"), "--out",
-                           str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}"], capture_output=True, text=True,
-                          cwd=REPO, timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
-    assert not (tmp_path / "o").exists()
-    script = ("import sys\nfrom evaluations.cli.root import main\ntry:\n    main(sys.argv[1:])\n"
-              "except SystemExit as exc:\n    assert not exc.code, exc.code\nprint('ray' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", script, "beir", str(SCIFACT), "--limit", "3", "--search-mode",
-                           "fts", "--skip-qa", "--no-progress", "--db", str(tmp_path / "db"), "--out",
-                           str(tmp_path / "local")], capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "False"
+    args = ["beir", str(SCIFACT), "--limit", "3", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+            str(db)]
+    runs = [[*args, "--out", str(tmp_path / "local")],
+            [*args, "--out", str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}"]]
+    script = ("import json, sys\nfrom evaluations.cli.root import main\nlocal, remote = json.loads(sys.argv[1])\n"
+              "try:\n    main(local)\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+              "print('ray' in sys.modules, flush=True)\nprint('-- unreachable --', file=sys.stderr, flush=True)\n"
+              "main(remote)\n")
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(runs)], capture_output=True, text=True, cwd=REPO,
+                          timeout=300)
+    assert proc.stdout.strip().splitlines()[-1] == "False", proc.stderr
     assert json.loads((tmp_path / "local" / "summary.json").read_text())["run"]["executor"] == {"kind": "local"}
+    unreachable = proc.stderr.split("-- unreachable --\n", 1)[1]
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in unreachable and "Traceback" not in unreachable
+    assert not (tmp_path / "o").exists()
 
 
 def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli, tmp_path):
+    """The first cell (vector search: it embeds the corpus, on Ray Data) builds the index here; the two others run
+    as Ray tasks side by side (one case worker each) and find it up to date."""
     import yaml
 
-    subset = write_scifact_subset(tmp_path / "data", 20, 30)
+    subset = write_scifact_subset(tmp_path / "data", 6, 10)
     (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\n"
                                         f"history: {{path: {tmp_path / 'history.sqlite'}}}\n")
     grid = {"dataset": "beir", "source": str(subset), "skip_qa": True, "k": [1, 5, 10], "config": "base.yaml",
-            "axes": {"embedder": ["embedded:all-MiniLM-L6-v2"], "search_mode": ["fts", "vector", "hybrid"]}}
+            "concurrency": 1,
+            "axes": {"embedder": ["embedded:all-MiniLM-L6-v2"], "search_mode": ["vector", "fts", "hybrid"]}}
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
     code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "ray"), "--no-progress",
                         "--executor", "ray"])
@@ -214,7 +234,8 @@ def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli,
     assert all(s["run"]["executor"]["kind"] == "ray" for s in summaries)
     # one index (the default folder per dataset and embedder): its chunks were embedded once, by one cell
     assert len({s["index"]["path"] for s in summaries}) == 1
-    assert sum(s["index"]["embedded_chunks"] for s in summaries) == summaries[1]["index"]["chunks"]
+    assert sum(s["index"]["embedded_chunks"] for s in summaries) == summaries[0]["index"]["embedded_chunks"] \
+        == summaries[0]["index"]["chunks"] > 0
     (tmp_path / "base.yaml").write_text(f"storage: {{data_dir: {tmp_path / 'home-local'}}}\n")
     code, _, err = cli(["matrix", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "local"), "--no-progress"])
     assert code == 0, err

@@ -25,7 +25,7 @@ from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = DATA / "squad2_dev_cs224n" / "questions.jsonl.gz"
-CASES = 4  # questions per run: one per article, so every "unrelated" answer comes from another article
+CASES = 3  # questions per run: one per article, so every "unrelated" answer comes from another article
 
 SYSTEMS = '''
 import json
@@ -450,8 +450,9 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
     """A BEIR run gives context_relevance with its agreement with the qrels; accuracy and κ equal scikit-learn's
     over the chunk verdicts the records hold, labelled relevant when the chunk's document is in the qrels."""
     folder = write_scifact_subset(tmp_path / "scifact", 3, 6)
-    config = tmp_path / "config.yaml"
-    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 3}}\n")
+    config = tmp_path / "config.yaml"  # the top 2 chunks of 96 words: six short questions to the judge model
+    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 2}}\n"
+                      "processing: {chunk_size: 96, chunk_overlap: 0}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
     proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--limit", "3",
                  "--reference-free", "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
@@ -462,27 +463,27 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
     assert entry["n"] == 3 and summary["metrics"]["context_relevance"] == entry["mean"]
     labels, verdicts = [], []
     for record in _records(tmp_path / "run"):
-        assert len(record["chunk_relevance"]) == 3
+        assert len(record["chunk_relevance"]) == 2
         for chunk in record["chunk_relevance"]:
             labels.append(record["relevant"].get(chunk["doc"], 0) > 0)
             verdicts.append(chunk["relevant"])
     agreed = entry["qrels_agreement"]
-    assert agreed["chunks"] == len(labels) == 9
+    assert agreed["chunks"] == len(labels) == 6
     assert agreed["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
     if len(set(labels)) > 1 or len(set(verdicts)) > 1:
         assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
     said = " ".join((proc.stdout + proc.stderr).split())  # the console line, beside the retrieval metrics
-    assert f"agrees with the qrels on 9 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
+    assert f"agrees with the qrels on 6 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
 
 
 def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
     """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
-    hold the answer. RepliQA's documents (about 800 words) as a BEIR folder, each question's own document relevant:
-    the per-document agreement (a retrieved document judged relevant when one of its chunks is) equals
-    scikit-learn's over those (case, document) pairs built from the records, and it covers fewer rows than the
-    per-chunk one."""
+    hold the answer. Two RepliQA documents (about 800 words, cut into 96-word chunks) as a BEIR folder, each
+    question's own document relevant: the per-document agreement (a retrieved document judged relevant when one of
+    its chunks is) equals scikit-learn's over those (case, document) pairs built from the records, and it covers
+    fewer rows than the per-chunk one (three chunks retrieved from two documents: one document twice, at least)."""
     with gzip.open(DATA / "repliqa_samples" / "repliqa_sample20.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rows = [json.loads(next(handle)) for _ in range(3)]
+        rows = [json.loads(next(handle)) for _ in range(2)]
     folder = tmp_path / "repliqa"
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(
@@ -492,7 +493,8 @@ def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"q{i}\td{i}\t1\n" for i in range(len(rows))))
     config = tmp_path / "config.yaml"
-    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 4}}\n")
+    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 3}}\n"
+                      "processing: {chunk_size: 96, chunk_overlap: 0}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
     proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--reference-free",
                  "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
@@ -508,7 +510,7 @@ def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
     agreed = _summary(tmp_path / "run")["reference_free"]["metrics"]["context_relevance"]["qrels_agreement"]
     per_doc = agreed["documents"]
     labels, verdicts = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
-    assert agreed["chunks"] == chunks == 12 and per_doc["documents"] == len(pairs) < chunks
+    assert agreed["chunks"] == chunks == 6 and per_doc["documents"] == len(pairs) < chunks
     assert per_doc["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
     assert per_doc["qrels_relevant_rate"] == pytest.approx(sum(labels) / len(labels))
     if len(set(labels)) > 1 or len(set(verdicts)) > 1:

@@ -1,6 +1,7 @@
-"""A run's life across sessions, through the real CLI on a tiny user system: an --overwrite keeps the run it
-replaces until the new one is finished, SIGTERM interrupts like Ctrl-C, and --resume runs again the cases whose
-judge failed, reports the run's first start and total time, and leaves one history row per run folder.
+"""A run's life across sessions, through the real CLI on a tiny user system (a process of its own where a signal
+is sent to it, in this process otherwise): an --overwrite keeps the run it replaces until the new one is finished,
+SIGTERM interrupts like Ctrl-C, and --resume runs again the cases whose judge failed, reports the run's first start
+and total time, and leaves one history row per run folder.
 
 The served judge is the protocol-level test server (tests/fake_llm_server.py), used for what it is for: an outage
 (HTTP 500 on every question), then a server that answers.
@@ -20,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fake_llm_server import Fault, FakeLLMServer
+from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,6 +78,12 @@ def _command(tmp_path: Path, system: str, *extra: str) -> list[str]:
             "--no-progress", *extra]
 
 
+def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """``command`` (``python -m evaluations ARGS``) in this process: the runs no signal is sent to."""
+    assert command[:3] == [sys.executable, "-m", "evaluations"], command
+    return run_evaluations(command[3:], text=True, env=env, cwd=cwd)
+
+
 def _hashes(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.is_file()}
 
@@ -84,8 +92,7 @@ def _finished_run(tmp_path: Path) -> tuple[dict[str, str], Path, dict[str, str]]
     """A finished run of the tiny system in ``tmp_path/out``: the environment, the folder and its files' hashes."""
     env = _work(tmp_path, "cache: {enabled: false}\njudge: {reference_free: []}\nrequests: {timeout: 600}\n")
     out = tmp_path / "out"
-    first = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), capture_output=True,
-                           text=True, env=env, cwd=tmp_path, timeout=300)
+    first = _run(_command(tmp_path, "lifecycle_sys:search", "--out", str(out)), env, tmp_path)
     assert first.returncode == 0, first.stderr
     return env, out, _hashes(out)
 
@@ -142,8 +149,7 @@ def test_an_interrupted_overwrite_keeps_the_old_run_and_sigterm_is_an_interrupti
     assert not (out / "summary.json").exists()
 
     resume_launched = time.time()
-    resumed = subprocess.run(_command(tmp_path, "lifecycle_sys:search", "--resume", str(out)), capture_output=True,
-                             text=True, env=env, cwd=tmp_path, timeout=300)
+    resumed = _run(_command(tmp_path, "lifecycle_sys:search", "--resume", str(out)), env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "2 finished, 1 to run" in resumed.stderr
     assert not (out / ".previous-run").exists()  # the new run is finished: the old one is replaced for good
@@ -168,7 +174,7 @@ def test_an_overwrite_that_fails_before_its_first_case_gives_the_old_run_back(tm
     failing = [sys.executable, "-m", "evaluations", "run", str(tmp_path / "q.jsonl"), "--corpus",
                str(tmp_path / "corpus.jsonl"), "--search-mode", "fts", "--skip-qa", "--db", str(tmp_path / "nodb"),
                "--skip-db", "--config", str(tmp_path / "c.yaml"), "--out", str(out), "--overwrite", "--no-progress"]
-    proc = subprocess.run(failing, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    proc = _run(failing, env, tmp_path)
     assert proc.returncode == 2 and "--skip-db" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(old) and _hashes(out) == old
 
@@ -206,15 +212,13 @@ def test_resume_runs_the_cases_whose_judge_failed_again(tmp_path):
                               f"history:\n  path: {tmp_path / 'history.sqlite'}\n")
         env["OPENAI_API_KEY"] = "x"
         out = tmp_path / "run"
-        failed = subprocess.run(_command(tmp_path, "lifecycle_sys:answer", "--out", str(out)), capture_output=True,
-                                text=True, env=env, cwd=tmp_path, timeout=600)
+        failed = _run(_command(tmp_path, "lifecycle_sys:answer", "--out", str(out)), env, tmp_path)
         assert failed.returncode == 3, failed.stderr
         assert f"once their cause is fixed, the same command with --resume {out} runs them again" in failed.stderr
         assert json.loads((out / "summary.json").read_text())["counts"]["judge_failed"] == 3
         state["down"] = False
         asked_before = len(server.calls("/v1/chat/completions"))
-        resumed = subprocess.run(_command(tmp_path, "lifecycle_sys:answer", "--resume", str(out)),
-                                 capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        resumed = _run(_command(tmp_path, "lifecycle_sys:answer", "--resume", str(out)), env, tmp_path)
         asked = len(server.calls("/v1/chat/completions")) - asked_before
     assert resumed.returncode == 0, resumed.stderr
     assert "0 finished, 3 to run" in resumed.stderr and "Traceback" not in resumed.stderr

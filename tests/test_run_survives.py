@@ -25,6 +25,9 @@ from test_cli_retrieval import REPO, run_cli
 from evaluations.core.errors import EvaluationsError
 from evaluations.results import RunFolder
 from evaluations.results.folder import PARTIAL_FILE
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 ANSWERABLE = 18  # RepliQA sample20: 20 rows, 2 unanswerable are skipped
 
@@ -154,7 +157,8 @@ def kill_after_cases(cli_args: list[str], env: dict[str, str], out: Path, cases:
 
 def test_kill_and_resume_equals_a_straight_run(tmp_path):
     gold = _gold()
-    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.4) as server:
+    # each answer takes 0.2 s: the run is still running when its 5th case is on disk (polled every 0.05 s)
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.2) as server:
         straight = run_cli(*_cli(tmp_path / "db", "--concurrency", "1", "--out", str(tmp_path / "straight")),
                            env=_env(server, tmp_path / "data-a"))
         assert straight.returncode == 0, straight.stderr

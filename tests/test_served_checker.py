@@ -17,7 +17,6 @@ import anyio
 import pytest
 from conftest import REPLIQA_20, multihop_probe
 from fake_llm_server import FakeLLMServer, Fault, closed_port_url, tool_call
-from llama_server import start_llama_server, stop_llama_server
 
 from evaluations.core.config import Config, LLMModel
 from evaluations.core.errors import EvaluationsError
@@ -253,17 +252,13 @@ def test_the_embedded_provider_gets_the_embedded_scorer(tmp_path):
     assert claims_from_model("q", "a", LLMModel(provider="embedded"), config) is None
 
 
-# -- a real server --------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def qwen_server(tmp_path_factory):
-    """Qwen2.5-Coder-0.5B-Instruct behind llama-cpp-python's OpenAI-compatible server."""
-    from evaluations.models.llamacpp import gguf_path
-
-    server = start_llama_server(gguf_path("qwen2.5-coder-0.5b"), tmp_path_factory.mktemp("qwen") / "server.log")
-    try:
-        yield server
-    finally:
-        stop_llama_server(server.process)
+# -- a real server (``qwen_server``: conftest.py, one per session) ------------------------------------
+#: A handful of rows proves each path reaches the real server and reads its replies; how well a served checker
+#: agrees with labels over hundreds of rows is measured, not tested (``calibrate-judge`` through a served model:
+#: benchmarks/results/context_relevance_served_refit.json, faithfulness_served_refit.json). Output retries are
+#: off where the real server is asked for claims (``judge.retries: 0``): a tool call the 0.5B model cannot make
+#: costs one request, not three (retries and the ladder are tests/test_retries.py's and tests/test_ladder.py's).
+NO_RETRIES = "judge:\n  retries: 0\n"
 
 
 def _statements(n: int) -> list[tuple[str, str, str]]:
@@ -387,7 +382,7 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     from evaluations.cli.root import main
 
     rows = []
-    for passage, supported, other in _statements(2):
+    for passage, supported, other in _statements(1):  # one passage: a supported and an unsupported answer
         question = "What does the passage say?"
         rows += [{"query": question, "context": [passage], "generated_answer": supported, "label": True},
                  {"query": question, "context": [passage], "generated_answer": other, "label": False}]
@@ -396,7 +391,7 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     cache = tmp_path / "calls.sqlite"
     config = tmp_path / "haiku.rag.yaml"
     config.write_text(f"providers:\n  openai:\n    base_url: {qwen_server.base_url}\n"
-                      f"cache:\n  path: {cache}\n", encoding="utf-8")
+                      f"cache:\n  path: {cache}\n{NO_RETRIES}", encoding="utf-8")
 
     def agreement(*extra: str) -> tuple[int | None, str]:
         code = None
@@ -411,13 +406,13 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     code, out = agreement("--judge", f"openai:{qwen_server.model_id}")
     assert code in (0, None), out
     judged = {j["judge"]: j for j in json.loads(out)["judges"]}
-    assert judged["faithfulness"]["n"] == 4 and judged["context_relevance"]["n"] == 4
+    assert judged["faithfulness"]["n"] == 2 and judged["context_relevance"]["n"] == 2
     asked = CALL_STATS["chat"].misses - live
-    assert asked >= 4  # every answer's claims and every passage were asked of the server
+    assert asked >= 2 + 2 + 1  # both answers' claims, a check of each, and the passage were asked of the server
     with sqlite3.connect(cache) as db:
         stored = sum(db.execute(f"select count(*) from {t}").fetchone()[0]
                      for (t,) in db.execute("select name from sqlite_master where type='table'"))
-    assert stored >= 4  # kept in the config's call cache
+    assert stored >= 5  # kept in the config's call cache
 
     code, again = agreement("--judge", f"openai:{qwen_server.model_id}")
     assert CALL_STATS["chat"].misses - live == asked  # the second pass: all from the cache
@@ -448,7 +443,7 @@ def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path,
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     config = tmp_path / "judge.yaml"
-    config.write_text(f"judge:\n  model: {{provider: openai, name: {qwen_server.model_id}, "
+    config.write_text(f"{NO_RETRIES}  model: {{provider: openai, name: {qwen_server.model_id}, "
                       f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n",
                       encoding="utf-8")
     monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
@@ -465,8 +460,9 @@ def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path,
     metrics = summary["reference_free"]["metrics"]
     assert metrics["faithfulness"]["n"] == 2 and metrics["context_relevance"]["n"] == 2
     assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
-    # 2 decompositions, at least one claim check per answer, and the one passage asked for relevance
-    assert asked >= 2 + 2 + 1, asked
+    # each answer asked about at least once (its decomposition, or its claim's check when the 0.5B model's tool call
+    # fails and the judge falls back to its sentences), and the one passage asked for relevance
+    assert asked >= len(rows) + 1, asked
     again = score()
     assert CALL_STATS["chat"].misses - live == asked  # all from the call cache
     assert again["reference_free"]["metrics"] == metrics
@@ -482,7 +478,9 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
     config = tmp_path / "haiku.rag.yaml"
     config.write_text(f"providers:\n  openai:\n    base_url: {qwen_server.base_url}\n"
                       f"cache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
-    served = ["--judge", f"openai:{qwen_server.model_id}", "--config", str(config), "--limit", "12"]
+    # the first 4 rows: two questions, each with a relevant and an irrelevant passage (2-fold CV needs both labels
+    # in each training fold); the refit on hundreds of rows is benchmarks/results/context_relevance_served_refit.json
+    served = ["--judge", f"openai:{qwen_server.model_id}", "--config", str(config), "--limit", "4"]
 
     def cli(*args: str) -> tuple[int | None, str]:
         code = None
@@ -511,7 +509,7 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
                                  f"--judge openai:{qwen_server.model_id}")
     assert doc["validation"]["previous_parameters_same_rows"]["accuracy"] == pytest.approx(
         current["accuracy"]["value"], abs=1e-4)
-    assert doc["training_data"]["rows"] == current["n"] == 12
+    assert doc["training_data"]["rows"] == current["n"] == 4
     assert "checker calls made: 0" in out  # judge-agreement asked the same questions: all cached
 
 
@@ -646,7 +644,7 @@ def test_a_bridge_claim_is_sent_to_a_real_server_with_both_passages_when_they_fi
 
     model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
     config = _config(tmp_path)
-    rows = _bridge_rows(3)
+    rows = _bridge_rows(1)  # one multi-hop row: the window logic is the checker's, the reply the real server's
     tails = []
     for row in rows:
         checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",)))

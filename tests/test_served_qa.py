@@ -143,13 +143,16 @@ def test_modes_follow_the_model_kind():
     assert output_modes(FunctionModel(lambda m, i: _reply(""))) == ("tool",)
 
 
-def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_server, tmp_path):
-    """SmolLM2-135M behind llama.cpp's OpenAI-compatible server: >= 90% of the RepliQA sample answered."""
+def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_server, repliqa_db, tmp_path,
+                                                                         fresh_model_cache):
+    """SmolLM2-135M behind llama.cpp's OpenAI-compatible server: >= 90% of the first RepliQA questions answered
+    (two: the first pays the ladder's refused modes, the second starts at the mode that worked). The index is the
+    session's RepliQA index (``repliqa_db``); the call cache is this test's own (its calls are counted)."""
     out = tmp_path / "out"
     config = tmp_path / "haiku.rag.yaml"  # short answers keep the test fast; the base URL comes from the env
     config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 96}\n  max_context_chars: 2000\n")
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "5", "--config", str(config),
-                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(tmp_path / "db"), "--out", str(out),
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
+                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(out),
                    "--no-progress", "--concurrency", "1",
                    env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
     assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- server log ---\n" + llama_server.log[-3000:]
@@ -157,7 +160,7 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert summary["run"]["qa_model"]["provider"] == "openai"
     assert summary["run"]["qa_model"]["base_url"] == llama_server.base_url
-    assert len(records) == summary["counts"]["cases"] == 5
+    assert len(records) == summary["counts"]["cases"] == 2
     answered = [r for r in records if r["answer"] and r["answer"]["answer"].strip()]
     modes = {}
     for r in records:
@@ -176,8 +179,8 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
 
     # the same command again: every reply from the cache, none of the refused calls repeated, the same answers
     again = tmp_path / "again"
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "5", "--config", str(config),
-                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(tmp_path / "db"), "--out", str(again),
+    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
+                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(again),
                    "--no-progress", "--concurrency", "1", "--skip-db",
                    env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -65,7 +65,9 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
           str(wheel)], cwd=root)
     work = root / "work"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+    # the judges' cache of the suite (EVALUATIONS_CACHE_DIR) is not passed on: the wheel's is in its data home
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTHON") and k not in ("VIRTUAL_ENV", "EVALUATIONS_CACHE_DIR")}
     env.update(XDG_DATA_HOME=str(root / "data"), EVALUATIONS_LLM_THREADS="1", HF_HUB_OFFLINE="1")
     return venv, work, env
 
@@ -97,9 +99,9 @@ def test_judge_agreement_from_the_wheel(wheel_venv, tmp_path):
     from evaluations.judging.correctness.offline import OfflineJudgeModel
 
     venv, work, env = wheel_venv
-    labelled = tmp_path / "evouna_nq_30.jsonl"
+    labelled = tmp_path / "evouna_nq_12.jsonl"  # 12 questions, each with the answers of several systems
     with gzip.open(DATA / "evouna" / "NQ.jsonl.gz", "rt", encoding="utf-8") as handle:
-        labelled.write_text("".join(next(handle) for _ in range(30)), encoding="utf-8")
+        labelled.write_text("".join(next(handle) for _ in range(12)), encoding="utf-8")
     proc = _run([str(venv / "bin" / "evaluations"), "judge-agreement", str(labelled), "--judges", "em,offline",
                  "--json", "--resamples", "20"], cwd=work, env=env)
     result = {j["judge"]: j for j in json.loads(proc.stdout)["judges"]}
@@ -112,7 +114,7 @@ def test_judge_agreement_from_the_wheel(wheel_venv, tmp_path):
     _, verdicts = OfflineJudgeModel.load(REPO / "judges" / "offline_judge.json").judge_batch(
         [e.references for e in examples], [e.answer for e in examples], cache_path=cache,
         questions=[e.question for e in examples], answerable=[e.answerable for e in examples])
-    assert result["offline"]["n"] == len(examples) > 100
+    assert result["offline"]["n"] == len(examples) >= 30 and 0 < labels.mean() < 1
     assert result["offline"]["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts), abs=1e-6)
     assert result["offline"]["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
 

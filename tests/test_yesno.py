@@ -37,20 +37,32 @@ def test_cached_probability_makes_no_second_call(tmp_path):
     assert (called1, called2) == (True, False) and scorer.calls == before and p1 == p2
 
 
+SMALL_WINDOW = 256  # tokens: the cut passage is read in one short pass (the default 2,048-token one is ~20-40 s)
+
+
 def test_long_passage_is_cut_to_the_window():
+    """The judges' scorer (a 2,048-token window) cuts a long passage to the room its window leaves beside the tail;
+    the same model loaded with a 256-token window (the same code, another ``n_ctx``) cuts it to its own room and
+    reads the cut passage in one pass."""
     scorer = load_scorer(PASSAGE_SYSTEM)
     tail = TAIL.format(s="The tower was completed in 1889.")
     long = "Passage:\n" + "The tower is made of iron. " * 800 + "\n\n"
     cut = scorer.fit(long, tail)
-    assert len(scorer.text_tokens(cut)) <= scorer.room(tail) and cut.endswith(" ...")
-    assert 0.0 <= scorer.probability(long, tail)[0] <= 1.0
-    assert isinstance(scorer, YesNoScorer)
+    assert len(scorer.text_tokens(cut)) <= scorer.room(tail) < len(scorer.text_tokens(long)) and cut.endswith(" ...")
+    assert isinstance(scorer, YesNoScorer) and scorer.n_ctx == 2048
+    small = load_scorer(PASSAGE_SYSTEM, n_ctx=SMALL_WINDOW)
+    assert small.model is not scorer.model and small.room(tail) < scorer.room(tail)
+    small_cut = small.fit(long, tail)
+    assert len(small.text_tokens(small_cut)) <= small.room(tail) and small_cut.endswith(" ...")
+    assert small.room(tail) - len(small.text_tokens(small_cut)) < 8  # cut to the room, not far below it
+    assert 0.0 <= small.probability(long, tail)[0] <= 1.0
 
 
 def test_each_text_is_tokenized_once_per_question(monkeypatch):
     """probability() tokenizes the tail and the passage once each (it tokenized the tail three times and the passage
-    twice); a passage cut to the window is tokenized once more, as it is read."""
-    scorer = load_scorer(PASSAGE_SYSTEM)
+    twice); a passage cut to the window is tokenized once more, as it is read (the 256-token window's scorer: a
+    short pass)."""
+    scorer = load_scorer(PASSAGE_SYSTEM, n_ctx=SMALL_WINDOW)
     tail = TAIL.format(s="The tower was completed in 1889.")
     texts: list[bytes] = []
     tokenize = scorer.model.llm.tokenize
