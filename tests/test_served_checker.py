@@ -408,11 +408,13 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     judged = {j["judge"]: j for j in json.loads(out)["judges"]}
     assert judged["faithfulness"]["n"] == 2 and judged["context_relevance"]["n"] == 2
     asked = CALL_STATS["chat"].misses - live
-    assert asked >= 2 + 2 + 1  # both answers' claims, a check of each, and the passage were asked of the server
+    # each answer asked about at least once (its decomposition, or its claim's check when the 0.5B model's tool call
+    # fails and the judge falls back to its sentences), and the one passage asked for relevance
+    assert asked >= len(rows) + 1, asked
     with sqlite3.connect(cache) as db:
         stored = sum(db.execute(f"select count(*) from {t}").fetchone()[0]
                      for (t,) in db.execute("select name from sqlite_master where type='table'"))
-    assert stored >= 5  # kept in the config's call cache
+    assert stored >= len(rows) + 1  # kept in the config's call cache
 
     code, again = agreement("--judge", f"openai:{qwen_server.model_id}")
     assert CALL_STATS["chat"].misses - live == asked  # the second pass: all from the cache
