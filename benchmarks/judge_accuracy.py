@@ -23,8 +23,6 @@ Sections (test they came from → what is measured):
   abstract and a random one: accepted ≥ 4/12, random rejected ≥ 11/12.
 * ``context_relevance_multihop`` (test_context_relevance): both passages of the probe's 25 comparison and yes/no
   questions: ≥ 70% of the 50 relevant.
-* ``sole_source_squad`` (test_context_relevance): SQuAD 2.0 answerable questions with two other paragraphs of the
-  same article: the sole-source rule marks ≤ 0.5% of those other paragraphs.
 * ``faithfulness_bridge`` (test_faithfulness): the probe's 50 short answers to its 25 bridge questions: supported
   accepted ≥ 70%, unsupported rejected ≥ 40%, claims read across both passages ≥ 70% of the supported answers.
 * ``faithfulness_copies_swaps`` (test_faithfulness): 10 seeded SQuAD 2.0 paragraphs, each with one of its sentences
@@ -32,6 +30,10 @@ Sections (test they came from → what is measured):
   swaps rejected ≥ 8/10.
 * ``comparison_by_date`` (test_comparison): the probe's 16 short answers to its 8 comparisons by date through the
   faithfulness judge with the real checker: every verdict the label, decided by the rule.
+
+The sole-source rule over every answerable SQuAD 2.0 question (no model call, under a second) stays whole in
+test_context_relevance. The draw of copies and swaps and the held-out eighth are ``tests/judge_samples.py``'s, the
+tests' own.
 
 Verdicts of the embedded model go to the user's verdict store (``$EVALUATIONS_CACHE_DIR`` or the data home), the
 offline judge's embeddings to its embedding cache: a re-run makes no model call. Writes
@@ -52,10 +54,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from judge_samples import copies_and_swaps, offline_heldout_eighth  # noqa: E402  (the tests' draw and split)
 
 SHARED = ROOT.parent / "shared" / "data"
 EVOUNA = SHARED / "evouna"
@@ -80,29 +82,15 @@ def _scorer():
 
 
 def offline_heldout() -> dict:
-    from evaluations.judging.correctness import lexical
     from evaluations.judging.labels.data import load_labelled
-    from evaluations.judging.validation.calibrate import calibrate
 
-    everything = load_labelled(EVOUNA / "NQ.jsonl.gz") + load_labelled(EVOUNA / "TQ.jsonl.gz")
-    questions = sorted({e.group for e in everything})
-    held = set(questions[1::8])
-    train = [e for e in everything if e.group not in held]
-    test = [e for e in everything if e.group in held]
-    model = calibrate(train, sources=["NQ", "TQ"])
-    labels = np.array([e.label for e in test])
-    _, verdicts = model.judge_batch([e.references for e in test], [e.answer for e in test],
-                                    questions=[e.question for e in test])
-    accuracy = float(np.mean(verdicts == labels))
-    keyword = float(np.mean(np.array([lexical.keyword_correct(e.references, e.answer) for e in test]) == labels))
-    cv = json.loads((ROOT / "judges" / "offline_judge.json").read_text())["cross_validation"]
-    spread = max(cv["fold_accuracies"]) - min(cv["fold_accuracies"])
-    tolerance = 3 * float(np.sqrt(accuracy * (1 - accuracy) / len(test))) + spread
-    return {"train_answers": len(train), "test_answers": len(test), "test_questions": len(held),
-            "accuracy": accuracy, "keyword_accuracy": keyword, "shipped_cv_accuracy": cv["accuracy"],
-            "tolerance": tolerance,
+    split = offline_heldout_eighth(load_labelled(EVOUNA / "NQ.jsonl.gz") + load_labelled(EVOUNA / "TQ.jsonl.gz"))
+    return {"train_answers": split.train, "test_answers": split.test, "test_questions": split.questions,
+            "accuracy": split.accuracy, "keyword_accuracy": split.keyword, "shipped_cv_accuracy": split.cv_accuracy,
+            "tolerance": split.tolerance,
             "bound": "accuracy >= 0.85, > keyword, |accuracy - shipped CV| <= 3 SE + fold spread",
-            "passes": bool(accuracy >= 0.85 and accuracy > keyword and abs(accuracy - cv["accuracy"]) <= tolerance)}
+            "passes": bool(split.accuracy >= 0.85 and split.accuracy > split.keyword
+                           and abs(split.accuracy - split.cv_accuracy) <= split.tolerance)}
 
 
 def nonanswer_screen() -> dict:
@@ -231,29 +219,6 @@ def context_relevance_multihop() -> dict:
             "passes": bool(relevant >= 0.7 * len(chunks))}
 
 
-def sole_source_squad() -> dict:
-    from evaluations.judging.grounded.context_relevance import sole_sources
-
-    rows = _gz(SHARED / "squad2_dev_cs224n" / "questions.jsonl.gz")
-    paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}
-    by_title: dict[str, list[str]] = {}
-    for pid, (title, _) in paragraphs.items():
-        by_title.setdefault(title, []).append(pid)
-    rng = random.Random(0)
-    others_n = marked = 0
-    for r in rows:
-        if not r["answers"]["text"]:
-            continue
-        others = [p for p in by_title[r["title"]] if p != r["paragraph_id"]]
-        rng.shuffle(others)
-        texts = [paragraphs[p][1] for p in [r["paragraph_id"], *others[:2]]]
-        others_n += len(texts) - 1
-        marked += sum(sole_sources(r["question"], texts)[1:])
-    return {"other_paragraphs": others_n, "marked": marked, "rate": marked / others_n,
-            "bound": "> 5000 other paragraphs, marked <= 0.005 of them",
-            "passes": bool(others_n > 5000 and marked <= 0.005 * others_n)}
-
-
 def faithfulness_bridge() -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
@@ -278,46 +243,13 @@ def faithfulness_bridge() -> dict:
                            and len(named) >= 0.7 * n and all(pair == {"p0", "p1"} for pair in named))}
 
 
-def _copies_and_swaps(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
-    """(passage, copied sentence, the sentence with a year + 7 or a name of another passage swapped in): the draw
-    of test_faithfulness's ``_draw``, the same seed and order."""
-    from evaluations.judging.grounded.claims import split_claims
-
-    rows = _gz(SHARED / "squad2_dev_cs224n" / "paragraphs.jsonl.gz")
-    key = next(k for k in ("context", "text", "paragraph") if k in rows[0])
-    paragraphs = [r[key] for r in rows]
-    rng = random.Random(seed)
-    names = sorted({m for p in paragraphs for m in re.findall(r"\b[A-Z][a-z]{3,}\b", p)})
-    out = []
-    for passage in rng.sample(paragraphs, len(paragraphs)):
-        if len(passage) > 900:
-            continue
-        candidates = [s for s in re.split(r"(?<=\.)\s+(?=[A-Z])", passage) if 60 <= len(s) <= 200]
-        rng.shuffle(candidates)
-        for sentence in candidates:
-            if len(split_claims("", sentence)) != 1:
-                continue
-            years = re.findall(r"\b1[5-9]\d\d\b", sentence)
-            if years and str(int(years[0]) + 7) not in passage:
-                out.append((passage, sentence, sentence.replace(years[0], str(int(years[0]) + 7), 1)))
-                break
-            inner = [w for w in re.findall(r"(?<=\s)[A-Z][a-z]{3,}\b", sentence) if passage.count(w) == 1]
-            if inner:
-                new = rng.choice([x for x in names if x not in passage])
-                out.append((passage, sentence, re.sub(rf"\b{inner[0]}\b", new, sentence, count=1)))
-                break
-        if len(out) == n:
-            return out
-    raise AssertionError("not enough passages to draw from")
-
-
 def faithfulness_copies_swaps(pairs: int = 10) -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.faithfulness import judge_faithfulness
 
     cache, scorer = VerdictCache(), _scorer()
-    drawn = _copies_and_swaps(pairs)
+    drawn = copies_and_swaps(pairs)
     copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, s, _ in drawn]
     swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=scorer) for p, _, w in drawn]
     supported = sum(v.applicable and v.score == 1.0 for v in copied)
@@ -352,7 +284,7 @@ def comparison_by_date() -> dict:
 
 SECTIONS = {f.__name__: f for f in (offline_heldout, nonanswer_screen, lexical_rules, answer_relevance_controls,
                                     answer_relevance_choice, context_relevance_scifact, context_relevance_multihop,
-                                    sole_source_squad, faithfulness_bridge, faithfulness_copies_swaps,
+                                    faithfulness_bridge, faithfulness_copies_swaps,
                                     comparison_by_date)}
 
 

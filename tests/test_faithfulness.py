@@ -4,20 +4,13 @@ cached re-runs free, claims name their passage)."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import random
-import re
-from pathlib import Path
-
 import pytest
 from conftest import multihop_probe
+from judge_samples import copies_and_swaps
 
 from evaluations.judging.grounded.claims import Claim, claim_signals, entities, numbers, sentences, split_claims
 from evaluations.judging.grounded.faithfulness import Faithfulness, judge_faithfulness, load_params
 from evaluations.judging.basics.passages import Passage
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 # -- claims (written by hand) ------------------------------------------------------------------------------
@@ -194,42 +187,6 @@ def test_no_context_is_not_applicable():
 
 
 # -- with the embedded model, on real passages ----------------------------------------------------------------
-def _paragraphs() -> list[str]:
-    with gzip.open(SHARED / "squad2_dev_cs224n" / "paragraphs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
-    key = next(k for k in ("context", "text", "paragraph") if k in rows[0])
-    return [r[key] for r in rows]
-
-
-def _draw(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
-    """(passage, copied sentence, the sentence with one number or name swapped for one the passage lacks), for
-    ``n`` seeded passages; the swap is made here from the data (a year + 7, or a name of another passage)."""
-    paragraphs = _paragraphs()
-    rng = random.Random(seed)
-    names = sorted({m for p in paragraphs for m in re.findall(r"\b[A-Z][a-z]{3,}\b", p)})
-    out = []
-    for passage in rng.sample(paragraphs, len(paragraphs)):
-        if len(passage) > 900:
-            continue
-        candidates = [s for s in re.split(r"(?<=\.)\s+(?=[A-Z])", passage) if 60 <= len(s) <= 200]
-        rng.shuffle(candidates)
-        for sentence in candidates:
-            if len(split_claims("", sentence)) != 1:
-                continue
-            years = re.findall(r"\b1[5-9]\d\d\b", sentence)
-            if years and str(int(years[0]) + 7) not in passage:
-                out.append((passage, sentence, sentence.replace(years[0], str(int(years[0]) + 7), 1)))
-                break
-            inner = [w for w in re.findall(r"(?<=\s)[A-Z][a-z]{3,}\b", sentence) if passage.count(w) == 1]
-            if inner:
-                new = rng.choice([x for x in names if x not in passage])
-                out.append((passage, sentence, re.sub(rf"\b{inner[0]}\b", new, sentence, count=1)))
-                break
-        if len(out) == n:
-            return out
-    raise AssertionError("not enough passages to draw from")
-
-
 @pytest.mark.slow
 def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_path):
     """The first 5 pairs of the seeded draw: every copied sentence supported, at least 4 of the 5 swaps rejected
@@ -238,7 +195,7 @@ def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_pa
     from evaluations.judging.correctness.embedded import VerdictCache
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
-    drawn = _draw(5)
+    drawn = copies_and_swaps(5)
     copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
               for p, s, _ in drawn]
     swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
@@ -255,7 +212,7 @@ def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_pa
 def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_scorer, tmp_path):
     from evaluations.judging.correctness.embedded import VerdictCache
 
-    (passage, sentence, _), (other, _, _) = _draw(2, seed=5)
+    (passage, sentence, _), (other, _, _) = copies_and_swaps(2, seed=5)
     passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
     cache = VerdictCache(tmp_path / "v.sqlite")
     first = judge_faithfulness("", sentence, passages, cache=cache, scorer=passage_scorer)

@@ -19,9 +19,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from judge_samples import offline_heldout_eighth
 
 from evaluations.core.errors import EvaluationsError
-from evaluations.judging.correctness import lexical
 from evaluations.judging.validation.calibrate import calibrate
 from evaluations.cli.judges import commands
 from evaluations.judging.labels.data import load_labelled
@@ -68,23 +68,15 @@ def test_offline_judge_reaches_085_on_evouna_questions_it_never_saw(sample):
     """Fitted (as calibrate-judge fits) on 7/8 of the sample's questions, scored with the screen on the other
     eighth (~150 answers). The same split of every EVOUNA question (~2,900 answers held out) is
     ``benchmarks/judge_accuracy.py offline_heldout`` (results/judge_accuracy.json)."""
-    questions = sorted({e.group for e in sample})
-    held = set(questions[1::8])
-    train = [e for e in sample if e.group not in held]
-    test = [e for e in sample if e.group in held]
-    assert len(test) >= 120
-    model = calibrate(train, sources=["NQ", "TQ"])
-    labels = np.array([e.label for e in test])
-    _, verdicts = model.judge_batch([e.references for e in test], [e.answer for e in test],
-                                    questions=[e.question for e in test])
-    accuracy = float(np.mean(verdicts == labels))
-    keyword = float(np.mean(np.array([lexical.keyword_correct(e.references, e.answer) for e in test]) == labels))
-    assert accuracy >= 0.85 and accuracy > keyword, (accuracy, keyword)
+    split = offline_heldout_eighth(sample)
+    assert split.test >= 120
+    assert split.accuracy >= 0.85 and split.accuracy > split.keyword, split
     # the shipped file's cross-validated accuracy is what a fit scores on questions it never saw: within three
     # binomial standard errors of this held-out eighth (plus the spread of the shipped file's own folds)
     cv = json.loads(SHIPPED.read_text())["cross_validation"]
     spread = max(cv["fold_accuracies"]) - min(cv["fold_accuracies"])
-    assert accuracy == pytest.approx(cv["accuracy"], abs=3 * np.sqrt(accuracy * (1 - accuracy) / len(test)) + spread)
+    accuracy = split.accuracy
+    assert accuracy == pytest.approx(cv["accuracy"], abs=3 * np.sqrt(accuracy * (1 - accuracy) / split.test) + spread)
 
 
 def test_shipped_params_on_labelled_answers_they_were_never_fitted_on():
