@@ -83,25 +83,6 @@ def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path, scifact_local):
     assert _summary(tmp_path / "local")["run"]["executor"] == {"kind": "local"}
 
 
-def test_vectors_embedded_by_ray_data_equal_local_ones(cluster, cli, tmp_path):
-    """A cold index embedded on Ray Data actors ranks like one embedded here; a re-run embeds nothing new."""
-    subset = write_scifact_subset(tmp_path / "data", 10, 10)
-    args = ["beir", str(subset), "--search-mode", "vector", "--skip-qa", "--no-progress"]
-    assert cli([*args, "--db", str(tmp_path / "db-local"), "--out", str(tmp_path / "local")])[0] == 0
-    code, _, err = cli([*args, "--db", str(tmp_path / "db-ray"), "--out", str(tmp_path / "ray"), "--executor", "ray"])
-    assert code == 0, err
-    _same_results(tmp_path / "local", tmp_path / "ray")
-    local_index, ray_index = _summary(tmp_path / "local")["index"], _summary(tmp_path / "ray")["index"]
-    assert ray_index["fingerprint"] == local_index["fingerprint"]
-    assert ray_index["embedded_chunks"] == local_index["embedded_chunks"] == local_index["chunks"] > 0
-    assert ray_index["vectors"] == local_index["vectors"]
-    code, _, err = cli([*args, "--db", str(tmp_path / "db-ray"), "--out", str(tmp_path / "again"),
-                        "--executor", "ray"])
-    assert code == 0, err
-    assert _summary(tmp_path / "again")["index"]["embedded_chunks"] == 0  # content-hash rule: nothing re-embedded
-    _same_results(tmp_path / "local", tmp_path / "again")
-
-
 def _gold() -> dict[str, str]:
     import gzip
 
@@ -214,8 +195,9 @@ def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_pat
 
 
 def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli, tmp_path):
-    """The first cell (vector search: it embeds the corpus, on Ray Data) builds the index here; the two others run
-    as Ray tasks side by side (one case worker each) and find it up to date."""
+    """The first cell (vector search: it embeds the corpus on Ray Data actors) builds the index here, with the
+    vectors, corpus fingerprint and rankings of a local run; the two others run as Ray tasks side by side (one case
+    worker each) and find it up to date: they embed nothing (the content-hash rule holds on Ray)."""
     import yaml
 
     subset = write_scifact_subset(tmp_path / "data", 6, 10)
@@ -243,6 +225,10 @@ def test_matrix_cells_as_ray_tasks_equal_local_and_share_one_index(cluster, cli,
     assert [c["params"] for c in local_cells] == [c["params"] for c in ray_cells]
     for local, remote in zip(local_cells, ray_cells):
         _same_results(Path(local["run_dir"]), Path(remote["run_dir"]))
+    local_index, ray_index = _summary(Path(local_cells[0]["run_dir"]))["index"], summaries[0]["index"]
+    assert ray_index["fingerprint"] == local_index["fingerprint"]
+    assert ray_index["embedded_chunks"] == local_index["embedded_chunks"] == local_index["chunks"] > 0
+    assert ray_index["vectors"] == local_index["vectors"]
 
 
 def test_an_ids_only_system_on_ray_gives_the_qa_agent_the_corpus_text_as_locally(cluster, cli, tmp_path):

@@ -21,6 +21,7 @@ import pytest
 import pytrec_eval
 
 from conftest import write_scifact_subset
+from evaluations.core.config import Requests
 from evaluations.core.errors import EvaluationsError
 from evaluations.systems import SystemRequest, SystemResponse, build_system
 from evaluations.systems.callable import CallableSystem, SystemResponseError
@@ -208,8 +209,9 @@ def test_bad_responses_are_per_case_errors(world, server):
     assert all(r["status"] == "ok" for r in records if int(r["name"]) % 3)
 
     request = SystemRequest(query="vitamin D", k=5, case_id="q7")
+    no_waits = Requests(backoff=0.0, max_backoff=0.0)  # a 200 that is not JSON is retried: without waiting here
     with pytest.raises(SystemResponseError, match=r"case q7.*not JSON"):
-        anyio.run(HTTPSystem(f"{url}/not-json"), request)
+        anyio.run(HTTPSystem(f"{url}/not-json", requests=no_waits), request)
     with pytest.raises(SystemResponseError, match=r"has 'results' but no 'retrieved'"):
         anyio.run(HTTPSystem(f"{url}/wrong-shape"), request)
     with pytest.raises(SystemResponseError, match=r"neither 'retrieved' nor 'answer'"):
