@@ -42,6 +42,15 @@ def pytest_configure(config):
             os.environ.setdefault(name, "1")
 
 
+def sigint_default() -> None:
+    """``preexec_fn`` of a child process a test will interrupt with SIGINT: SIGINT back to its default action. A
+    shell without job control that starts the suite in the background hands its children SIGINT ignored, and Python
+    keeps an ignored SIGINT ignored: the child would never see the test's Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
 #: (``--dist loadfile`` hands out whole modules in collection order) no worker starts a long module while the other
 #: has nothing left to do (longest-first scheduling)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from conftest import sigint_default
 from fake_llm_server import Fault, FakeLLMServer
 from inprocess import run_evaluations
 
@@ -102,7 +103,8 @@ def _interrupt_when(command: list[str], ready: Callable[[], bool], env: dict[str
     """Run ``command`` with the system hanging (until the command has ended), send ``sig`` ``linger`` seconds after
     ``ready()`` holds; its exit code and stderr."""
     (tmp_path / "hang").touch()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 120
         while not ready():

@@ -20,7 +20,7 @@ import anyio
 import pytest
 import pytrec_eval
 
-from conftest import write_scifact_subset
+from conftest import sigint_default, write_scifact_subset
 from evaluations.core.config import Requests
 from evaluations.core.errors import EvaluationsError
 from evaluations.systems import SystemRequest, SystemResponse, build_system
@@ -538,7 +538,7 @@ def test_ctrl_c_ends_a_run_stuck_in_a_callable_at_once(small):
     work, env = small
     (work / "c.yaml").write_text("cache: {enabled: false}\njudge: {reference_free: []}\n")  # timeout 120 s
     proc = subprocess.Popen(_small_run(small, "small_rag:hangs_on_q3"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=work, env=env)
+                            stderr=subprocess.PIPE, text=True, cwd=work, env=env, preexec_fn=sigint_default)
     try:
         partial = work / "out" / "partial.jsonl"
         deadline = time.monotonic() + 120
