@@ -43,12 +43,9 @@ offline judge's embeddings to its embedding cache: a re-run makes no model call.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
-import gzip
 import json
 import os
-import random
 import re
 import sys
 import time
@@ -57,17 +54,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from judge_samples import copies_and_swaps, offline_heldout_eighth  # noqa: E402  (the tests' draw and split)
+# the tests' draws and split
+from judge_samples import copies_and_swaps, offline_heldout_eighth, read_jsonl_gz, scifact_pairs  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 EVOUNA = SHARED / "evouna"
 LABELS = ROOT / "datasets" / "labels"
 OUT = ROOT / "benchmarks" / "results" / "judge_accuracy.json"
-
-
-def _gz(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def _probe() -> list[dict]:
@@ -155,7 +148,7 @@ def answer_relevance_choice() -> dict:
 
     rows = []
     for name in ("NQ", "TQ"):
-        for row in _gz(EVOUNA / f"{name}.jsonl.gz"):
+        for row in read_jsonl_gz(EVOUNA / f"{name}.jsonl.gz"):
             if row.get("improper") or not re.search(r"\bor\b", row["question"]):
                 continue
             rows += [(row["question"], row[f"answer_{m}"]) for m in ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
@@ -167,37 +160,17 @@ def answer_relevance_choice() -> dict:
 
 
 def context_relevance_scifact(questions: int = 12) -> dict:
-    from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance, params
 
-    scifact = SHARED / "scifact"
-    with (scifact / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        next(reader)
-        qrels: dict[str, set[str]] = {}
-        for qid, doc, grade in reader:
-            if int(grade) > 0:
-                qrels.setdefault(qid, set()).add(doc)
-    labelled = {json.loads(line)["question_ref"]["key"]
-                for line in (LABELS / "context_relevance.jsonl").read_text().splitlines() if line.strip()}
-    claims = {r["_id"]: r["text"] for r in _gz(scifact / "queries.jsonl.gz")}
-    corpus = {r["_id"]: f"{r['title']}\n{r['text']}" if r.get("title") else r["text"]
-              for r in _gz(scifact / "corpus.jsonl.gz")}
-    rng = random.Random(20)  # the test's seed and draw
-    ids = sorted(corpus)
     cache, fitted = VerdictCache(), params()
     accepted = rejected = 0
-    for qid in rng.sample(sorted(set(qrels) - labelled), questions):
-        relevant = sorted(qrels[qid])[0]
-        other = rng.choice([d for d in ids if d not in qrels[qid]])
-        pair = [(relevant, True), (other, False)]
-        rng.shuffle(pair)
-        verdict = judge_context_relevance(claims[qid], [Passage(id=d, text=corpus[d]) for d, _ in pair], cache=cache)
-        for chunk, (_, expected) in zip(verdict.chunks, pair):
+    for claim, passages, expected in scifact_pairs(questions):  # the test's draw
+        verdict = judge_context_relevance(claim, passages, cache=cache)
+        for chunk, relevant in zip(verdict.chunks, expected):
             flag = chunk.p >= fitted.threshold
-            accepted += expected and flag
-            rejected += (not expected) and not flag
+            accepted += relevant and flag
+            rejected += (not relevant) and not flag
     return {"claims": questions, "qrels_accepted": accepted, "random_rejected": rejected,
             "bound": f"accepted >= 4/12 of {questions}, random rejected >= 11/12 of {questions}",
             "passes": bool(accepted / questions >= 4 / 12 and rejected / questions >= 11 / 12)}

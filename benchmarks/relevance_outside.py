@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import subprocess
 import sys
@@ -36,14 +35,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from judge_samples import SCIFACT, read_jsonl_gz, scifact_qrels  # noqa: E402  (the tests' readers of shared data)
+
 RESULTS = ROOT / "benchmarks" / "results" / "relevance_outside.json"
-SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
-
-
-def _read(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def _wilson(k: int, n: int) -> list[float | None]:
@@ -63,7 +58,7 @@ def context_multihop(split: str, n: int) -> dict:
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
-    sets = _read(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:n]
+    sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:n]
     cache = VerdictCache()
     counts = {"tp": 0, "fn": 0, "tn": 0, "fp": 0}
     base = dict(counts)
@@ -97,7 +92,7 @@ def answer_controls(split: str, n: int) -> dict:
 
     folder = ROOT / "datasets" / "relevance"
     labels = {row["id"]: row["label"] for row in map(json.loads, (folder / f"labels_{split}.jsonl").open())}
-    rows = [r | {"label": labels[r["id"]]} for r in _read(folder / f"answers_{split}.jsonl.gz") if r["id"] in labels]
+    rows = [r | {"label": labels[r["id"]]} for r in read_jsonl_gz(folder / f"answers_{split}.jsonl.gz") if r["id"] in labels]
     questions = list(dict.fromkeys(r["question"] for r in rows))[:n]
     keep = set(questions)
     rows = [r for r in rows if r["question"] in keep]
@@ -127,13 +122,9 @@ def scifact_p5(split: str, n: int) -> dict:
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
-    corpus = _read(SCIFACT / "corpus.jsonl.gz")
-    queries = {q["_id"]: q["text"] for q in _read(SCIFACT / "queries.jsonl.gz")}
-    qrels: dict[str, set[str]] = {}
-    for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, doc, grade = line.split("\t")
-        if int(grade) > 0:
-            qrels.setdefault(qid, set()).add(doc)
+    corpus = read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")
+    queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
+    qrels = scifact_qrels()
     # design: the first half of the test claims in file order, held out: the second half
     ids = sorted(qrels, key=int)
     ids = ids[:len(ids) // 2] if split == "design" else ids[len(ids) // 2:]

@@ -46,12 +46,9 @@ def two_paragraphs(knowledge: str) -> list[str] | None:
     return [p if p.endswith((".", "!", "?", '"')) else p + "." for p in parts]
 
 
-def build(rows: list[dict], indices: list[int], pool: list[tuple[int, str]], seed: int) -> list[dict]:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    texts = [t for _, t in pool]
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
-    matrix = vectorizer.fit_transform(texts)
+def build(rows: list[dict], indices: list[int], pool: list[tuple[int, str]], index, seed: int) -> list[dict]:
+    """One retrieved set per row of ``indices``; ``index`` = (vectorizer, matrix): TF-IDF fitted on ``pool``."""
+    vectorizer, matrix = index
     rng = random.Random(seed)
     out = []
     for i in indices:
@@ -96,9 +93,13 @@ def main() -> None:
     rng = random.Random(args.seed)
     design = sorted(rng.sample([i for i in usable if i < 2000], args.design))
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
+    index = (vectorizer, vectorizer.fit_transform([t for _, t in pool]))
     OUT.mkdir(parents=True, exist_ok=True)
     for name, indices in (("design", design), ("heldout", heldout)):
-        sets = build(rows, indices, pool, args.seed)
+        sets = build(rows, indices, pool, index, args.seed)
         body = "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sets).encode("utf-8")
         with gzip.GzipFile(OUT / f"{name}.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:  # same bytes each build
             fh.write(body)

@@ -18,11 +18,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 OFFLINE_SHIPPED = ROOT / "judges" / "offline_judge.json"
+SCIFACT = SHARED / "scifact"
+CONTEXT_LABELS = ROOT / "datasets" / "labels" / "context_relevance.jsonl"
+
+
+def read_jsonl_gz(path: Path) -> list[dict]:
+    """The rows of a gzipped JSON Lines file (blank lines skipped), read with gzip and json only."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def _squad_paragraphs() -> list[str]:
-    with gzip.open(SHARED / "squad2_dev_cs224n" / "paragraphs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
+    rows = read_jsonl_gz(SHARED / "squad2_dev_cs224n" / "paragraphs.jsonl.gz")
     key = next(k for k in ("context", "text", "paragraph") if k in rows[0])
     return [r[key] for r in rows]
 
@@ -92,3 +99,37 @@ def offline_heldout_eighth(examples) -> HeldOutEighth:
     return HeldOutEighth(train=len(train), test=len(test), questions=len(held), accuracy=accuracy, keyword=keyword,
                          cv_accuracy=cv["accuracy"],
                          tolerance=3 * float(np.sqrt(accuracy * (1 - accuracy) / len(test))) + spread)
+
+
+def scifact_qrels() -> dict[str, set[str]]:
+    """SciFact's test qrels: claim id -> the ids of the abstracts graded relevant (grade > 0)."""
+    qrels: dict[str, set[str]] = {}
+    for line in (SCIFACT / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc, grade = line.split("\t")
+        if int(grade) > 0:
+            qrels.setdefault(qid, set()).add(doc)
+    return qrels
+
+
+def scifact_pairs(questions: int, seed: int = 20) -> list[tuple[str, list, list[bool]]]:
+    """(claim, [passages], expected relevance per passage) for a seeded draw of ``questions`` SciFact test claims
+    that ``datasets/labels/context_relevance.jsonl`` does not hold: each with its first qrels abstract and a random
+    other one, shuffled (a test takes the first few of the draw a benchmark judges whole)."""
+    from evaluations.judging.basics.passages import Passage
+
+    qrels = scifact_qrels()
+    labelled = {json.loads(line)["question_ref"]["key"]
+                for line in CONTEXT_LABELS.read_text(encoding="utf-8").splitlines() if line.strip()}
+    claims = {r["_id"]: r["text"] for r in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
+    corpus = {r["_id"]: f"{r['title']}\n{r['text']}" if r.get("title") else r["text"]
+              for r in read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")}
+    rng = random.Random(seed)
+    ids = sorted(corpus)
+    cases = []
+    for qid in rng.sample(sorted(set(qrels) - labelled), questions):
+        relevant = sorted(qrels[qid])[0]
+        other = rng.choice([d for d in ids if d not in qrels[qid]])
+        pair = [(relevant, True), (other, False)]
+        rng.shuffle(pair)
+        cases.append((claims[qid], [Passage(id=d, text=corpus[d]) for d, _ in pair], [e for _, e in pair]))
+    return cases

@@ -1,8 +1,8 @@
 """The context relevance judge on real SciFact data: qrels-relevant abstracts accepted, random ones rejected.
 
-Expected labels come from the SciFact qrels, read here with csv/gzip/json (not through the project's loaders);
-the claims are a seeded sample of test claims that are NOT in the labelled set the shipped parameters were fitted
-on. precision@k and the first relevant rank are recomputed by hand from the chunk verdicts.
+Expected labels come from the SciFact qrels, read with gzip/json (``tests/judge_samples.py``, not through the
+project's loaders); the claims are a seeded sample of test claims that are NOT in the labelled set the shipped
+parameters were fitted on. precision@k and the first relevant rank are recomputed by hand from the chunk verdicts.
 
 The model is checked here on small fixed samples; the full measurements are sections of
 ``benchmarks/judge_accuracy.py`` (results in ``benchmarks/results/judge_accuracy.json``).
@@ -10,14 +10,12 @@ The model is checked here on small fixed samples; the full measurements are sect
 
 from __future__ import annotations
 
-import csv
-import gzip
-import json
 import random
 from pathlib import Path
 
 import pytest
 from conftest import multihop_probe
+from judge_samples import read_jsonl_gz, scifact_pairs
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.grounded.context_relevance import (
@@ -26,8 +24,6 @@ from evaluations.judging.grounded.context_relevance import (
 from evaluations.judging.basics.passages import Passage
 
 REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "data" / "scifact"
-LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
 QUESTIONS = 12  # the seeded draw (benchmark section context_relevance_scifact judges all 12)
 SAMPLE = 3  # the first claims of that draw judged here
 # qrels-relevant abstracts judged relevant: low on purpose. SciFact's qrels are the claims' cited abstracts; read by
@@ -39,36 +35,12 @@ MIN_ACCEPTED = 4 / 12
 MIN_REJECTED = 11 / 12  # random abstracts judged not relevant
 
 
-def _gz(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 @pytest.fixture(scope="module")
 def scifact_cases():
     """(claim, [passages], expected relevance per passage) for the first SAMPLE of a seeded draw of QUESTIONS held-out
-    test claims (the draw ``benchmarks/judge_accuracy.py context_relevance_scifact`` makes)."""
-    with (SCIFACT / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        next(reader)
-        qrels: dict[str, set[str]] = {}
-        for qid, doc, grade in reader:
-            if int(grade) > 0:
-                qrels.setdefault(qid, set()).add(doc)
-    labelled = {json.loads(line)["question_ref"]["key"] for line in LABELS.read_text().splitlines() if line.strip()}
-    claims = {r["_id"]: r["text"] for r in _gz(SCIFACT / "queries.jsonl.gz")}
-    corpus = {r["_id"]: f"{r['title']}\n{r['text']}" if r.get("title") else r["text"]
-              for r in _gz(SCIFACT / "corpus.jsonl.gz")}
-    rng = random.Random(20)
-    ids = sorted(corpus)
-    cases = []
-    for qid in rng.sample(sorted(set(qrels) - labelled), QUESTIONS):
-        relevant = sorted(qrels[qid])[0]
-        other = rng.choice([d for d in ids if d not in qrels[qid]])
-        pair = [(relevant, True), (other, False)]
-        rng.shuffle(pair)
-        cases.append((claims[qid], [Passage(id=d, text=corpus[d]) for d, _ in pair], [e for _, e in pair]))
-    return cases[:SAMPLE]
+    test claims (``judge_samples.scifact_pairs``: the draw ``benchmarks/judge_accuracy.py context_relevance_scifact``
+    judges whole)."""
+    return scifact_pairs(QUESTIONS)[:SAMPLE]
 
 
 def test_relevant_abstracts_accepted_random_rejected_and_cached(scifact_cases, tmp_path):
@@ -225,7 +197,7 @@ def test_other_paragraphs_of_the_same_article_are_rarely_sole_sources():
     other paragraphs are not needed, and the sole-source rule marks at most 0.5% of them (measured: 7 of 5,820)."""
     from evaluations.judging.grounded.context_relevance import sole_sources
 
-    rows = _gz(REPO.parent / "shared" / "data" / "squad2_dev_cs224n" / "questions.jsonl.gz")
+    rows = read_jsonl_gz(REPO.parent / "shared" / "data" / "squad2_dev_cs224n" / "questions.jsonl.gz")
     paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}
     by_title: dict[str, list[str]] = {}
     for pid, (title, _) in paragraphs.items():
