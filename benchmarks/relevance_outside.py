@@ -16,6 +16,9 @@ Sections:
   (``labels_{split}.jsonl``), each judged with its question's two supporting passages as the context: per kind and
   label, the share the judge rejects (labelled not relevant) or accepts (labelled relevant), with Wilson 95%
   intervals. Goal: ≥ 0.95 each.
+* ``run_without_labels``: two systems over the multi-hop sets judged for answer relevance as a run without labels
+  would be: one answers with the first sentence of a needed passage (its context the set), one is given 5 random
+  passages of other questions and answers with the first sentence of one. Goal: random ≤ 0.10, top ≥ 0.80.
 * ``scifact_p5``: SciFact test claims (``../shared/data/scifact``), each with its top 5 abstracts by TF-IDF over the
   whole corpus: the mean context precision@5 the judge gives against the mean P@5 the qrels give. Goal: within 0.1.
 
@@ -151,7 +154,40 @@ def scifact_p5(split: str, n: int) -> dict:
             "goal": "|difference| <= 0.1"}
 
 
-SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_controls, "scifact_p5": scifact_p5}
+def run_without_labels(split: str, n: int) -> dict:
+    """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
+    the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
+    context the set; ``random_documents`` is given 5 passages of other questions (seeded) and answers with the
+    first sentence of one. Mean answer relevance of each; goal: random ≤ 0.10, top passage ≥ 0.80."""
+    import random
+
+    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch, sentences
+
+    sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")
+    rng = random.Random(44)
+    top, rand = [], []
+    for i, s in enumerate(sets[:n]):
+        needed = next(p["text"] for p in s["passages"] if p["needed"])
+        top.append((s["question"], sentences(needed)[0], "\n\n".join(p["text"] for p in s["passages"]), True))
+        others = [sets[j]["passages"][rng.randrange(10)]["text"] for j in rng.sample(
+            [j for j in range(len(sets)) if j != i], 5)]
+        rand.append((s["question"], sentences(others[0])[0], "\n\n".join(others), True))
+    started = time.perf_counter()
+    out = {}
+    for name, cases in (("top_passage", top), ("random_documents", rand)):
+        verdicts = answer_relevance_batch(cases)
+        kinds: dict[str, int] = {}
+        for v in verdicts:
+            kinds[v.kind] = kinds.get(v.kind, 0) + 1
+        k = sum(v.verdict for v in verdicts)
+        out[name] = {"answers": len(cases), "relevance": round(k / len(cases), 4), "ci95": _wilson(k, len(cases)),
+                     "kinds": dict(sorted(kinds.items()))}
+    return out | {"seconds": round(time.perf_counter() - started, 1),
+                  "goal": "random_documents <= 0.10, top_passage >= 0.80"}
+
+
+SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_controls, "scifact_p5": scifact_p5,
+            "run_without_labels": run_without_labels}
 
 
 def main() -> None:

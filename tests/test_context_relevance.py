@@ -10,6 +10,7 @@ The model is checked here on small fixed samples; the full measurements are sect
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from judge_samples import read_jsonl_gz, scifact_pairs
 
 from evaluations.core.errors import EvaluationsError
 from evaluations.judging.grounded.context_relevance import (
-    FEATURES, ContextParams, features, judge_context_relevance, params,
+    FEATURES, SET_FEATURES, ContextParams, SetParams, features, judge_context_relevance, params, set_features,
+    set_params,
 )
 from evaluations.judging.basics.passages import Passage
 
@@ -56,7 +58,7 @@ def test_relevant_abstracts_accepted_random_rejected_and_cached(scifact_cases, t
         verdict = judge_context_relevance(claim, passages, cache=cache)
         assert verdict.applicable and verdict.model_calls == len(passages)
         assert [c.rank for c in verdict.chunks] == [1, 2] and [c.id for c in verdict.chunks] == [p.id for p in passages]
-        flags = [c.p >= fitted.threshold for c in verdict.chunks]
+        flags = [c.p >= fitted.threshold or c.joined for c in verdict.chunks]
         assert [c.relevant for c in verdict.chunks] == flags
         # precision@k and the first relevant rank, by hand from the chunk verdicts
         assert verdict.score == pytest.approx(sum(flags) / len(flags))
@@ -192,25 +194,102 @@ def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_
     assert relevant >= 0.7 * 10, relevant
 
 
-def test_other_paragraphs_of_the_same_article_are_rarely_sole_sources():
-    """SQuAD 2.0's answerable questions, each with two other paragraphs of its article beside its own (seeded): the
-    other paragraphs are not needed, and the sole-source rule marks at most 0.5% of them (measured: 7 of 5,820)."""
-    from evaluations.judging.grounded.context_relevance import sole_sources
-
+def same_article_sets(seed: int) -> list[tuple[str, list[str]]]:
+    """SQuAD 2.0's answerable questions in file order, each with its own paragraph first and two other paragraphs of
+    its article (shuffled with ``seed``)."""
     rows = read_jsonl_gz(REPO.parent / "shared" / "data" / "squad2_dev_cs224n" / "questions.jsonl.gz")
     paragraphs = {r["paragraph_id"]: (r["title"], r["context"]) for r in rows}
     by_title: dict[str, list[str]] = {}
     for pid, (title, _) in paragraphs.items():
         by_title.setdefault(title, []).append(pid)
-    rng = random.Random(0)
-    others_n, marked = 0, 0
+    rng = random.Random(seed)
+    out = []
     for r in rows:
         if not r["answers"]["text"]:
             continue
         others = [p for p in by_title[r["title"]] if p != r["paragraph_id"]]
         rng.shuffle(others)
-        texts = [paragraphs[p][1] for p in [r["paragraph_id"], *others[:2]]]
+        out.append((r["question"], [paragraphs[p][1] for p in [r["paragraph_id"], *others[:2]]]))
+    return out
+
+
+def test_other_paragraphs_of_the_same_article_are_rarely_sole_sources():
+    """SQuAD 2.0's answerable questions, each with two other paragraphs of its article beside its own (seeded): the
+    other paragraphs are not needed, and the sole-source rule marks at most 0.5% of them (measured: 7 of 5,820)."""
+    from evaluations.judging.grounded.context_relevance import sole_sources
+
+    others_n, marked = 0, 0
+    for question, texts in same_article_sets(seed=0):
         others_n += len(texts) - 1
-        marked += sum(sole_sources(r["question"], texts)[1:])
+        marked += sum(sole_sources(question, texts)[1:])
     assert others_n > 5000
     assert marked <= 0.005 * others_n, (marked, others_n)
+
+
+class Scripted:
+    """A yes/no scorer whose P(yes) is set per passage (the first text of ``yes`` found in the prompt's passage)."""
+
+    id = "scripted"
+
+    def __init__(self, yes: dict[str, float], default: float = 0.05):
+        self.yes, self.default, self.calls = yes, default, 0
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        self.calls += 1
+        return next((p for text, p in self.yes.items() if text in shared), self.default), 1.0
+
+
+BRIDGE_Q = "Which studio produced the film directed by the man who wrote Harbour Lights?"
+ANCHOR = "Harbour Lights is a 1994 novel by Tomas Everdene, who later directed the film Grey Meridian."
+BRIDGE = "Grey Meridian (1999) is a drama film produced by Calder Street Studios."
+MENTIONED = "Tomas Everdene (born 1951) is a Welsh writer and director."
+DISTRACTOR = "Harbourside is a 2003 film produced by Westway Pictures about a lighthouse keeper."
+
+
+def test_set_features_by_hand():
+    """The set stage's signals of a made-up bridge set, by hand from the module docstring: the anchor names the
+    bridge passage's subject (Grey Meridian: 2 of 2 words) and the question's name (Harbour Lights)."""
+    texts = [ANCHOR, BRIDGE, MENTIONED, DISTRACTOR]
+    p1, relevant = [0.9, 0.2, 0.3, 0.25], [True, False, False, False]
+    rows = [dict(zip(SET_FEATURES, row)) for row in set_features(BRIDGE_Q, texts, p1, relevant)]
+    assert rows[0]["p1_logit"] == pytest.approx(math.log(0.9 / 0.1))
+    # the question's one name, (harbour, light): the anchor holds both words; the distractor neither ("harbourside")
+    assert [r["name_share"] for r in rows] == [1.0, 0.0, 0.0, 0.0]
+    assert [r["only_holder"] for r in rows] == [1.0, 0.0, 0.0, 0.0]
+    # linked: p1 of the relevant anchor x share of the passage's subject words it holds (grey, meridian: 2 of 2;
+    # tomas, everdene: 2 of 2; the distractor's subject "Harbourside": 0 of 1); the anchor links to no relevant other
+    assert [r["linked"] for r in rows] == pytest.approx([0.0, 0.9, 0.9, 0.0])
+    # mentions: the passage holds words of the relevant anchor's subject (harbour, light less the question's: none)
+    assert [r["mentions"] for r in rows] == [0.0, 0.0, 0.0, 0.0]
+    # with no passage relevant there is nothing to link to
+    assert all(r[3] == 0.0 and r[4] == 0.0 for r in set_features(BRIDGE_Q, texts, p1, [False] * 4))
+
+
+def test_the_set_stage_joins_a_bridge_passage_without_a_model_call():
+    """A model that says yes only to the anchor: the bridge passage (about the film the anchor names) is joined
+    by the set stage with the shipped parameters, the distractor is not, and the stage makes no model call."""
+    stage = set_params()
+    assert isinstance(stage, SetParams) and stage.features == list(SET_FEATURES) and 0 < stage.threshold < 1
+    scorer = Scripted({ANCHOR: 0.97, BRIDGE: 0.3})
+    passages = [Passage(id=str(i), text=t) for i, t in enumerate([DISTRACTOR, BRIDGE, ANCHOR])]
+    verdict = judge_context_relevance(BRIDGE_Q, passages, scorer=scorer)
+    alone = judge_context_relevance(BRIDGE_Q, passages, scorer=scorer, set_stage=False)
+    assert scorer.calls == 6 and verdict.model_calls == alone.model_calls == 3
+    assert [c.relevant for c in alone.chunks] == [False, False, True]
+    assert [(c.relevant, c.joined) for c in verdict.chunks] == [(False, False), (True, True), (True, False)]
+    assert verdict.chunks[1].p_set >= stage.threshold and verdict.chunks[1].p == alone.chunks[1].p
+    assert verdict.score == pytest.approx(2 / 3) and verdict.first_relevant_rank == 2
+
+
+def test_the_set_stage_rarely_joins_other_paragraphs_of_the_same_article():
+    """SQuAD 2.0 (real questions and paragraphs): each answerable question with its own paragraph (the model says
+    yes) and two other paragraphs of its article (it says no). Same-article paragraphs share the article's names,
+    the hardest case for linking through names; the set stage joins at most 5% of them (the first 300 questions)."""
+    others, joined = 0, 0
+    for question, texts in same_article_sets(seed=1)[:300]:
+        verdict = judge_context_relevance(question, [Passage(id=str(i), text=t) for i, t in enumerate(texts)],
+                                          scorer=Scripted({texts[0]: 0.95}))
+        others += len(texts) - 1
+        joined += sum(c.joined for c in verdict.chunks[1:])
+    assert others > 500
+    assert joined / others <= 0.05, (joined, others)

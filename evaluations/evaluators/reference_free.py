@@ -101,7 +101,8 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
     docs = docs if docs is not None else [p.id for p in passages]
     evidence = ContextEvidence(
         chunks=[ChunkRecord(rank=c.rank, id=c.id, doc=docs[c.rank - 1] if 0 < c.rank <= len(docs) else "",
-                            relevant=c.relevant, p=c.p, sole_source=c.sole_source) for c in result.chunks],
+                            relevant=c.relevant, p=c.p, sole_source=c.sole_source, joined=c.joined,
+                            p_set=c.p_set) for c in result.chunks],
         first_relevant_rank=result.first_relevant_rank, model_calls=result.model_calls)
     out: dict[str, Any] = {"context_relevance_kind": EvaluationReason("chunks" if result.applicable else "no_context",
                                                                       reason=evidence.model_dump_json())}

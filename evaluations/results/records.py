@@ -70,6 +70,8 @@ class ChunkRecord(BaseModel):
     relevant: bool
     p: float  # P(relevant)
     sole_source: bool = False  # relevant as the only chunk naming one of the question's names, not by p
+    joined: bool = False  # relevant through the set stage (tied to a name of the question or to a relevant chunk)
+    p_set: float | None = None  # the set stage's P(relevant), when a set signal applies
 
 
 class FaithfulnessEvidence(BaseModel):

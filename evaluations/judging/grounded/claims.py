@@ -60,7 +60,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
     "clauses", "has_verb",
-    "numbers", "entities", "name_words", "DEMONYMS", "held_names", "claim_signals", "passage_windows", "bounded",
+    "numbers", "entities", "name_words", "name_word_list", "DEMONYMS", "held_names", "claim_signals", "passage_windows", "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...
@@ -267,14 +267,14 @@ def name_words(text: str) -> list[tuple[str, ...]]:
     out = []
     for match in _TITLE.finditer(text):
         for part in re.split(r"\s+and\s+", match.group()):
-            words = _name_words(part)
+            words = name_word_list(part)
             if words and sum(map(len, words)) > 2 and not set(words) <= _WH | DEMONYMS:
                 out.append(tuple(words))
     return list(dict.fromkeys(out))
 
 
 _WH = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})  # "Whose ..." is no name
-#: nationality, regional and religious adjectives and peoples (final s dropped, as ``_name_words`` drops it): a
+#: nationality, regional and religious adjectives and peoples (final s dropped, as ``name_word_list`` drops it): a
 #: name of only these ("French", "the British", "Muslims") qualifies something, it names no entity a passage is
 #: about, so ``name_words`` leaves it out ("Which French magazine ..., Arthur's Magazine or First for Women?");
 #: inside a name it stays ("French Revolution")
@@ -296,7 +296,8 @@ DEMONYMS: frozenset[str] = frozenset("""
 _TITLE = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|van|von|da|del|and|for|&)?\s*[A-Z][\w'’.-]*)*")
 
 
-def _name_words(text: str) -> list[str]:
+def name_word_list(text: str) -> list[str]:
+    """The lowercased words of ``text`` without function words, a final s dropped (words of four letters or more)."""
     return [w[:-1] if len(w) > 3 and w.endswith("s") else w
             for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
 
@@ -304,7 +305,7 @@ def _name_words(text: str) -> list[str]:
 def held_names(text: str, names: Sequence[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """The ``names`` (``name_words``) whose words ``text`` has in a row, function words and punctuation between
     them skipped."""
-    words = _name_words(text)
+    words = name_word_list(text)
     return {name for name in names
             if any(tuple(words[i:i + len(name)]) == name for i in range(len(words) - len(name) + 1))}
 

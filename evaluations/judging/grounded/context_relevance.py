@@ -23,7 +23,26 @@ Across passages (``sole_sources``): a question that names two or more names (a c
 started first, Arthur's Magazine or First for Women?"; a yes/no question about several, "Are Tollan Water and Loch
 Brae both reservoirs?") needs a passage about each, and a passage about one of them cannot answer alone, so the
 model calls it not needed. A passage the model did not call relevant is relevant (``sole_source``) when it is the
-only one of the list naming one of the question's names while another passage names another. On the multi-hop probe
+only one of the list naming one of the question's names while another passage names another.
+
+The set stage (``set_features``, ``SetParams``, ``judges/context_sets.json``): a passage needed only together with
+another is judged beside the set. For each passage, with p1 its probability above and the *anchor* the passage of
+highest p1 among those called relevant:
+
+* ``p1_logit``: log(p1 / (1 − p1)), clipped as ``llm_logit``;
+* ``name_share``: over the question's names (``claims.name_words``), the highest share of a name's words (of three
+  letters or more) the passage has ("Kenneth Charles Loach" holds one of the two of "Ken Loach");
+* ``only_holder``: 1 when the passage is the only one of the set with a word of one of the question's names;
+* ``linked``: for a passage other than the anchor, the share of its subject's name words (its first capitalised
+  name, ``claims.entities``, less the question's words) that the anchor has: the bridge of a multi-hop question,
+  a passage about the entity the relevant passage names ("... directed by Robert Zemeckis" then "Robert Zemeckis
+  (born 1952) is ...").
+
+p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
+the three set signals is above 0 and p_set ≥ the set threshold. The set stage only adds: it makes no model call,
+and a passage tied to no name of the question and to no relevant passage keeps its verdict. Fitted by
+``scripts/fit_context_sets.py`` on the design split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed
+passages, 8 hard distractors); the held-out split is for reporting only. On the multi-hop probe
 (``benchmarks/faithfulness_multihop.py``) comparison passages went from 13 to 26 of 30 relevant and yes/no
 questions' from 2 to 16 of 20; over SQuAD 2.0's answerable questions with two other paragraphs of the same article
 beside their own, 5 of 5,820 other paragraphs are marked (13 of 26,190 with nine; one seeded draw, 12 and 16
@@ -58,9 +77,16 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
     "params", "fit", "features", "feature_matrix", "ask", "pieces", "PARAMS_FILE", "sole_sources",
+    "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_params", "fit_set",
 ]
 
 PARAMS_FILE = "context_relevance.json"
+SET_PARAMS_FILE = "context_sets.json"
+SUBJECT_WORDS = 4  # a passage's subject is a name of at most this many words
+#: a passage that opens by defining a name ("Kenneth Charles Loach (born 17 June 1936) is ...", "Batwoman is a ...",
+#: "The Southern Baptist Theological Seminary (SBTS), in Louisville, ...") is about that name: its subject
+_SUBJECT = re.compile(r"^(?:The\s+)?((?:[A-Z][\w'’.&-]*\s+){0,5}?[A-Z][\w'’.&-]*)\s*(?:\(|,|\s(?:is|was|are|were|has|had)\b)")
+SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked", "mentions")
 FEATURES: tuple[str, ...] = ("llm_logit", "term_coverage", "phrase_coverage", "tf_saturation", "answer_type")
 #: the yes/no questions tried (the fitted one is ``ContextParams.wording``); ``{question}`` is the user's question
 WORDINGS: dict[str, str] = {
@@ -87,6 +113,8 @@ class ChunkVerdict(BaseModel):
     relevant: bool
     p: float  # P(relevant), the fitted model's
     sole_source: bool = False  # relevant as the only passage naming one of the question's names (``sole_sources``)
+    joined: bool = False  # relevant through the set stage (module docstring): tied to a name or to the anchor
+    p_set: float | None = None  # the set stage's P(relevant), when a set signal is above 0
 
 
 class ContextRelevance(BaseModel):
@@ -99,10 +127,10 @@ class ContextRelevance(BaseModel):
     model_calls: int  # forward passes made for this verdict (0 when all cached)
 
 
-class ContextParams(BaseModel):
-    """The fitted judge: wording of the model's question, standardisation, logistic weights, threshold."""
+class SetParams(BaseModel):
+    """A fitted logistic model: standardisation, weights and threshold over ``features`` (the set stage's are
+    ``SET_FEATURES``)."""
 
-    wording: str  # a WORDINGS value: the tail, with {question}
     features: list[str]
     mean: list[float]
     scale: list[float]
@@ -114,6 +142,12 @@ class ContextParams(BaseModel):
         """σ(b + ((X − μ) / s) · w) for rows of X in ``features`` order."""
         z = self.intercept + ((np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.coef)
         return 1.0 / (1.0 + np.exp(-z))
+
+
+class ContextParams(SetParams):
+    """The fitted judge of a passage alone: the wording of the model's question, then the logistic model."""
+
+    wording: str  # a WORDINGS value: the tail, with {question}
 
 
 # -- lexical signals ----------------------------------------------------------------------------------------
@@ -225,26 +259,31 @@ def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = 
 
 
 # -- parameters ------------------------------------------------------------------------------------------------
-_loaded: dict[tuple[str, int], ContextParams] = {}
+_loaded: dict[tuple[str, str, int], BaseModel] = {}
+
+
+def _read_once(path: str | Path | None, name: str, read: Any) -> Any:
+    """``read(path)`` of ``path`` (default: the shipped ``judges/<name>``), once per file version."""
+    from evaluations.judging.basics.fitted import default_params_path
+
+    path = Path(path) if path else default_params_path(name)
+    try:
+        key = (name, str(path), path.stat().st_mtime_ns)
+    except OSError:
+        key = (name, str(path), 0)
+    if key not in _loaded:
+        _loaded[key] = read(path)
+    return _loaded[key]
 
 
 def params(path: str | Path | None = None) -> ContextParams:
     """The fitted parameters (default: the shipped ``judges/context_relevance.json``), read once per file version."""
-    from evaluations.judging.basics.fitted import default_params_path
-
     from evaluations.judging.basics.fitted import read_params
 
-    path = Path(path) if path else default_params_path(PARAMS_FILE)
-    try:
-        key = (str(path), path.stat().st_mtime_ns)
-    except OSError:
-        key = (str(path), 0)
-    if key not in _loaded:
-        _loaded[key] = read_params(
-            path, ContextParams, what="context relevance", known=FEATURES, unwrap=lambda doc: doc.get("params", doc),
-            extra=lambda p: None if "{question}" in p.wording else "the wording has no {question} placeholder",
-            refit="evaluations calibrate-judge FILE --judges context_relevance")
-    return _loaded[key]
+    return _read_once(path, PARAMS_FILE, lambda p: read_params(
+        p, ContextParams, what="context relevance", known=FEATURES, unwrap=lambda doc: doc.get("params", doc),
+        extra=lambda fitted: None if "{question}" in fitted.wording else "the wording has no {question} placeholder",
+        refit="evaluations calibrate-judge FILE --judges context_relevance"))
 
 
 def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> ContextParams:
@@ -264,9 +303,11 @@ def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> Contex
 
 # -- the judge -----------------------------------------------------------------------------------------------
 def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache: VerdictCache | None = None,
-                            params: ContextParams | None = None, scorer: Any = None) -> ContextRelevance:
+                            params: ContextParams | None = None, scorer: Any = None,
+                            set_stage: SetParams | None | bool = True) -> ContextRelevance:
     """Every passage's verdict, precision@k over all given passages and the first relevant rank. ``scorer``: see
-    ``ask`` (default: the embedded judge model)."""
+    ``ask`` (default: the embedded judge model). ``set_stage``: True the shipped set stage, False none (the
+    passages judged one by one, as its fit reads them), or fitted ``SetParams``."""
     if not passages:
         return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
     fitted = params if params is not None else _shipped()
@@ -282,9 +323,68 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     for chunk, sole in zip(chunks, sole_sources(question, [p.text for p in passages])):
         if sole and not chunk.relevant:
             chunk.relevant = chunk.sole_source = True
+    stage = set_params() if set_stage is True else (set_stage or None)
+    if stage is not None:
+        x = set_features(question, [p.text for p in passages], [c.p for c in chunks], [c.relevant for c in chunks])
+        for chunk, row, p_set in zip(chunks, x, stage.probability(x)):
+            if chunk.p > 0 and np.any(row[1:] > 0):
+                chunk.p_set = float(p_set)
+                if not chunk.relevant and p_set >= stage.threshold:
+                    chunk.relevant = chunk.joined = True
     relevant = [c.rank for c in chunks if c.relevant]
     return ContextRelevance(applicable=True, score=len(relevant) / len(chunks),
                             first_relevant_rank=relevant[0] if relevant else None, chunks=chunks, model_calls=calls)
+
+
+def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relevant: Sequence[bool]) -> np.ndarray:
+    """The ``SET_FEATURES`` of each passage of a retrieved set (module docstring, "The set stage"), given each
+    passage's probability ``p1`` and verdict from the passages judged one by one."""
+    from evaluations.judging.grounded.claims import entities, name_word_list, name_words
+
+    names = [[w for w in name if len(w) > 2] for name in name_words(question)]
+    words = [set(name_word_list(t)) for t in texts]
+    held = [[sum(w in mine for w in name) / len(name) if name else 0.0 for name in names] for mine in words]
+    # a name most of the set has tells no passage from another (a claim's gene name in every abstract retrieved)
+    telling = [i for i in range(len(names)) if sum(h[i] > 0 for h in held) <= max(1, len(texts) // 2)]
+    asked = set(name_word_list(question))
+    subjects = []
+    for text in texts:
+        found = _SUBJECT.match(text.strip())
+        words_of = name_word_list(found.group(1)) if found else []
+        subjects.append({w for w in words_of if len(w) > 2} - asked if len(words_of) <= SUBJECT_WORDS else set())
+    rows = []
+    for j in range(len(texts)):
+        only = any(held[j][i] > 0 and all(held[o][i] == 0 for o in range(len(texts)) if o != j) for i in telling)
+        others = [k for k in range(len(texts)) if k != j and relevant[k]]
+        linked = max((p1[k] * len(subjects[j] & words[k]) / len(subjects[j]) for k in others if subjects[j]),
+                     default=0.0)
+        mentions = max((p1[k] * len(subjects[k] & words[j]) / len(subjects[k]) for k in others if subjects[k]),
+                       default=0.0)
+        rows.append([float(llm_logit(p1[j])), max((held[j][i] for i in telling), default=0.0), float(only), linked,
+                     mentions])
+    return np.array(rows, dtype=np.float64).reshape(len(texts), len(SET_FEATURES))
+
+
+def set_params(path: str | Path | None = None) -> SetParams:
+    """The fitted set stage (default: the shipped ``judges/context_sets.json``), read once per file version."""
+    from evaluations.judging.basics.fitted import read_params
+
+    return _read_once(path, SET_PARAMS_FILE, lambda p: read_params(
+        p, SetParams, what="context relevance set stage", known=SET_FEATURES, unwrap=lambda doc: doc.get("params", doc),
+        refit="python scripts/fit_context_sets.py"))
+
+
+def fit_set(x: np.ndarray, y: np.ndarray, *, c: float = 1.0) -> SetParams:
+    """Standardise, L2 logistic regression with balanced class weights (scikit-learn, C = ``c``); threshold =
+    argmax of the balanced accuracy, on the fitting rows, of the stage as it is applied (only rows with a set
+    signal above 0 and not already relevant can change; ``x`` holds all rows, ``y`` their labels)."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x - mean) / scale, y.astype(int))
+    return SetParams(features=list(SET_FEATURES), mean=mean.tolist(), scale=scale.tolist(),
+                     coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), threshold=0.5)
 
 
 def sole_sources(question: str, texts: Sequence[str]) -> list[bool]:

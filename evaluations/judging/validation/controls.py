@@ -3,8 +3,9 @@
 Built from answerable questions with gold answers (``questions.QAItem``), deterministic for a seed. ``CATEGORIES``
 is the registry (kind, builder, description); every list of categories derives from it.
 
-Negative controls (the judge must say incorrect): ``echo``, ``restatement``, ``heading``, ``refusal``,
-``other_gold`` (another question's gold that shares no keyword with this one's), ``empty``, ``options`` ("A or
+Negative controls (the judge must say incorrect): ``echo``, ``restatement``, ``restatement_worded`` (the question
+given back inside one of ten wordings, ``WORDINGS``: "Regarding …, the document has the details."), ``heading``,
+``refusal``, ``off_topic_sentence`` (the first sentence of another question's passage), ``other_gold`` (another question's gold that shares no keyword with this one's), ``empty``, ``options`` ("A or
 B": the question's own options when it offers them, else this gold or another question's gold).
 Positive controls (the judge must say correct): ``gold_bare``, ``gold_sentence`` (the gold inside a sentence),
 ``gold_detail`` (the gold plus the passage sentence that contains it, else plus another gold alternative in
@@ -39,6 +40,7 @@ and its gold.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -52,7 +54,7 @@ from evaluations.judging.labels.questions import QAItem
 from evaluations.judging.basics.text import STOPWORDS, keywords
 
 __all__ = ["CATEGORIES", "NO_CONTROLS", "PASSAGE_CONTROLS", "Control", "build_controls", "build_passage_controls",
-           "run_controls", "ControlReport", "restate", "heading", "paraphrase", "swap_fact"]
+           "run_controls", "ControlReport", "restate", "restate_worded", "WORDINGS", "heading", "paraphrase", "swap_fact"]
 
 REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that from the information given.",
             "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
@@ -167,14 +169,61 @@ def _options(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> 
     return None if other is item else f"{item.references[0].rstrip('.')} or {other.references[0].rstrip('.')}"
 
 
+#: wrappers of the question given back (``restatement_worded``): none of the judges' rules was written from them
+WORDINGS = (
+    "This question is about {topic}.",
+    "Regarding {topic}, the document has the details.",
+    "The answer relates to {topic}.",
+    "It concerns {topic}.",
+    "Here is what the text says about {topic}.",
+    "The context discusses {topic}.",
+    "That depends on {topic}.",
+    "The information about {topic} is given above.",
+    "You asked about {topic}.",
+    "This is a question of {topic}.",
+)
+
+
+def _own_rng(question: str) -> np.random.Generator:
+    """A generator seeded by the question (CRC-32): the later categories draw from it, so adding them left the
+    draws of the earlier ones as they were."""
+    return np.random.default_rng(zlib.crc32(question.encode("utf-8")))
+
+
+def restate_worded(question: str) -> str:
+    """The question given back inside one of ``WORDINGS`` (one per question, seeded by it): "The answer relates to
+    where the base of GCHQ is." The wh-word stays: the wrapper says what the question is about without answering
+    it."""
+    rng = _own_rng(question)
+    topic = question.strip().rstrip("?").strip()
+    topic = topic[:1].lower() + topic[1:] if topic[1:2].islower() else topic
+    return WORDINGS[int(rng.integers(len(WORDINGS)))].format(topic=topic)
+
+
+def _off_topic_sentence(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
+    """The first sentence (6 words or more) of another question's passage without this question's gold that shares
+    no keyword with the question (nor one alike: "Normans" / "Normandy", ``nonanswer.similar``): fluent, and about
+    something else."""
+    other = _other_passage(item, _own_rng(item.question), pool)
+    from evaluations.judging.correctness.nonanswer import similar, stems
+
+    asked = stems(item.question)
+    return next((s for s in sentences(other) if len(s.split()) >= 6 and not any(similar(w, asked) for w in stems(s))),
+                None) if other else None
+
+
 Builder = Callable[[QAItem, np.random.Generator, Sequence[QAItem]], "str | None"]  # None: no control
 #: category -> (kind, builder, description)
 CATEGORIES: dict[str, tuple[str, Builder, str]] = {
     "echo": ("negative", lambda i, r, p: i.question, "the question echoed back"),
     "restatement": ("negative", lambda i, r, p: restate(i.question), "the question restated as a statement"),
     "heading": ("negative", lambda i, r, p: heading(i.question), "a heading made of the question's words"),
+    "restatement_worded": ("negative", lambda i, r, p: restate_worded(i.question),
+                           "the question given back inside another wording (\"The answer relates to ...\")"),
     "refusal": ("negative", lambda i, r, p: REFUSALS[int(r.integers(len(REFUSALS)))], "a refusal to answer"),
     "other_gold": ("negative", lambda i, r, p: _other(i, r, p).references[0], "another question's gold answer"),
+    "off_topic_sentence": ("negative", _off_topic_sentence,
+                           "the first sentence of another question's passage: fluent, about something else"),
     "empty": ("negative", lambda i, r, p: "", "an empty answer"),
     "options": ("negative", _options, "a hedge between candidates (A or B)"),
     "gold_bare": ("positive", lambda i, r, p: i.references[0], "the gold answer alone"),
@@ -284,6 +333,9 @@ NO_CONTROLS: dict[str, str] = {
                "without \"or\") that share no keyword",
     "other_gold": "no two questions have golds that share no keyword",
     "restatement": "every gold answer is in its question's own words (a restatement would state it)",
+    "restatement_worded": "every gold answer is in its question's own words (a restatement would state it)",
+    "off_topic_sentence": "no passage of the files is another question's without words of this question's gold, "
+                          "or none has a sentence of 6 words or more",
     "heading": "every gold answer is in its question's own words (a heading would state it)",
     "copied_sentence": "no passage has a sentence holding the gold (≤ 400 characters) or one of 6 to 60 words",
     "swapped_fact": "no passage sentence has a number to change, nor a capitalised name to replace by one that "
@@ -334,7 +386,7 @@ def build_controls(items: Sequence[QAItem], seed: int = 0) -> list[Control]:
             answer = build(item, rng, pool)
             if answer is None or (category == "other_gold" and answer == item.references[0]):
                 continue  # this question cannot give that control (no short gold, no disjoint gold)
-            if category in ("restatement", "heading") and not informative(item):
+            if category in ("restatement", "restatement_worded", "heading") and not informative(item):
                 continue  # the gold is in the question's own words: restating it states the gold
             out.append(Control(category, LabelledAnswer(
                 question=item.question, references=tuple(item.references), answer=answer,
