@@ -39,7 +39,8 @@ highest p1 among those called relevant:
   (born 1952) is ...").
 
 p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
-the three set signals is above 0 and p_set ≥ the set threshold. The set stage only adds: it makes no model call,
+the set signals is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
+nothing to be read beside). The set stage only adds: it makes no model call,
 and a passage tied to no name of the question and to no relevant passage keeps its verdict. Fitted by
 ``scripts/fit_context_sets.py`` on the design split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed
 passages, 8 hard distractors); the held-out split is for reporting only. On the multi-hop probe
@@ -324,7 +325,7 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
         if sole and not chunk.relevant:
             chunk.relevant = chunk.sole_source = True
     stage = set_params() if set_stage is True else (set_stage or None)
-    if stage is not None:
+    if stage is not None and len(passages) > 1:  # a set of one passage has nothing to read it beside
         x = set_features(question, [p.text for p in passages], [c.p for c in chunks], [c.relevant for c in chunks])
         for chunk, row, p_set in zip(chunks, x, stage.probability(x)):
             if chunk.p > 0 and np.any(row[1:] > 0):

@@ -202,14 +202,20 @@ def restate_worded(question: str) -> str:
 
 def _off_topic_sentence(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
     """The first sentence (6 words or more) of another question's passage without this question's gold that shares
-    no keyword with the question (nor one alike: "Normans" / "Normandy", ``nonanswer.similar``): fluent, and about
-    something else."""
+    no keyword with the question (nor one alike: "Normans" / "Normandy", ``nonanswer.similar``) and less than a fifth
+    of its keywords with the question's own passage (another paragraph of the same article is on its subject):
+    fluent, and about something else."""
     other = _other_passage(item, _own_rng(item.question), pool)
     from evaluations.judging.correctness.nonanswer import similar, stems
 
-    asked = stems(item.question)
-    return next((s for s in sentences(other) if len(s.split()) >= 6 and not any(similar(w, asked) for w in stems(s))),
-                None) if other else None
+    asked, own = stems(item.question), stems(item.context)
+
+    def elsewhere(sentence: str) -> bool:  # no word of the question, few of its passage (not the same article)
+        words = stems(sentence)
+        return (len(sentence.split()) >= 6 and not any(similar(w, asked) for w in words)
+                and len(words & own) < 0.2 * len(words))
+
+    return next((s for s in sentences(other) if elsewhere(s)), None) if other else None
 
 
 Builder = Callable[[QAItem, np.random.Generator, Sequence[QAItem]], "str | None"]  # None: no control
