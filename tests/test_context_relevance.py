@@ -263,6 +263,13 @@ def test_set_features_by_hand():
     assert [r["mentions"] for r in rows] == [0.0, 0.0, 0.0, 0.0]
     # with no passage relevant there is nothing to link to
     assert all(r[3] == 0.0 and r[4] == 0.0 for r in set_features(BRIDGE_Q, texts, p1, [False] * 4))
+    # a claim's capitalised first word is no name when the passages write it in lower case; a name stays one
+    cells = ["Methionine restriction in yeast cells extends life span.", "Caloric restriction and ageing in mice."]
+    assert set_features("Cells undergoing methionine restriction live longer.", cells, [0.2, 0.2],
+                        [False, False])[:, 1].tolist() == [0.0, 0.0]
+    pilot = ["Lookwell is a 1991 television pilot.", "Conan O'Brien wrote for television."]
+    assert set_features("Lookwell was written by which comedian?", pilot, [0.2, 0.2],
+                        [False, False])[:, 1].tolist() == [1.0, 0.0]
 
 
 def test_the_set_stage_joins_a_bridge_passage_without_a_model_call():

@@ -30,8 +30,9 @@ another is judged beside the set. For each passage, with p1 its probability abov
 highest p1 among those called relevant:
 
 * ``p1_logit``: log(p1 / (1 − p1)), clipped as ``llm_logit``;
-* ``name_share``: over the question's names (``claims.name_words``), the highest share of a name's words (of three
-  letters or more) the passage has ("Kenneth Charles Loach" holds one of the two of "Ken Loach");
+* ``name_share``: over the question's names (``claims.name_words``; not a one-word name that is only the question's
+  capitalised first word, written in lower case by the passages: "Cells undergoing ..."), the highest share of a name's words (of three letters or more)
+  the passage has ("Kenneth Charles Loach" holds one of the two of "Ken Loach");
 * ``only_holder``: 1 when the passage is the only one of the set with a word of one of the question's names;
 * ``linked``: for a passage other than the anchor, the share of its subject's name words (its first capitalised
   name, ``claims.entities``, less the question's words) that the anchor has: the bridge of a multi-hop question,
@@ -342,7 +343,12 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
     passage's probability ``p1`` and verdict from the passages judged one by one."""
     from evaluations.judging.grounded.claims import entities, name_word_list, name_words
 
-    names = [[w for w in name if len(w) > 2] for name in name_words(question)]
+    # a one-word name that opens the question is only a capitalised first word when the passages write that word in
+    # lower case ("Cells undergoing ..." and "... in cells"; "Lookwell was a pilot ..." is a name)
+    first = name_word_list(" ".join(question.split()[:1]))
+    lower = set(re.findall(r"\b[a-z][\w'’-]*", " ".join(texts)))
+    common = bool(first) and any(w in lower or f"{w}s" in lower for w in first)
+    names = [[w for w in name if len(w) > 2] for name in name_words(question) if not (common and list(name) == first)]
     words = [set(name_word_list(t)) for t in texts]
     held = [[sum(w in mine for w in name) / len(name) if name else 0.0 for name in names] for mine in words]
     # a name most of the set has tells no passage from another (a claim's gene name in every abstract retrieved)
