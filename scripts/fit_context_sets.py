@@ -30,8 +30,9 @@ def _balanced(pred: np.ndarray, y: np.ndarray) -> float:
 
 
 def _applied(stage, x: np.ndarray, before: np.ndarray, threshold: float) -> np.ndarray:
-    signal = np.any(x[:, 1:] > 0, axis=1)
-    return before | (signal & (stage.probability(x) >= threshold))
+    from evaluations.judging.grounded.context_relevance import set_signal
+
+    return before | (set_signal(x) & (stage.probability(x) >= threshold))
 
 
 def _threshold(stage, x: np.ndarray, before: np.ndarray, y: np.ndarray) -> float:

@@ -78,8 +78,8 @@ rates are in ``docs/answers-and-judges.md``.
 from __future__ import annotations
 
 import functools
-from difflib import SequenceMatcher
 import re
+from difflib import SequenceMatcher
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,7 +94,8 @@ from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
 from evaluations.judging.basics.text import normalize
 
-__all__ = ["KINDS", "ASKED", "GENERIC", "FAR_MIN_WORDS", "FAR_COS", "FAR_SHARE", "NEAR_TOP", "MIN_ABOUT", "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
+__all__ = ["KINDS", "ASKED", "GENERIC", "FAR_MIN_WORDS", "FAR_COS", "FAR_SHARE", "NEAR_TOP", "MIN_ABOUT",
+           "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
            "POLAR_MIN_WORDS", "Relevance", "Topic", "topic", "sentences", "answer_relevance_batch",
            "answer_relevance", "answer_form", "asked_type"]
 
@@ -211,8 +212,8 @@ def _restates(question: str, answer: str) -> str | None:
 GIVEN_BACK_SHARE = 0.6
 VALUE_MAX_ADDED = 3
 _TOKEN = re.compile(r"[\w'’.&-]+")
-#: questions whose asking word asks for a particular named thing (a person, a place, one of a kind): "what purpose", "what
-#: type" and other what-questions may take a common noun ("hunting") and are not read by ``_gives_back``
+#: questions whose asking word asks for a particular named thing (a person, a place, one of a kind): "what
+#: purpose", "what type" and other what-questions may take a common noun ("hunting") and are not read by ``_gives_back``
 _ASKS_NAMED = re.compile(r"^(?:(who|whom|whose|where|which)\b|what (is|was|are|were) (the|its|his|her|their) names?\b"
                          r"|what (\w+ )?(city|country|state|town|company|team|person|band|film|book)\b)", re.I)
 _FIRST_WH = re.compile(r"\b(?:what|which|who|whom|whose|where|when|why|how)\b.*", re.I | re.S)
@@ -229,7 +230,7 @@ def _gives_back(question: str, answer: str) -> str | None:
     ``GIVEN_BACK_SHARE``) are the question's, and the few it adds (≤ ``VALUE_MAX_ADDED``, ``GENERIC`` and
     ``PLACEHOLDERS`` aside) hold no name (a capitalised word; an answer's first word only when it is not a verb
     form in -ing or -ed), no number and no yes/no word: "Regarding where the base is, the document has the details.",
-    "This question is about when the tower opened.", "The passage does not say who wrote it." Whatever words
+    "This question is about who wrote it.", "The passage does not say who wrote it." Whatever words
     wrap it, such an answer names nothing the question did not. Number, time and yes/no questions are left to the
     asked-type rule; a question offering options ("A or B") is answered in its own words; a title-shaped answer
     is the heading rule's; only questions whose first wh-word asks for a named thing are read (``_asks_named``)."""
@@ -238,11 +239,10 @@ def _gives_back(question: str, answer: str) -> str | None:
             or _another_sentence_answers(question, answer)):
         return None
     kw = stems(_digits(answer)) - GENERIC
-    asked = _question_stems(question)
-    if not kw or len({w for w in kw if similar(w, asked)}) / len(kw) < GIVEN_BACK_SHARE:
+    if not kw or _share_from(kw, _question_stems(question)) < GIVEN_BACK_SHARE:
         return None
     added = _added(question, answer)
-    if not added or len({w for _, t in added for w in stems(t)}) > VALUE_MAX_ADDED or _value_in(added):
+    if not added or _adds_a_value(added):
         return None
     words = ", ".join(dict.fromkeys(t.lower().strip(".,") for _, t in added))
     return f"its words are the question's but for {words}: no name or number"
@@ -278,11 +278,10 @@ def _embeds(question: str, answer: str) -> str | None:
         return None
     if _another_sentence_answers(question, answer):
         return None
-    said = stems(answer)
-    if len({w for w in asked if similar(w, said)}) / len(asked) < EMBED_COVER:
+    if _share_from(asked, stems(answer)) < EMBED_COVER:
         return None
     added = _added(question, answer)
-    if len({w for _, t in added for w in stems(t)}) > VALUE_MAX_ADDED or _value_in(added):
+    if _adds_a_value(added):
         return None
     return f"it holds the question as \"{wh} ...\" and adds {', '.join(t for _, t in added) or 'nothing'}"
 
@@ -299,11 +298,8 @@ def _another_sentence_answers(question: str, answer: str) -> bool:
     if len(parts) < 2:
         return False
     asked = _question_stems(question)
-    for part in parts:
-        kw = stems(part) - GENERIC
-        if _added(question, part) and len({w for w in kw if similar(w, asked)}) < 0.5 * len(kw):
-            return True
-    return False
+    return any((kw := stems(part) - GENERIC) and _added(question, part) and _share_from(kw, asked) < 0.5
+               for part in parts)
 
 
 def _added_text(question: str, answer: str) -> str:
@@ -327,6 +323,16 @@ def _added(question: str, answer: str) -> list[tuple[int, str]]:
     asked = _question_stems(question)
     return [(i, t) for i, t in enumerate(_TOKEN.findall(answer))
             if (s := stems(t)) and not all(similar(w, asked) for w in s) and not s <= GENERIC | PLACEHOLDERS]
+
+
+def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> float:
+    """The share of ``words`` similar to one of the question's keywords ``asked`` (0 for no words)."""
+    return len({w for w in words if similar(w, asked)}) / len(words) if words else 0.0
+
+
+def _adds_a_value(added: list[tuple[int, str]]) -> bool:
+    """The added words are more than ``VALUE_MAX_ADDED`` keywords, or hold a value (``_value_in``)."""
+    return len({w for _, t in added for w in stems(t)}) > VALUE_MAX_ADDED or _value_in(added)
 
 
 def _value_in(added: list[tuple[int, str]]) -> bool:
@@ -390,7 +396,8 @@ ASKED: dict[str, Asked] = {
                     _has_number, "no number"),
     "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)"
                              r"|\b(what|which) (year|date|month|day|century|decade|time)\b"
-                             r"|\b(what|which) (is|was) the (\w+ )?(year|date|month|day|century|decade) (of|in|on|when)\b",
+                             r"|\b(what|which) (is|was) the (\w+ )?(year|date|month|day|century|decade)"
+                             r" (of|in|on|when)\b",
                              re.I),
                   _has_time, "no date or time"),
     "person or place": Asked(re.compile(r"^\W*(who|whom|whose|where)\b|\b(what|which)\s+(\w+\s+)?(country|"
@@ -506,8 +513,7 @@ def _far_from_question(question: str, answer: str, embed: Embed) -> str | None:
     said = stems(_digits(answer)) - GENERIC
     if len(said) < FAR_MIN_WORDS or not has_verb(answer):  # a list of names ("Raymond Unwin (Barry Parker)") is no
         return None  # sentence about something else: it is judged as a bare value
-    asked = _question_stems(question)
-    share = len({w for w in said if similar(w, asked)}) / len(said) if said else 1.0
+    share = _share_from(said, _question_stems(question))
     if share >= FAR_SHARE:
         return None
     q, a = embed([question, answer])
@@ -537,9 +543,7 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
-                else _restates(question, answer))
-    if restated is None and not answers_polar(question, answer):
-        restated = _gives_back(question, answer)
+                else _restates(question, answer) or _gives_back(question, answer))
     if restated is not None:
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
@@ -579,7 +583,8 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
         return Relevance(False, "off_topic", f"off_topic: {far}")
     asked = asked_type(question)
     return Relevance(True, "relevant", "relevant: " + (f"a {asked} as asked" if asked else "addresses the question")
-                     + ("" if sentences(context or "") else " (no context: the answer was compared with the question only)"))
+                     + ("" if sentences(context or "")
+                        else " (no context: the answer was compared with the question only)"))
 
 
 def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *, cache: bool | Path | None = True,
@@ -587,7 +592,7 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
     texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok) is None
-             for t in (q, a or "", _added_text(q, a or ""), *sentences(c or ""))]
+             for t in (q, a or "", *([_added_text(q, a or "")] if _embeds(q, a or "") else []), *sentences(c or ""))]
     unique = list(dict.fromkeys(texts))
     vectors = embed_texts(unique, cache_path=cache, progress=progress)
     row = {t: i for i, t in enumerate(unique)}

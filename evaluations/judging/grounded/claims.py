@@ -60,7 +60,8 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "Claim", "ClaimSignals", "SIGNALS", "WINDOW", "FILLER_PREFIX", "split_claims", "polar_claim", "sentences",
     "clauses", "has_verb",
-    "numbers", "entities", "name_words", "name_word_list", "DEMONYMS", "held_names", "claim_signals", "passage_windows", "bounded",
+    "numbers", "entities", "name_words", "name_word_list", "DEMONYMS", "held_names", "claim_signals", "passage_windows",
+    "bounded",
 ]
 
 GAP_BIGRAMS = 3  # a slot: at most this many missing bigrams in a row ...

@@ -17,35 +17,15 @@ passage's evaluation), ``tail`` = the fitted wording with the question, and lexi
 No signal is normalised within the case (e.g. a passage's BM25 score over the case's best): a case whose
 passages are all off-topic (a random retriever) would still get a "best" passage, and the labelled pairs, one
 needed passage beside one distractor per question, would reward exactly that comparison. Every feature reads
-one (question, passage) pair, so the model's verdict does not depend on the other passages retrieved with it.
+one (question, passage) pair, so the model's verdict does not depend on the other passages retrieved with it (the
+set stage, last below, is what reads the set).
 
 Across passages (``sole_sources``): a question that names two or more names (a comparison, "Which magazine was
 started first, Arthur's Magazine or First for Women?"; a yes/no question about several, "Are Tollan Water and Loch
 Brae both reservoirs?") needs a passage about each, and a passage about one of them cannot answer alone, so the
 model calls it not needed. A passage the model did not call relevant is relevant (``sole_source``) when it is the
-only one of the list naming one of the question's names while another passage names another.
-
-The set stage (``set_features``, ``SetParams``, ``judges/context_sets.json``): a passage needed only together with
-another is judged beside the set. For each passage, with p1 its probability above and the *anchor* the passage of
-highest p1 among those called relevant:
-
-* ``p1_logit``: log(p1 / (1 − p1)), clipped as ``llm_logit``;
-* ``name_share``: over the question's names (``claims.name_words``; not a one-word name that is only the question's
-  capitalised first word, written in lower case by the passages: "Cells undergoing ..."), the highest share of a name's words (of three letters or more)
-  the passage has ("Kenneth Charles Loach" holds one of the two of "Ken Loach");
-* ``only_holder``: 1 when the passage is the only one of the set with a word of one of the question's names;
-* ``linked``: for a passage other than the anchor, the share of its subject's name words (its first capitalised
-  name, ``claims.entities``, less the question's words) that the anchor has: the bridge of a multi-hop question,
-  a passage about the entity the relevant passage names ("... directed by Robert Zemeckis" then "Robert Zemeckis
-  (born 1952) is ...").
-
-p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
-the set signals is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
-nothing to be read beside). The set stage only adds: it makes no model call,
-and a passage tied to no name of the question and to no relevant passage keeps its verdict. Fitted by
-``scripts/fit_context_sets.py`` on the design split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed
-passages, 8 hard distractors); the held-out split is for reporting only. On the multi-hop probe
-(``benchmarks/faithfulness_multihop.py``) comparison passages went from 13 to 26 of 30 relevant and yes/no
+only one of the list naming one of the question's names while another passage names another. On the multi-hop
+probe (``benchmarks/faithfulness_multihop.py``) comparison passages went from 13 to 26 of 30 relevant and yes/no
 questions' from 2 to 16 of 20; over SQuAD 2.0's answerable questions with two other paragraphs of the same article
 beside their own, 5 of 5,820 other paragraphs are marked (13 of 26,190 with nine; one seeded draw, 12 and 16
 before a name of only nationality words, ``claims.DEMONYMS``, stopped counting). A bridge's second passage (about
@@ -59,6 +39,30 @@ context precision@k = relevant passages / passages judged; ``first_relevant_rank
 relevant one. No passage: not applicable. A passage with no text is not relevant without a model call. A passage
 longer than the model's window is asked in pieces of consecutive sentences that fit, P(yes) the highest piece's
 (``pieces``); the lexical signals read the whole passage.
+
+The set stage (``set_features``, ``SetParams``, ``judges/context_sets.json``): a passage needed only together with
+another is judged beside the set. For each passage, with p1 its probability above, and its *subject* the name it
+opens by defining (at most ``SUBJECT_WORDS`` words, then "(", ",", is / was / are / were / has / had: "Robert
+Zemeckis (born 1952) is ...", ``_SUBJECT``), less the question's words:
+
+* ``p1_logit``: log(p1 / (1 − p1)), clipped as ``llm_logit``;
+* ``name_share``: over the question's names (``claims.name_words``) that at most half of the set has, the highest
+  share of a name's words (of three letters or more) the passage has ("Kenneth Charles Loach" holds one of the two
+  of "Ken Loach"); a one-word name that is only the question's capitalised first word, written in lower case by the
+  passages ("Cells undergoing ..."), is no name;
+* ``only_holder``: 1 when the passage is the only one of the set with a word of one of those names;
+* ``linked``: over the other passages called relevant, the highest p1 × the share of this passage's subject words
+  that passage has: the bridge of a multi-hop question, a passage about the entity a relevant passage names ("...
+  directed by Robert Zemeckis" then "Robert Zemeckis (born 1952) is ...");
+* ``mentions``: the same the other way round: p1 of a relevant passage × the share of its subject words this
+  passage has.
+
+p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
+the set signals is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
+nothing to be read beside). The set stage only adds: it makes no model call, and a passage tied to no name of the
+question and to no relevant passage keeps its verdict. Fitted by ``scripts/fit_context_sets.py`` on the design
+split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed passages, 8 hard distractors); the held-out split
+is for reporting only.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
     "params", "fit", "features", "feature_matrix", "ask", "pieces", "PARAMS_FILE", "sole_sources",
-    "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_params", "fit_set",
+    "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_signal", "set_params", "fit_set",
 ]
 
 PARAMS_FILE = "context_relevance.json"
@@ -87,8 +91,10 @@ SET_PARAMS_FILE = "context_sets.json"
 SUBJECT_WORDS = 4  # a passage's subject is a name of at most this many words
 #: a passage that opens by defining a name ("Kenneth Charles Loach (born 17 June 1936) is ...", "Batwoman is a ...",
 #: "The Southern Baptist Theological Seminary (SBTS), in Louisville, ...") is about that name: its subject
-_SUBJECT = re.compile(r"^(?:The\s+)?((?:[A-Z][\w'’.&-]*\s+){0,5}?[A-Z][\w'’.&-]*)\s*(?:\(|,|\s(?:is|was|are|were|has|had)\b)")
-SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked", "mentions")
+_SUBJECT = re.compile(r"^(?:The\s+)?((?:[A-Z][\w'’.&-]*\s+){0,5}?[A-Z][\w'’.&-]*)"
+                      r"\s*(?:\(|,|\s(?:is|was|are|were|has|had)\b)")
+SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked",
+                                 "mentions")
 FEATURES: tuple[str, ...] = ("llm_logit", "term_coverage", "phrase_coverage", "tf_saturation", "answer_type")
 #: the yes/no questions tried (the fitted one is ``ContextParams.wording``); ``{question}`` is the user's question
 WORDINGS: dict[str, str] = {
@@ -261,6 +267,12 @@ def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = 
 
 
 # -- parameters ------------------------------------------------------------------------------------------------
+def set_signal(x: np.ndarray) -> np.ndarray:
+    """Rows of ``set_features`` with a set signal above 0 (every feature but ``p1_logit``): the passages the set
+    stage may join."""
+    return np.any(x[:, 1:] > 0, axis=1)
+
+
 _loaded: dict[tuple[str, str, int], BaseModel] = {}
 
 
@@ -328,8 +340,8 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     stage = set_params() if set_stage is True else (set_stage or None)
     if stage is not None and len(passages) > 1:  # a set of one passage has nothing to read it beside
         x = set_features(question, [p.text for p in passages], [c.p for c in chunks], [c.relevant for c in chunks])
-        for chunk, row, p_set in zip(chunks, x, stage.probability(x)):
-            if chunk.p > 0 and np.any(row[1:] > 0):
+        for chunk, signal, p_set in zip(chunks, set_signal(x), stage.probability(x)):
+            if chunk.p > 0 and signal:
                 chunk.p_set = float(p_set)
                 if not chunk.relevant and p_set >= stage.threshold:
                     chunk.relevant = chunk.joined = True
@@ -348,7 +360,8 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
     first = name_word_list(" ".join(question.split()[:1]))
     lower = set(re.findall(r"\b[a-z][\w'’-]*", " ".join(texts)))
     common = bool(first) and any(w in lower or f"{w}s" in lower for w in first)
-    names = [[w for w in name if len(w) > 2] for name in name_words(question) if not (common and list(name) == first)]
+    names = [[w for w in name if len(w) > 2] for name in name_words(question)
+             if not (common and list(name) == first)]
     words = [set(name_word_list(t)) for t in texts]
     held = [[sum(w in mine for w in name) / len(name) if name else 0.0 for name in names] for mine in words]
     # a name most of the set has tells no passage from another (a claim's gene name in every abstract retrieved)
