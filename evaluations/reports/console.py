@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from evaluations.reports.corrected import CorrectedView, corrected_views
 from evaluations.results.headline import (answer_headline, disagreement_line, reference_free_calls_line,
                                           reference_free_line)
 from evaluations.results.retrieval_metrics import is_retrieval_metric, parse_metric_name
@@ -67,6 +68,29 @@ def answers_table(answers: AnswersSummary) -> Table:
     for name, count in answers.judge_errors.items():
         table.add_row(f"[red]{name} errors[/]", "", "", "", str(count))
     return table
+
+
+def corrected_table(view: CorrectedView) -> Table:
+    """One measure's figures corrected by a person's labels: short labels, so that at any width the figures and
+    "50 of 300 answers" keep a line each and only the agreement and the method (the caption) wrap."""
+    table = Table(title=f"{view.measure}, corrected by a person's labels", title_justify="left",
+                  caption=f"method: {view.method}" if view.method else None, caption_justify="left")
+    table.add_column("")
+    table.add_column("figure (95% CI)")
+    for label, text in (("judge alone", view.judge), ("corrected", view.corrected), ("a person read", view.read),
+                        ("agreement", view.agreement)):
+        table.add_row(label, escape(text))
+    return table
+
+
+def show_corrected(console: Console, summary: RunSummary) -> None:
+    """The judged figures corrected by a person's labels (``summary.corrected``), nothing for a run nobody
+    labelled; a measure that could not be corrected says why on a line of its own."""
+    for view in corrected_views(summary.corrected):
+        if view.error:
+            console.print(view.sentence, markup=False, highlight=False)
+        else:
+            console.print(corrected_table(view))
 
 
 def answer_lines(answers: AnswersSummary | None) -> list[str]:
@@ -162,6 +186,7 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
         console.print(line, markup=False, highlight=False)
     if (line := reference_free_calls_line(summary)) is not None:
         console.print(line, markup=False, highlight=False)
+    show_corrected(console, summary)
     console.print(latency_table(summary.latency_ms, summary.counts.failed))
     lat = summary.latency_ms
     if lat.p50 is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from evaluations.results.headline import answer_headline, disagreement_line, judge_description, reference_free_line
 from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES
 from evaluations.reports import charts
+from evaluations.reports.corrected import TITLE as CORRECTED_TITLE, CorrectedView, corrected_views
 from evaluations.results.calibration import BIN_RULE, run_calibration
 from evaluations.results.records import CaseRecord
 from evaluations.results.retrieval_metrics import parse_metric_name
@@ -161,6 +162,33 @@ def _headline_section(summary: RunSummary) -> Section:
     lead = [line for line in (answer_headline(summary.answers), disagreement_line(summary.answers),
                               reference_free_line(summary)) if line]
     return Section("headline", "Headline", lead=lead, tables=[table])
+
+
+def _corrected_caption(views: list[CorrectedView]) -> str:
+    """What the corrected table's figures are and, per measure, what it estimates and how (small text)."""
+    how = " ".join(f"{v.measure} estimates {v.target}; method: {v.method}." for v in views)
+    return ("Judge alone: the judge's own figure, its interval sampling noise only (it assumes the judge is right). "
+            "Corrected: the judge's figure corrected by the cases a person labelled. Agreement: the judge's "
+            "verdicts against the person's labels (κ: Cohen's kappa; sensitivity: the judge says yes where the person "
+            "does; specificity: the judge says no where the person does). " + how)
+
+
+def _corrected_section(summary: RunSummary) -> Section | None:
+    """The judged figures corrected by a person's labels (``summary.corrected``, as written); None for a run
+    nobody labelled, so that its report is as it was."""
+    views = corrected_views(summary.corrected)
+    if not views:
+        return None
+    shown = [v for v in views if not v.error]
+    section = Section("corrected", CORRECTED_TITLE, lead=[v.sentence for v in shown],
+                      notes=[v.sentence for v in views if v.error])
+    if shown:
+        rows = [[Cell(v.measure), Cell(v.judge), Cell(v.corrected), Cell(v.read), Cell(v.agreement)] for v in shown]
+        section.tables.append(Table("corrected", ["measure", "judge alone (95% CI)", "corrected (95% CI)",
+                                                  "a person read", "judge's agreement with the person"], rows,
+                                    row_keys=[v.measure for v in shown], sortable=False,
+                                    caption=_corrected_caption(shown)))
+    return section
 
 
 def _retrieval_section(summary: RunSummary) -> Section:
@@ -685,8 +713,10 @@ def build_run_page(run: RunData) -> Page:
     """The report Page of a run folder."""
     summary, records = run.summary, run.records
     calibration, cal_data = _calibration_section(summary, records)
+    corrected = _corrected_section(summary)
     sections = [
         _headline_section(summary),
+        *([corrected] if corrected else []),
         _retrieval_section(summary),
         _segment_section(summary),
         _answers_section(summary, records),
@@ -703,5 +733,5 @@ def build_run_page(run: RunData) -> Page:
         sections[0].notes.append("Not in this report: " + "; ".join(absent) + ".")
     data = {"kind": "run", "name": run.name,
             "headline": {key: value for key, _, value, _ in headline_values(summary)},
-            "calibration": cal_data}
+            "calibration": cal_data, **({"corrected": summary.corrected} if corrected else {})}
     return Page("run", f"Run report: {run.name}", _facts(summary), [s for s in sections if not s.absent], data)
