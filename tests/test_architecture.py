@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "evaluations"
 
 #: lowest first: a package may import itself and the packages before it, never one after it
-LAYERS = ["core", "models", "datasets", "judging", "results", "index", "systems", "reports", "evaluators",
+LAYERS = ["core", "models", "datasets", "judging", "results", "review", "index", "systems", "reports", "evaluators",
           "pipeline", "experiments", "scoring", "synth", "cli"]
 
 

@@ -97,6 +97,12 @@ def show_compare(console: Console, result: dict[str, Any], *, reports: bool | No
         console.print("[bold]regressions[/] (pass in baseline, fail now):")
         for key, cases_ in by_metric.items():
             console.print(f"  {key}: {len(cases_)}: " + ", ".join(cases_[:15]) + (" …" if len(cases_) > 15 else ""))
+    for row in result.get("corrected", []):
+        lo, hi = row["ci95"]
+        console.print(f"[bold]corrected {row['measure']}[/] (a person's labels: {row['labels_a']} in {row['a']}, "
+                      f"{row['labels_b']} in {row['b']}): {row['b']} {row['value_b']:.3f} − {row['a']} "
+                      f"{row['value_a']:.3f} = {row['difference']:+.3f} [95% {lo:+.3f}, {hi:+.3f}] over "
+                      f"{row['shared_cases']} shared cases", highlight=False)
     from evaluations.results.measures import judge_change_text
 
     for change in result.get("judges_differ", []):

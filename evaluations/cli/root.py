@@ -160,7 +160,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "compare": "evaluations.cli.experiments", "gate": "evaluations.cli.experiments",
     "history": "evaluations.cli.experiments", "matrix": "evaluations.cli.matrix",
     "score": "evaluations.cli.score", "run": "evaluations.cli.golden", "golden": "evaluations.cli.golden",
-    "report": "evaluations.cli.report", "synth": "evaluations.cli.synth",
+    "report": "evaluations.cli.report", "synth": "evaluations.cli.synth", "review": "evaluations.cli.review",
 }
 
 

@@ -162,7 +162,24 @@ def compare_runs(runs: Sequence[str | Path | RunData], *, baseline: str | None =
         "comparisons": comparisons,
         "regressions": [row for other in others for row in regressions(base, other, chosen, shared)],
         "segments": _segments(base, others, chosen, shared) if segments else {},
+        "corrected": corrected_differences(base, others),
     }
+
+
+def corrected_differences(base: RunData, others: list[RunData]) -> list[dict[str, Any]]:
+    """Each run's corrected figure minus the baseline's (b − a), over their shared cases, for every measure both runs have
+    labels of (``review.corrected.paired_difference``)."""
+    from evaluations.review.corrected import paired_difference
+    from evaluations.review.measures import MEASURES
+
+    rows = []
+    for other in others:
+        for name in MEASURES:
+            if name in (other.summary.corrected or {}) and name in (base.summary.corrected or {}):
+                diff = paired_difference(base, other, name)
+                if diff is not None:
+                    rows.append({"a": base.label, "b": other.label, **diff.model_dump(mode="json")})
+    return rows
 
 
 def judge_changes(base: RunData, others: list[RunData], metrics: Sequence[str]) -> list[dict[str, str]]:

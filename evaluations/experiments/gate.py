@@ -8,11 +8,13 @@ Rules file (YAML)::
       - {metric: p@5, max_drop: 0.05}                # value >= baseline × (1 - 0.05)
       - {metric: tokens_per_query, max_rise: 0.10}   # value <= baseline × (1 + 0.10)
       - {metric: latency_p95_ms, max_rise: 0.20, only_if_significant: true}
+      - {metric: corrected.accuracy.lo, min: 0.7}    # the lower end of the figure a person's labels corrected
     zero_tolerance: [hit@10, offline_correct]        # no case may go from pass (baseline) to fail
                                                      # (measures.Verdict: the metric's pass/fail rule)
 
 Metric names are the run-level values of ``measures.py`` (retrieval metrics, judges, the reference-free scores,
-latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate, …); an alias (``groundedness``) is read as its
+latency_pNN_ms, tokens_per_query, cost_per_query, failure_rate, …), or a corrected figure (``corrected.<measure>``,
+its interval's ends ``.lo`` and ``.hi``: ``review.corrected``; min/max only, and bad input without labels); an alias (``groundedness``) is read as its
 measure (``faithfulness``). A metric without values is bad input (exit 2), also a reference-free score that ran but
 applied to none of the cases. Absolute rules use all the run's cases; relative rules and zero tolerance use the
 cases both runs have (a relative rule's two means over the shared cases that have a value in both runs: paired, as
@@ -37,6 +39,7 @@ from evaluations.datasets.rows import read_utf8
 from evaluations.results import measures
 from evaluations.experiments.compare import compare_pair, check_comparable, regressions
 from evaluations.results.rundata import RunData, label_runs
+from evaluations.review.corrected import PREFIX, corrected_value
 
 MAX_LISTED_CASES = 10
 
@@ -143,7 +146,7 @@ def _describe(rule: Rule) -> str:
 
 def _check_rule(rule: Rule, run: RunData, base: RunData | None, shared: set[str] | None,
                 significance: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    value = measures.run_value(rule.metric, run)
+    value = corrected_value(rule.metric, run) if rule.metric.startswith(PREFIX) else measures.run_value(rule.metric, run)
     problems = []
     if rule.min is not None and value < rule.min:
         problems.append(f"{value:.4g} < min {rule.min:g}")
@@ -242,6 +245,12 @@ def run_gate(run: RunData, rules: Rules, baseline: RunData | None = None) -> dic
     runs = [run] + ([baseline] if baseline is not None else [])
     label_runs(runs)
     for i, rule in enumerate(rules.rules):
+        if rule.metric.startswith(PREFIX):
+            if rule.relative:
+                raise EvaluationsError(f"{rule.metric}: a corrected figure takes min/max only",
+                                       where=f"rules[{i}]", fix="use min (or max) on corrected.<measure>.lo/.hi")
+            corrected_value(rule.metric, run, where=f"rules[{i}].metric")
+            continue
         measures.check_metric(rule.metric, runs if rule.relative else [run], where=f"rules[{i}].metric")
     for metric in rules.zero_tolerance:
         measures.check_metric(metric, runs, where="zero_tolerance")

@@ -30,6 +30,7 @@ from typing import Any
 from evaluations.core.errors import EvaluationsError
 from evaluations.results.measures import MODEL_JUDGED, canonical, judged_by, run_values
 from evaluations.results.rundata import RunData, load_run
+from evaluations.review.corrected import corrected_values
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -186,7 +187,7 @@ def record_run(run: RunData | str | Path, config: Any = None, *, path: Path | No
     """
     run = run if isinstance(run, RunData) else load_run(run)
     commit, dirty = git_state(cwd)
-    values = run_values(run)
+    values = {**run_values(run), **corrected_values(run)}  # the judged figures and those a person's labels corrected
     judges = {name: judge for name in MODEL_JUDGED if name in values and (judge := judged_by(name, run))}
     store = path or history_path(config if hasattr(config, "data_dir") else None)
     run_dir = str(run.path.resolve())

@@ -498,6 +498,10 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
             # token usage, so tokens and cost are the run's, while these counts say what was actually spent
             "model_calls": {**call_stats(), "retries": RETRY_STATS.as_dict()},
         })
+    from evaluations.review.corrected import with_corrected
+
+    # a person's labels of this run (``evaluations review``): the re-run keeps their corrected figures
+    summary = with_corrected(RunData(path=folder.path, summary=summary, records=records)).summary
     finished = folder.finish(report_json=EvaluationReportAdapter.dump_json(report, indent=1), summary=summary,
                              records=records)
     if after is not None:

@@ -178,6 +178,8 @@ class RunSummary(_Open):
     config_source: str | None = None
     model_calls: dict[str, Any] = Field(default_factory=dict)
     calibration: dict[str, Any] | None = None
+    #: the judged figures corrected by a person's labels (``review.corrected``; absent without labels)
+    corrected: dict[str, Any] | None = None
 
     @property
     def primary_judge(self) -> str | None:
