@@ -37,6 +37,11 @@ def pytest_configure(config):
     torch or numpy; a serial run keeps the defaults (one thread per core), and a variable already set wins."""
     import os
 
+    if hasattr(config.option, "loadscopereorder"):
+        # pytest-xdist (3.x) otherwise hands out ``--dist loadfile``'s files by their number of tests, most first,
+        # whatever the collection order: the long files of few tests (a model, a cluster, a server) went last and
+        # one worker ran them while the other had finished. Off, it hands them out in LONGEST_FIRST's order.
+        config.option.loadscopereorder = False
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for name in _ONE_THREAD:
             os.environ.setdefault(name, "1")
@@ -54,11 +59,14 @@ def sigint_default() -> None:
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
 #: (``--dist loadfile`` hands out whole modules in collection order) no worker starts a long module while the other
 #: has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_ray.py", "test_served_checker.py", "test_matrix.py", "test_judge_embedded.py",
-                 "test_cli_answers.py", "test_object_store.py", "test_judge_refit.py", "test_judge_calibration.py",
-                 "test_reference_free_runs.py", "test_score_log_out.py", "test_answer_relevance.py",
-                 "test_run_survives.py", "test_served_qa.py", "test_context_relevance.py", "test_faithfulness.py",
-                 "test_embedded_models.py")
+LONGEST_FIRST = ("test_judge_refit.py", "test_ray.py", "test_matrix.py", "test_served_checker.py",
+                 "test_score_log_out.py", "test_context_relevance.py", "test_embedded_models.py",
+                 "test_judge_embedded.py", "test_served_qa.py", "test_cli_answers.py", "test_reference_free_runs.py",
+                 "test_object_store.py", "test_run_survives.py", "test_yesno.py", "test_faithfulness.py",
+                 "test_score.py", "test_judge_changes.py", "test_answer_relevance.py", "test_wheel.py",
+                 "test_run_lifecycle.py", "test_judge_calibration.py", "test_long_passages.py", "test_systems.py",
+                 "test_reports_browser.py", "test_judge_check.py", "test_compare.py", "test_cli_retrieval.py",
+                 "test_qa_agent.py", "test_ann.py", "test_synth.py", "test_index.py", "test_defects.py")
 
 
 def pytest_collection_modifyitems(items):
