@@ -8,8 +8,8 @@ Real model, real hand-labelled rows (``datasets/labels``, read from ``../shared/
   as runs apply them, a separate path;
 * the labels and questions counted in the written file are read here from the label file with ``json``.
 
-These are behaviour checks on a handful of labelled rows (the first 8 context-relevance rows: 4 questions, two
-passages each; the first 10 labelled faithfulness rows), not a measurement of a refit's accuracy: what the fit on
+These are behaviour checks on a handful of labelled rows (the first 4 context-relevance rows: 2 questions, two
+passages each; the first 6 labelled faithfulness rows), not a measurement of a refit's accuracy: what the fit on
 all the labelled rows scores is recorded in the shipped files (``judges/context_relevance.json`` and
 ``judges/faithfulness.json``, their ``validation``).
 """
@@ -30,9 +30,9 @@ from inprocess import run_evaluations
 REPO = Path(__file__).resolve().parents[1]
 CONTEXT_LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
 FAITH_LABELS = REPO / "datasets" / "labels" / "faithfulness.jsonl"
-N_CONTEXT = 8  # rows: 4 questions (354, 619, 232, 781), each two passages; 5 labelled relevant, 3 not
-CONTEXT_FOLDS = 3  # every training part of GroupKFold(3) on those 4 questions holds both labels
-N_FAITH = 10  # labelled rows per file (rows without a label are skipped): 6 supported, 4 not
+N_CONTEXT = 4  # rows: 2 questions (354, 619), each a relevant and an irrelevant passage
+CONTEXT_FOLDS = 2  # every training part of GroupKFold(2) on those 2 questions holds both labels
+N_FAITH = 6  # labelled rows per file (rows without a label are skipped): 3 supported, 3 not, 6 questions
 
 
 def _agreement(path: Path, judge: str, limit: int, env: dict | None = None) -> dict:
