@@ -149,8 +149,10 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
     (two: the first pays the ladder's refused modes, the second starts at the mode that worked). The index is the
     session's RepliQA index (``repliqa_db``); the call cache is this test's own (its calls are counted)."""
     out = tmp_path / "out"
-    config = tmp_path / "haiku.rag.yaml"  # short answers keep the test fast; the base URL comes from the env
-    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 96}\n  max_context_chars: 2000\n")
+    # short answers (48 tokens) from a short context (1,200 characters) keep the test fast: the first question pays
+    # the ladder's refused modes, seven requests; the base URL comes from the env
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 48}\n  max_context_chars: 1200\n")
     proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
                    "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(out),
                    "--no-progress", "--concurrency", "1",
