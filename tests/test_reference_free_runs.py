@@ -595,7 +595,8 @@ def test_old_records_load_and_dump_without_the_new_fields():
     record = CaseRecord.model_validate_json(line)
     assert record.claims is None and record.chunk_relevance is None
     assert set(json.loads(record.dump_line())) == set(CaseRecord.model_fields) - {
-        "claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls", "unknown_ids", "schema_version"
+        "claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls", "judge_cost", "unknown_ids",
+        "schema_version"
     } | {"schema"}
 
 

@@ -22,6 +22,7 @@ from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorCont
 from pydantic_evals.evaluators import ReportEvaluatorContext
 from pydantic_evals.reporting.analyses import ConfusionMatrix, ReportAnalysis, TableResult
 
+from evaluations.evaluators.cost import MeasuredJudge
 from evaluations.results.records import VERDICT_NAMES
 from evaluations.judging.correctness import lexical
 from evaluations.judging.validation.agreement import METRICS, bootstrap_ci, confusion, metrics
@@ -149,8 +150,11 @@ class Containment(Evaluator):
 
 
 @dataclass(repr=False)
-class SemanticSimilarity(Evaluator):
-    """max cosine(all-MiniLM-L6-v2(gold), all-MiniLM-L6-v2(answer)); with a threshold, also a verdict."""
+class SemanticSimilarity(MeasuredJudge, Evaluator):
+    """max cosine(all-MiniLM-L6-v2(gold), all-MiniLM-L6-v2(answer)); with a threshold, also a verdict. Its cost per
+    case: ``semantic_similarity_cost`` (``evaluators.cost``)."""
+
+    COST_NAME = "semantic_similarity"
 
     threshold: float | None = None
     #: embeddings from/to the on-disk judge-embedding cache (``semantic.default_cache_path``), so a re-run of
@@ -158,7 +162,7 @@ class SemanticSimilarity(Evaluator):
     cache: bool = True
     cache_dir: str | None = None  # the cache's folder (``Config.judge_cache_dir``); None: the default one
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
+    async def judge_case(self, ctx: EvaluatorContext) -> dict[str, float | bool]:
         from evaluations.judging.correctness.semantic import cache_file, semantic_similarity
 
         pair = _gold_and_answer(ctx)
@@ -177,15 +181,18 @@ class SemanticSimilarity(Evaluator):
 
 
 @dataclass(repr=False)
-class OfflineJudge(Evaluator):
+class OfflineJudge(MeasuredJudge, Evaluator):
     """The calibrated offline judge (``judges/offline_judge.json`` unless ``params`` names another file), after
-    the non-answer screen (``judging.correctness.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind)."""
+    the non-answer screen (``judging.correctness.nonanswer``: a non-answer is incorrect, ``answer_kind`` says which kind).
+    Its cost per case: ``offline_judge_cost`` (``evaluators.cost``)."""
+
+    COST_NAME = "offline_judge"
 
     params: str | None = None
     cache: bool = True  # as ``SemanticSimilarity.cache``: its semantic-similarity feature
     cache_dir: str | None = None  # as ``SemanticSimilarity.cache_dir``
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
+    async def judge_case(self, ctx: EvaluatorContext) -> dict[str, Any]:
         from evaluations.judging.correctness.offline import load_model
         from evaluations.judging.correctness.semantic import cache_file
 

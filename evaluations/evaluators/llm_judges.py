@@ -20,6 +20,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.evaluators.answers import judged_case, screened
+from evaluations.evaluators.cost import MeasuredJudge
 from evaluations.judging.correctness.embedded import DEFAULT_JUDGE, EmbeddedGrader, combined_params_path, combined_verdict
 from evaluations.judging.correctness.llm import MODES, AnswerGrader, answer_grader, embedded_judge_name
 
@@ -30,9 +31,10 @@ __all__ = ["AnswerEquivalenceJudge", "EmbeddedLLMJudge", "llm_judge"]
 
 
 @dataclass(repr=False)
-class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
+class AnswerEquivalenceJudge(MeasuredJudge, Evaluator[Any, Any, Any]):
     """pass = the served judge model says the answer is equivalent to at least one gold answer
-    (``judging.correctness.llm.AnswerGrader``: output modes, retries, P(correct))."""
+    (``judging.correctness.llm.AnswerGrader``: output modes, retries, P(correct)). Its cost per case (requests sent,
+    0 when replayed from the model-call cache): ``<evaluation_name>_cost`` (``evaluators.cost``)."""
 
     model: Model
     rubric: str
@@ -51,7 +53,10 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
                                         retries=self.retries, modes=tuple(self.modes), logprobs=self.logprobs)
         return self._grader
 
-    async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> dict[str, Any]:
+    def cost_name(self) -> str:
+        return self.evaluation_name
+
+    async def judge_case(self, ctx: EvaluatorContext[Any, Any, Any]) -> dict[str, Any]:
         case = judged_case(ctx)
         if case is None:
             return {}
@@ -70,12 +75,13 @@ class AnswerEquivalenceJudge(Evaluator[Any, Any, Any]):
 
 
 @dataclass(repr=False)
-class EmbeddedLLMJudge(Evaluator):
+class EmbeddedLLMJudge(MeasuredJudge, Evaluator):
     """``llm_p_correct`` = P(correct) of the embedded judge; ``llm_judge`` = P ≥ threshold, with the reason
     (``judging.correctness.embedded.EmbeddedGrader``); ``combined_correct`` too when ``combined`` and its parameters are shipped.
 
     ``threshold`` None: the calibrated one of ``judges/embedded_judge.json``. ``cache`` False (``--no-cache``):
-    verdicts are neither read from nor written to the verdict cache.
+    verdicts are neither read from nor written to the verdict cache. Its cost per case (forward passes, 0 from the
+    verdict cache; the combined judge's embeddings included): ``<evaluation_name>_cost`` (``evaluators.cost``).
     """
 
     model: str = DEFAULT_JUDGE
@@ -86,7 +92,10 @@ class EmbeddedLLMJudge(Evaluator):
     data_dir: str | None = None  # where the assembled GGUF lives (the config's storage.data_dir)
     cache_dir: str | None = None  # the verdict cache's folder (``Config.judge_cache_dir``); None: the default
 
-    async def evaluate(self, ctx: EvaluatorContext) -> dict[str, Any]:
+    def cost_name(self) -> str:
+        return self.evaluation_name
+
+    async def judge_case(self, ctx: EvaluatorContext) -> dict[str, Any]:
         import anyio.to_thread
 
         case = judged_case(ctx)

@@ -32,6 +32,7 @@ import anyio.to_thread
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
+from evaluations.evaluators.cost import MeasuredJudge
 from evaluations.results.records import ChunkRecord, ClaimRecord, ContextEvidence, FaithfulnessEvidence
 
 if TYPE_CHECKING:
@@ -116,20 +117,22 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
 
 
 @dataclass(repr=False)
-class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+class Faithfulness(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``faithfulness`` = supported claims / claims of the answer (``judging.grounded.faithfulness``); see module docstring.
     ``cache`` False (``--no-cache``): verdicts are neither read from nor written to the verdict store; ``texts``:
     corpus id -> text, for systems that return ids only; ``scorer`` / ``decompose``: a served judge's checker and claim
     decomposition (``reference_free_evaluators``; default: the embedded model and the deterministic splitter);
-    ``cache_dir``: the verdict store's folder (``Config.judge_cache_dir``; None: the default one)."""
+    ``cache_dir``: the verdict store's folder (``Config.judge_cache_dir``; None: the default one). Its cost per case:
+    ``faithfulness_cost`` (``evaluators.cost``)."""
 
+    COST_NAME = "faithfulness"
     cache: bool = True
     cache_dir: str | None = field(default=None, compare=False)
     texts: Mapping[str, str] | None = field(default=None, compare=False)
     scorer: Any = field(default=None, compare=False)
     decompose: Callable[[str, str], list[str] | None] | None = field(default=None, compare=False)
 
-    async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
+    async def judge_case(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
         if answer is None:
             return {}
@@ -146,17 +149,18 @@ class Faithfulness(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
 
 
 @dataclass(repr=False)
-class ContextRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+class ContextRelevance(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``context_relevance`` = share of the retrieved chunks judged needed to answer the question
     (``judging.grounded.context_relevance``); see module docstring. ``cache``, ``cache_dir``, ``texts``: as for
-    ``Faithfulness``."""
+    ``Faithfulness``. Its cost per case: ``context_relevance_cost`` (``evaluators.cost``)."""
 
+    COST_NAME = "context_relevance"
     cache: bool = True
     cache_dir: str | None = field(default=None, compare=False)
     texts: Mapping[str, str] | None = field(default=None, compare=False)
     scorer: Any = field(default=None, compare=False)
 
-    async def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
+    async def judge_case(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         passages, docs = _passages(ctx.output, self.texts, retrieved=True)
         return await anyio.to_thread.run_sync(functools.partial(
             context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer,

@@ -18,6 +18,7 @@ from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorCont
 
 from evaluations.core.types import CaseMetadata, CaseOutput, RetrievalInputs
 from evaluations.evaluators.answers import without_cache_dir
+from evaluations.evaluators.cost import MeasuredJudge
 from evaluations.judging.grounded.answer_relevance import answer_relevance
 from evaluations.judging.correctness.semantic import cache_file
 
@@ -25,15 +26,17 @@ __all__ = ["AnswerRelevance"]
 
 
 @dataclass(repr=False)
-class AnswerRelevance(Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
+class AnswerRelevance(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``answer_relevance`` (score 1/0) and ``answer_relevance_kind`` (label) of the case's answer; ``cache``: the
     judge's embeddings cached on disk (``judging.correctness.semantic``) in ``cache_dir`` (``Config.judge_cache_dir``; None: the
-    default folder)."""
+    default folder). Its cost per case (texts embedded, 0 from the embedding cache): ``answer_relevance_cost``
+    (``evaluators.cost``)."""
 
+    COST_NAME = "answer_relevance"
     cache: bool = True
     cache_dir: str | None = None
 
-    def evaluate(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
+    def judge_case(self, ctx: EvaluatorContext[RetrievalInputs, CaseOutput, CaseMetadata]) -> dict[str, Any]:
         answer = ctx.output.answer
         if answer is None:
             return {}

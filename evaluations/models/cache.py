@@ -51,6 +51,8 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from evaluations.models.meter import count_calls
+
 if TYPE_CHECKING:
     from evaluations.core.config import Config
 
@@ -356,6 +358,7 @@ class CachedModel(WrapperModel):
         if replay is not None:
             raise CacheMiss("not in the model-call cache (the run that filled it did not get this reply)")
         self.stats.add(misses=1)
+        count_calls()  # a request actually sent (``models.meter``: what judging a case cost)
         try:
             response = await self.wrapped.request(messages, model_settings, model_request_parameters)
         except BaseException:

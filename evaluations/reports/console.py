@@ -14,8 +14,9 @@ from rich.table import Table
 from evaluations.reports.corrected import CorrectedView, corrected_views
 from evaluations.results.headline import (answer_headline, disagreement_line, reference_free_calls_line,
                                           reference_free_line)
+from evaluations.results.records import is_cost_label
 from evaluations.results.retrieval_metrics import is_retrieval_metric, parse_metric_name
-from evaluations.results.rundata import AnswersSummary, LatencySummary, RunSummary
+from evaluations.results.rundata import AnswersSummary, JudgingSummary, LatencySummary, RunSummary
 
 MAX_CASE_ROWS = 20
 _METRIC_ORDER = ("ndcg", "mrr", "map", "recall", "p", "hit")
@@ -38,17 +39,31 @@ def metrics_table(metrics: dict[str, float]) -> Table | None:
     return table
 
 
-def latency_table(latency: LatencySummary, failed: int = 0) -> Table:
+def latency_table(latency: LatencySummary, failed: int = 0, judging: JudgingSummary | None = None) -> Table:
     """Milliseconds per completed case by stage; a stage no case recorded, or that took 0 ms in every case (did
-    not run), is left out, as in the report; ``failed`` cases are not timed, and the caption says so."""
-    caption = f"over completed cases; {failed} failed case{'s' * (failed > 1)} not timed" if failed else None
-    table = Table(title="Latency per case (ms)", title_justify="left", caption=caption, caption_justify="left")
-    for column in ("stage", "mean", "p50", "p95", "p99"):
+    not run), is left out, as in the report; ``failed`` cases are not timed, and the caption says so. Then a row
+    per judge that measured itself (``judging``: ``judge <name>``, its milliseconds and model calls per case
+    judged), and the caption sets judging's seconds beside answering's."""
+    notes = [f"over completed cases; {failed} failed case{'s' * (failed > 1)} not timed"] if failed else []
+    notes += [judging_sentence(judging)] if judging else []
+    table = Table(title="Latency per case (ms)", title_justify="left", caption="\n".join(notes) or None,
+                  caption_justify="left")
+    for column in ("stage", "mean", "p50", "p95", "p99", "model calls"):
         table.add_column(column, justify="right" if column != "stage" else "left")
     for stage, dist in latency.by_stage.items():
         if dist.n and dist.max:
-            table.add_row(stage, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p95", "p99")))
+            table.add_row(stage, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p95", "p99")), "")
+    for judge, cost in (judging.judges if judging else {}).items():
+        ms = (f"{1000 * getattr(cost.seconds, c):.1f}" for c in ("mean", "p50", "p95", "p99"))
+        table.add_row(f"judge {judge}", *ms, f"{cost.calls.mean:.1f}")
     return table
+
+
+def judging_sentence(judging: JudgingSummary) -> str:
+    """Judging's seconds in all beside answering's (the ``llm`` stage), as the latency table's caption says it."""
+    answering = (f" vs answering {judging.answering_seconds:.1f} s" if judging.answering_seconds is not None
+                 else " (no answer stage timed)")
+    return f"judging {judging.seconds:.1f} s in all, {judging.calls} model calls{answering}"
 
 
 def answers_table(answers: AnswersSummary) -> Table:
@@ -143,11 +158,13 @@ def _every_label(case: Any, names: list[str], first: dict[str, Any]) -> Any:
 def readable(report: EvaluationReport) -> EvaluationReport:
     """The report as printed: its experiment metadata as text (``metadata_text``: pydantic-evals prints each value
     with ``str``, a nested mapping as a Python repr cut at the panel's edge), and every label on every case
-    (``_every_label``), a repeated one once (``_repeats``), so that the averages are shares of all cases."""
+    (``_every_label``), a repeated one once (``_repeats``), so that the averages are shares of all cases; the judges'
+    cost labels (``records.is_cost_label``) are left to the latency table."""
     cases = list(report.cases)
     first = {n: r for c in reversed(cases) for n, r in c.labels.items()}
-    names = [n for n in dict.fromkeys(n for c in cases for n in c.labels) if n not in _repeats(cases, list(first))]
-    changes: dict[str, Any] = {"cases": [_every_label(c, names, first) for c in cases]} if names else {}
+    every = list(dict.fromkeys(n for c in cases for n in c.labels))
+    names = [n for n in every if n not in _repeats(cases, list(first)) and not is_cost_label(n)]
+    changes: dict[str, Any] = {"cases": [_every_label(c, names, first) for c in cases]} if every else {}
     if report.experiment_metadata:
         changes["experiment_metadata"] = {k: metadata_text(v) for k, v in report.experiment_metadata.items()}
     return dataclasses.replace(report, **changes) if changes else report
@@ -187,7 +204,7 @@ def show(console: Console, report: Any, summary: RunSummary) -> None:
     if (line := reference_free_calls_line(summary)) is not None:
         console.print(line, markup=False, highlight=False)
     show_corrected(console, summary)
-    console.print(latency_table(summary.latency_ms, summary.counts.failed))
+    console.print(latency_table(summary.latency_ms, summary.counts.failed, summary.judging))
     lat = summary.latency_ms
     if lat.p50 is not None:
         console.print(f"latency p50 {lat.p50:.1f} ms · p95 {lat.p95:.1f} ms · p99 {lat.p99:.1f} ms")

@@ -455,6 +455,30 @@ def _calibration_section(summary: RunSummary, records: list[CaseRecord]) -> tupl
     return section, data
 
 
+def _judge_rows(summary: RunSummary) -> tuple[list[list[Cell]], list[str]]:
+    """A latency row per judge that measured itself (``summary.judging``): ``judge <name>``, the cases it judged,
+    its milliseconds per case and its model calls per case."""
+    rows, keys = [], []
+    for judge, cost in (summary.judging.judges if summary.judging else {}).items():
+        ms = [Cell.number(None if getattr(cost.seconds, k) is None else 1000 * getattr(cost.seconds, k), 1)
+              for k in ("mean", "p50", "p95", "p99", "max")]
+        rows.append([Cell(f"judge {judge}"), Cell.number(cost.cases), *ms, Cell.number(cost.calls.mean, 1)])
+        keys.append(f"judge:{judge}")
+    return rows, keys
+
+
+def _judging_note(summary: RunSummary) -> str | None:
+    """Judging's seconds in all beside answering's (``summary.judging``), None for a run without judges' costs."""
+    judging = summary.judging
+    if judging is None:
+        return None
+    answering = ("" if judging.answering_seconds is None
+                 else f", answering (the llm stage) {judging.answering_seconds:.1f} s")
+    return (f"Judging took {judging.seconds:.1f} s in all ({judging.calls} model calls: forward passes, requests "
+            f"sent and texts embedded; 0 when answered from a cache){answering}. A judge's seconds include waiting "
+            "for a model another case held.")
+
+
 def _latency_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
     section = Section("latency", "Latency")
     rows, keys = [], []
@@ -462,11 +486,16 @@ def _latency_section(summary: RunSummary, records: list[CaseRecord]) -> Section:
         if not dist.max:
             continue  # a stage that took 0 ms in every case did not run
         rows.append([Cell(stage)] + [Cell.number(getattr(dist, k), 1) if k != "n" else Cell.number(dist.n)
-                                     for k in ("n", "mean", "p50", "p95", "p99", "max")])
+                                     for k in ("n", "mean", "p50", "p95", "p99", "max")] + [Cell("")])
         keys.append(stage)
+    judge_rows, judge_keys = _judge_rows(summary)
+    rows, keys = rows + judge_rows, keys + judge_keys
     if rows:
-        section.tables.append(Table("latency", ["stage", "cases", "mean", "p50", "p95", "p99", "max"], rows,
-                                    row_keys=keys, caption="Milliseconds per case."))
+        section.tables.append(Table("latency", ["stage", "cases", "mean", "p50", "p95", "p99", "max", "model calls"],
+                                    rows, row_keys=keys, caption="Milliseconds per case; a judge's row: per case it "
+                                    "judged, with its model calls per case."))
+    if (note := _judging_note(summary)) is not None:
+        section.notes.append(note)
     ok = [r for r in records if r.status != "failed"]
     stages = {}
     for stage in STAGES:  # the pipeline's stages, ending in total (results.records.STAGES)

@@ -10,7 +10,8 @@ raised: the case's retrieval / system call itself failed). Stages fail separatel
 
 The reference-free judges keep their evidence (``claims``: every claim of the answer with its verdict, P(supported)
 and the passage that supports it best; ``chunk_relevance``: every retrieved chunk's verdict; ``first_relevant_rank``)
-in typed optional fields, absent from a line when the judge did not run (so older lines and runs read as before).
+in typed optional fields, absent from a line when the judge did not run (so older lines and runs read as before);
+so does ``judge_cost``: per judge that measured itself, the wall seconds and model calls judging the case took.
 
 Schema version ``SCHEMA``; older records (version 1: no ``qa`` block) still load.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_evals.evaluators import EvaluationReason
 from pydantic_evals.reporting import ReportCase, ReportCaseFailure
 
 from evaluations.core.types import CaseMetadata, CaseOutput
@@ -105,6 +107,47 @@ EVIDENCE_LABELS: dict[str, type[FaithfulnessEvidence] | type[ContextEvidence]] =
 }
 
 
+class JudgeCost(BaseModel):
+    """What judging one case cost one judge: ``seconds``, the wall time its evaluator took for the case (waiting
+    for a model another case holds included), and ``calls``, the model calls it actually made
+    (``models.meter``: forward passes of an embedded model, requests sent to a served one, texts embedded; 0 when
+    every answer came from a cache or no model was needed)."""
+
+    seconds: float
+    calls: int = 0
+
+
+#: a judge that costs time adds the label ``<judge>`` + ``COST_SUFFIX`` to its results (``judge_cost_result``);
+#: its reason is the ``JudgeCost`` as JSON, read into the record's ``judge_cost`` (never a ``judge_labels`` entry)
+COST_SUFFIX = "_cost"
+
+
+def judge_cost_result(judge: str, cost: JudgeCost) -> dict[str, EvaluationReason]:
+    """The evaluator result that carries ``cost`` (``COST_SUFFIX``): a label, "model" when the judge made a model
+    call for the case, "no model call" when not (cached, or decided without a model)."""
+    value = "model" if cost.calls else "no model call"
+    return {judge + COST_SUFFIX: EvaluationReason(value, reason=cost.model_dump_json())}
+
+
+def is_cost_label(name: str) -> bool:
+    """Whether an evaluator label carries a judge's cost (``judge_cost_result``), not a judge's label."""
+    return name.endswith(COST_SUFFIX)
+
+
+def judge_costs(reasons: dict[str, str | None]) -> dict[str, JudgeCost]:
+    """judge -> its cost, from the reasons of the cost labels among ``reasons`` (label -> reason; an unreadable one
+    is left out)."""
+    costs: dict[str, JudgeCost] = {}
+    for name, reason in reasons.items():
+        if not is_cost_label(name) or not reason:
+            continue
+        try:
+            costs[name.removesuffix(COST_SUFFIX)] = JudgeCost.model_validate_json(reason)
+        except ValidationError:
+            continue
+    return costs
+
+
 class QARecord(BaseModel):
     status: Literal["ok", "failed", "skipped"] = "skipped"
     error: str | None = None
@@ -150,6 +193,9 @@ class CaseRecord(BaseModel):
     chunk_relevance: list[ChunkRecord] | None = None
     first_relevant_rank: int | None = None
     reference_free_calls: int | None = None  # model forward passes the reference-free judges made for this case
+    # judge -> what judging this case cost it (``JudgeCost``; None, left out of the line: no judge measured itself,
+    # e.g. a record made before this field)
+    judge_cost: dict[str, JudgeCost] | None = None
     # a user's system: its retrieved ids that are not in the corpus (None, left out of the line: the built-in
     # pipeline, or a record made before this field)
     unknown_ids: list[str] | None = None
@@ -179,12 +225,14 @@ class CaseRecord(BaseModel):
         return self.model_dump_json(by_alias=True, exclude=unset) + "\n"
 
 
-_OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls", "unknown_ids")
+_OPTIONAL_EVIDENCE = ("claims", "chunk_relevance", "first_relevant_rank", "reference_free_calls", "judge_cost",
+                      "unknown_ids")
 
 
 def evidence_fields(reasons: dict[str, str | None]) -> dict[str, Any]:
     """The record fields of the evidence in the reasons of ``EVIDENCE_LABELS`` labels (label -> its reason; an
-    unreadable one is left out): ``claims``, ``chunk_relevance``, ``first_relevant_rank``, ``reference_free_calls``."""
+    unreadable one is left out): ``claims``, ``chunk_relevance``, ``first_relevant_rank``, ``reference_free_calls``;
+    and ``judge_cost`` from the cost labels (``judge_costs``)."""
     fields: dict[str, Any] = {}
     calls = 0
     for name, kind in EVIDENCE_LABELS.items():
@@ -198,6 +246,8 @@ def evidence_fields(reasons: dict[str, str | None]) -> dict[str, Any]:
         fields.update(evidence.record_fields())
     if fields:
         fields["reference_free_calls"] = calls
+    if costs := judge_costs(reasons):
+        fields["judge_cost"] = costs
     return fields
 
 
@@ -212,7 +262,9 @@ def results_fields(results: dict[str, Any]) -> dict[str, Any]:
     for name, result in results.items():
         value, reason = getattr(result, "value", result), getattr(result, "reason", None)
         if isinstance(value, str):
-            labels[name], label_reasons[name] = value, reason
+            label_reasons[name] = reason
+            if not is_cost_label(name):
+                labels[name] = value
             continue
         judges[name] = value if isinstance(value, bool) else float(value)
         if reason:
@@ -259,7 +311,7 @@ def record_from_case(case: ReportCase | ReportCaseFailure) -> CaseRecord:
         qa=QARecord(status=out.qa_status, error=out.qa_error, raw_text=out.raw_text, mode=out.qa_mode),
         answer=out.answer.model_dump() if out.answer else None,
         judges=judges, judge_reasons=reasons,
-        judge_labels={k: str(v.value) for k, v in case.labels.items()},
+        judge_labels={k: str(v.value) for k, v in case.labels.items() if not is_cost_label(k)},
         **evidence_fields({k: v.reason for k, v in case.labels.items()}),
         judge_errors=[JudgeError(evaluator=f.name, error=f.error_message) for f in case.evaluator_failures],
         context=[c.chunk_id for c in out.chunks], context_text=out.context_text,

@@ -49,6 +49,29 @@ class LatencySummary(_Open):
     by_stage: dict[str, Distribution] = Field(default_factory=dict)
 
 
+class JudgeCalls(_Open):
+    mean: Number = 0.0  # model calls per case judged
+    total: int = 0  # in the whole run
+
+
+class JudgeCostSummary(_Open):
+    """One judge's cost (``results.judging``): ``cases`` it measured, wall ``seconds`` per case, model ``calls``."""
+
+    cases: int = 0
+    seconds: Distribution = Field(default_factory=Distribution)
+    calls: JudgeCalls = Field(default_factory=JudgeCalls)
+
+
+class JudgingSummary(_Open):
+    """What judging cost (``results.judging``): per judge, and in all beside the answer stage's seconds."""
+
+    judges: dict[str, JudgeCostSummary] = Field(default_factory=dict)
+    seconds: Number = 0.0
+    calls: int = 0
+    answering_seconds: Number | None = None
+    judging_per_answering: Number | None = None
+
+
 class Counts(_Open):
     cases: int = 0
     complete: int = 0
@@ -162,6 +185,8 @@ class RunSummary(_Open):
     name: str = ""
     metrics: dict[str, Number] = Field(default_factory=dict)
     latency_ms: LatencySummary = Field(default_factory=LatencySummary)
+    #: what judging cost per judge (``results.judging``; absent: no record carries a judge's cost)
+    judging: JudgingSummary | None = None
     counts: Counts = Field(default_factory=Counts)
     averaging: str = ""
     analyses: list[dict[str, Any]] = Field(default_factory=list)

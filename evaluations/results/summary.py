@@ -29,6 +29,8 @@ Averaging rules:
   served one without a price is unknown); a user's system's answer naming no priced model is unknown too: null,
   never 0 USD (``total`` null too when no case has a known cost); ``unpriced`` counts the cases with tokens and
   no price (present when there are any; the report's cost row says how many were left out);
+- judging's cost (``judging``: per judge, wall seconds and model calls per case, beside the answer stage's seconds)
+  is over the cases each judge measured itself on (``results.judging``);
 - with ``--repeat N`` every (case, repeat) record counts once; ``repeats`` gives the run-to-run spread of each
   metric's mean (standard deviation, min, max over the N repeat means).
 """
@@ -43,6 +45,7 @@ from typing import Any
 
 from evaluations.results import measures
 from evaluations.results.calibration import calibration_summary
+from evaluations.results.judging import judging_summary
 from evaluations.results.measures import answer_accuracy, answer_kind, non_empty_answer, to_answer, verdict_names
 from evaluations.results.records import REFERENCE_FREE_SCORES, STAGES, SYSTEM_ANSWER, CaseRecord
 from evaluations.results.reference_free import language_warning, reference_free_summary, score_summary
@@ -333,6 +336,8 @@ def summarize(records: list[CaseRecord], *, name: str, ks: list[int], extra: dic
         primary_judge = primary_validation = primary_chosen_by = None
     if any(r.qa.status != "skipped" or set(r.judges) - RETRIEVAL_JUDGES for r in records):
         summary["answers"] = _answer_summary(run, primary_judge, primary_validation, primary_chosen_by)
+    if (judging := judging_summary(records)) is not None:
+        summary["judging"] = judging
     if (free := reference_free_summary(run, asked=reference_free)) is not None:
         summary["reference_free"] = free
         summary["metrics"].update({name: entry["mean"] for name, entry in free["metrics"].items()

@@ -343,6 +343,7 @@ def _reference_free(record: LogRecord, answer: str | None, names: Sequence[str],
     ``answer``: what the answer judges read (``_judged_answer``; None: faithfulness is not run); ``tools``: judge ->
     (checker, claim decomposition), ``evaluators.reference_free.reference_free_tools``; ``cache_dir``: the verdict
     store's folder (None: the default one)."""
+    from evaluations.evaluators.cost import measuring, with_cost
     from evaluations.evaluators.reference_free import (
         context_relevance_results,
         faithfulness_results,
@@ -365,7 +366,8 @@ def _reference_free(record: LogRecord, answer: str | None, names: Sequence[str],
             query, passages, cache=cache, scorer=checker, cache_dir=cache_dir)))
     for name, judge in judges:
         try:
-            results.update(judge())
+            with measuring() as cost:
+                results.update(with_cost(judge(), name, cost()))
         except Exception as exc:  # noqa: BLE001 - as a run's evaluator failure: counted for this query, never a score
             errors.append(JudgeError(evaluator=name, error=f"{type(exc).__name__}: {exc}"))
     return {**results_fields(results), "judge_errors": errors}

@@ -36,6 +36,7 @@ import numpy as np
 from evaluations.core.errors import JudgeFailed
 from evaluations.judging.correctness.embedded import NO, YES, VerdictCache, embedded_judge_path
 from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
+from evaluations.models.meter import count_calls
 
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
            "YesNoScorer", "load_scorer", "cached_probability"]
@@ -108,6 +109,7 @@ class _Model:
         llm.n_tokens = keep
         llm.eval(prompt[keep:])
         self.calls += 1
+        count_calls()  # the forward pass of this case's judge (``models.meter``)
 
 
 _models: dict[tuple[str, int], _Model] = {}

@@ -38,6 +38,7 @@ from evaluations.judging.basics.grade import Grade
 from evaluations.judging.basics.shipped import shipped_path
 from evaluations.models.cache import open_store
 from evaluations.models.llamacpp import load_llama
+from evaluations.models.meter import count_calls
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -168,6 +169,7 @@ class YesNoJudge:
             suffix = suffix[: room - 8] + suffix[-8:]
         with self.lock:
             logits = self._forward(suffix, reuse)
+        count_calls()  # one forward pass (``models.meter``)
         top = logits.max()
         log_z = top + np.log(np.exp(logits - top).sum())
         yes = np.exp(logits[self.yes_ids] - top).sum()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluations.models.meter import count_calls
+
 __all__ = [
     "SEMANTIC_THRESHOLD",
     "semantic_similarity",
@@ -85,6 +87,7 @@ def embed_texts(
     for start in range(0, len(missing), batch):
         chunk = missing[start : start + batch]
         embedded = _get_embedder().embed([t for _, t in chunk])
+        count_calls(len(chunk))  # one model call per text embedded (``models.meter``)
         fresh = [(k, np.asarray(v, dtype=np.float32)) for k, v in zip((k for k, _ in chunk), embedded)]
         if store is not None:
             store.put_many(_KIND, [(k, v.tobytes()) for k, v in fresh])
