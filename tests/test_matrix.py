@@ -252,7 +252,7 @@ def test_a_grid_over_a_questions_only_file_of_your_own(tmp_path):
     grid_file.write_text(yaml.safe_dump(grid))
     judges = "faithfulness,answer_relevance,context_relevance"  # the tests' default is answer relevance alone
     proc = run_cli("matrix", str(grid_file), "--out", str(tmp_path / "m"), "--no-progress",
-                   env={"EVALUATIONS_LLM_THREADS": "2", "EVALUATIONS_REFERENCE_FREE": judges})
+                   env={"EVALUATIONS_REFERENCE_FREE": judges})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "m" / "matrix.json").read_text())
     assert result["quality"] == "faithfulness"
