@@ -35,11 +35,11 @@ def cluster():
 @pytest.fixture(scope="module")
 def scifact_local(tmp_path_factory) -> tuple[Path, Path]:
     """The whole SciFact corpus indexed once for BM25 (the tests' runs find it up to date), and the local run of
-    its first 300 test queries over it: (the index folder, the run folder)."""
+    its first 150 test queries over it: (the index folder, the run folder)."""
     from evaluations.cli.root import main
 
     work = tmp_path_factory.mktemp("scifact_fts")
-    main(["beir", str(SCIFACT), "--limit", "300", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+    main(["beir", str(SCIFACT), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
           str(work / "db"), "--out", str(work / "local")])
     return work / "db", work / "local"
 
@@ -128,7 +128,7 @@ def test_repliqa_answers_on_ray_equal_local_and_a_cached_rerun_calls_no_model(cl
 
 def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path, scifact_local):
     db, local = scifact_local
-    args = ["beir", str(SCIFACT), "--limit", "300", "--search-mode", "fts", "--skip-qa", "--no-progress",
+    args = ["beir", str(SCIFACT), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress",
             "--db", str(db)]
     out = tmp_path / "killrun"
     killed: list[str] = []
@@ -152,7 +152,7 @@ def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path, sc
     assert code == 0, err
     assert killed, "the run ended before a worker could be killed"
     done = len(_records(out))
-    assert done == 300 and int(killed[0].split()[1]) < 300, killed  # the kill landed mid-run
+    assert done == 150 and int(killed[0].split()[1]) < 150, killed  # the kill landed mid-run
     _same_results(local, out)
 
 
