@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
-    # a short context (1,500 characters): the grid's mechanics with real models, not long prompts
-    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 1500\n")
+    # a short context (800 characters): the grid's mechanics with real models, not long prompts
+    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 800\n")
     grid = {
         "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 1, "k": [1, 5, 10],
         "config": str(tmp_path / "short.yaml"),
