@@ -19,15 +19,13 @@ from conftest import DATA
 
 
 @pytest.fixture(scope="module")
-def evouna_predictions():
-    """The offline judge's P(correct) and verdicts on 150 EVOUNA NQ answers, with their human labels."""
-    from evaluations.judging.correctness.offline import load_model
-    from evaluations.judging.labels.data import load_labelled
-
-    rows = load_labelled(DATA / "evouna" / "NQ.jsonl.gz", limit=150)
-    p, v = load_model().judge_batch([e.references for e in rows], [e.answer for e in rows],
-                                    questions=[e.question for e in rows], cache_path=False)
-    return np.asarray(p, float), np.asarray(v, float), np.array([e.label for e in rows], float)
+def evouna_predictions(answers_run):
+    """The real offline judge's P(correct) and verdicts on 80 EVOUNA NQ answers (the session's ``answers_run``),
+    with their human labels."""
+    records = [json.loads(line) for line in (answers_run / "cases.jsonl").read_text().splitlines()]
+    p = np.array([r["judges"]["offline_p_correct"] for r in records], float)
+    v = np.array([r["judges"]["offline_correct"] for r in records], float)
+    return p, v, np.array([r["label"] for r in records], float)
 
 
 @pytest.mark.parametrize("soft", [True, False], ids=["probabilities", "verdicts (ties)"])
@@ -38,7 +36,7 @@ def test_one_stratum_is_ppi_py_exactly(evouna_predictions, soft):
 
     p, v, y = evouna_predictions
     f = p if soft else v
-    labelled = np.random.default_rng(3).choice(len(y), 60, replace=False)
+    labelled = np.random.default_rng(3).choice(len(y), 30, replace=False)
     ours = stratified_ppi([Stratum.of(f, f[labelled], y[labelled])], finite=False, ddof=0)
     point = float(np.squeeze(ppi_mean_pointestimate(y[labelled], f[labelled], f)))
     low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y[labelled], f[labelled], f, alpha=0.05))
@@ -55,10 +53,11 @@ def test_stratified_estimate_is_the_textbook_one(evouna_predictions):
 
     p, v, y = evouna_predictions
     rng = np.random.default_rng(5)
-    groups = [np.flatnonzero(v == 1), np.flatnonzero(v == 0)]
+    groups = [np.arange(0, 40), np.arange(40, len(y))]  # any split is a stratification; these have mixed labels
     strata, parts = [], []
-    for members, n in zip(groups, (12, 18)):
+    for members, n in zip(groups, (15, 15)):
         picked = rng.choice(members, n, replace=False)
+        assert 0 < y[picked].mean() < 1  # labels that differ: the sample variance itself, no floor
         strata.append(Stratum.of(p[members], p[picked], y[picked]))
         parts.append((len(members), y[picked]))
     total = sum(size for size, _ in parts)
@@ -232,6 +231,11 @@ def test_a_changed_label_is_said_and_bad_sheets_are_one_error(answers_run, tmp_p
         code, out, err = cli(["review", str(folder), "--labels", str(bad)])
         assert code == 2 and f"bad.jsonl{where}" in err and "fix:" in err and "Traceback" not in err
     assert (folder / "human_labels.jsonl").read_bytes() == before
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.results.folder import RunFolder
+
+    with pytest.raises(EvaluationsError, match="human_labels.jsonl"):  # a re-run never replaces a person's labels
+        RunFolder.open(out=folder, resume=None, overwrite=True, name="again", identity={})
     code, out, err = cli(["review", str(folder), "--seed", "9", "--out", str(tmp_path / "x.jsonl")])
     assert code == 2 and "--seed 0" in err
     code, out, err = cli(["review", str(folder), "--measure", "faithfulness", "--out", str(tmp_path / "y.jsonl")])
@@ -246,6 +250,8 @@ def test_later_reviews_extend_the_same_sample(answers_run, tmp_path, cli):
     first.write_text("".join(json.dumps({**r, "label": True}) + "\n" for r in rows))
     assert cli(["review", str(folder), "--labels", str(first)])[0] == 0
     assert cli(["review", str(folder), "--n", "10", "--out", str(second)])[0] == 0
+    assert not second.exists()  # the sample of 10 is labelled: nothing to write
+    assert cli(["review", str(folder), "--n", "20", "--out", str(second)])[0] == 0
     more = [json.loads(line)["case_id"] for line in second.read_text().splitlines()]
     assert len(more) == 10 and not set(more) & {r["case_id"] for r in rows}
     from evaluations.results.rundata import load_run
@@ -254,3 +260,59 @@ def test_later_reviews_extend_the_same_sample(answers_run, tmp_path, cli):
     design = Design.model_validate(json.loads((folder / "review_design.json").read_text())["accuracy"])
     assert set(design.chosen(20)) == set(more) | {r["case_id"] for r in rows}
     assert load_run(folder).summary.corrected is not None
+
+
+def test_a_terminal_session_labels_skips_stops_and_goes_on(answers_run, tmp_path):
+    """The session as a person has it: a real terminal (a pty), keys y / s / n / q, then a second session."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    from evaluations.review.labels import read_labels
+
+    folder = _run(answers_run, tmp_path)
+    env = {**os.environ, "COLUMNS": "60", "EVALUATIONS_HISTORY_PATH": str(tmp_path / "h.sqlite")}
+    config = tmp_path / "config.yaml"
+    config.write_text(f"history:\n  path: {tmp_path / 'history.sqlite'}\n")
+
+    def session(keys: list[str]) -> str:
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "evaluations", "review", str(folder), "--n", "4",
+                                 "--config", str(config)], stdin=follower, stdout=follower, stderr=follower, env=env)
+        os.close(follower)
+        seen, pending, deadline, asked = b"", list(keys), time.monotonic() + 120, 0
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if pending and seen.count(b"label (y, n, s, q):") > asked:  # click's prompt: one key each time
+                asked += 1
+                os.write(leader, (pending.pop(0) + "\n").encode())
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+        assert proc.wait(timeout=60) == 0, seen.decode(errors="replace")
+        return seen.decode(errors="replace")
+
+    first = session(["y", "s", "n", "q"])
+    assert "1 of 4" in first and "question" in first and "offline_correct" not in first.split("1 of 4")[0]
+    labels = read_labels(folder)
+    assert [lab.label for lab in labels] == [True, False] and {lab.source for lab in labels} == {"session"}
+    design = json.loads((folder / "review_design.json").read_text())["accuracy"]
+    assert len(design["skipped"]) == 1 and design["skipped"][0] not in {lab.case_id for lab in labels}
+    second = session(["y", "y"])  # goes on: two more complete the sample of 4, then the figures
+    labels = read_labels(folder)
+    assert len(labels) == 4 and len({lab.case_id for lab in labels}) == 4
+    assert "corrected" in second and "a person read 4" in second
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["corrected"]["accuracy"]["n_labels"] == 4

@@ -54,10 +54,9 @@ def _labelled(run: Any, name: str) -> dict[str, bool]:
 
 
 def _to_label(run: Any, measure: Any, design: Any, n: int) -> list[str]:
-    """Up to n chosen cases not labelled yet, in draw order."""
+    """The cases of the sample of n not labelled yet, in draw order (a sample already labelled: none)."""
     done = _labelled(run, measure.name)
-    already = sum(1 for c in done if c in design.strata)
-    return [c for c in design.chosen(already + n) if c not in done][:n]
+    return [c for c in design.chosen(n) if c not in done]
 
 
 def _row(run: Any, measure: Any, design: Any, case: str) -> Any:
@@ -157,11 +156,11 @@ def _session(run: Any, measure: Any, design: Any, n: int, console: Any) -> int:
 
     given = 0
     while True:
-        todo = _to_label(run, measure, design, n - given)
-        if not todo or given >= n:
+        todo = _to_label(run, measure, design, n)
+        if not todo:
             return given
         row = _row(run, measure, design, todo[0])
-        _show_case(console, row, measure.question, given + 1, n)
+        _show_case(console, row, measure.question, n - len(todo) + 1, n)
         key = click.prompt("label", type=click.Choice(["y", "n", "s", "q"]), show_choices=True)
         if key == "q":
             return given
@@ -198,7 +197,8 @@ def _show_case(console: Any, row: Any, question: str, i: int, n: int) -> None:
 @click.option("--measure", "measure_name", type=click.Choice(_MEASURES), default="accuracy", show_default=True,
               help="What the person judges: accuracy (under the primary judge), faithfulness, answer_relevance or "
                    "context_relevance.")
-@click.option("--n", "n", type=click.IntRange(min=1), default=50, show_default=True, help="Cases to label.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=50, show_default=True,
+              help="The sample's size: labels the measure should have (a later, larger --n extends the sample).")
 @click.option("--seed", type=int, default=None, help="Seed of the sample (default 0; kept with the run).")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the chosen cases to this JSONL sheet (and a .csv twin) instead of asking here.")
@@ -229,6 +229,9 @@ def review_command(run_dir: Path, measure_name: str, n: int, seed: int | None, o
     design = _design(run, measure, seed)
     if out is not None:
         rows = [_row(run, measure, design, c) for c in _to_label(run, measure, design, n)]
+        if not rows:
+            console.print(f"the sample of {n} is labelled: give a larger --n to extend it", highlight=False)
+            return
         csv_path = write_sheet(out, rows)
         console.print(f"wrote {len(rows)} cases to {out} and {csv_path}: fill in each label (y/n), then "
                       f"`evaluations review {run_dir} --labels {out}`", highlight=False)

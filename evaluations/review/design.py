@@ -12,10 +12,9 @@ again at its median certainty (score for "yes", 1 − score for "no"; tied score
 in the order yes-sure, yes-unsure, no-unsure, no-sure. A side of fewer than ``2 * MIN_LABELS`` cases is not split.
 
 The allocation of n labels: every stratum gets ``MIN_LABELS`` (or all its cases), the rest in proportion to
-N_h · σ_h, where σ_h = √(e_h(1 − e_h)) and e_h, the expected disagreement, is the stratum's mean of
+N_h · σ_h (given one label at a time, so a larger sample holds the smaller one), where σ_h = √(e_h(1 − e_h)) and e_h, the expected disagreement, is the stratum's mean of
 min(score, 1 − score) bounded to [``E_MIN``, ½] (a judge's score is no calibrated probability, so a sure stratum
-still gets labels; with 0/1 scores this is proportional allocation). Largest remainders round; no stratum gets more
-than it has. Inside a stratum the cases are put in a random order (``seed``); the first n_h are the sample, and a
+still gets labels; with 0/1 scores this is proportional allocation); no stratum gets more than it has. Inside a stratum the cases are put in a random order (``seed``); the first n_h are the sample, and a
 case a person skips is replaced by the next of its stratum, so the labelled cases of a stratum stay a random
 sample of it. A later review of the same measure continues the same orders: more labels extend the sample.
 """
@@ -99,23 +98,19 @@ def strata(measure: ReviewMeasure, run: RunData) -> tuple[dict[str, int], dict[s
 
 
 def allocate(sizes: dict[int, int], sigma: dict[int, float], n: int) -> dict[int, int]:
-    """Labels per stratum (module docstring): ``MIN_LABELS`` each, the rest ∝ N_h σ_h, largest remainders."""
-    take = {h: min(size, MIN_LABELS, n) for h, size in sizes.items()}
-    left = n - sum(take.values())
-    while left > 0:
-        room = {h: sizes[h] - take[h] for h in sizes if sizes[h] > take[h]}
-        if not room:
-            break
-        weight = {h: sizes[h] * sigma.get(h, 0.5) for h in room}
-        total = sum(weight.values()) or float(len(room))
-        share = {h: left * (weight[h] / total if sum(weight.values()) else 1 / len(room)) for h in room}
-        whole = {h: min(room[h], int(np.floor(share[h]))) for h in room}
-        if not any(whole.values()):  # fewer labels left than strata: largest remainders
-            for h in sorted(room, key=lambda h: -(share[h] - whole[h]))[:left]:
-                whole[h] = 1
-        for h, extra in whole.items():
-            take[h] += extra
-            left -= extra
+    """Labels per stratum (module docstring), given one at a time so that the sample of n + 1 holds the sample of
+    n: first one per stratum in turn until each has ``MIN_LABELS`` (or all its cases), then each next label to the
+    stratum of the largest N_h σ_h / √(n_h (n_h + 1)) (the priority rule whose result is Neyman's allocation ∝
+    N_h σ_h, rounded)."""
+    take = dict.fromkeys(sizes, 0)
+    for _ in range(min(n, sum(sizes.values()))):
+        short = [h for h in sorted(sizes) if take[h] < min(MIN_LABELS, sizes[h])]
+        if short:
+            h = min(short, key=lambda h: (take[h], h))
+        else:
+            h = max((h for h in sorted(sizes) if take[h] < sizes[h]),
+                    key=lambda h: sizes[h] * sigma.get(h, 0.5) / np.sqrt(take[h] * (take[h] + 1)))
+        take[h] += 1
     return take
 
 
