@@ -316,3 +316,51 @@ def test_a_terminal_session_labels_skips_stops_and_goes_on(answers_run, tmp_path
     assert "corrected" in second and "a person read 4" in second
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["corrected"]["accuracy"]["n_labels"] == 4
+
+
+def test_a_re_run_after_labelling_keeps_the_corrected_figures_and_calls_no_model(tmp_path, cli):
+    """A real run of a user's system (three questions, offline judge), labelled with review, then --resume: the
+    summary written anew keeps ``corrected`` and no model is called."""
+    import os
+
+    from inprocess import run_evaluations
+
+    root = Path(__file__).resolve().parents[1]
+    rows = [{"id": "q1", "query": "Who wrote Dracula?", "answers": ["Bram Stoker"]},
+            {"id": "q2", "query": "How many moons does Mars have?", "answers": ["two"]},
+            {"id": "q3", "query": "What is the capital of Australia?", "answers": ["Canberra"]},
+            {"id": "q4", "query": "Who painted the Mona Lisa?", "answers": ["Leonardo da Vinci"]}]
+    answers = {"q1": "Bram Stoker wrote Dracula.", "q2": "Mars has no moons.", "q3": "Sydney.",
+               "q4": "Leonardo da Vinci painted it."}
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": f"d{r['id']}", "text": r["query"]}) + "\n"
+                                                   for r in rows))
+    (tmp_path / "revsys.py").write_text(f"ANSWERS = {answers!r}\n\ndef answer(request):\n"
+                                        "    return {'retrieved': [], 'answer': ANSWERS[request['case_id']]}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)]),
+           "EVALUATIONS_CACHE_DIR": str(tmp_path / "cache")}
+    run = ["run", str(tmp_path / "questions.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"), "--system",
+           "revsys:answer", "--no-progress", "--name", "rev"]
+    out = tmp_path / "out"
+    proc = run_evaluations([*run, "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sheet = tmp_path / "sheet.jsonl"
+    assert cli(["review", str(out), "--n", "4", "--out", str(sheet)])[0] == 0
+    truth = {"q1": True, "q2": False, "q3": False, "q4": True}  # read by hand against the gold answers
+    sheet.write_text("".join(json.dumps({**json.loads(line), "label": truth[json.loads(line)["case_id"]]}) + "\n"
+                             for line in sheet.read_text().splitlines()))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"history:\n  path: {tmp_path / 'history.sqlite'}\n")
+    assert cli(["review", str(out), "--labels", str(sheet), "--config", str(config)])[0] == 0
+    before = json.loads((out / "summary.json").read_text())["corrected"]["accuracy"]
+    judged = json.loads((out / "summary.json").read_text())["judging"]
+    assert before["estimate"] == 0.5 and before["ci95"] == [0.5, 0.5]  # every case labelled: the labels' share
+    proc = run_evaluations([*run, "--resume", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["corrected"]["accuracy"] == before
+    calls = summary["model_calls"]
+    assert calls["chat"]["live"] == 0 and calls["embed"]["live"] == 0
+    assert summary["judging"] == judged  # no case judged again: the judges' figures are those of the first session
