@@ -57,12 +57,12 @@ def sigint_default() -> None:
 
 
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
-#: (``--dist loadfile`` hands out whole modules in collection order) no worker starts a long module while the other
-#: has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_judge_refit.py", "test_ray.py", "test_matrix.py", "test_served_checker.py",
-                 "test_score_log_out.py", "test_context_relevance.py", "test_embedded_models.py",
-                 "test_judge_embedded.py", "test_served_qa.py", "test_cli_answers.py", "test_reference_free_runs.py",
-                 "test_object_store.py", "test_run_survives.py", "test_yesno.py", "test_faithfulness.py",
+#: (``--dist loadfile`` hands out whole modules in collection order, its reorder off: ``pytest_configure``) no worker
+#: starts a long module while the other has nothing left to do (longest-first scheduling)
+LONGEST_FIRST = ("test_ray.py", "test_matrix.py", "test_served_checker.py", "test_score_log_out.py",
+                 "test_embedded_models.py", "test_judge_embedded.py", "test_judge_refit.py", "test_cli_answers.py",
+                 "test_context_relevance.py", "test_reference_free_runs.py", "test_object_store.py",
+                 "test_served_qa.py", "test_run_survives.py", "test_yesno.py", "test_faithfulness.py",
                  "test_score.py", "test_judge_changes.py", "test_answer_relevance.py", "test_wheel.py",
                  "test_run_lifecycle.py", "test_judge_calibration.py", "test_long_passages.py", "test_systems.py",
                  "test_reports_browser.py", "test_judge_check.py", "test_compare.py", "test_cli_retrieval.py",
