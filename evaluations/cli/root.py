@@ -164,9 +164,44 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
+#: each lazy command's one-line help, as ``--help`` lists it (without importing the command's module: the listing
+#: would otherwise pay for scipy, pydantic-evals and more); tests/test_cli_commands.py checks each against the
+#: command's own ``get_short_help_str``
+LAZY_HELP: dict[str, str] = {
+    "judge-agreement": "Agreement of answer judges with human correctness labels (classic JSONL/CSV...",
+    "calibrate-judge": "Fit a judge on labelled rows and report its question-grouped CV accuracy.",
+    "judge-check": "Controls: does each judge reject non-answers and accept gold answers? The...",
+    "compare": "Paired statistics of runs over the same cases (each run vs the baseline).",
+    "gate": "Check a run against quality rules: exit 0 all hold, 1 some broken, 2 bad input.",
+    "history": "Recorded runs over time: the trend of a metric, or the headline metrics.",
+    "matrix": "Run every embedder × search mode × QA model × judge cell of GRID_FILE and...",
+    "score": "Score what already happened: classic labelled answers, a TREC run (+ --qrels)...",
+    "run": "Your own dataset file (JSON/JSONL/YAML/CSV/TSV; schema...",
+    "golden": "Golden code-span queries.",
+    "report": "Write FOLDER/report.html (self-contained) and FOLDER/report.md (+...",
+    "synth": "Write a labelled dataset from CORPUS (a corpus file or a folder of .txt/.md...",
+    "review": "Label a sample of RUN_DIR's answers (chosen where the judge is least sure),...",
+}
+HELP_LIMIT = 80  # the width of a one-line help the listing asks for (what LAZY_HELP holds)
+
+
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands' listing of ``--help``: a lazy command's line from ``LAZY_HELP``, its module not imported."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = super().get_command(ctx, name)
+            if command is not None:
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit=HELP_LIMIT)))
+            elif name in LAZY_HELP:
+                rows.append((name, LAZY_HELP[name]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name)
