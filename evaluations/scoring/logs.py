@@ -522,7 +522,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
             qa=QARecord(status="failed" if last.error is not None else "ok" if answering else "skipped",
                         error=last.error, mode=SYSTEM_ANSWER if answering else None),
             answer=None if last.answer is None else {"answer": last.answer},
-            gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)], tier=last.tier,
+            gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)],
+            context_text=_context_text(last) or None, tier=last.tier,  # what the judges read, for a person too
             model=last.model, usage=_query_usage(attempts), latency_ms=_query_latency(attempts), **judged))
         if progress is not None:
             progress(done, len(groups))
