@@ -18,7 +18,9 @@ Sets (every labelled set the project has for these judges):
 * ``faithfulness_hand`` / ``faithfulness_multihop``: ``datasets/labels/faithfulness.jsonl`` and
   ``multihop_faithfulness.jsonl``, the faithfulness judge (every claim supported), score = the least P of a claim;
 * ``answer_relevance_rubric``: ``datasets/relevance`` answers labelled under its rubric (design and held-out), the
-  answer-relevance judge.
+  answer-relevance judge;
+* ``context_relevance_hand``: ``datasets/labels/context_relevance.jsonl``, its passages of each question read as
+  one retrieved set (a case: a passage needed, by hand; by the judge: a chunk judged relevant, best P its score).
 
 Run: ``python benchmarks/review_coverage.py [--seeds 200] [--n 50] [--sets a,b]``.
 """
@@ -42,6 +44,8 @@ DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
 ROWS = RESULTS / "review_rows.json.gz"
 LABELS = ROOT / "datasets" / "labels"
+#: at most this many labelled rows of a faithfulness file (``--rows``; None: all): a claim check costs 1.5-7 s
+ROWS_LIMIT: int | None = None
 
 
 # --- the judges' rows: (id, prediction, score, label) --------------------------------------------------------
@@ -78,7 +82,7 @@ def _weak(combined: bool) -> list[dict]:
     return [{"id": f"weak-{i}", "f": float(v[i]), "s": float(p[i]), "y": bool(e.label)} for i, e in enumerate(rows)]
 
 
-def _faithfulness(file: str) -> list[dict]:
+def _faithfulness(file: str, limit: int | None = None) -> list[dict]:
     from evaluations.core.config import Config
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.checkers.served_checker import judge_tools
@@ -90,13 +94,42 @@ def _faithfulness(file: str) -> list[dict]:
     scorer, decompose = judge_tools(config, "faithfulness")
     store = verdict_cache(True, config.judge_cache_dir())
     out = []
-    for i, e in enumerate(read_answers([LABELS / file], passages=True, judges=["faithfulness"])):
+    for i, e in enumerate(read_answers([LABELS / file], passages=True, judges=["faithfulness"], limit=limit)):
         passages = [Passage(id=str(r), text=t) for r, t in enumerate(e.passages, 1)]
         result = judge_faithfulness(e.question, e.answer, passages, cache=store, scorer=scorer, decompose=decompose)
         if not result.applicable or not result.claims:
             continue
         out.append({"id": f"{Path(file).stem}-{i}", "f": float(all(c.supported for c in result.claims)),
                     "s": float(min(c.p for c in result.claims)), "y": bool(e.label)})
+    return out
+
+
+def _context_relevance() -> list[dict]:
+    """Per question of ``context_relevance.jsonl`` (its labelled passages together, as a run's retrieved set): the
+    person's label = a passage is labelled needed; the judge's = a chunk judged relevant; score = the best P."""
+    from evaluations.core.config import Config
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.checkers.served_checker import judge_tools
+    from evaluations.judging.correctness.embedded import verdict_cache
+    from evaluations.judging.grounded.context_relevance import judge_context_relevance
+    from evaluations.judging.labels.read import read_answers
+
+    config = Config()
+    scorer = judge_tools(config, "context_relevance")[0]
+    store = verdict_cache(True, config.judge_cache_dir())
+    questions: dict[str, tuple[list[str], list[bool]]] = {}
+    for e in read_answers([LABELS / "context_relevance.jsonl"], passages=True, judges=["context_relevance"]):
+        texts, labels = questions.setdefault(e.question, ([], []))
+        texts += list(e.passages)
+        labels.append(bool(e.label))
+    out = []
+    for i, (question, (texts, labels)) in enumerate(questions.items()):
+        result = judge_context_relevance(question, [Passage(id=str(r), text=t) for r, t in enumerate(texts, 1)],
+                                         cache=store, scorer=scorer)
+        if not result.applicable:
+            continue
+        out.append({"id": f"context-{i}", "f": float(any(c.relevant for c in result.chunks)),
+                    "s": float(max(c.p for c in result.chunks)), "y": any(labels)})
     return out
 
 
@@ -124,9 +157,11 @@ MAKERS = {
     "evouna_tq_offline": ("accuracy", lambda: _evouna("TQ")),
     "weak_llm": ("accuracy", lambda: _weak(False)),
     "weak_combined": ("accuracy", lambda: _weak(True)),
-    "faithfulness_hand": ("faithfulness", lambda: _faithfulness("faithfulness.jsonl")),
-    "faithfulness_multihop": ("faithfulness", lambda: _faithfulness("multihop_faithfulness.jsonl")),
+    "faithfulness_hand": ("faithfulness", lambda: _faithfulness("faithfulness.jsonl", ROWS_LIMIT)),
+    "faithfulness_multihop": ("faithfulness", lambda: _faithfulness("multihop_faithfulness.jsonl", ROWS_LIMIT)),
+    "faithfulness_hand_all": ("faithfulness", lambda: _faithfulness("faithfulness.jsonl")),
     "answer_relevance_rubric": ("answer_relevance", _answer_relevance),
+    "context_relevance_hand": ("context_relevance", _context_relevance),
 }
 
 
@@ -193,7 +228,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--sets", default=",".join(MAKERS))
+    parser.add_argument("--rows", type=int, default=None, help="At most N labelled rows of a faithfulness file.")
     args = parser.parse_args()
+    global ROWS_LIMIT
+    ROWS_LIMIT = args.rows
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     stored = json.loads(gzip.decompress(ROWS.read_bytes())) if ROWS.exists() else {}
     results = {}
