@@ -18,9 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
-from sklearn.calibration import calibration_curve
-from sklearn.metrics import brier_score_loss
 
 
 def bucket_index(confidences: np.ndarray, bins: int) -> np.ndarray:
@@ -34,7 +31,13 @@ def _varies(c: np.ndarray, y: np.ndarray) -> bool:
 
 
 def calibration(confidences: Sequence[float], outcomes: Sequence[bool], bins: int = 10) -> dict:
-    """Buckets, ECE, MCE, Brier and correlations (module docstring) of confidence vs outcome."""
+    """Buckets, ECE, MCE, Brier and correlations (module docstring) of confidence vs outcome. scipy and
+    scikit-learn are imported here, when a calibration is computed: every reader of the results package (a warm
+    re-run, compare, gate) would otherwise pay ~1 s for them."""
+    from scipy import stats
+    from sklearn.calibration import calibration_curve
+    from sklearn.metrics import brier_score_loss
+
     c = np.asarray(confidences, dtype=float)
     y = np.asarray(outcomes, dtype=float)
     if len(c) == 0:
