@@ -47,23 +47,19 @@ def _design(run: Any, measure: Any, seed: int | None) -> Any:
     return design
 
 
-def _labelled(run: Any, name: str) -> dict[str, bool]:
-    from evaluations.review.labels import current_labels, read_labels
-
-    return {c: lab.label for (c, m), lab in current_labels(read_labels(run.path)).items() if m == name}
-
-
 def _to_label(run: Any, measure: Any, design: Any, n: int) -> list[str]:
     """The cases of the sample of n not labelled yet, in draw order (a sample already labelled: none)."""
-    done = _labelled(run, measure.name)
+    from evaluations.review.corrected import labels_of
+
+    done = labels_of(run, measure.name)
     return [c for c in design.chosen(n) if c not in done]
 
 
-def _row(run: Any, measure: Any, design: Any, case: str) -> Any:
+def _row(run: Any, measure: Any, design: Any, record: Any) -> Any:
     from evaluations.review.design import STRATUM_NAMES
     from evaluations.review.labels import SheetRow
 
-    record = next(r for r in run.records if r.name == case)
+    case = record.name
     answer = (record.answer or {}).get("answer")
     return SheetRow(case_id=case, measure=measure.name, stratum=STRATUM_NAMES[design.strata[case]],
                     question=record.query, context=record.context_text or "\n\n".join(record.context),
@@ -159,7 +155,7 @@ def _session(run: Any, measure: Any, design: Any, n: int, console: Any) -> int:
         todo = _to_label(run, measure, design, n)
         if not todo:
             return given
-        row = _row(run, measure, design, todo[0])
+        row = _row(run, measure, design, next(r for r in run.records if r.name == todo[0]))
         _show_case(console, row, measure.question, n - len(todo) + 1, n)
         key = click.prompt("label", type=click.Choice(["y", "n", "s", "q"]), show_choices=True)
         if key == "q":
@@ -228,7 +224,8 @@ def review_command(run_dir: Path, measure_name: str, n: int, seed: int | None, o
         return
     design = _design(run, measure, seed)
     if out is not None:
-        rows = [_row(run, measure, design, c) for c in _to_label(run, measure, design, n)]
+        records = {r.name: r for r in run.records}
+        rows = [_row(run, measure, design, records[c]) for c in _to_label(run, measure, design, n)]
         if not rows:
             console.print(f"the sample of {n} is labelled: give a larger --n to extend it", highlight=False)
             return

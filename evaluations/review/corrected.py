@@ -34,7 +34,7 @@ from evaluations.review.estimate import Estimate, Stratum, stratified_ppi
 from evaluations.review.labels import HumanLabel, current_labels, read_designs, read_labels
 from evaluations.review.measures import MEASURES, ReviewMeasure, case_id
 
-__all__ = ["Corrected", "corrected_section", "estimate_measure", "corrected_value", "corrected_values", "paired_difference",
+__all__ = ["Corrected", "corrected_section", "estimate_measure", "corrected_value", "corrected_values", "labels_of", "paired_difference",
            "with_corrected"]
 
 MIN_PER_STRATUM = 2
@@ -89,8 +89,7 @@ def _agreement(pairs: list[tuple[float, bool]]) -> Agreement:
     tp, fp, fn, tn = confusion(labels, verdicts)
     stats = metrics(np.array([tp, fp, fn, tn]))
     return Agreement(n=len(pairs), accuracy=clean(stats["accuracy"]), kappa=clean(stats["kappa"]),
-                     sensitivity=clean(tp / (tp + fn)) if tp + fn else None,
-                     specificity=clean(tn / (tn + fp)) if tn + fp else None)
+                     sensitivity=clean(stats["recall"]), specificity=clean(tn / (tn + fp)) if tn + fp else None)
 
 
 def _merged(groups: list[tuple[list[float], list[float], list[float]]]) -> list[Stratum]:
@@ -145,7 +144,8 @@ def estimate_measure(run: RunData, measure: ReviewMeasure, labels: dict[str, boo
                      strata=est.strata, ppi_lambda=est.lam)
 
 
-def _for(run: RunData, name: str, labels: list[HumanLabel] | None = None) -> dict[str, bool]:
+def labels_of(run: RunData, name: str, labels: list[HumanLabel] | None = None) -> dict[str, bool]:
+    """case id -> the latest label of measure ``name`` (``labels``, or the run folder's)."""
     latest = current_labels(labels if labels is not None else read_labels(run.path))
     return {case: label.label for (case, measure), label in latest.items() if measure == name}
 
@@ -160,7 +160,7 @@ def corrected_section(run: RunData, labels: list[HumanLabel] | None = None,
     designs = designs if designs is not None else read_designs(run.path)
     out = {}
     for name, measure in MEASURES.items():
-        mine = _for(run, name, labels)
+        mine = labels_of(run, name, labels)
         if not mine:
             continue
         try:
@@ -232,7 +232,7 @@ def paired_difference(a: RunData, b: RunData, name: str) -> Difference | None:
 
     measure = MEASURES[name]
     shared = {case_id(r) for r in a.records} & {case_id(r) for r in b.records}
-    labels_a, labels_b = _for(a, name), _for(b, name)
+    labels_a, labels_b = labels_of(a, name), labels_of(b, name)
     if not shared or not set(labels_a) & shared or not set(labels_b) & shared:
         return None
     est_a = estimate_measure(a, measure, labels_a, read_designs(a.path).get(name), shared)
