@@ -33,8 +33,8 @@ def _read(out: Path) -> tuple[dict, list[dict]]:
 
 
 def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_cache):
-    """QA and the LLM judge through a (scripted) Ollama server over the session's RepliQA index (``repliqa_db``);
-    the call cache is this test's own: every chat request is counted."""
+    """QA and the LLM judge through a (scripted) Ollama server over the session's RepliQA index (``repliqa_db``),
+    on the first 9 questions (3 answered wrong); the call cache is this test's own: every chat request is counted."""
     gold = _gold_by_question()
     questions = list(gold)
     wrong = {q for i, q in enumerate(questions) if i % 3 == 0}  # the "model" gets every third one wrong
@@ -61,7 +61,7 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_ca
     (tmp_path / "haiku.rag.yaml").write_text(yaml.safe_dump(config))
     with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=responder) as server:
         out = tmp_path / "out"
-        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--qa-model", "ollama:qa-llm",
+        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "9", "--qa-model", "ollama:qa-llm",
                        "--judge", "ollama:judge-llm", "--db", str(repliqa_db), "--out", str(out),
                        "--no-progress", "--concurrency", "4", "--config", str(tmp_path / "haiku.rag.yaml"),
                        env={"OLLAMA_BASE_URL": server.url})
@@ -69,9 +69,10 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_ca
         assert server.errors == []
         chats = server.calls("/v1/chat/completions")
     summary, records = _read(out)
-    n = 18  # 20 rows, 2 unanswerable skipped
+    n = 9  # the first 9 answerable rows (rows 0-8; the 2 unanswerable ones are rows 12 and 17)
     assert summary["counts"]["cases"] == n and summary["counts"]["failed"] == 0
     n_wrong = sum(1 for r in records if r["query"] in wrong)
+    assert 0 < n_wrong < n  # answers the judge passes and answers it fails
     answers = summary["answers"]
     assert answers["judges"]["llm_judge"]["mean"] == pytest.approx((n - n_wrong) / n)
     assert answers["primary_judge"] == "llm_judge" and answers["correct"] == n - n_wrong
@@ -153,10 +154,13 @@ def _check_qa_outcomes(summary: dict, records: list[dict]) -> list[dict]:
 
 @pytest.mark.slow
 def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path, repliqa_db):
-    """The first 3 RepliQA questions answered by the embedded SmolLM2 over the session's RepliQA index."""
+    """The first 3 RepliQA questions answered by the embedded SmolLM2 over the session's RepliQA index, from a
+    1,200-character context (the embedded model's default is 2,000: prompt it reads on one thread)."""
     out = tmp_path / "out"
+    config = tmp_path / "haiku.rag.yaml"
+    config.write_text("qa:\n  max_context_chars: 1200\n")
     proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "3", "--db", str(repliqa_db),
-                   "--out", str(out), "--no-progress")
+                   "--config", str(config), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
     assert summary["run"]["qa_model"]["provider"] == "embedded"
@@ -185,11 +189,11 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path, repliqa_db):
 
 @pytest.mark.slow
 def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
-    """The first 3 WixQA questions answered by the embedded SmolLM2 from a 2,000-character context (WixQA's
-    articles are long: the default context is a ~2,400-token prompt per answer on 2 cores)."""
+    """The first 3 WixQA questions answered by the embedded SmolLM2 from an 800-character context (WixQA's
+    articles are long: every character of context is prompt the model reads, on one thread per test worker)."""
     out = tmp_path / "out"
     config = tmp_path / "haiku.rag.yaml"
-    config.write_text("qa:\n  max_context_chars: 2000\n")
+    config.write_text("qa:\n  max_context_chars: 800\n")
     proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "3", "--search-mode", "fts", "--config", str(config),
                    "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr

@@ -187,22 +187,25 @@ def test_no_context_is_not_applicable():
 
 
 # -- with the embedded model, on real passages ----------------------------------------------------------------
+PAIRS = 3  # (passage, copied sentence, swapped sentence) of the seeded draw judged here
+
+
 @pytest.mark.slow
 def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_path):
-    """The first 5 pairs of the seeded draw: every copied sentence supported, at least 4 of the 5 swaps rejected
-    (9/10 and 8/10 of 5 pairs). The draw's first 10 pairs, copied supported >= 9 and swaps rejected >= 8:
-    ``benchmarks/judge_accuracy.py faithfulness_copies_swaps``."""
+    """The first 3 pairs of the seeded draw: every copied sentence supported, every swap rejected (9/10 and 8/10
+    of 3 pairs round up to 3). The draw's first 10 pairs, copied supported >= 9 and swaps rejected >= 8:
+    ``benchmarks/judge_accuracy.py faithfulness_copies_swaps``. Each swap is asked right after its copy: the two
+    share the passage's window, evaluated once."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
     cache, params = VerdictCache(tmp_path / "v.sqlite"), load_params()
-    drawn = copies_and_swaps(5)
-    copied = [judge_faithfulness("", s, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
-              for p, s, _ in drawn]
-    swapped = [judge_faithfulness("", w, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
-               for p, _, w in drawn]
+    drawn = copies_and_swaps(PAIRS)
+    judged = [[judge_faithfulness("", text, [Passage(id="p", text=p)], cache=cache, scorer=passage_scorer)
+               for text in (s, w)] for p, s, w in drawn]
+    copied, swapped = [c for c, _ in judged], [w for _, w in judged]
     assert all(v.applicable and len(v.claims) == 1 for v in copied + swapped)
-    assert sum(v.score == 1.0 for v in copied) >= 0.9 * 5, [(v.claims[0].claim, v.claims[0].p) for v in copied]
-    assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 0.8 * 5, \
+    assert sum(v.score == 1.0 for v in copied) >= 0.9 * PAIRS, [(v.claims[0].claim, v.claims[0].p) for v in copied]
+    assert sum(v.score < 0.5 and not v.claims[0].supported for v in swapped) >= 0.8 * PAIRS, \
         [(v.claims[0].claim, v.claims[0].p) for v in swapped]
     assert all(0.0 <= c.p <= 1.0 for v in copied + swapped for c in v.claims)
     assert params.threshold > 0
@@ -223,21 +226,24 @@ def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_
     assert [c.passage for c in first.claims] == ["gold-doc"]
 
 
+BRIDGE_QUESTIONS = 3  # the first bridge questions of the probe judged here, each with a supported and a wrong answer
+
+
 @pytest.mark.slow
 def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, tmp_path):
     """The multi-hop probe's bridge questions (datasets/labels/multihop_faithfulness.jsonl, labelled by reading):
     the asked fact is in the second passage, its link to the question in the first. On all 25, supported short
     answers were accepted 8 of 25 times when each window was read alone; read across the two passages they are
     accepted at least 70% of the time, and the wrong entities of the passages are still rejected at least 40%
-    (``benchmarks/judge_accuracy.py faithfulness_bridge``). Here a fixed sample, the first 5 questions' 10 short
-    answers (5 supported, 5 not): at least 4 of the 5 supported accepted, 2 of the 5 unsupported rejected, and
-    claims read across both passages for at least 4 of the 5 supported."""
+    (``benchmarks/judge_accuracy.py faithfulness_bridge``). Here a fixed sample, the first 3 questions' 6 short
+    answers (3 supported, 3 not): 70% and 40% of 3 round up to every supported answer accepted and 2 of the 3
+    unsupported rejected, and claims read across both passages for every supported one."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
     bridge = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short"]
     assert len(bridge) == 50
-    rows = bridge[:10]
-    assert sum(r["label"] for r in rows) == 5 and len({r["query"] for r in rows}) == 5
+    rows = bridge[:2 * BRIDGE_QUESTIONS]
+    assert sum(r["label"] for r in rows) == BRIDGE_QUESTIONS and len({r["query"] for r in rows}) == BRIDGE_QUESTIONS
     cache = VerdictCache(tmp_path / "v.sqlite")
     verdicts = {r["id"]: judge_faithfulness(r["query"], r["generated_answer"],
                                             [Passage(id=f"p{i}", text=t) for i, t in enumerate(r["context"])],
@@ -245,9 +251,9 @@ def test_multi_hop_bridge_answers_are_read_across_both_passages(passage_scorer, 
     accepted = [r["id"] for r in rows if r["label"] and verdicts[r["id"]].score == 1.0]
     rejected = [r["id"] for r in rows if not r["label"] and verdicts[r["id"]].score == 0.0]
     assert all(v.applicable for v in verdicts.values())
-    assert len(accepted) >= 0.7 * 5, accepted
-    assert len(rejected) >= 0.4 * 5, rejected
+    assert len(accepted) >= 0.7 * BRIDGE_QUESTIONS, accepted
+    assert len(rejected) >= 0.4 * BRIDGE_QUESTIONS, rejected
     # a claim read across the two passages names both, the passage that supports it best and its bridge (22 of
     # the 25 supported answers when measured)
     named = [{c.passage, c.bridge} for r in rows if r["label"] for c in verdicts[r["id"]].claims if c.bridge]
-    assert all(pair == {"p0", "p1"} for pair in named) and len(named) >= 0.7 * 5, named
+    assert all(pair == {"p0", "p1"} for pair in named) and len(named) >= 0.7 * BRIDGE_QUESTIONS, named

@@ -121,10 +121,13 @@ def test_calibrate_cross_validates_by_question_like_scikit_learn(sample):
 
 
 def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
+    """200 labelled NQ answers (the first of the file, as the tests below read) and 200 TQ answers of ``sample``
+    (their embeddings computed once, for the fits on ``sample`` above, and cached) through calibrate-judge."""
     out = tmp_path / "judge.json"
     files = []
-    for name, src in (("nq.jsonl", NQ), ("tq.jsonl", TQ)):
-        rows = load_labelled(src, limit=200)
+    sample_tq = [e for e in sample if e.source.startswith(f"{TQ}:")][:200]
+    for name, rows in (("nq.jsonl", load_labelled(NQ, limit=200)), ("tq.jsonl", sample_tq)):
+        assert len(rows) == 200
         path = tmp_path / name
         path.write_text(
             "".join(

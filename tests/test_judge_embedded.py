@@ -73,21 +73,25 @@ def judge():
 
 
 @pytest.fixture(scope="module")
-def model_p(judge, clear_cases) -> list[float]:
-    """The model's own P(correct) of each clear case, asked without any verdict store (once for the module)."""
-    from evaluations.judging.correctness.embedded import judge_many
+def model_p(verdict_cache, judge, clear_cases) -> list[float]:
+    """The model's own P(correct) of each clear case, asked once for the module through ``judge_many`` into the
+    module's verdict store (a new, empty folder: every P comes from the model). The store is reused by the evaluator
+    and CLI tests below; the tests that plant verdicts use a store of their own."""
+    from evaluations.judging.correctness.embedded import VerdictCache, judge_many
 
-    return [float(p) for p in judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases])]
+    items = [(e.question, e.references, e.answer) for e in clear_cases]
+    return [float(p) for p in judge_many(judge, items, cache=VerdictCache())]
 
 
-def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases):
-    from evaluations.judging.correctness.embedded import VerdictCache, judge_many, judge_params
+def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases, model_p):
+    """``judge_many`` with a verdict store (``model_p``): each verdict is right and is stored with its yes/no mass."""
+    from evaluations.judging.correctness.embedded import VerdictCache, judge_params
 
     threshold = judge_params()["threshold"]
-    cache = VerdictCache()  # filled here, reused by the evaluator and CLI tests below
-    probabilities = judge_many(judge, [(e.question, e.references, e.answer) for e in clear_cases], cache=cache)
-    for e, p in zip(clear_cases, probabilities):
-        _, info = cache.entry(VerdictCache.key(judge.id, e.question, e.references, e.answer))
+    cache = VerdictCache()  # the module's store, filled by ``model_p``
+    for e, p in zip(clear_cases, model_p):
+        stored, info = cache.entry(VerdictCache.key(judge.id, e.question, e.references, e.answer))
+        assert stored == p
         assert 0.0 <= p <= 1.0 and 0.5 < info["yes_no_mass"] <= 1.0, "the next token should be a yes/no word"
         assert (p >= threshold) == e.label, (e.question, e.references, e.answer, p)
 
@@ -143,23 +147,27 @@ def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, m
                                                            enabled):
     """``cache.enabled`` (``--no-cache``) reaches the embedded judge a run builds (``build_qa_plan``): verdicts
     planted in the store (a P no model gives) are read with the cache on; with it off the run neither reads them
-    nor writes its own."""
+    nor writes its own. Three of the clear cases (two planted, one not): every model call of the run costs seconds."""
     from evaluations.core.config import load_config
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.pipeline.plan import build_qa_plan
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path))
-    planted, fresh = clear_cases[:3], clear_cases[3:]
+    planted, fresh = clear_cases[:2], clear_cases[3:4]  # two right answers' verdicts planted, a wrong one's asked
+    cases = planted + fresh
     store = VerdictCache()
     for e in planted:
         store.put(VerdictCache.key(judge.id, e.question, e.references, e.answer), 0.123456)
     config = load_config(None, {"judge.model": {"provider": "embedded"}, "cache.enabled": enabled})
     (evaluator,) = [e for e in build_qa_plan(config).evaluators if isinstance(e, EmbeddedLLMJudge)]
-    dataset, task = _dataset(clear_cases, evaluator)
+    dataset, task = _dataset(cases, evaluator)
     report = dataset.evaluate_sync(task, progress=False, max_concurrency=1)
     p = {c.inputs.query: c.scores["llm_p_correct"].value for c in report.cases}
-    for e, expected in zip(clear_cases, model_p):  # the model's own P, asked without a store
+    own = {e.question: expected for e, expected in zip(clear_cases, model_p)}  # asked by ``model_p``, another store
+    assert len(p) == len(cases)
+    for e in cases:
+        expected = own[e.question]
         if enabled and e in planted:
             assert p[e.question] == 0.123456  # read from the cache
         else:
@@ -168,7 +176,8 @@ def test_cache_setting_reaches_the_embedded_judge_of_a_run(judge, clear_cases, m
 
 
 def test_embedded_judge_opens_one_verdict_store_for_many_cases(clear_cases, tmp_path, monkeypatch):
-    """Two runs of 6 cases in one process open the verdict store once; the second run reads the first's verdicts."""
+    """Two runs of 3 cases (concurrently) in one process open the verdict store once; the second run reads the first's
+    verdicts."""
     import evaluations.models.cache as cache_module
     from evaluations.evaluators.llm_judges import EmbeddedLLMJudge
     from evaluations.judging.correctness.embedded import VerdictCache
@@ -182,14 +191,15 @@ def test_embedded_judge_opens_one_verdict_store_for_many_cases(clear_cases, tmp_
         real_init(self, path)
 
     monkeypatch.setattr(cache_module.ModelCache, "__init__", counting_init)
+    cases = clear_cases[::2]  # 3 cases: every model call costs seconds
     reports = []
     for _ in range(2):
-        dataset, task = _dataset(clear_cases, EmbeddedLLMJudge(combined=False))
+        dataset, task = _dataset(cases, EmbeddedLLMJudge(combined=False))
         reports.append(dataset.evaluate_sync(task, progress=False, max_concurrency=3))
     assert opened == [tmp_path / "cache" / "llm_verdicts.sqlite"]
-    assert len(VerdictCache()) == len(clear_cases)
+    assert len(VerdictCache()) == len(cases)
     first, second = ({c.name: c.scores["llm_p_correct"].value for c in r.cases} for r in reports)
-    assert first == second and len(first) == len(clear_cases)
+    assert first == second and len(first) == len(cases)
 
 
 def test_cli_judge_agreement_runs_the_llm_judge_from_the_cache(tmp_path, clear_cases):
@@ -260,16 +270,18 @@ def test_p_yes_from_logprobs_sums_yes_and_no_spellings():
 
 
 def test_served_judge_against_a_real_llama_cpp_server(llama_server):
-    """SmolLM2 is a poor judge: this checks the protocol (every case gets a verdict and a probability)."""
+    """SmolLM2 is a poor judge: this checks the protocol (a case gets a verdict and a probability; one case, as each
+    request to the real server costs seconds)."""
     from evaluations.core.config import load_config
     from evaluations.evaluators.llm_judges import llm_judge
 
     config = load_config(None, {"judge.model": {"provider": "openai", "name": llama_server.model_id,
                                                 "base_url": llama_server.base_url, "max_tokens": 48},
                                 "judge.retries": 0, "requests": {"retries": 0, "backoff": 0.0}})
-    examples = load_labelled(TQ, limit=2)
+    examples = load_labelled(TQ, limit=1)
     dataset, task = _dataset(examples, llm_judge(config.judge.model, config))
-    report = dataset.evaluate_sync(task, progress=False, max_concurrency=2)
+    report = dataset.evaluate_sync(task, progress=False, max_concurrency=1)
+    assert len(report.cases) == 1
     assert all(not c.evaluator_failures for c in report.cases), [c.evaluator_failures for c in report.cases]
     assert all(0 <= c.scores["llm_p_correct"].value <= 1 for c in report.cases)
     assert all(c.labels["llm_judge_mode"].value in ("tool", "native", "prompted", "text") for c in report.cases)

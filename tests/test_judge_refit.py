@@ -8,8 +8,8 @@ Real model, real hand-labelled rows (``datasets/labels``, read from ``../shared/
   as runs apply them, a separate path;
 * the labels and questions counted in the written file are read here from the label file with ``json``.
 
-These are behaviour checks on a handful of labelled rows (the first 4 context-relevance rows: 2 questions, two
-passages each; the first 6 labelled faithfulness rows), not a measurement of a refit's accuracy: what the fit on
+These are behaviour checks on a handful of labelled rows (4 context-relevance rows: the 2 questions of the file
+with the shortest passages, two passages each; the first 4 labelled faithfulness rows), not a measurement of a refit's accuracy: what the fit on
 all the labelled rows scores is recorded in the shipped files (``judges/context_relevance.json`` and
 ``judges/faithfulness.json``, their ``validation``).
 """
@@ -30,9 +30,14 @@ from inprocess import run_evaluations
 REPO = Path(__file__).resolve().parents[1]
 CONTEXT_LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
 FAITH_LABELS = REPO / "datasets" / "labels" / "faithfulness.jsonl"
-N_CONTEXT = 4  # rows: 2 questions (354, 619), each a relevant and an irrelevant passage
+#: rows of CONTEXT_LABELS (0-based): the 2 questions whose two passages are the shortest of the file (SQuAD 2.0,
+#: 473 and 665 characters together), each a relevant and an irrelevant passage: each passage token costs the checker
+#: time (the file's first 4 rows, 2 SciFact questions, are 4,972 characters)
+CONTEXT_ROWS = (126, 127, 142, 143)
+N_CONTEXT = len(CONTEXT_ROWS)
 CONTEXT_FOLDS = 2  # every training part of GroupKFold(2) on those 2 questions holds both labels
-N_FAITH = 6  # labelled rows per file (rows without a label are skipped): 3 supported, 3 not, 6 questions
+N_FAITH = 4  # labelled rows per file (rows without a label are skipped): 2 supported, 2 not, 4 questions
+FAITH_FOLDS = 2  # every training part of the 2 folds holds both labels (a label's 2 questions spread over both)
 
 
 def _agreement(path: Path, judge: str, limit: int, env: dict | None = None) -> dict:
@@ -65,24 +70,39 @@ def _oracle_fit(x: np.ndarray, y: np.ndarray):
 
 
 @pytest.fixture(scope="module")
-def context_rows():
-    """(questions, passages, labels, groups) of the first N_CONTEXT labelled pairs, and the checker's P(yes)."""
+def context_labels(tmp_path_factory) -> Path:
+    """The CONTEXT_ROWS lines of CONTEXT_LABELS, verbatim, as a labels file of their own. Its rows name shared data
+    files relative to ``../shared/data`` beside the checkout holding the file: it lies in a checkout-like folder
+    (``repo/datasets/labels``) beside a link to the shared data."""
+    root = tmp_path_factory.mktemp("context_labels")
+    (root / "shared").mkdir()
+    (root / "shared" / "data").symlink_to(REPO.parent / "shared" / "data", target_is_directory=True)
+    path = root / "repo" / "datasets" / "labels" / "context_relevance.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = CONTEXT_LABELS.read_text().splitlines()
+    path.write_text("".join(lines[i] + "\n" for i in CONTEXT_ROWS))
+    return path
+
+
+@pytest.fixture(scope="module")
+def context_rows(context_labels):
+    """(questions, passages, labels, groups) of the N_CONTEXT labelled pairs, and the checker's P(yes)."""
     from evaluations.judging.grounded import context_relevance as cr
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.labels.passage_rows import load_passage_rows
 
-    rows = load_passage_rows(CONTEXT_LABELS, limit=N_CONTEXT)
+    rows = load_passage_rows(context_labels, limit=N_CONTEXT)
     wording = cr.params().wording
     p = np.array([cr.ask(r.question, r.passages[0], wording, cache=VerdictCache())[0] for r in rows])
     x = np.array([cr.features(r.question, r.passages[0], pi) for r, pi in zip(rows, p)])
-    raw = [json.loads(line) for line in CONTEXT_LABELS.read_text().splitlines()[:N_CONTEXT]]
+    raw = [json.loads(line) for line in context_labels.read_text().splitlines()]
     y = np.array([bool(r["label"]) for r in raw])
     groups = np.array([r["question_ref"]["key"] for r in raw])
     return x, y, groups
 
 
-def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_read_it(context_rows, tmp_path,
-                                                                                      monkeypatch):
+def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_read_it(context_rows, context_labels,
+                                                                                      tmp_path, monkeypatch):
     from sklearn.model_selection import GroupKFold
 
     from evaluations.judging.grounded import context_relevance as cr
@@ -94,12 +114,12 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
         prob, threshold = _oracle_fit(x[train], y[train])
         pooled[test] = prob(x[test]) >= threshold
     expected_cv = float((pooled == y).mean())
-    current = _agreement(CONTEXT_LABELS, "context_relevance", N_CONTEXT)
+    current = _agreement(context_labels, "context_relevance", N_CONTEXT)
 
     folder = tmp_path / "judges"
     folder.mkdir()
     out = folder / "context_relevance.json"
-    args = [str(CONTEXT_LABELS), "--judges", "context_relevance", "--limit", str(N_CONTEXT), "--folds",
+    args = [str(context_labels), "--judges", "context_relevance", "--limit", str(N_CONTEXT), "--folds",
             str(CONTEXT_FOLDS), "--out", str(out)]
     first = CliRunner().invoke(calibrate_judge, args)
     better = expected_cv >= current["accuracy"]["value"]
@@ -127,7 +147,7 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
     prob, threshold = _oracle_fit(x, y)
     expected_in_sample = float(((prob(x) >= threshold) == y).mean())
     env = {"EVALUATIONS_JUDGES_DIR": str(folder)}
-    refitted = _agreement(CONTEXT_LABELS, "context_relevance", N_CONTEXT, env=env)
+    refitted = _agreement(context_labels, "context_relevance", N_CONTEXT, env=env)
     assert refitted["accuracy"]["value"] == pytest.approx(expected_in_sample, abs=1e-6)
     assert cr.params(out).threshold == pytest.approx(threshold)
     fitted = cr.params(out)
@@ -159,7 +179,7 @@ def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(tmp_path)
 
     out = tmp_path / "faithfulness.json"
     result = CliRunner().invoke(calibrate_judge, [*files, "--judges", "groundedness", "--limit", str(N_FAITH),
-                                                  "--folds", "3", "--out", str(out), "--force"])
+                                                  "--folds", str(FAITH_FOLDS), "--out", str(out), "--force"])
     assert result.exit_code == 0, result.output
     info = json.loads(out.read_text())["info"]
     assert info["training_data"]["rows"] == current["n"]

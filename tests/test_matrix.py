@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_two_by_two_grid_end_to_end_and_resumes(tmp_path):
-    # a short context (800 characters): the grid's mechanics with real models, not long prompts
-    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 800\n")
+    # a short context (300 characters): the grid's mechanics with real models, not long prompts
+    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 300\n")
     grid = {
         "dataset": "repliqa", "source": str(REPLIQA_20), "limit": 1, "k": [1, 5, 10],
         "config": str(tmp_path / "short.yaml"),
@@ -241,7 +241,8 @@ def test_a_grid_over_a_questions_only_file_of_your_own(tmp_path):
                                                       for r in asked))
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"id": p["_id"], "text": p["text"]}) + "\n"
                                                  for p in corpus))
-    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 1500\n")  # a short prompt
+    # a short prompt (400 characters: about one passage), for the answer and for the three judges that read it
+    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 400\n")
     grid = {"dataset": "run", "source": "questions.jsonl", "corpus": "docs.jsonl", "k": [2], "config": "short.yaml",
             "axes": {"search_mode": ["fts", "hybrid"]}}
     grid_file = tmp_path / "grid.yaml"

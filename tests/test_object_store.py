@@ -141,10 +141,11 @@ def test_kill_and_resume_with_the_index_on_s3_equals_a_straight_run(s3, tmp_path
     cases, resume, and the run equals a straight run whose index is also in the bucket."""
     gold = _gold()
     db = f"s3://{BUCKET}/resume/db"
-    # each answer takes 0.2 s: the run is still running when its 5th case is on disk (polled every 0.05 s)
-    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.2) as server:
+    # each answer takes 0.1 s: the killed run (one case at a time) is still running when its 5th case is on disk
+    # (polled every 0.05 s); the straight run answers 4 at a time (its cases.jsonl is written in dataset order)
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.1) as server:
         env_a = {**s3, **_env(server, tmp_path / "data-a")}
-        straight = run_cli(*_cli(db, "--concurrency", "1", "--out", str(tmp_path / "straight")), env=env_a)
+        straight = run_cli(*_cli(db, "--concurrency", "4", "--out", str(tmp_path / "straight")), env=env_a)
         assert straight.returncode == 0, straight.stderr
 
         out = tmp_path / "killed"

@@ -30,10 +30,12 @@ def rows() -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def _chunks(row: dict, n: int = 3) -> list[RetrievedChunk]:
+def _chunks(row: dict, n: int = 3, words: int | None = None) -> list[RetrievedChunk]:
+    """The first ``n`` paragraphs of more than 12 words as retrieved chunks (each cut to its first ``words`` words)."""
     paragraphs = [p for p in row["document_extracted"].split("\n") if len(p.split()) > 12][:n]
     return [
-        RetrievedChunk(chunk_id=f"s{row['sample_id']}-c{i}", doc_id=str(row["sample_id"]), text=p, score=1.0 - i / 10)
+        RetrievedChunk(chunk_id=f"s{row['sample_id']}-c{i}", doc_id=str(row["sample_id"]),
+                       text=p if words is None else " ".join(p.split()[:words]), score=1.0 - i / 10)
         for i, p in enumerate(paragraphs)
     ]
 
@@ -228,7 +230,8 @@ def test_an_answer_that_is_not_unicode_fails_the_answer_as_a_systems_reply_does(
 def test_context_relevance_judges_every_retrieved_chunk_whoever_answers(rows, tmp_path, monkeypatch):
     """The built-in QA agent reads the chunks its context budget holds (here one of three); context relevance judges
     the three retrieved, as it does when a user's system answers: the same retrieval got another score depending on
-    who answered (0.20 with a system's answer, 0.44 with SmolLM2's in an outside probe)."""
+    who answered (0.20 with a system's answer, 0.44 with SmolLM2's in an outside probe). The chunks are the
+    paragraphs' first 20 words: each is a forward pass of the judge model, and which chunks are judged is the point."""
     from pydantic_evals import Case, Dataset
 
     from evaluations.core.types import RetrievalInputs
@@ -238,7 +241,7 @@ def test_context_relevance_judges_every_retrieved_chunk_whoever_answers(rows, tm
 
     monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path / "judge_cache"))
     row = rows[7]
-    chunks = _chunks(row)
+    chunks = _chunks(row, words=20)
     assert len(chunks) == 3
 
     class Retrieved:  # the retriever's output as the built-in pipeline gives it, without an index to build

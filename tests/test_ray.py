@@ -33,15 +33,17 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def scifact_local(tmp_path_factory) -> tuple[Path, Path]:
-    """The whole SciFact corpus indexed once for BM25 (the tests' runs find it up to date), and the local run of
-    its first 150 test queries over it: (the index folder, the run folder)."""
+def scifact_local(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A real SciFact subset (150 test queries, their relevant abstracts and 350 other abstracts; the whole corpus
+    of 5,183 cost seconds to index, and every run read all of it) indexed once for BM25 (the tests' runs find it up
+    to date), and the local run of its 150 queries over it: (the dataset folder, the index folder, the run folder)."""
     from evaluations.cli.root import main
 
     work = tmp_path_factory.mktemp("scifact_fts")
-    main(["beir", str(SCIFACT), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+    data = write_scifact_subset(work / "data", 150, 350)
+    main(["beir", str(data), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
           str(work / "db"), "--out", str(work / "local")])
-    return work / "db", work / "local"
+    return data, work / "db", work / "local"
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -70,8 +72,8 @@ def _same_results(local: Path, remote: Path, *, answers: bool = False) -> None:
 
 
 def test_scifact_fts_on_ray_equals_local(cluster, cli, tmp_path, scifact_local):
-    db, _ = scifact_local
-    args = ["beir", str(SCIFACT), "--limit", "30", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+    data, db, _ = scifact_local
+    args = ["beir", str(data), "--limit", "30", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
             str(db)]
     assert cli([*args, "--out", str(tmp_path / "local")])[0] == 0
     code, _, err = cli([*args, "--out", str(tmp_path / "ray"), "--executor", "ray"])
@@ -127,8 +129,8 @@ def test_repliqa_answers_on_ray_equal_local_and_a_cached_rerun_calls_no_model(cl
 
 
 def test_a_killed_worker_loses_and_duplicates_no_case(cluster, cli, tmp_path, scifact_local):
-    db, local = scifact_local
-    args = ["beir", str(SCIFACT), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress",
+    data, db, local = scifact_local
+    args = ["beir", str(data), "--limit", "150", "--search-mode", "fts", "--skip-qa", "--no-progress",
             "--db", str(db)]
     out = tmp_path / "killrun"
     killed: list[str] = []
@@ -172,11 +174,11 @@ def test_unreachable_cluster_is_one_error_and_a_local_run_imports_no_ray(tmp_pat
     meets Ray as a new process does.)"""
     import socket
 
-    db, _ = scifact_local
+    data, db, _ = scifact_local
     with socket.socket() as sock:  # a free port, closed again: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    args = ["beir", str(SCIFACT), "--limit", "3", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
+    args = ["beir", str(data), "--limit", "3", "--search-mode", "fts", "--skip-qa", "--no-progress", "--db",
             str(db)]
     runs = [[*args, "--out", str(tmp_path / "local")],
             [*args, "--out", str(tmp_path / "o"), "--executor", f"ray:127.0.0.1:{port}"]]

@@ -25,7 +25,10 @@ from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = DATA / "squad2_dev_cs224n" / "questions.jsonl.gz"
-CASES = 3  # questions per run: one per article, so every "unrelated" answer comes from another article
+CASES = 2  # questions per run: one per article, so every "unrelated" answer comes from another article
+#: paragraphs of at most this many sentences: the faithfulness judge's window (three sentences) is then the whole
+#: paragraph, the text context relevance reads, so the judge model evaluates each paragraph once for both judges
+MAX_SENTENCES = 3
 
 SYSTEMS = '''
 import json
@@ -59,13 +62,15 @@ def _sentence_with(text: str, needle: str) -> str | None:
 
 
 def _squad_plan() -> tuple[list[dict], dict[str, dict], list[dict]]:
-    """CASES answerable questions of distinct articles whose paragraph has a sentence with the gold answer."""
+    """CASES answerable questions of distinct articles whose paragraph (of at most MAX_SENTENCES sentences) has a
+    sentence with the gold answer."""
     rows, paragraphs, seen = [], {}, set()
     with gzip.open(SQUAD, "rt", encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
             paragraphs[row["paragraph_id"]] = row["context"]
-            if row["is_impossible"] or row["title"] in seen:
+            if row["is_impossible"] or row["title"] in seen or \
+                    len(re.split(r"(?<=[.!?])\s+", row["context"].strip())) > MAX_SENTENCES:
                 continue
             copied = _sentence_with(row["context"], row["answers"]["text"][0])
             if copied:
@@ -449,18 +454,18 @@ def test_the_run_report_shows_the_metrics_and_the_claims(squad_runs):
 def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_path):
     """A BEIR run gives context_relevance with its agreement with the qrels; accuracy and κ equal scikit-learn's
     over the chunk verdicts the records hold, labelled relevant when the chunk's document is in the qrels."""
-    folder = write_scifact_subset(tmp_path / "scifact", 3, 6)
-    config = tmp_path / "config.yaml"  # the top 2 chunks of 96 words: six short questions to the judge model
+    folder = write_scifact_subset(tmp_path / "scifact", 2, 6)
+    config = tmp_path / "config.yaml"  # the top 2 chunks of 48 words: four short questions to the judge model
     config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 2}}\n"
-                      "processing: {chunk_size: 96, chunk_overlap: 0}\n")
+                      "processing: {chunk_size: 48, chunk_overlap: 0}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
-    proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--limit", "3",
+    proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--limit", "2",
                  "--reference-free", "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = _summary(tmp_path / "run")
     assert "answers" not in summary  # a retrieval judge does not make a retrieval run an answering one
     entry = summary["reference_free"]["metrics"]["context_relevance"]
-    assert entry["n"] == 3 and summary["metrics"]["context_relevance"] == entry["mean"]
+    assert entry["n"] == 2 and summary["metrics"]["context_relevance"] == entry["mean"]
     labels, verdicts = [], []
     for record in _records(tmp_path / "run"):
         assert len(record["chunk_relevance"]) == 2
@@ -468,17 +473,17 @@ def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_
             labels.append(record["relevant"].get(chunk["doc"], 0) > 0)
             verdicts.append(chunk["relevant"])
     agreed = entry["qrels_agreement"]
-    assert agreed["chunks"] == len(labels) == 6
+    assert agreed["chunks"] == len(labels) == 4
     assert agreed["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
     if len(set(labels)) > 1 or len(set(verdicts)) > 1:
         assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
     said = " ".join((proc.stdout + proc.stderr).split())  # the console line, beside the retrieval metrics
-    assert f"agrees with the qrels on 6 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
+    assert f"agrees with the qrels on 4 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
 
 
 def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
     """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
-    hold the answer. Two RepliQA documents (about 800 words, cut into 96-word chunks) as a BEIR folder, each
+    hold the answer. Two RepliQA documents (about 800 words, cut into 48-word chunks) as a BEIR folder, each
     question's own document relevant: the per-document agreement (a retrieved document judged relevant when one of
     its chunks is) equals scikit-learn's over those (case, document) pairs built from the records, and it covers
     fewer rows than the per-chunk one (three chunks retrieved from two documents: one document twice, at least)."""
@@ -494,7 +499,7 @@ def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
         f"q{i}\td{i}\t1\n" for i in range(len(rows))))
     config = tmp_path / "config.yaml"
     config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 3}}\n"
-                      "processing: {chunk_size: 96, chunk_overlap: 0}\n")
+                      "processing: {chunk_size: 48, chunk_overlap: 0}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
     proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--reference-free",
                  "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)

@@ -157,9 +157,10 @@ def kill_after_cases(cli_args: list[str], env: dict[str, str], out: Path, cases:
 
 def test_kill_and_resume_equals_a_straight_run(tmp_path):
     gold = _gold()
-    # each answer takes 0.2 s: the run is still running when its 5th case is on disk (polled every 0.05 s)
-    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.2) as server:
-        straight = run_cli(*_cli(tmp_path / "db", "--concurrency", "1", "--out", str(tmp_path / "straight")),
+    # each answer takes 0.1 s: the killed run (one case at a time) is still running when its 5th case is on disk
+    # (polled every 0.05 s); the straight run answers 4 at a time (its cases.jsonl is written in dataset order)
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.1) as server:
+        straight = run_cli(*_cli(tmp_path / "db", "--concurrency", "4", "--out", str(tmp_path / "straight")),
                            env=_env(server, tmp_path / "data-a"))
         assert straight.returncode == 0, straight.stderr
 

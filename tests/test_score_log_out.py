@@ -1,7 +1,8 @@
 """``score --format log --out DIR``: a scored log's per-query evidence as a run folder's case records.
 
 A two-row log of real SQuAD 2.0 passages (each query's own paragraph ranked first, another article's paragraph
-second, the answer a sentence of its own paragraph), judged by the three reference-free judges with the embedded
+second, the answer a sentence of its own paragraph; each paragraph cut to that sentence and the next, as each prompt
+token costs the model time), judged by the three reference-free judges with the embedded
 judge model: every ``cases.jsonl`` line keeps the claims (taken from the answer), the chunk verdicts at the ranks
 and with the span ids the log gave, and ``summary.json`` is a run summary holding what ``--json`` prints
 (``log``). A bad ``--out`` is one error naming it (exit 2), and nothing is left half-written.
@@ -20,13 +21,20 @@ from inprocess import run_evaluations
 ALL_JUDGES = "faithfulness,answer_relevance,context_relevance"
 
 
+def _passage(row: dict) -> str:
+    """The row's paragraph from the sentence holding its gold answer (``sentence``), that sentence and the next."""
+    sentences = re.split(r"(?<=[.!?])\s+", row["context"])
+    at = sentences.index(row["sentence"])
+    return " ".join(sentences[at:at + 2])
+
+
 def _squad_log() -> list[dict]:
     """Two log rows: answerable questions of distinct articles, answered with the sentence of their paragraph that
-    holds the gold answer; retrieved: their paragraph, then the other row's paragraph."""
+    holds the gold answer; retrieved: their paragraph, then the other row's paragraph (each cut by ``_passage``)."""
     picked = squad_articles(2)
     return [{"query_id": row["id"], "query": row["question"], "answer": row["sentence"],
-             "retrieved": [{"id": row["paragraph_id"], "text": row["context"]},
-                           {"id": other["paragraph_id"], "text": other["context"]}]}
+             "retrieved": [{"id": row["paragraph_id"], "text": _passage(row)},
+                           {"id": other["paragraph_id"], "text": _passage(other)}]}
             for row, other in zip(picked, reversed(picked))]
 
 
@@ -34,12 +42,21 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def test_cases_jsonl_keeps_claims_and_chunk_verdicts_and_summary_is_the_json(tmp_path, cli, monkeypatch):
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
-    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(tmp_path / "judge_cache"))  # verdicts judged afresh
+@pytest.fixture(scope="module")
+def squad_log(tmp_path_factory) -> tuple[list[dict], Path, Path]:
+    """(the rows of ``_squad_log``, the log file, a judge cache folder of this module's own): the first test that
+    scores the log judges it afresh (the folder starts empty), the next reads the verdicts back from the folder."""
+    folder = tmp_path_factory.mktemp("squad_log")
     rows = _squad_log()
-    log = tmp_path / "log.jsonl"
+    log = folder / "log.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows, log, folder / "judge_cache"
+
+
+def test_cases_jsonl_keeps_claims_and_chunk_verdicts_and_summary_is_the_json(squad_log, tmp_path, cli, monkeypatch):
+    rows, log, judge_cache = squad_log
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", ALL_JUDGES)
+    monkeypatch.setenv("EVALUATIONS_CACHE_DIR", str(judge_cache))  # the module's verdicts, not the session's
     out = tmp_path / "evidence"
     code, stdout, err = cli(["score", str(log), "--format", "log", "--out", str(out), "--json"])
     assert code == 0, err
@@ -230,11 +247,13 @@ def test_a_runs_judges_get_the_configs_cache_folder_and_reports_do_not_name_it(t
 
 def test_the_judge_commands_cache_under_the_configs_data_folder(tmp_path, cli, monkeypatch):
     """judge-agreement, judge-check and score's agreement block read ``--config``: their model judges' verdicts and
-    embeddings go to ``<storage.data_dir>/cache``, not the data home, and are read back from there."""
+    embeddings go to ``<storage.data_dir>/cache``, not the data home, and are read back from there. The rows are
+    ``_squad_log``'s questions with their own passage (``_passage``); the verdict store under the data folder is
+    this test's own and starts empty."""
     home, data, config = _data_folder_config(tmp_path, monkeypatch)
     articles = squad_articles(2)
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"query": a["question"], "context": [a["context"]],
+    rows.write_text("".join(json.dumps({"query": a["question"], "context": [_passage(a)],
                                         "generated_answer": a["sentence"], "label": True}) + "\n" for a in articles))
 
     def agreement() -> dict:
@@ -279,16 +298,19 @@ def _entries(folder: Path) -> dict[str, int]:
 
 def test_judge_check_asks_the_embedded_model_its_judge_option_names(tmp_path, cli, monkeypatch):
     """``judge-check --judges context_relevance --judge embedded:NAME`` asks that model (it used to ask the default
-    one whatever --judge said): its verdicts are the 0.5B's, so the default model's check afterwards asks again."""
-    from test_reports_reference_free import SQUAD
-
+    one whatever --judge said): its verdicts are the 0.5B's, so the default model's check afterwards asks again.
+    The questions: SQuAD 2.0 rows of four articles, each passage cut to the sentence holding its gold answer (which
+    model is asked does not depend on a passage's length; each prompt token costs each model time)."""
     monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
     data = tmp_path / "data"
     config = tmp_path / "config.yaml"
     config.write_text(f"storage:\n  data_dir: {data}\n")
+    squad = tmp_path / "squad.jsonl"
+    squad.write_text("".join(json.dumps({**{k: v for k, v in row.items() if k != "sentence"},
+                                         "context": row["sentence"]}) + "\n" for row in squad_articles(4)))
 
     def check(model: str) -> tuple[dict, str]:
-        code, out, err = cli(["judge-check", str(SQUAD), "--judges", "context_relevance", "--limit", "1",
+        code, out, err = cli(["judge-check", str(squad), "--judges", "context_relevance", "--limit", "1",
                               "--judge", model, "--config", str(config), "--json"])
         assert code in (0, 1), err
         return json.loads(out)["reference_free"]["context_relevance"], err
@@ -303,20 +325,20 @@ def test_judge_check_asks_the_embedded_model_its_judge_option_names(tmp_path, cl
     assert _entries(data / "cache")["llm_verdicts.sqlite"] == 2 * after_small
 
 
-def test_a_terminal_sees_the_judges_progress_and_a_pipe_gets_only_the_summary(tmp_path):
+def test_a_terminal_sees_the_judges_progress_and_a_pipe_gets_only_the_summary(squad_log):
     """The reference-free judges ask a model per query, so on a terminal ``score`` draws a bar with the queries
-    judged (it drew nothing for minutes); piped, stdout is the summary alone."""
+    judged (it drew nothing for minutes); piped, stdout is the summary alone. The log and judge cache folder are the
+    module's: when the first test of the module ran, the process reads its verdicts instead of judging again, and
+    the bar is drawn all the same (rich draws its last state, the queries judged of the total, when it stops)."""
     import os
     import pty
     import subprocess
     import sys
     import time
 
-    rows = _squad_log()
-    log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, log, judge_cache = squad_log
     env = {**os.environ, "EVALUATIONS_REFERENCE_FREE": ALL_JUDGES, "COLUMNS": "100",
-           "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}  # verdicts judged afresh: the bar has time
+           "EVALUATIONS_CACHE_DIR": str(judge_cache)}
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "evaluations", "score", str(log), "--format", "log"],
                             stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
@@ -336,7 +358,7 @@ def test_a_terminal_sees_the_judges_progress_and_a_pipe_gets_only_the_summary(tm
     assert "judging (faithfulness, context_relevance)" in text, text
     assert re.search(r"[012]/2", text), text  # the queries judged, of the log's two
 
-    env["EVALUATIONS_CACHE_DIR"] = str(tmp_path / "judge_cache")  # now cached: fast, and piped
+    # cached (by this process at the latest): fast, and piped
     piped = run_evaluations(["score", str(log), "--format", "log", "--json"],
                            capture_output=True, text=True, env=env, timeout=600)
     assert piped.returncode == 0, piped.stderr

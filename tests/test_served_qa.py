@@ -17,7 +17,6 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.usage import RequestUsage
-from test_cli_retrieval import run_cli
 
 from evaluations.pipeline.qa_agent import (
     OUTPUT_RETRIES,
@@ -144,20 +143,23 @@ def test_modes_follow_the_model_kind():
 
 
 def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_server, repliqa_db, tmp_path,
-                                                                         fresh_model_cache):
+                                                                         fresh_model_cache, cli, monkeypatch):
     """SmolLM2-135M behind llama.cpp's OpenAI-compatible server: >= 90% of the first RepliQA questions answered
     (two: the first pays the ladder's refused modes, the second starts at the mode that worked). The index is the
-    session's RepliQA index (``repliqa_db``); the call cache is this test's own (its calls are counted)."""
+    session's RepliQA index (``repliqa_db``); the call cache is this test's own (its calls are counted). The CLI
+    runs in-process (``cli``): what is tested is the command against the real server, not a process boundary (a
+    subprocess re-imports everything, seconds per run)."""
     out = tmp_path / "out"
-    # short answers (48 tokens) from a short context (1,200 characters) keep the test fast: the first question pays
+    # short answers (32 tokens) from a short context (800 characters) keep the test fast: the first question pays
     # the ladder's refused modes, seven requests; the base URL comes from the env
     config = tmp_path / "haiku.rag.yaml"
-    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 48}\n  max_context_chars: 1200\n")
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
-                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(out),
-                   "--no-progress", "--concurrency", "1",
-                   env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
-    assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- server log ---\n" + llama_server.log[-3000:]
+    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 32}\n  max_context_chars: 800\n")
+    monkeypatch.setenv("OPENAI_BASE_URL", llama_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    code, _, err = cli(["repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
+                        "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(out),
+                        "--no-progress", "--concurrency", "1"])
+    assert code == 0, err[-3000:] + "\n--- server log ---\n" + llama_server.log[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert summary["run"]["qa_model"]["provider"] == "openai"
@@ -181,11 +183,10 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
 
     # the same command again: every reply from the cache, none of the refused calls repeated, the same answers
     again = tmp_path / "again"
-    proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
-                   "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(again),
-                   "--no-progress", "--concurrency", "1", "--skip-db",
-                   env={"OPENAI_BASE_URL": llama_server.base_url, "OPENAI_API_KEY": ""})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    code, _, err = cli(["repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),
+                        "--qa-model", f"openai:{llama_server.model_id}", "--db", str(repliqa_db), "--out", str(again),
+                        "--no-progress", "--concurrency", "1", "--skip-db"])
+    assert code == 0, err[-3000:]
     warm = json.loads((again / "summary.json").read_text())
     assert warm["model_calls"]["chat"]["live"] == 0 and warm["model_calls"]["chat"]["cached"] > 0
     warm_records = [json.loads(line) for line in (again / "cases.jsonl").read_text().splitlines()]

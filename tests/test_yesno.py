@@ -14,15 +14,24 @@ B = "Passage:\nMount Everest is 8,849 metres high and lies on the border of Nepa
 TAIL = "Statement: {s}\nDoes the passage support the statement?"
 
 
+def _fresh(scorer) -> None:
+    """Nothing of an earlier pass left: no KV cache, no kept passage state."""
+    scorer.model.llm.reset()
+    scorer.model.states.clear()
+
+
 def test_reused_states_equal_a_fresh_pass(tmp_path):
+    """The first ask is a fresh pass; the others reuse the KV cache in place (ask 1: the system prompt) or a kept
+    passage state (asks 2-4), and each of those equals a fresh pass of the same prompt (ask 4, the first again,
+    equals ask 0)."""
     scorer = load_scorer(PASSAGE_SYSTEM)
     asks = [(A, "The tower was completed in 1889."), (B, "Everest is in Nepal."), (A, "The tower is in Rome."),
             (B, "Everest is 5,000 metres high."), (A, "The tower was completed in 1889.")]
+    _fresh(scorer)
     got = [scorer.probability(shared, TAIL.format(s=s))[0] for shared, s in asks]
     assert got[0] == pytest.approx(got[4], abs=1e-6)  # the same question after others: state restored
-    for (shared, s), p in zip(asks, got):
-        scorer.model.llm.reset()
-        scorer.model.states.clear()
+    for (shared, s), p in zip(asks[1:4], got[1:4]):
+        _fresh(scorer)
         assert scorer.probability(shared, TAIL.format(s=s))[0] == pytest.approx(p, abs=1e-4)
     # the model reads the passage: supported statements above their contradicted twins
     assert got[0] > got[2] and got[1] > got[3]
