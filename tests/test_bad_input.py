@@ -510,6 +510,48 @@ def test_fsutil_writes_are_all_or_nothing(monkeypatch, tmp_path):
     assert log.read_text() == '{"case": 1}\n'  # the cut line was taken back: the file ends with a whole line
 
 
+
+def test_a_paced_appender_writes_each_line_at_once_and_fsyncs_later(monkeypatch, tmp_path):
+    """``sync_every``: every line is in the file when ``append`` returns (a reader, or a resume after a kill,
+    sees it), the fsync waits for the interval or ``close``; a paced fsync that fails takes back the lines it
+    did not make durable, so the file ends with lines that reached the disk, and the error names the file."""
+    real_fsync, synced = os.fsync, []
+
+    def counting(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    log = tmp_path / "cases.jsonl"
+    appender = DurableAppender(log, sync_every=3600.0)
+    for i in range(3):
+        appender.append(json.dumps({"case": i}))
+    assert [json.loads(line)["case"] for line in log.read_text().splitlines()] == [0, 1, 2]
+    assert synced == []  # within the interval: written, not yet fsynced
+    appender.close()
+    assert len(synced) == 1  # close makes them durable, with one fsync
+
+    every = DurableAppender(tmp_path / "every.jsonl")  # no interval: one fsync per line, as before
+    every.append("{}")
+    every.append("{}")
+    assert len(synced) == 3
+    every.close()
+    assert len(synced) == 3  # nothing pending at close
+
+    paced = DurableAppender(log, sync_every=0.0)  # every append past its interval: each line fsynced
+    paced.append(json.dumps({"case": 3}))
+    paced.sync_every = 3600.0
+    paced.append(json.dumps({"case": 4}))
+    paced.append(json.dumps({"case": 5}))
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(Exception, match="no space left") as info:
+        paced.close()
+    assert str(log) in str(info.value)
+    assert [json.loads(line)["case"] for line in log.read_text().splitlines()] == [0, 1, 2, 3]
+
 # -- text for people on a non-terminal is never wrapped ---------------------------------------------------------
 
 def test_text_on_a_pipe_is_never_wrapped(tmp_path):

@@ -24,6 +24,7 @@ from evaluations.judging.checkers.served_checker import (
     FALLBACK_RUBRIC,
     MAX_CHARS,
     ONE_WORD,
+    PROBE,
     STRUCTURED,
     CheckFailed,
     ServedChecker,
@@ -145,7 +146,8 @@ def test_claims_come_from_structured_output_only(tmp_path):
         got = claims_from_model("When did the bridge open?", "It opened in 1932 in Sydney.", model_cfg,
                                 _config(tmp_path))
         assert got == claims  # blank and repeated claims dropped, order kept
-        request = server.calls("/v1/chat/completions")[0].body
+        first, request = (r.body for r in server.calls("/v1/chat/completions"))  # the probe, then the answer
+        assert f"Answer: {PROBE[1]}" in first["messages"][-1]["content"]
         assert "Answer: It opened in 1932 in Sydney." in request["messages"][-1]["content"]
 
     def nothing_structured(body: dict) -> object:
@@ -156,6 +158,48 @@ def test_claims_come_from_structured_output_only(tmp_path):
         model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
         assert claims_from_model("When?", "In 1932.", model_cfg, _config(tmp_path / "b")) is None
         assert set(_modes(server)) == {"tool", "native", "prompted"}  # never asked for plain text
+
+
+def test_a_model_that_cannot_split_the_probe_is_asked_for_no_answers_claims(tmp_path):
+    """Before the first answer's claims a served checker asks for ``PROBE``'s, once: a model that gives no
+    structured claims there (every mode failed) is asked for no answer's claims (the judges split them with their
+    deterministic splitter); a model that gives them is asked for each answer's, the probe not again. A failed
+    request (a server error, not the model's output) is raised and the probe asked again at the next answer."""
+    answers = [("When did the bridge open?", "It opened in 1932."), ("Where is it?", "It is in Sydney.")]
+
+    def prose(body: dict) -> object:  # refuses the structured forms or answers in prose, as SmolLM2 does
+        return Fault("500-rejected") if _mode(body) in ("tool", "native") else "Sure! Here are the claims."
+
+    with FakeLLMServer(models=("judge",), responder=prose) as server:
+        checker = ServedChecker(build_model(LLMModel(provider="openai", name="judge", base_url=server.openai_url),
+                                            _config(tmp_path)), served_rubric("faithfulness"), identity="prose",
+                                retries=1)
+        assert [checker.claims(q, a) for q, a in answers] == [None, None]
+        sent = [json.dumps(r.body["messages"]) for r in server.calls("/v1/chat/completions")]
+        assert sent and all(f"Answer: {PROBE[1]}" in text for text in sent)  # only the probe was asked
+        assert _modes(server) == ["tool", "native", "prompted", "prompted"]  # each mode once (+1 output retry)
+
+    def splits(body: dict) -> object:
+        content = body["messages"][-1]["content"]
+        return tool_call(body["tools"][0]["function"]["name"], {"claims": [content.split("Answer: ")[1]]})
+
+    with FakeLLMServer(models=("judge",), responder=splits) as server:
+        checker = ServedChecker(build_model(LLMModel(provider="openai", name="judge", base_url=server.openai_url),
+                                            _config(tmp_path / "b")), served_rubric("faithfulness"),
+                                identity="splits", retries=1)
+        assert [checker.claims(q, a) for q, a in answers] == [[a] for _, a in answers]
+        sent = [r.body["messages"][-1]["content"] for r in server.calls("/v1/chat/completions")]
+        assert [PROBE[1] in text for text in sent] == [True, False, False]  # the probe once, then each answer
+
+    with FakeLLMServer(models=("judge",), responder=lambda body: Fault("500")) as server:
+        checker = ServedChecker(build_model(LLMModel(provider="openai", name="judge", base_url=server.openai_url),
+                                            _config(tmp_path / "c")), served_rubric("faithfulness"),
+                                identity="down", retries=1, url=server.openai_url)
+        for _ in range(2):
+            with pytest.raises(CheckFailed):
+                checker.claims(*answers[0])
+        probes = [r for r in server.calls("/v1/chat/completions") if PROBE[1] in r.body["messages"][-1]["content"]]
+        assert len(probes) == 2 and len(server.calls("/v1/chat/completions")) == 2  # asked again, nothing else
 
 
 def test_an_unreachable_server_is_one_error_naming_its_url(tmp_path):
@@ -360,7 +404,8 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         record = json.loads(out["faithfulness_kind"].reason)
         assert [c["claim"] for c in record["claims"]] == claims  # the server's decomposition, not the splitter's
         asked = [_mode(r.body) for r in server.calls("/v1/chat/completions")]
-        assert asked[0] == "tool" and set(asked[1:]) == {"text"}  # claims by a tool call, checks in text mode
+        # claims by a tool call (the probe's, then the answer's), checks in text mode
+        assert asked[:2] == ["tool", "tool"] and set(asked[2:]) == {"text"}
         context_relevance_results("When did the bridge open?", [passage], cache=False, scorer=context.scorer)
         assert len(server.calls("/v1/chat/completions")) > len(asked)
 

@@ -6,7 +6,10 @@
 - ``atomic_write_files(folder, files)``: several files at once: every one written to a temporary file first,
   renamed only when all are written, so a failure (a full disk) leaves none of them new.
 - ``append_line_durable(path, line)`` / ``DurableAppender``: append one line, flush, fsync — a line
-  that was appended survives a crash (``cases.jsonl``, one record per finished case).
+  that was appended survives a crash (``cases.jsonl``, one record per finished case). With ``sync_every``
+  seconds the fsync is paced: every line is written to the file at once (a killed process loses none), and
+  the data reaches the disk at most ``sync_every`` seconds later and on ``close`` (a power loss loses at most
+  that window's lines, whole; a run's ``--resume`` runs those cases again).
 - ``check_writable_dir(path)``: create the folder if needed and prove a small file can be written and
   fsynced there, before any work; a folder it created is removed again when the check fails.
 - ``os_error(exc, path)``: OSError -> EvaluationsError naming the path, what is wrong and the fix
@@ -22,6 +25,7 @@ import errno
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,41 +133,68 @@ def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | 
 
 
 class DurableAppender:
-    """Append lines to one file, each flushed and fsynced before ``append`` returns.
+    """Append lines to one file, each flushed and fsynced before ``append`` returns (``sync_every`` None), or
+    fsynced at most ``sync_every`` seconds after it was written and on ``close`` (module docstring).
 
     ``append`` writes the whole line in one ``os.write`` loop; if the disk fills mid-line, the partial
-    tail is truncated away again, so the file always ends with a complete line.
+    tail is truncated away again, so the file always ends with a complete line. A paced fsync that fails takes
+    back every line since the last one that succeeded: the file ends with lines that reached the disk.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fix: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], *, fix: str | None = None, sync_every: float | None = None):
         self.path = Path(path)
         self.fix = fix
+        self.sync_every = sync_every
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._synced = os.lseek(self._fd, 0, os.SEEK_END)  # the file's length when it last reached the disk
         except OSError as exc:
             raise os_error(exc, self.path, fix=fix) from None
+        self._last_sync = time.monotonic()
 
     def append(self, line: str) -> None:
         data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
         start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
             _write_all(self._fd, data)
+        except OSError as exc:
+            self._take_back(start)
+            raise os_error(exc, self.path, fix=self.fix) from None
+        if self.sync_every is None or time.monotonic() - self._last_sync >= self.sync_every:
+            self.sync()
+
+    def sync(self) -> None:
+        """fsync what was appended; on a failure the lines since the last fsync are taken back."""
+        if self._fd < 0:
+            return
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        if end == self._synced:
+            return
+        try:
             os.fsync(self._fd)
         except OSError as exc:
-            try:
-                os.ftruncate(self._fd, start)
-            except OSError:
-                pass
+            self._take_back(self._synced)
             raise os_error(exc, self.path, fix=self.fix) from None
+        self._synced, self._last_sync = end, time.monotonic()
+
+    def _take_back(self, length: int) -> None:
+        try:
+            os.ftruncate(self._fd, length)
+        except OSError:
+            pass
 
     def append_json(self, record: Any) -> None:
         self.append(json.dumps(record, ensure_ascii=False, default=str))
 
     def close(self) -> None:
+        """fsync what is pending (an error is raised after the file is closed), then close."""
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                self.sync()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
 
     def __enter__(self) -> DurableAppender:
         return self

@@ -17,7 +17,8 @@ first token's ``top_logprobs`` (``llm.yes_no_masses``; the yes/no probability ma
 (P(yes) = 1 or 0). Each mode gets ``judge.retries``
 output retries; the ladder remembers the mode that worked. ``claims(question, answer)`` (and
 ``claims_from_model``) asks for a ``Claims`` object {claims: [str]}, the answer's atomic claims, in the structured
-modes only; None when the model cannot give one (the judges then use their deterministic splitter).
+modes only; None when the model cannot give one (the judges then use their deterministic splitter), and for every
+answer when it could not split ``PROBE``'s, asked once before the first.
 
 Every request goes through the model-call cache (``models.chat.build_model`` -> ``models.cache.CachedModel``,
 replayed first by the ladder), so a re-run makes no call; ``calls`` counts the questions that needed the server.
@@ -63,6 +64,12 @@ CLAIMS_INSTRUCTIONS = (
     "write it as a sentence with the question's subject. Leave out filler such as 'Based on the context' and parts "
     "that only repeat the question. Give the claims as a list of strings."
 )
+#: the decomposition a served checker is asked before the first answer's (once per checker; cached like every
+#: call): a model that cannot split this plain two-fact answer in any structured mode is asked for no other answer's
+#: claims, and the judges split every answer with their deterministic splitter. A weak model otherwise pays the
+#: failed modes on every answer: SmolLM2-135M behind llama.cpp's server, 7 requests of up to max_tokens each
+#: (tool and prompted with their retries, native refused), and never one claim
+PROBE = ("Where was Marie Curie born, and what did she win?", "Marie Curie was born in Warsaw and won a Nobel Prize.")
 T = TypeVar("T")
 
 
@@ -138,6 +145,8 @@ class ServedChecker:
         self._lock = threading.Lock()
         self._agents: dict[tuple[str, str], Any] = {}
         self._portal: Any = None
+        self._probe_lock = threading.Lock()
+        self._can_decompose: bool | None = None  # PROBE's answer split into claims: None until asked
 
     # -- the YesNoScorer duck type -----------------------------------------------------------------
     @property
@@ -160,9 +169,21 @@ class ServedChecker:
         return self._sync(self.ladder, lambda mode: self._yes_no(mode, prompt))
 
     def claims(self, question: str, answer: str) -> list[str] | None:
-        """The model's atomic claims of ``answer`` (structured modes only); None when it cannot give them."""
-        if self.claims_ladder is None:
+        """The model's atomic claims of ``answer`` (structured modes only); None when it cannot give them, or
+        when it could not split ``PROBE``'s answer (asked once per checker, before the first answer)."""
+        if self.claims_ladder is None or not self._decomposes():
             return None
+        return self._claims_of(question, answer)
+
+    def _decomposes(self) -> bool:
+        """Whether the model split ``PROBE``'s answer into claims (asked once; a server failure is raised and the
+        probe asked again at the next answer)."""
+        with self._probe_lock:
+            if self._can_decompose is None:
+                self._can_decompose = self._claims_of(*PROBE) is not None
+            return self._can_decompose
+
+    def _claims_of(self, question: str, answer: str) -> list[str] | None:
         prompt = f"Question: {question.strip()}\nAnswer: {answer.strip()}"
         try:
             return self._sync(self.claims_ladder, lambda mode: self._claims(mode, prompt))
