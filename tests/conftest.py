@@ -59,15 +59,16 @@ def sigint_default() -> None:
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
 #: (``--dist loadfile`` hands out whole modules in collection order, its reorder off: ``pytest_configure``) no worker
 #: starts a long module while the other has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_ray.py", "test_matrix.py", "test_served_checker.py", "test_score_log_out.py",
-                 "test_embedded_models.py", "test_judge_embedded.py", "test_judge_refit.py", "test_cli_answers.py",
-                 "test_context_relevance.py", "test_reference_free_runs.py", "test_object_store.py",
-                 "test_served_qa.py", "test_review.py", "test_run_survives.py", "test_yesno.py", "test_faithfulness.py",
-                 "test_score.py", "test_judge_changes.py", "test_answer_relevance.py", "test_wheel.py",
-                 "test_run_lifecycle.py", "test_judge_calibration.py", "test_long_passages.py", "test_systems.py",
-                 "test_reports_browser.py", "test_judge_check.py", "test_compare.py", "test_cli_retrieval.py",
-                 "test_qa_agent.py", "test_reports_corrected.py", "test_judge_cost.py", "test_ann.py", "test_synth.py",
-                 "test_index.py", "test_defects.py")
+LONGEST_FIRST = ("test_ray.py", "test_served_checker.py", "test_matrix.py", "test_judge_embedded.py",
+                 "test_cli_answers.py", "test_reference_free_runs.py", "test_object_store.py",
+                 "test_embedded_models.py", "test_answer_relevance.py", "test_faithfulness.py",
+                 "test_score_log_out.py", "test_served_qa.py", "test_judge_calibration.py", "test_judge_refit.py",
+                 "test_context_relevance.py", "test_systems.py", "test_review.py", "test_judge_check.py",
+                 "test_reports_browser.py", "test_run_survives.py", "test_yesno.py", "test_synth.py", "test_wheel.py",
+                 "test_score.py", "test_cli_retrieval.py", "test_history.py", "test_run_lifecycle.py",
+                 "test_judge_changes.py", "test_long_passages.py", "test_golden.py", "test_ann.py", "test_compare.py",
+                 "test_qa_agent.py", "test_reports_corrected.py", "test_judge_cost.py", "test_index.py",
+                 "test_defects.py")
 
 
 def pytest_collection_modifyitems(items):
