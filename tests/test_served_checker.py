@@ -11,6 +11,7 @@ import asyncio
 import gzip
 import json
 import re
+import threading
 from pathlib import Path
 
 import anyio
@@ -131,6 +132,57 @@ def test_a_reply_neither_yes_nor_no_in_any_mode_fails_the_question(tmp_path):
             checker.probability("Passage:\nA text.\n\n", ASK.format(statement="A claim."))
         assert [mode for mode, _ in failed.value.failures] == ["prompted", "text"]
         assert "neither yes nor no" in str(failed.value)
+
+
+def test_the_questions_of_one_verdict_are_asked_at_once_up_to_the_runs_concurrency(tmp_path):
+    """A served checker takes the questions of one verdict at once (a passage each for context relevance, a claim
+    each for faithfulness), at most ``concurrency`` in flight at the server; the verdicts are those of the same
+    questions asked one by one (concurrency 1)."""
+    import time
+
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.grounded.context_relevance import judge_context_relevance
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+    claims = ["The bridge opened in 1932.", "The bridge is in Sydney.", "The bridge is made of steel.",
+              "The bridge has eight lanes."]
+
+    def responder(body: dict) -> object:
+        if body.get("tools"):
+            return tool_call(body["tools"][0]["function"]["name"], {"claims": claims})
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.3)  # a model reading the passage: the next questions arrive meanwhile
+        with lock:
+            state["now"] -= 1
+        content = body["messages"][-1]["content"]
+        return "Yes." if "1932" in content or "Sydney" in content else "No."
+
+    question = "When did the bridge open?"
+    passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate([
+        "The Harbour Bridge opened in 1932.", "Sydney has a harbour.", "Steel comes from iron.",
+        "The opera house has sails.", "Ferries cross the harbour.", "Trains run over the bridge."])]
+    results = {}
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        for concurrency in (1, 3):
+            state.update(now=0, most=0)
+            config = _config(tmp_path / str(concurrency), evaluation={"concurrency": concurrency},
+                             **{"cache": {"enabled": False}})
+            model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+            context = checker_for(model_cfg, config, judge="context_relevance")
+            relevance = judge_context_relevance(question, passages, scorer=context)
+            faith = checker_for(model_cfg, config, judge="faithfulness")
+            faithful = judge_faithfulness(question, "It opened in 1932 in Sydney.", passages[:2], scorer=faith,
+                                          decompose=faith.claims)
+            results[concurrency] = (relevance, faithful, state["most"])
+    (one_rel, one_faith, one_most), (par_rel, par_faith, par_most) = results[1], results[3]
+    assert one_most == 1 and par_most == 3, (one_most, par_most)  # never more than the run's concurrency
+    assert [c.model_dump() for c in par_rel.chunks] == [c.model_dump() for c in one_rel.chunks]
+    assert [c.claim for c in par_faith.claims] == claims  # the served decomposition, in its order
+    assert [c.model_dump() for c in par_faith.claims] == [c.model_dump() for c in one_faith.claims]
+    assert one_rel.model_calls == par_rel.model_calls == len(passages)
 
 
 def test_claims_come_from_structured_output_only(tmp_path):

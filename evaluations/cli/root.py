@@ -61,6 +61,8 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
                 overrides[f"{section}.name"] = ref["name"]
                 if section == "embeddings.model":
                     overrides[f"{section}.vector_dim"] = None  # another model: its own dimension
+    if params["concurrency"]:  # also the most questions a served judge has in flight (served_checker.parallel)
+        overrides["evaluation.concurrency"] = params["concurrency"]
     config = load_config(params["config_path"], overrides)
     check_after_run()  # the OTel export's extra, when an endpoint is configured
     spec = get_spec(dataset)

@@ -24,7 +24,9 @@ Every request goes through the model-call cache (``models.chat.build_model`` -> 
 replayed first by the ladder), so a re-run makes no call; ``calls`` counts the questions that needed the server.
 The API is synchronous (the judges run in worker threads): each checker runs its model on its own event loop in
 a daemon thread (an anyio blocking portal), so the HTTP client stays on one loop whichever thread asks, also while
-another event loop runs in the caller's process. A server that cannot be reached is one ``EvaluationsError``
+another event loop runs in the caller's process. Questions from several threads run at once on that loop, at most
+``parallel`` (the run's ``concurrency``) in flight together; the judges ask the questions of one verdict (a claim
+each, a passage each) at once through ``yesno.fan_out``. A server that cannot be reached is one ``EvaluationsError``
 naming its URL; a question the server fails (an error status, a reply that is not the API's JSON, no usable
 answer in any mode) is one ``CheckFailed`` naming the URL, which callers count as a failed row or case.
 """
@@ -129,8 +131,12 @@ class ServedChecker:
 
     def __init__(self, model: Model, rubric: str, *, identity: str, settings: ModelSettings | None = None,
                  retries: int = 2, modes: Sequence[str] = SERVED_LADDER, max_chars: int = MAX_CHARS,
-                 logprobs: bool = True, url: str = "", where: str = "judge.model"):
+                 logprobs: bool = True, url: str = "", where: str = "judge.model", parallel: int = 1):
         self.model = model
+        #: questions of one verdict the judges may ask at once (``yesno.fan_out``), and the most this checker has in
+        #: flight at the server from all threads together: the run's concurrency
+        self.parallel = max(1, parallel)
+        self._in_flight: Any = None  # the anyio semaphore of ``parallel``, made on the portal's loop
         self.system = f"{PASSAGE_SYSTEM}\n\n{rubric.strip()}"
         self.settings: dict[str, Any] = dict(settings or {})
         self.retries = retries
@@ -212,6 +218,10 @@ class ServedChecker:
 
         from evaluations.models.cache import CachedModel
 
+        import anyio
+
+        if self._in_flight is None:  # made on the portal's one loop thread: no race
+            self._in_flight = anyio.Semaphore(self.parallel)
         passes = 0
 
         def start() -> None:
@@ -219,7 +229,8 @@ class ServedChecker:
             passes += 1
 
         try:
-            result = await ladder.run(self.model, attempt, start)
+            async with self._in_flight:
+                result = await ladder.run(self.model, attempt, start)
         except LadderFailed as exc:
             raise CheckFailed(exc.failures, url=self.url) from exc
         except ModelConnectionError as exc:
@@ -318,7 +329,7 @@ def checker_for(model_cfg: LLMModel, config: Config, *, judge: str | None = None
     identity = json.dumps(describe_model(model_cfg, config), sort_keys=True)
     cache = str(config.cache_path()) if config.cache.enabled else ""
     fingerprint = json.dumps([identity, rubric, cache, config.judge.retries, config.requests.model_dump(mode="json"),
-                              key, list(modes), max_chars])
+                              key, list(modes), max_chars, config.evaluation.concurrency])
     with _checkers_lock:
         checker = _checkers.get(fingerprint)
         if checker is None:
@@ -327,7 +338,7 @@ def checker_for(model_cfg: LLMModel, config: Config, *, judge: str | None = None
             url, where = _url(model_cfg, config, key)
             checker = ServedChecker(build_model(model_cfg, config), rubric, identity=identity,
                                     settings=model_settings(model_cfg), retries=config.judge.retries, modes=modes,
-                                    max_chars=max_chars, url=url, where=where)
+                                    max_chars=max_chars, url=url, where=where, parallel=config.evaluation.concurrency)
             _checkers[fingerprint] = checker
         return checker
 

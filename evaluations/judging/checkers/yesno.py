@@ -27,9 +27,10 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,8 +39,11 @@ from evaluations.judging.correctness.embedded import NO, YES, VerdictCache, embe
 from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
 from evaluations.models.meter import count_calls
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
-           "YesNoScorer", "load_scorer", "cached_probability"]
+           "YesNoScorer", "load_scorer", "cached_probability", "fan_out"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 MIN_PASSAGE_TOKENS = 32  # the least of the window a passage must have beside the question and claim to be judged
@@ -211,6 +215,19 @@ def load_scorer(system: str, name: str | None = None, *, n_ctx: int = N_CTX, dat
         if key not in _scorers:
             _scorers[key] = YesNoScorer(path, system, n_ctx=n_ctx)
         return _scorers[key]
+
+
+def fan_out(scorer: Any, ask: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[ask(item) for item in items]``, asked at once on up to ``scorer.parallel`` threads when the scorer takes
+    questions in parallel (a served checker: the run's concurrency), one after another otherwise (the embedded
+    model reads one question at a time). The results keep ``items``' order; the first error is raised."""
+    workers = min(getattr(scorer, "parallel", 1), len(items))
+    if workers <= 1:
+        return [ask(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge-question") as pool:
+        return list(pool.map(ask, items))
 
 
 def cached_probability(scorer: YesNoScorer, shared: str, tail: str, cache: VerdictCache | None) -> tuple[float, bool]:

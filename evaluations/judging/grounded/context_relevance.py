@@ -325,12 +325,16 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     if not passages:
         return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
     fitted = params if params is not None else _shipped()
+    from evaluations.judging.checkers.yesno import fan_out
+
+    texts = [p.text for p in passages if p.text.strip()]
+    asked = iter(fan_out(scorer, lambda text: ask(question, text, fitted.wording, cache=cache, scorer=scorer), texts))
     chunks, calls = [], 0
     for rank, passage in enumerate(passages, 1):
         if not passage.text.strip():
             chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=False, p=0.0))
             continue
-        p_yes, called = ask(question, passage.text, fitted.wording, cache=cache, scorer=scorer)
+        p_yes, called = next(asked)
         calls += called
         p = float(fitted.probability(np.array(features(question, passage.text, p_yes)))[0])
         chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= fitted.threshold, p=p))

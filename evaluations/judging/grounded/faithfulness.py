@@ -319,8 +319,10 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
         from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
         scorer = load_scorer(PASSAGE_SYSTEM)
-    evidence = [claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask, top_m=params.top_m)
-                for c in claims_found]
+    from evaluations.judging.checkers.yesno import fan_out
+
+    evidence = fan_out(scorer, lambda c: claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask,
+                                                        top_m=params.top_m), claims_found)
     order = [FEATURES.index(f) for f in params.features]
     probs = params.probability(np.array([[e.features[j] for j in order] for e in evidence]))
     verdicts = [ClaimVerdict(claim=e.claim.text, supported=bool(p >= params.threshold), p=float(p),

@@ -1,0 +1,86 @@
+"""Judging against answering on a served model: the reference-free judges and the QA agent on one llama.cpp server.
+
+Starts llama.cpp's own OpenAI-compatible server (``llama_cpp.server``, tests/llama_server.py) serving
+SmolLM2-135M-Instruct on 2 threads, then runs the README's kind of job against it with every reference-free judge on
+the same server (``judge.model``), one case at a time so that no request waits behind another case's::
+
+    evaluations repliqa --source repliqa_sample20 --limit CASES --concurrency 1 --qa-model openai:smollm2 ...
+
+and sums, from the run's ``cases.jsonl``, the answering seconds (``latency_ms.llm``) and each judge's seconds and
+model calls (``judge_cost``). Issue 46's target: the judges' seconds <= the answering seconds.
+``--from-run DIR`` only summarises a finished run folder.
+
+    python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json]
+    python benchmarks/served_judging.py --from-run RUN_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT.parent / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
+
+
+def summarise(run: Path) -> dict:
+    records = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
+    answering = sum((r.get("latency_ms") or {}).get("llm", 0.0) for r in records) / 1000
+    judges: dict[str, dict] = {}
+    for r in records:
+        for name, cost in (r.get("judge_cost") or {}).items():
+            j = judges.setdefault(name, {"seconds": 0.0, "calls": 0})
+            j["seconds"] += cost["seconds"]
+            j["calls"] += cost["calls"]
+    judging = sum(j["seconds"] for j in judges.values())
+    return {"cases": len(records), "answering_seconds": round(answering, 1), "judging_seconds": round(judging, 1),
+            "judging_over_answering": round(judging / answering, 2) if answering else None,
+            "judges": {k: {"seconds": round(v["seconds"], 1), "calls": v["calls"]} for k, v in judges.items()}}
+
+
+def run_job(cases: int, work: Path) -> Path:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from llama_server import start_llama_server, stop_llama_server
+
+    from evaluations.models.llamacpp import gguf_path
+
+    server = start_llama_server(gguf_path("smollm2-135m"), work / "server.log", threads=2)
+    try:
+        config = work / "config.yaml"
+        config.write_text(
+            f"providers: {{openai: {{base_url: '{server.base_url}'}}}}\n"
+            f"storage: {{data_dir: '{work / 'home'}'}}\ncache: {{path: '{work / 'calls.sqlite'}'}}\n"
+            "judge:\n  reference_free: [faithfulness, answer_relevance, context_relevance]\n"
+            f"  model: {{provider: openai, name: {server.model_id}, base_url: '{server.base_url}'}}\n")
+        out = work / "run"
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "evaluations", "repliqa", "--source", str(SOURCE), "--limit", str(cases),
+                        "--concurrency", "1", "--qa-model", f"openai:{server.model_id}", "--config", str(config),
+                        "--out", str(out), "--no-progress"], check=True, cwd=ROOT)
+        print(f"whole run: {time.perf_counter() - started:.1f} s")
+        return out
+    finally:
+        stop_llama_server(server.process)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=5)
+    parser.add_argument("--from-run", type=Path)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "served_judging.json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = args.from_run or run_job(args.cases, Path(tmp))
+        result = {"model": "SmolLM2-135M-Instruct (llama.cpp's server, 2 threads)", "concurrency": 1,
+                  **summarise(run)}
+    print(json.dumps(result, indent=2))
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
