@@ -6,8 +6,8 @@ the same server (``judge.model``), one case at a time so that no request waits b
 
     evaluations repliqa --source repliqa_sample20 --limit CASES --concurrency 1 --qa-model openai:smollm2 ...
 
-and sums, from the run's ``cases.jsonl``, the answering seconds (``latency_ms.llm``) and each judge's seconds and
-model calls (``judge_cost``). Issue 46's target: the judges' seconds <= the answering seconds.
+and reports the run's own ``summary.json`` ``judging`` section: the answering seconds, each judge's seconds and
+model calls, and judging ÷ answering. Issue 46's target: the judges' seconds <= the answering seconds.
 ``--from-run DIR`` only summarises a finished run folder.
 
     python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json]
@@ -29,18 +29,14 @@ SOURCE = ROOT.parent / "shared" / "data" / "repliqa_samples" / "repliqa_sample20
 
 
 def summarise(run: Path) -> dict:
-    records = [json.loads(line) for line in (run / "cases.jsonl").read_text().splitlines() if line.strip()]
-    answering = sum((r.get("latency_ms") or {}).get("llm", 0.0) for r in records) / 1000
-    judges: dict[str, dict] = {}
-    for r in records:
-        for name, cost in (r.get("judge_cost") or {}).items():
-            j = judges.setdefault(name, {"seconds": 0.0, "calls": 0})
-            j["seconds"] += cost["seconds"]
-            j["calls"] += cost["calls"]
-    judging = sum(j["seconds"] for j in judges.values())
-    return {"cases": len(records), "answering_seconds": round(answering, 1), "judging_seconds": round(judging, 1),
-            "judging_over_answering": round(judging / answering, 2) if answering else None,
-            "judges": {k: {"seconds": round(v["seconds"], 1), "calls": v["calls"]} for k, v in judges.items()}}
+    """The run's own ``summary.json`` ``judging`` section (``results.judging``), rounded."""
+    judging = json.loads((run / "summary.json").read_text())["judging"]
+    cases = sum(1 for line in (run / "cases.jsonl").read_text().splitlines() if line.strip())
+    return {"cases": cases, "answering_seconds": round(judging["answering_seconds"], 1),
+            "judging_seconds": round(judging["seconds"], 1),
+            "judging_over_answering": round(judging["judging_per_answering"], 2),
+            "judges": {name: {"seconds": round(j["seconds"]["mean"] * j["cases"], 1), "calls": j["calls"]["total"]}
+                       for name, j in judging["judges"].items()}}
 
 
 def run_job(cases: int, work: Path) -> Path:

@@ -150,12 +150,12 @@ def _session(run: Any, measure: Any, design: Any, n: int, console: Any) -> int:
     """One case at a time; each label appended at once. Returns how many were given."""
     from evaluations.review.labels import HumanLabel, append_labels, write_design
 
-    given = 0
+    given, records = 0, {r.name: r for r in run.records}
     while True:
         todo = _to_label(run, measure, design, n)
         if not todo:
             return given
-        row = _row(run, measure, design, next(r for r in run.records if r.name == todo[0]))
+        row = _row(run, measure, design, records[todo[0]])
         _show_case(console, row, measure.question, n - len(todo) + 1, n)
         key = click.prompt("label", type=click.Choice(["y", "n", "s", "q"]), show_choices=True)
         if key == "q":

@@ -74,7 +74,7 @@ def run_dataset(dataset: str, source: str | None, params: dict) -> None:
         resume=params["resume"],
         overwrite=params["overwrite"], repeat=params["repeat"], system=params["system"],
         tags=[t.strip() for t in (params["tags"] or "").split(",") if t.strip()],
-        concurrency=params["concurrency"] or config.evaluation.concurrency, progress=not params["no_progress"],
+        concurrency=config.evaluation.concurrency, progress=not params["no_progress"],
     )
     if options.resume is not None and options.out is not None:
         raise EvaluationsError("--resume and --out both given", where="--out", fix="--resume DIR alone names the folder")

@@ -34,8 +34,8 @@ from evaluations.review.estimate import Estimate, Stratum, stratified_ppi
 from evaluations.review.labels import HumanLabel, current_labels, read_designs, read_labels
 from evaluations.review.measures import MEASURES, ReviewMeasure, case_id
 
-__all__ = ["Corrected", "corrected_section", "estimate_measure", "corrected_value", "corrected_values", "labels_of", "paired_difference",
-           "with_corrected"]
+__all__ = ["Corrected", "corrected_section", "estimate_measure", "corrected_value", "corrected_values", "labels_of",
+           "paired_difference", "with_corrected"]
 
 MIN_PER_STRATUM = 2
 
@@ -226,8 +226,8 @@ class Difference(BaseModel):
 
 
 def paired_difference(a: RunData, b: RunData, name: str) -> Difference | None:
-    """Run b's corrected figure minus run a's (b − a, compare's direction) over their shared cases (module docstring); None unless both runs
-    have labels of ``name`` on shared cases."""
+    """Run b's corrected figure minus run a's (b − a, compare's direction) over their shared cases (module
+    docstring); None unless both runs have labels of ``name`` on shared cases."""
     from scipy.stats import norm
 
     measure = MEASURES[name]

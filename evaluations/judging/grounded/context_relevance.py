@@ -327,14 +327,14 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     fitted = params if params is not None else _shipped()
     from evaluations.judging.checkers.yesno import fan_out
 
-    texts = [p.text for p in passages if p.text.strip()]
-    asked = iter(fan_out(scorer, lambda text: ask(question, text, fitted.wording, cache=cache, scorer=scorer), texts))
+    asked = fan_out(scorer, lambda passage: ask(question, passage.text, fitted.wording, cache=cache, scorer=scorer)
+                    if passage.text.strip() else None, passages)  # an empty passage: not asked, not relevant
     chunks, calls = [], 0
-    for rank, passage in enumerate(passages, 1):
-        if not passage.text.strip():
+    for rank, (passage, answer) in enumerate(zip(passages, asked), 1):
+        if answer is None:
             chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=False, p=0.0))
             continue
-        p_yes, called = next(asked)
+        p_yes, called = answer
         calls += called
         p = float(fitted.probability(np.array(features(question, passage.text, p_yes)))[0])
         chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= fitted.threshold, p=p))
