@@ -250,3 +250,25 @@ def repliqa_db(tmp_path_factory) -> Path:
     first run indexes and embeds its 20 documents, later runs find their chunks and vectors there (a run re-embeds
     nothing the index holds). For tests that are not about indexing."""
     return tmp_path_factory.mktemp("repliqa_db") / "db"
+
+
+def short_context_labels(root: Path) -> Path:
+    """The hand-labelled rows of ``datasets/labels/context_relevance.jsonl`` of its two questions with the shortest
+    passages (each question has a relevant and an irrelevant one; rows 126-127 and 142-143, SQuAD 2.0, 473 and 665
+    characters): real rows that cost a checker a fraction of the first rows' (2 SciFact questions, 4,972 characters).
+    Written as ``root/repo/datasets/labels/context_relevance.jsonl`` beside ``root/shared`` (a link to the shared
+    data), where a labels file finds the data its rows refer to."""
+    source = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "context_relevance.jsonl"
+    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_question: dict[str, list[dict]] = {}
+    for row in rows:
+        by_question.setdefault(json.dumps(row["question_ref"], sort_keys=True), []).append(row)
+    pairs = [group for group in by_question.values() if {r["label"] for r in group} == {True, False}]
+    pairs.sort(key=lambda group: sum(r["passage_chars"] for r in group))
+    kept = [r for group in pairs[:2] for r in group]
+    assert len(kept) == 4 and max(r["passage_chars"] for r in kept) < 600, kept
+    (root / "repo" / "datasets" / "labels").mkdir(parents=True)
+    (root / "shared").symlink_to(DATA.parent, target_is_directory=True)
+    labels = root / "repo" / "datasets" / "labels" / "context_relevance.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    return labels

@@ -9,9 +9,9 @@ Real model, real hand-labelled rows (``datasets/labels``, read from ``../shared/
 * the labels and questions counted in the written file are read here from the label file with ``json``.
 
 These are behaviour checks on a handful of labelled rows (4 context-relevance rows: the 2 questions of the file
-with the shortest passages, two passages each; the first 4 labelled faithfulness rows), not a measurement of a refit's accuracy: what the fit on
-all the labelled rows scores is recorded in the shipped files (``judges/context_relevance.json`` and
-``judges/faithfulness.json``, their ``validation``).
+with the shortest passages, two passages each; the first 4 labelled faithfulness rows), not a measurement of a
+refit's accuracy: what the fit on all the labelled rows scores is recorded in the shipped files
+(``judges/context_relevance.json`` and ``judges/faithfulness.json``, their ``validation``).
 """
 
 from __future__ import annotations
@@ -23,18 +23,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import short_context_labels
 
 from evaluations.cli.judges import calibrate_judge, judge_agreement
 from inprocess import run_evaluations
 
 REPO = Path(__file__).resolve().parents[1]
-CONTEXT_LABELS = REPO / "datasets" / "labels" / "context_relevance.jsonl"
 FAITH_LABELS = REPO / "datasets" / "labels" / "faithfulness.jsonl"
-#: rows of CONTEXT_LABELS (0-based): the 2 questions whose two passages are the shortest of the file (SQuAD 2.0,
-#: 473 and 665 characters together), each a relevant and an irrelevant passage: each passage token costs the checker
-#: time (the file's first 4 rows, 2 SciFact questions, are 4,972 characters)
-CONTEXT_ROWS = (126, 127, 142, 143)
-N_CONTEXT = len(CONTEXT_ROWS)
+N_CONTEXT = 4  # rows: conftest.short_context_labels, the 2 questions with the shortest passages, two passages each
 CONTEXT_FOLDS = 2  # every training part of GroupKFold(2) on those 2 questions holds both labels
 N_FAITH = 4  # labelled rows per file (rows without a label are skipped): 2 supported, 2 not, 4 questions
 FAITH_FOLDS = 2  # every training part of the 2 folds holds both labels (a label's 2 questions spread over both)
@@ -71,17 +67,8 @@ def _oracle_fit(x: np.ndarray, y: np.ndarray):
 
 @pytest.fixture(scope="module")
 def context_labels(tmp_path_factory) -> Path:
-    """The CONTEXT_ROWS lines of CONTEXT_LABELS, verbatim, as a labels file of their own. Its rows name shared data
-    files relative to ``../shared/data`` beside the checkout holding the file: it lies in a checkout-like folder
-    (``repo/datasets/labels``) beside a link to the shared data."""
-    root = tmp_path_factory.mktemp("context_labels")
-    (root / "shared").mkdir()
-    (root / "shared" / "data").symlink_to(REPO.parent / "shared" / "data", target_is_directory=True)
-    path = root / "repo" / "datasets" / "labels" / "context_relevance.jsonl"
-    path.parent.mkdir(parents=True)
-    lines = CONTEXT_LABELS.read_text().splitlines()
-    path.write_text("".join(lines[i] + "\n" for i in CONTEXT_ROWS))
-    return path
+    """``conftest.short_context_labels``: N_CONTEXT hand-labelled rows as a labels file of their own."""
+    return short_context_labels(tmp_path_factory.mktemp("context_labels"))
 
 
 @pytest.fixture(scope="module")

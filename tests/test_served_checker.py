@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import REPLIQA_20, multihop_probe
+from conftest import REPLIQA_20, multihop_probe, short_context_labels
 from fake_llm_server import FakeLLMServer, Fault, closed_port_url, tool_call
 
 from evaluations.core.config import Config, LLMModel
@@ -567,35 +567,13 @@ def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path,
     assert again["reference_free"]["metrics"] == metrics
 
 
-def _short_context_labels(tmp_path: Path) -> Path:
-    """The hand-labelled rows of ``datasets/labels/context_relevance.jsonl`` of its two questions with the shortest
-    passages (each question has a relevant and an irrelevant one): real rows whose passages (~200-350 characters)
-    cost the real server a fraction of the first rows' (~1,000-1,600). Written as ``<root>/repo/datasets/labels/``
-    beside ``<root>/shared`` (a link to the shared data), where a labels file finds the data it refers to."""
-    source = Path(__file__).resolve().parents[1] / "datasets" / "labels" / "context_relevance.jsonl"
-    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_question: dict[str, list[dict]] = {}
-    for row in rows:
-        by_question.setdefault(json.dumps(row["question_ref"], sort_keys=True), []).append(row)
-    pairs = [group for group in by_question.values() if {r["label"] for r in group} == {True, False}]
-    pairs.sort(key=lambda group: sum(r["passage_chars"] for r in group))
-    kept = [r for group in pairs[:2] for r in group]
-    assert len(kept) == 4 and max(r["passage_chars"] for r in kept) < 600, kept
-    root = tmp_path / "labels_root"
-    (root / "repo" / "datasets" / "labels").mkdir(parents=True)
-    (root / "shared").symlink_to(Path(__file__).resolve().parents[2] / "shared")
-    labels = root / "repo" / "datasets" / "labels" / "context_relevance.jsonl"
-    labels.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-    return labels
-
-
 def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_server, tmp_path, capsys):
     """``calibrate-judge --judges context_relevance --judge openai:NAME``: the refit reads the served model's
     P(yes) (hand-labelled pairs of ``datasets/labels``); its "current" accuracy is what judge-agreement through
     the same server says on the same rows, and the written file names the served checker."""
     from evaluations.cli.root import main
 
-    labels = _short_context_labels(tmp_path)
+    labels = short_context_labels(tmp_path / "labels_root")
     config = tmp_path / "haiku.rag.yaml"
     config.write_text(f"providers:\n  openai:\n    base_url: {qwen_server.base_url}\n"
                       f"cache:\n  path: {tmp_path / 'calls.sqlite'}\n", encoding="utf-8")
