@@ -105,6 +105,9 @@ class FakeLLMServer:
     fault_rate: float = 0.0  # share of POST requests failing with a random kind from fault_kinds
     fault_kinds: tuple[str, ...] = TRANSIENT_FAULTS
     fault_seed: int = 0
+    #: the OpenAI replies ("plain", "stream") that carry the first token's logprobs when a request asks for them
+    #: (the reply's first word, log-probability 0); none by default, as many servers
+    logprobs_in: tuple[str, ...] = ()
     faults: list[tuple[str, str]] = field(default_factory=list)  # every fault served: (kind, path)
     _faults: list[tuple[str, str | None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -347,20 +350,26 @@ class _Handler(BaseHTTPRequestHandler):
         prompt, completion = _tokens(body.get("messages", [])), _tokens(message)
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         head = {"id": f"chatcmpl-{len(self.fake.requests)}", "created": 0, "model": model}
+        words = (message["content"] or "").split()
+        logprobs = None
+        if body.get("logprobs") and words and ("stream" if body.get("stream") else "plain") in self.fake.logprobs_in:
+            first = {"token": words[0], "logprob": 0.0, "bytes": None}
+            logprobs = {"content": [{**first, "top_logprobs": [first]}]}
         if body.get("stream"):
             delta = dict(message, content=message["content"] or "")
             if "tool_calls" in delta:
                 delta["tool_calls"] = [dict(c, index=i) for i, c in enumerate(delta["tool_calls"])]
             chunks = [
                 {**head, "object": "chat.completion.chunk",
-                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": None, "logprobs": logprobs}]},
                 {**head, "object": "chat.completion.chunk",
                  "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
             ]
             data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
             return self._send(200, data, "text/event-stream")
         self._send(200, {**head, "object": "chat.completion",
-                         "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage})
+                         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
+                         "usage": usage})
 
 
 _ROUTES: dict[tuple[str, str], Callable[[_Handler, dict[str, Any]], None]] = {

