@@ -100,7 +100,19 @@ def test_summary_has_a_judging_section_per_judge(runs):
         assert entry["seconds"]["max"] == pytest.approx(max(seconds))
         assert entry["seconds"]["p50"] == pytest.approx(sorted(seconds)[1])  # the median of three
         assert (entry["calls"]["total"], entry["calls"]["mean"]) == (sum(calls), pytest.approx(sum(calls) / 3))
-    assert judging["seconds"] == pytest.approx(sum(c["seconds"] for r in records for c in r["judge_cost"].values()))
+    assert judging["judge_seconds"] == pytest.approx(sum(c["seconds"] for r in records
+                                                        for c in r["judge_cost"].values()))
+    # a case's judges run at once: judging took, per case, the span their intervals cover together, measured
+    # here on a 1 ms grid from each judge's start and seconds
+    def covered(costs: list[dict]) -> float:
+        ticks = set()
+        for c in costs:
+            ticks.update(range(round(c["started"] * 1000), round((c["started"] + c["seconds"]) * 1000)))
+        return len(ticks) / 1000
+
+    spans = [covered(list(r["judge_cost"].values())) for r in records]
+    assert judging["seconds"] == pytest.approx(sum(spans), abs=0.002 * len(records) * len(EMBEDDING_JUDGES))
+    assert judging["seconds"] <= judging["judge_seconds"] + 1e-9
     assert judging["calls"] > 0
     # the system answered by itself: no answer stage (llm) was timed to set judging beside
     assert judging["answering_seconds"] is None and judging["judging_per_answering"] is None
@@ -175,3 +187,27 @@ def test_a_served_llm_judge_counts_the_requests_it_sends_and_none_replayed(tmp_p
     assert all(calls >= 1 and seconds > 0 for calls, seconds in first.values())
     sent = len(received)
     assert {q: calls for q, (calls, _) in costs().items()} == dict.fromkeys(answers, 0) and len(received) == sent
+
+
+def test_judging_seconds_count_overlapping_judges_once_and_old_costs_added_up():
+    """Two judges of one case that ran at once took the span they cover together (here 0-10 s and 2-5 s: 10 s), one
+    that ran after a gap adds its own (12-13 s: 1 s); a case whose costs carry no start (written before ``started``
+    was kept) counts its judges' seconds added up, as before."""
+    from evaluations.results.judging import judging_summary
+    from evaluations.results.records import CaseRecord, JudgeCost
+
+    def record(name: str, costs: dict[str, JudgeCost]) -> CaseRecord:
+        return CaseRecord.model_validate({"schema": 2, "name": name, "query": "q", "qa": {"status": "ok"},
+                                          "latency_ms": {"total": 1.0, "llm": 4000.0}, "judge_cost": costs})
+
+    at = 1_700_000_000.0
+    records = [record("a", {"faithfulness": JudgeCost(seconds=10, calls=3, started=at),
+                            "context_relevance": JudgeCost(seconds=3, calls=5, started=at + 2),
+                            "llm_judge": JudgeCost(seconds=1, calls=1, started=at + 12)}),
+               record("b", {"faithfulness": JudgeCost(seconds=2, calls=1), "llm_judge": JudgeCost(seconds=0.5)})]
+    judging = judging_summary(records)
+    assert judging["seconds"] == pytest.approx(10 + 1 + 2.5)
+    assert judging["judge_seconds"] == pytest.approx(14 + 2.5)
+    assert judging["calls"] == 10
+    assert judging["answering_seconds"] == pytest.approx(8.0)
+    assert judging["judging_per_answering"] == pytest.approx(13.5 / 8.0)

@@ -23,10 +23,11 @@ __all__ = ["MeasuredJudge", "measuring", "with_cost"]
 
 @contextmanager
 def measuring() -> Iterator[Callable[[], JudgeCost]]:
-    """Yields a function giving the cost so far of the block: seconds since it began, model calls made in it."""
-    start = time.perf_counter()
+    """Yields a function giving the cost so far of the block: seconds since it began, model calls made in it, and
+    when it began."""
+    start, started = time.perf_counter(), time.time()
     with metered() as meter:
-        yield lambda: JudgeCost(seconds=time.perf_counter() - start, calls=meter.calls)
+        yield lambda: JudgeCost(seconds=time.perf_counter() - start, calls=meter.calls, started=started)
 
 
 def with_cost(results: dict[str, Any], judge: str, cost: JudgeCost) -> dict[str, Any]:

@@ -475,8 +475,8 @@ def _judging_note(summary: RunSummary) -> str | None:
     answering = ("" if judging.answering_seconds is None
                  else f", answering (the llm stage) {judging.answering_seconds:.1f} s")
     return (f"Judging took {judging.seconds:.1f} s in all ({judging.calls} model calls: forward passes, requests "
-            f"sent and texts embedded; 0 when answered from a cache){answering}. A judge's seconds include waiting "
-            "for a model another case held.")
+            f"sent and texts embedded; 0 when answered from a cache){answering}: the wall time of each case's "
+            "judges, which run at once. A judge's seconds include waiting for a model another case or judge held.")
 
 
 def _latency_section(summary: RunSummary, records: list[CaseRecord]) -> Section:

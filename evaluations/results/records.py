@@ -109,12 +109,16 @@ EVIDENCE_LABELS: dict[str, type[FaithfulnessEvidence] | type[ContextEvidence]] =
 
 class JudgeCost(BaseModel):
     """What judging one case cost one judge: ``seconds``, the wall time its evaluator took for the case (waiting
-    for a model another case holds included), and ``calls``, the model calls it actually made
+    for a model another case or judge holds included), and ``calls``, the model calls it actually made
     (``models.meter``: forward passes of an embedded model, requests sent to a served one, texts embedded; 0 when
     every answer came from a cache or no model was needed)."""
 
     seconds: float
     calls: int = 0
+    #: when the judge began on the case (Unix seconds); None in records written before it was kept. The judges of
+    #: one case run at once (pydantic-evals runs a case's evaluators concurrently), so a case's judging took the
+    #: span its judges' intervals cover (``results.judging``), not the sum of their seconds
+    started: float | None = None
 
 
 #: a judge that costs time adds the label ``<judge>`` + ``COST_SUFFIX`` to its results (``judge_cost_result``);

@@ -67,6 +67,7 @@ class JudgingSummary(_Open):
 
     judges: dict[str, JudgeCostSummary] = Field(default_factory=dict)
     seconds: Number = 0.0
+    judge_seconds: Number | None = None
     calls: int = 0
     answering_seconds: Number | None = None
     judging_per_answering: Number | None = None
