@@ -211,3 +211,70 @@ def test_judging_seconds_count_overlapping_judges_once_and_old_costs_added_up():
     assert judging["calls"] == 10
     assert judging["answering_seconds"] == pytest.approx(8.0)
     assert judging["judging_per_answering"] == pytest.approx(13.5 / 8.0)
+
+
+def test_judges_asking_one_server_take_turns_up_to_the_runs_concurrency():
+    """``evaluators.cost.server_turn``: a case's evaluators run at once; the ones that ask the same server take turns
+    (at most the run's concurrency at once), so one judge's questions reach it one after another; a judge that asks
+    no server, or another server, does not wait."""
+    import asyncio
+    from dataclasses import dataclass
+
+    from evaluations.evaluators.cost import MeasuredJudge
+
+    @dataclass
+    class Judge(MeasuredJudge):
+        name: str
+        url: str | None
+        width: int
+        log: list
+
+        def cost_name(self) -> str:
+            return self.name
+
+        def served_at(self):
+            return self.url, self.width
+
+        async def judge_case(self, ctx):
+            self.log.append(("start", self.name))
+            await asyncio.sleep(0.05)
+            self.log.append(("end", self.name))
+            return {self.name: 1.0}
+
+    def run(judges: list[Judge]) -> list:
+        async def together():
+            return await asyncio.gather(*(j.evaluate(None) for j in judges))
+        asyncio.run(together())
+        return judges[0].log
+
+    log: list = []
+    one = [Judge(n, "http://127.0.0.1:9/v1/", 1, log) for n in ("faithfulness", "context_relevance")]
+    one.append(Judge("llm_judge", "http://127.0.0.1:9/v1", 1, log))  # the same server, spelt with no slash
+    one.append(Judge("answer_relevance", None, 1, log))  # asks no server
+    events = run(one)
+    served = [e for e in events if e[1] != "answer_relevance"]
+    assert served == [(k, n) for n in ("faithfulness", "context_relevance", "llm_judge") for k in ("start", "end")]
+    assert events.index(("start", "answer_relevance")) < events.index(("end", "faithfulness"))  # did not wait
+    log2: list = []
+    two = [Judge(n, "http://127.0.0.1:9/v1", 2, log2) for n in ("faithfulness", "context_relevance")]
+    assert [k for k, _ in run(two)] == ["start", "start", "end", "end"]  # concurrency 2: both at once
+
+
+def test_served_judges_name_their_server_and_the_runs_concurrency(tmp_path):
+    from fake_llm_server import FakeLLMServer
+
+    from evaluations.core.config import Config
+    from evaluations.evaluators.llm_judges import llm_judge
+    from evaluations.evaluators.reference_free import reference_free_evaluators
+
+    with FakeLLMServer(models=("judge",)) as server:
+        model = {"provider": "openai", "name": "judge", "base_url": server.openai_url}
+        config = Config.model_validate({"cache": {"enabled": False}, "evaluation": {"concurrency": 3},
+                                        "judge": {"reference_free": ["faithfulness", "context_relevance"],
+                                                  "model": model}})
+        made = reference_free_evaluators(config, answers=True, retrieval=True)
+        judge = llm_judge(config.judge.model, config)
+        urls = {e.served_at()[0].rstrip("/") for e in [*made, judge]}
+        assert urls == {server.openai_url.rstrip("/")} and {e.served_at()[1] for e in [*made, judge]} == {3}
+    embedded = Config.model_validate({"judge": {"reference_free": ["faithfulness"]}})
+    assert [e.served_at() for e in reference_free_evaluators(embedded, answers=True, retrieval=False)] == [(None, 1)]

@@ -43,6 +43,8 @@ class AnswerEquivalenceJudge(MeasuredJudge, Evaluator[Any, Any, Any]):
     evaluation_name: str = "llm_judge"
     modes: tuple[str, ...] = MODES
     logprobs: bool = True
+    #: judges of the run that may ask this model's server at once (``evaluators.cost.server_turn``)
+    concurrency: int = field(default=1, compare=False)
     _grader: AnswerGrader | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -55,6 +57,9 @@ class AnswerEquivalenceJudge(MeasuredJudge, Evaluator[Any, Any, Any]):
 
     def cost_name(self) -> str:
         return self.evaluation_name
+
+    def served_at(self) -> tuple[str | None, int]:
+        return getattr(self.model, "base_url", None), self.concurrency
 
     async def judge_case(self, ctx: EvaluatorContext[Any, Any, Any]) -> dict[str, Any]:
         case = judged_case(ctx)
@@ -131,4 +136,4 @@ def llm_judge(model_cfg: LLMModel, config: Config) -> Evaluator:
                                 cache=config.cache.enabled, cache_dir=str(config.judge_cache_dir()))
     grader = answer_grader(model_cfg, config)
     return AnswerEquivalenceJudge(model=grader.model, rubric=grader.rubric, model_settings=grader.model_settings,
-                                  retries=grader.retries)
+                                  retries=grader.retries, concurrency=config.evaluation.concurrency)

@@ -116,6 +116,16 @@ def context_relevance_results(question: str, passages: list[Any], docs: list[str
     return out
 
 
+def _served_at(scorer: Any) -> tuple[str | None, int]:
+    """A served checker's server and width (``evaluators.cost.server_turn``); (None, 1) for the embedded model (its
+    deferred proxy is not touched: that would load it here)."""
+    from evaluations.judging.checkers.served_checker import ServedChecker
+
+    if isinstance(scorer, ServedChecker):
+        return scorer.model.base_url, scorer.parallel
+    return None, 1
+
+
 @dataclass(repr=False)
 class Faithfulness(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``faithfulness`` = supported claims / claims of the answer (``judging.grounded.faithfulness``); see module docstring.
@@ -141,6 +151,9 @@ class Faithfulness(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMet
             faithfulness_results, str(ctx.inputs.query), answer.answer or "", passages, cache=self.cache,
             scorer=self.scorer, decompose=self.decompose, cache_dir=self.cache_dir))
 
+    def served_at(self) -> tuple[str | None, int]:
+        return _served_at(self.scorer)
+
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
 
@@ -165,6 +178,9 @@ class ContextRelevance(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, Cas
         return await anyio.to_thread.run_sync(functools.partial(
             context_relevance_results, str(ctx.inputs.query), passages, docs, cache=self.cache, scorer=self.scorer,
             cache_dir=self.cache_dir))
+
+    def served_at(self) -> tuple[str | None, int]:
+        return _served_at(self.scorer)
 
     def build_serialization_arguments(self) -> dict[str, Any]:
         return {"cache": self.cache}  # never the corpus texts
