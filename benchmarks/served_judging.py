@@ -6,8 +6,10 @@ the same server (``judge.model``), one case at a time so that no request waits b
 
     evaluations repliqa --source repliqa_sample20 --limit CASES --concurrency 1 --qa-model openai:smollm2 ...
 
-and reports the run's own ``summary.json`` ``judging`` section: the answering seconds, each judge's seconds and
-model calls, and judging ÷ answering. Issue 46's target: the judges' seconds <= the answering seconds.
+and reports the run's own ``summary.json`` ``judging`` section: the answering seconds, the wall time judging took
+(per case, the span its judges cover together: a case's judges run at once, in turns at the one server), every
+judge's seconds added up, each judge's seconds (its wait for a turn included) and model calls, and judging ÷
+answering. Issue 46's target: the judges' seconds <= the answering seconds.
 ``--from-run DIR`` only summarises a finished run folder.
 
     python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json]
@@ -34,6 +36,7 @@ def summarise(run: Path) -> dict:
     cases = sum(1 for line in (run / "cases.jsonl").read_text().splitlines() if line.strip())
     return {"cases": cases, "answering_seconds": round(judging["answering_seconds"], 1),
             "judging_seconds": round(judging["seconds"], 1),
+            "judge_seconds_added_up": round(judging.get("judge_seconds") or judging["seconds"], 1),
             "judging_over_answering": round(judging["judging_per_answering"], 2),
             "judges": {name: {"seconds": round(j["seconds"]["mean"] * j["cases"], 1), "calls": j["calls"]["total"]}
                        for name, j in judging["judges"].items()}}
