@@ -13,7 +13,9 @@ made plainly; when its reply carries them, the later ones are made as streamed r
 ``ModelResponse`` pydantic-ai builds from the stream (its text, usage and ``provider_details['logprobs']``). Every
 other request passes through, and so does every request to a server that gave no logprobs. A server whose streamed
 reply drops the logprobs its plain reply gave is asked plainly from then on (that question is asked again), so no
-server's P(yes) is lost to the stream. It sits under ``models.cache.CachedModel``: cache keys are those of the
+server's P(yes) is lost to the stream. A stream cut off mid-way (a dropped connection: ``ModelConnectionError``) is
+asked again plainly, where the request retries apply (``models.retry`` retries a plain reply's body, not a
+stream's). It sits under ``models.cache.CachedModel``: cache keys are those of the
 wrapped model, so what was cached before is replayed as before.
 """
 
@@ -51,9 +53,14 @@ class LogprobsStreamed(WrapperModel):
             response = await self.wrapped.request(messages, model_settings, model_request_parameters)
             self.streams = _has_logprobs(response)
             return response
-        async with self.wrapped.request_stream(messages, model_settings, model_request_parameters) as stream:
-            async for _ in stream:
-                pass
+        from pydantic_ai.exceptions import ModelConnectionError
+
+        try:
+            async with self.wrapped.request_stream(messages, model_settings, model_request_parameters) as stream:
+                async for _ in stream:
+                    pass
+        except ModelConnectionError:  # cut off mid-way: the retries (models.retry) read a plain reply, not a stream
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
         response = stream.get()
         if _has_logprobs(response):
             return response
