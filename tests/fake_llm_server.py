@@ -11,7 +11,8 @@ Loopback only (127.0.0.1, port 0), one background thread, stopped when the ``wit
   ``"500"``, ``"429"`` (with ``Retry-After: retry_after``), ``"timeout"`` (no reply for ``hang``
   seconds, then the connection is closed), ``"malformed"`` (a 200 with broken JSON), ``"drop"``
   (connection closed, no reply), ``"400"`` (a bad request, not worth retrying), ``"500-rejected"`` (a 500
-  whose body says the request was refused, as llama-cpp-python's server answers an unknown response_format).
+  whose body says the request was refused, as llama-cpp-python's server answers an unknown response_format),
+  ``"cut-stream"`` (a 200 event stream whose connection closes after its first event).
 - ``fault_rate`` (0-1) makes that share of POST requests fail with a kind drawn from ``fault_kinds``
   (seeded by ``fault_seed``, so a run repeats); ``faults`` records every fault served as (kind, path).
 - a model not in ``models`` gets a 404 like Ollama's ``model "x" not found, try pulling it first``.
@@ -35,7 +36,7 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("500", "429", "timeout", "malformed", "drop", "400", "500-rejected")
+FAULTS = ("500", "429", "timeout", "malformed", "drop", "400", "500-rejected", "cut-stream")
 TRANSIENT_FAULTS = FAULTS[:5]  # what a client should retry
 
 
@@ -248,6 +249,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
         elif kind == "malformed":
             self._send(200, b'{"model": "x", "choices": [{"message": ')
+        elif kind == "cut-stream":  # the headers promise more body than comes before the connection closes
+            event = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            data = b"data: " + json.dumps(event).encode() + b"\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data) + 100))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+            self._drop()
         else:
             self._drop()
 

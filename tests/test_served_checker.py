@@ -154,64 +154,20 @@ def test_a_stream_cut_off_mid_way_is_asked_again_plainly(tmp_path):
     """A server whose plain replies carry logprobs and whose streams break after their first event (the connection
     dropped mid-body): the streamed question is asked again plainly and answered, not failed as an unreachable
     server; streaming stays on (a dropped connection says nothing about the server's logprobs)."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    def responder(body: dict) -> object:
+        if body.get("stream"):
+            return Fault("cut-stream")
+        return "No" if "1950" in body["messages"][-1]["content"] else "Yes"
 
-    seen: list[bool] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self):  # noqa: N802 (http.server's name): the model list the checker asks for first
-            self._send(json.dumps({"object": "list", "data": [{"id": "judge", "object": "model"}]}).encode())
-
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(bool(body.get("stream")))
-            word = "No" if "1950" in body["messages"][-1]["content"] else "Yes"
-            if not body.get("stream"):
-                first = {"token": word, "logprob": 0.0, "bytes": None}
-                self._send(json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "judge",
-                                       "choices": [{"index": 0, "finish_reason": "stop",
-                                                    "message": {"role": "assistant", "content": word},
-                                                    "logprobs": {"content": [{**first, "top_logprobs": [first]}]}}],
-                                       "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}
-                                       }).encode())
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            event = b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0,
-                                            "model": "judge", "choices": [{"index": 0, "finish_reason": None,
-                                                                           "delta": {"role": "assistant"}}]}
-                                           ).encode() + b"\n\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event) + b"ff\r\ncut off")
-            self.wfile.flush()
-            self.close_connection = True
-
-        def _send(self, data: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        model_cfg = LLMModel(provider="openai", name="judge",
-                             base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
+    with FakeLLMServer(models=("judge",), responder=responder, logprobs_in=("plain",)) as server:
+        model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
         checker = checker_for(model_cfg, _config(tmp_path, cache={"enabled": False}), judge="faithfulness",
                               modes=("text",))
         shared = "Passage:\nThe bridge opened in 1932.\n\n"
         answers = [checker.probability(shared, ASK.format(statement=f"The bridge opened in {y}."))
                    for y in (1932, 1950)]
         checker.close()
-    finally:
-        server.shutdown()
+        seen = [bool(r.body.get("stream")) for r in server.calls("/v1/chat/completions")]
     assert answers == [(1.0, 1.0), (0.0, 1.0)]
     assert seen == [False, True, False]  # plain (logprobs seen), streamed and cut off, asked again plainly
     assert checker.model.wrapped.streams is True

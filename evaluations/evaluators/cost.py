@@ -54,7 +54,10 @@ def server_turn(url: str | None, width: int) -> AbstractAsyncContextManager[Any]
     if not url:
         return nullcontext()
     turns = _TURNS.setdefault(asyncio.get_running_loop(), {})
-    return turns.setdefault(url.rstrip("/"), asyncio.Semaphore(max(1, width)))
+    key = url.rstrip("/")
+    if key not in turns:
+        turns[key] = asyncio.Semaphore(max(1, width))
+    return turns[key]
 
 
 class MeasuredJudge:

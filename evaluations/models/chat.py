@@ -78,9 +78,9 @@ def _openai_client(base_url: str, api_key: str, config: Config):
 
 def _build_ollama(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.ollama import OllamaProvider
 
     from evaluations.models.streamed import LogprobsStreamed
-    from pydantic_ai.providers.ollama import OllamaProvider
 
     client = _openai_client(ollama_v1_url(config.providers.ollama.base_url),
                             os.environ.get("OLLAMA_API_KEY") or _NO_KEY, config)
@@ -90,9 +90,9 @@ def _build_ollama(model_cfg: LLMModel, config: Config) -> Model:
 
 def _build_openai(model_cfg: LLMModel, config: Config) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
 
     from evaluations.models.streamed import LogprobsStreamed
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     base_url, _ = _openai_base(model_cfg, config)
     provider = OpenAIProvider(openai_client=_openai_client(base_url, _openai_key(config) or _NO_KEY, config))

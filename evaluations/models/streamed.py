@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING
 from pydantic_ai.models.wrapper import WrapperModel
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from pydantic_ai.messages import ModelMessage, ModelResponse
-    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.models import Model, ModelRequestParameters
     from pydantic_ai.settings import ModelSettings
 
 __all__ = ["LogprobsStreamed"]
@@ -40,29 +42,32 @@ def _has_logprobs(response: ModelResponse) -> bool:
 class LogprobsStreamed(WrapperModel):
     """``request`` with logprobs asked -> a streamed request gathered into one response (module docstring)."""
 
-    def __init__(self, wrapped: object) -> None:
-        super().__init__(wrapped)  # type: ignore[arg-type]
+    def __init__(self, wrapped: Model) -> None:
+        super().__init__(wrapped)
         #: None until a plain reply showed whether the server gives logprobs; True: stream them; False: never
         self.streams: bool | None = None
 
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
-        if self.streams is False or not (model_settings or {}).get("openai_logprobs"):
-            return await self.wrapped.request(messages, model_settings, model_request_parameters)
-        if self.streams is None:
-            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
-            self.streams = _has_logprobs(response)
-            return response
         from pydantic_ai.exceptions import ModelConnectionError
 
+        def plain() -> Awaitable[ModelResponse]:
+            return self.wrapped.request(messages, model_settings, model_request_parameters)
+
+        if self.streams is False or not (model_settings or {}).get("openai_logprobs"):
+            return await plain()
+        if self.streams is None:
+            response = await plain()
+            self.streams = _has_logprobs(response)
+            return response
         try:
             async with self.wrapped.request_stream(messages, model_settings, model_request_parameters) as stream:
                 async for _ in stream:
                     pass
         except ModelConnectionError:  # cut off mid-way: the retries (models.retry) read a plain reply, not a stream
-            return await self.wrapped.request(messages, model_settings, model_request_parameters)
+            return await plain()
         response = stream.get()
         if _has_logprobs(response):
             return response
         self.streams = False  # the stream drops what a plain reply gave: this question is asked again, plainly
-        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+        return await plain()
