@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -59,16 +61,17 @@ def sigint_default() -> None:
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
 #: (``--dist loadfile`` hands out whole modules in collection order, its reorder off: ``pytest_configure``) no worker
 #: starts a long module while the other has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_ray.py", "test_served_checker.py", "test_matrix.py", "test_judge_embedded.py",
-                 "test_cli_answers.py", "test_reference_free_runs.py", "test_object_store.py",
-                 "test_embedded_models.py", "test_answer_relevance.py", "test_faithfulness.py",
-                 "test_score_log_out.py", "test_served_qa.py", "test_judge_calibration.py", "test_judge_refit.py",
-                 "test_context_relevance.py", "test_systems.py", "test_review.py", "test_judge_check.py",
-                 "test_reports_browser.py", "test_run_survives.py", "test_yesno.py", "test_synth.py", "test_wheel.py",
-                 "test_score.py", "test_cli_retrieval.py", "test_history.py", "test_run_lifecycle.py",
-                 "test_judge_changes.py", "test_long_passages.py", "test_golden.py", "test_ann.py", "test_compare.py",
-                 "test_qa_agent.py", "test_reports_corrected.py", "test_judge_cost.py", "test_index.py",
-                 "test_defects.py")
+LONGEST_FIRST = ("test_ray.py", "test_served_checker.py", "test_matrix.py", "test_cli_answers.py",
+                 "test_judge_embedded.py", "test_answer_relevance.py", "test_object_store.py",
+                 "test_judge_calibration.py", "test_reference_free_runs.py", "test_score_log_out.py",
+                 "test_embedded_models.py", "test_faithfulness.py", "test_run_survives.py", "test_review.py",
+                 "test_systems.py", "test_served_qa.py", "test_judge_check.py", "test_judge_refit.py",
+                 "test_context_relevance.py", "test_wheel.py", "test_yesno.py", "test_run_lifecycle.py",
+                 "test_reports_browser.py", "test_history.py", "test_score.py", "test_cli_retrieval.py",
+                 "test_compare.py", "test_ann.py", "test_synth.py", "test_judge_changes.py", "test_golden.py",
+                 "test_long_passages.py", "test_scored_log_as_run.py", "test_bad_input_rows.py", "test_retries.py",
+                 "test_comparison.py", "test_generic_dataset.py", "test_pairs.py", "test_judge_command_faults.py",
+                 "test_llm_protocol.py")
 
 
 def pytest_collection_modifyitems(items):
@@ -144,25 +147,49 @@ def scifact_small(tmp_path_factory) -> Path:
     return write_scifact_subset(tmp_path_factory.mktemp("scifact_small"), 20, 60)
 
 
-@pytest.fixture(scope="session")
-def scifact_runs(tmp_path_factory) -> dict[str, Path]:
-    """Three real run folders over one 30-query SciFact subset (~60 documents), made by the CLI (retrieval only):
-    ``fts`` (BM25), ``hybrid`` (BM25 + all-MiniLM-L6-v2, RRF) and ``worse`` (BM25 over 8-token chunks, a
-    deliberately worse system). Used by the compare / gate / history tests."""
-    from evaluations.cli.root import main
+class SciFactRuns(Mapping[str, Path]):
+    """The shared SciFact run folders by name, each made by the CLI the first time a test reads it: a session whose
+    tests read only ``fts`` and ``worse`` (BM25) never loads the embedder for ``hybrid``."""
 
-    root = tmp_path_factory.mktemp("scifact_runs")
-    subset = write_scifact_subset(root / "data", 30, 30)
-    base_config = f"storage: {{data_dir: {root / 'home'}}}\nhistory: {{path: {root / 'history.sqlite'}}}\n"
-    (root / "base.yaml").write_text(base_config)
-    (root / "worse.yaml").write_text(base_config + "processing: {chunk_size: 8, chunk_overlap: 0}\n")
-    runs = {"fts": ("fts", "base"), "hybrid": ("hybrid", "base"), "worse": ("fts", "worse")}
-    out = {}
-    for name, (mode, config) in runs.items():
-        out[name] = root / name
-        main(["beir", str(subset), "--search-mode", mode, "--skip-qa", "--no-progress", "--name", f"scifact-{name}",
-              "--config", str(root / f"{config}.yaml"), "--db", str(root / f"db-{config}"), "--out", str(out[name])])
-    return out
+    RUNS = {"fts": ("fts", "base"), "hybrid": ("hybrid", "base"), "worse": ("fts", "worse")}
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.subset = write_scifact_subset(root / "data", 30, 30)
+        base_config = f"storage: {{data_dir: {root / 'home'}}}\nhistory: {{path: {root / 'history.sqlite'}}}\n"
+        (root / "base.yaml").write_text(base_config)
+        (root / "worse.yaml").write_text(base_config + "processing: {chunk_size: 8, chunk_overlap: 0}\n")
+        self._made: dict[str, Path] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self._made:
+            from evaluations.cli.root import main
+
+            mode, config = self.RUNS[name]
+            out = self.root / name
+            args = ["beir", str(self.subset), "--search-mode", mode, "--skip-qa", "--no-progress", "--name",
+                    f"scifact-{name}", "--config", str(self.root / f"{config}.yaml"), "--db",
+                    str(self.root / f"db-{config}"), "--out", str(out)]
+            # in a thread of its own: a test may read a run while an event loop runs in this one (playwright's sync
+            # API keeps one running for the session), and the run starts its own
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(main, args).result()
+            self._made[name] = out
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.RUNS)
+
+    def __len__(self) -> int:
+        return len(self.RUNS)
+
+
+@pytest.fixture(scope="session")
+def scifact_runs(tmp_path_factory) -> SciFactRuns:
+    """Three real run folders over one 30-query SciFact subset (~60 documents), made by the CLI (retrieval only) when
+    first read: ``fts`` (BM25), ``hybrid`` (BM25 + all-MiniLM-L6-v2, RRF) and ``worse`` (BM25 over 8-token chunks,
+    a deliberately worse system). Used by the compare / gate / history / report tests."""
+    return SciFactRuns(tmp_path_factory.mktemp("scifact_runs"))
 
 
 @pytest.fixture

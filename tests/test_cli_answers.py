@@ -19,6 +19,11 @@ from fake_llm_server import FakeLLMServer, closed_port_url, tool_call
 from test_cli_retrieval import REPO, run_cli
 
 from evaluations.results.outputs import load_report
+from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM vector per text this session)
+
+#: the RepliQA index (``repliqa_db``) and the judges embed their texts once per session: another module of this
+#: worker that embedded the same chunks (test_matrix's RepliQA grid) already paid for them; every vector is the model's
+pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 
 def _gold_by_question() -> dict[str, str]:
@@ -34,7 +39,7 @@ def _read(out: Path) -> tuple[dict, list[dict]]:
 
 def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_cache):
     """QA and the LLM judge through a (scripted) Ollama server over the session's RepliQA index (``repliqa_db``),
-    on the first 9 questions (3 answered wrong); the call cache is this test's own: every chat request is counted."""
+    on the first 6 questions (2 answered wrong); the call cache is this test's own: every chat request is counted."""
     gold = _gold_by_question()
     questions = list(gold)
     wrong = {q for i, q in enumerate(questions) if i % 3 == 0}  # the "model" gets every third one wrong
@@ -61,7 +66,7 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_ca
     (tmp_path / "haiku.rag.yaml").write_text(yaml.safe_dump(config))
     with FakeLLMServer(models=("qa-llm", "judge-llm"), responder=responder) as server:
         out = tmp_path / "out"
-        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "9", "--qa-model", "ollama:qa-llm",
+        proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--limit", "6", "--qa-model", "ollama:qa-llm",
                        "--judge", "ollama:judge-llm", "--db", str(repliqa_db), "--out", str(out),
                        "--no-progress", "--concurrency", "4", "--config", str(tmp_path / "haiku.rag.yaml"),
                        env={"OLLAMA_BASE_URL": server.url})
@@ -69,7 +74,7 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_ca
         assert server.errors == []
         chats = server.calls("/v1/chat/completions")
     summary, records = _read(out)
-    n = 9  # the first 9 answerable rows (rows 0-8; the 2 unanswerable ones are rows 12 and 17)
+    n = 6  # the first 6 answerable rows (rows 0-5; the 2 unanswerable ones are rows 12 and 17)
     assert summary["counts"]["cases"] == n and summary["counts"]["failed"] == 0
     n_wrong = sum(1 for r in records if r["query"] in wrong)
     assert 0 < n_wrong < n  # answers the judge passes and answers it fails
@@ -84,7 +89,7 @@ def test_ollama_qa_and_llm_judge_end_to_end(tmp_path, repliqa_db, fresh_model_ca
                 f"answered {n}/{n}")
     assert headline in proc.stderr.splitlines()
     assert answers["judges"]["exact_match"]["mean"] == pytest.approx((n - n_wrong) / n)
-    assert answers["judges"]["offline_correct"]["mean"] >= (n - n_wrong) / n - 0.12
+    assert answers["judges"]["offline_correct"]["mean"] >= (n - n_wrong - 1) / n  # at most one verdict off
     assert answers["tokens"]["total_input"] > 0 and answers["tokens"]["per_correct_answer"] > 0
     assert answers["cost_usd"]["total"] == 0.0
     for record in records:

@@ -96,6 +96,61 @@ def test_warm_rerun_embeds_nothing_and_skip_db(beir_run, tmp_path):
     assert json.loads((tmp_path / "unscored" / "summary.json").read_text())["metrics"] == {}
 
 
+def _records(out: Path) -> dict[str, dict]:
+    return {r["case"]: r for r in map(json.loads, (out / "cases.jsonl").read_text().splitlines())}
+
+
+_PROBE = ("import json, sys\nfrom evaluations.cli.root import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:"
+          "\n    code = e.code\nprint(json.dumps('lancedb' in sys.modules), file=sys.stderr)")
+
+
+def test_a_warm_rerun_takes_the_rankings_kept_beside_the_index_and_opens_no_lancedb(beir_run, tmp_path):
+    """A re-run of the same search over the same index (a new process) answers every query from the rankings kept
+    beside the index (``index/rankings.py``): case by case the documents, scores and context of the run that searched,
+    and LanceDB is never imported. A changed corpus, another search mode and ``--no-cache`` search the index."""
+    import shutil
+    import sys
+
+    folder, db, out, _ = beir_run
+    args = ["beir", str(folder), "--db", str(db), "--no-progress", "--k", "1,5,10,100"]
+    warm = subprocess.run([sys.executable, "-c", _PROBE, *args, "--out", str(tmp_path / "warm")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stderr.strip().splitlines()[-1] == "false"  # lancedb was not imported
+    index = json.loads((tmp_path / "warm" / "summary.json").read_text())["index"]
+    assert index["rankings_cached"] is True and index["embedded_chunks"] == 0 and index["path"] == str(db)
+    first, again = _records(out), _records(tmp_path / "warm")
+    assert len(again) == len(first) == 20
+    for case, record in first.items():
+        for key in ("retrieved", "scores", "metrics", "context"):
+            assert again[case][key] == record[key], (case, key)
+    # another search mode, and --no-cache: the index is searched
+    for extra, name in ((["--search-mode", "fts"], "fts"), (["--no-cache"], "nocache")):
+        proc = run_cli(*args, *extra, "--out", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+        assert "rankings_cached" not in json.loads((tmp_path / name / "summary.json").read_text())["index"]
+    # a changed document: re-indexed and searched (the kept rankings were of the old index), on a copy of the index
+    changed, db2 = tmp_path / "changed", tmp_path / "db2"
+    shutil.copytree(folder, changed)
+    shutil.copytree(db, db2)
+    lines = (changed / "corpus.jsonl").read_text().splitlines()
+    doc = json.loads(lines[0])
+    lines[0] = json.dumps({**doc, "text": doc["text"] + " An added sentence about nothing."})
+    (changed / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    proc = run_cli("beir", str(changed), "--db", str(db2), "--no-progress", "--k", "1,5,10,100",
+                   "--out", str(tmp_path / "after_change"))
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((tmp_path / "after_change" / "summary.json").read_text())["index"]
+    assert "rankings_cached" not in index and index["chunked_documents"] == 1
+    # and the old corpus over the changed index: its state differs, so it is searched again, not read back
+    proc = run_cli("beir", str(folder), "--db", str(db2), "--no-progress", "--k", "1,5,10,100",
+                   "--out", str(tmp_path / "back"))
+    assert proc.returncode == 0, proc.stderr
+    assert "rankings_cached" not in json.loads((tmp_path / "back" / "summary.json").read_text())["index"]
+    back = _records(tmp_path / "back")
+    assert all(back[c]["retrieved"] == r["retrieved"] for c, r in first.items())
+
+
 def test_skip_db_without_index_and_bad_input_are_one_clear_error(scifact_small, tmp_path):
     proc = run_cli("beir", str(scifact_small), "--db", str(tmp_path / "empty"), "--skip-db", "--no-progress")
     assert proc.returncode == 2

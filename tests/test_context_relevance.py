@@ -177,21 +177,21 @@ def test_comparison_and_yes_no_passages_of_the_multi_hop_probe_are_relevant(tmp_
     """The multi-hop probe's comparison and yes/no questions (datasets/labels/multihop_faithfulness.jsonl,
     MULTIHOP.md): both passages are needed, one per compared name. On all 25 the model alone called 15 of their 50
     passages relevant; with the sole-source rule at least 70% are (``benchmarks/judge_accuracy.py
-    context_relevance_multihop``). Here a fixed sample: the first 2 comparison and the first yes/no question, at
-    least 5 of their 6 passages relevant (70% of 6 rounds up to 5)."""
+    context_relevance_multihop``). Here a fixed sample: the first comparison and the first yes/no question, at
+    least 3 of their 4 passages relevant (70% of 4 rounds up to 3; each passage is a ~2 s pass of the model)."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
     questions = {r["query"]: (r["type"], r["context"]) for r in multihop_probe()
                  if r["type"] in ("comparison", "polar")}
     assert len(questions) == 25
-    sample = [(q, texts) for q, (kind, texts) in questions.items() if kind == "comparison"][:2] + \
+    sample = [(q, texts) for q, (kind, texts) in questions.items() if kind == "comparison"][:1] + \
         [(q, texts) for q, (kind, texts) in questions.items() if kind == "polar"][:1]
-    assert len(sample) == 3 and all(len(texts) == 2 for _, texts in sample)
+    assert len(sample) == 2 and all(len(texts) == 2 for _, texts in sample)
     cache = VerdictCache(tmp_path / "v.sqlite")
     relevant = sum(c.relevant for q, texts in sample
                    for c in judge_context_relevance(q, [Passage(id=f"p{i}", text=t) for i, t in enumerate(texts)],
                                                     cache=cache).chunks)
-    assert relevant >= 0.7 * 6, relevant
+    assert relevant >= 0.7 * 4, relevant
 
 
 def same_article_sets(seed: int) -> list[tuple[str, list[str]]]:

@@ -120,13 +120,17 @@ def test_calibrate_cross_validates_by_question_like_scikit_learn(sample):
     assert model.probability(x) == pytest.approx(reference.predict_proba(x)[:, 1], abs=1e-4)
 
 
+def _first_of(sample, path: Path, n: int = 200) -> list:
+    """The first ``n`` labelled answers of ``sample`` read from ``path`` (NQ or TQ): their embeddings were computed
+    once, for the fits on ``sample`` above, and cached (the session's judge cache)."""
+    return [e for e in sample if e.source.startswith(f"{path}:")][:n]
+
+
 def test_calibrate_judge_cli_writes_a_loadable_file(tmp_path, sample):
-    """200 labelled NQ answers (the first of the file, as the tests below read) and 200 TQ answers of ``sample``
-    (their embeddings computed once, for the fits on ``sample`` above, and cached) through calibrate-judge."""
+    """200 labelled NQ answers and 200 TQ answers of ``sample`` through calibrate-judge."""
     out = tmp_path / "judge.json"
     files = []
-    sample_tq = [e for e in sample if e.source.startswith(f"{TQ}:")][:200]
-    for name, rows in (("nq.jsonl", load_labelled(NQ, limit=200)), ("tq.jsonl", sample_tq)):
+    for name, rows in (("nq.jsonl", _first_of(sample, NQ)), ("tq.jsonl", _first_of(sample, TQ))):
         assert len(rows) == 200
         path = tmp_path / name
         path.write_text(
@@ -291,12 +295,12 @@ def test_a_fold_whose_training_part_is_one_class_is_one_error(tmp_path):
     assert not out.exists()
 
 
-def test_calibrate_judge_writes_to_the_working_directory_not_the_shipped_file(tmp_path, monkeypatch):
+def test_calibrate_judge_writes_to_the_working_directory_not_the_shipped_file(tmp_path, monkeypatch, sample):
     """Without --out the offline judge's parameters go to ./offline_judge.json (they went to the checkout's
     judges/offline_judge.json, which every run reads, from any directory), or into $EVALUATIONS_JUDGES_DIR; the
-    command says which file runs read."""
+    command says which file runs read. The labelled answers: 200 NQ answers of ``sample``."""
     shipped = SHIPPED.read_bytes()
-    data = _write_labelled(tmp_path / "labels.jsonl", load_labelled(NQ, limit=200))
+    data = _write_labelled(tmp_path / "labels.jsonl", _first_of(sample, NQ))
     work, own = tmp_path / "work", tmp_path / "own"
     work.mkdir()
     own.mkdir()

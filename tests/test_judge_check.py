@@ -255,9 +255,10 @@ def test_judge_check_a_squad_row_of_the_wrong_type_is_named(tmp_path, field, val
 
 def test_calibrate_judge_refuses_parameters_that_fail_the_controls(tmp_path):
     """Labels that call the question echoed back correct and the gold wrong make a judge that fails the controls
-    (the screen still rejects echoes, but the model then rejects the gold itself)."""
+    (the screen still rejects echoes, but the model then rejects the gold itself). 20 TriviaQA questions: two
+    labelled answers each to fit on, and the controls of all 20 (every gold form among them) to fail."""
     rows = []
-    for i, e in enumerate(load_questions(SHARED / "evouna" / "TQ.jsonl.gz", limit=40)):
+    for i, e in enumerate(load_questions(SHARED / "evouna" / "TQ.jsonl.gz", limit=20)):
         rows.append({"query": e.question, "generated_answer": e.references[0], "reference_answer": list(e.references),
                      "label": False, "id": f"q{i}"})
         rows.append({"query": e.question, "generated_answer": e.question + " is a question about history",

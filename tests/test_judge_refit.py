@@ -9,9 +9,10 @@ Real model, real hand-labelled rows (``datasets/labels``, read from ``../shared/
 * the labels and questions counted in the written file are read here from the label file with ``json``.
 
 These are behaviour checks on a handful of labelled rows (4 context-relevance rows: the 2 questions of the file
-with the shortest passages, two passages each; the first 4 labelled faithfulness rows), not a measurement of a
-refit's accuracy: what the fit on all the labelled rows scores is recorded in the shipped files
-(``judges/context_relevance.json`` and ``judges/faithfulness.json``, their ``validation``).
+with the shortest passages, two passages each; 4 faithfulness rows: the 2 supported and 2 unsupported ones of
+the file with the shortest passages and answers, of 4 questions), not a measurement of a refit's accuracy: what
+the fit on all the labelled rows scores is recorded in the shipped files (``judges/context_relevance.json`` and
+``judges/faithfulness.json``, their ``validation``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import short_context_labels
+from conftest import DATA, short_context_labels
 
 from evaluations.cli.judges import calibrate_judge, judge_agreement
 from inprocess import run_evaluations
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 FAITH_LABELS = REPO / "datasets" / "labels" / "faithfulness.jsonl"
 N_CONTEXT = 4  # rows: conftest.short_context_labels, the 2 questions with the shortest passages, two passages each
 CONTEXT_FOLDS = 2  # every training part of GroupKFold(2) on those 2 questions holds both labels
-N_FAITH = 4  # labelled rows per file (rows without a label are skipped): 2 supported, 2 not, 4 questions
+N_FAITH = 4  # labelled rows (short_faith_labels): 2 supported, 2 not, 4 questions
 FAITH_FOLDS = 2  # every training part of the 2 folds holds both labels (a label's 2 questions spread over both)
 
 
@@ -63,6 +64,34 @@ def _oracle_fit(x: np.ndarray, y: np.ndarray):
         return model.predict_proba((z - mean) / scale)[:, 1]
 
     return prob, _oracle_threshold(prob(x), y)
+
+
+@pytest.fixture(scope="module")
+def short_faith_labels(tmp_path_factory) -> Path:
+    """The hand-labelled rows of ``datasets/labels/faithfulness.jsonl`` that cost the checker least: of the rows
+    with a label, by the characters of their passages and answer (each prompt token costs the 1.5B model time), the
+    first 2 supported and the first 2 unsupported rows of distinct questions (~1,500 characters of passages in all;
+    the file's first 4 labelled rows read ~5,000). Copied verbatim as ``root/repo/datasets/labels/faithfulness.jsonl``
+    beside ``root/shared`` (a link to the shared data), where a labels file finds the data its rows refer to."""
+    from evaluations.judging.labels.passage_rows import load_passage_rows
+
+    lines = FAITH_LABELS.read_text(encoding="utf-8").splitlines()
+    rows = sorted(load_passage_rows(FAITH_LABELS), key=lambda r: sum(map(len, r.passages)) + len(r.answer or ""))
+    kept: dict[bool, list] = {True: [], False: []}
+    questions: set[str] = set()
+    for row in rows:
+        if len(kept[row.label]) < 2 and row.group not in questions:
+            kept[row.label].append(row)
+            questions.add(row.group)
+    picked = sorted(int(r.source.rsplit(":", 1)[1]) for r in kept[True] + kept[False])  # 1-based file lines
+    assert len(picked) == N_FAITH and len(questions) == N_FAITH, picked
+    root = tmp_path_factory.mktemp("faith_labels")
+    (root / "repo" / "datasets" / "labels").mkdir(parents=True)
+    (root / "shared").symlink_to(DATA.parent, target_is_directory=True)
+    labels = root / "repo" / "datasets" / "labels" / "faithfulness.jsonl"
+    labels.write_text("".join(lines[n - 1] + "\n" for n in picked), encoding="utf-8")
+    assert sorted(json.loads(lines[n - 1])["label"] for n in picked) == [False, False, True, True]
+    return labels
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +174,9 @@ def test_context_relevance_refit_is_cross_validated_like_scikit_learn_and_runs_r
     assert fa.load_params().coef == json.loads((REPO / "judges" / "faithfulness.json").read_text())["coef"]
 
 
-def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(tmp_path):
+def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(short_faith_labels, tmp_path):
+    """``short_faith_labels`` and two rows the judge does not apply to: the refit trains on the rows
+    judge-agreement counts, says how many it left out, and records the current parameters' accuracy on them."""
     from evaluations.judging.grounded.faithfulness import load_params
 
     # two labelled rows the judge does not apply to: an echo of the question, an answer with no passage
@@ -155,7 +186,7 @@ def test_faithfulness_refit_leaves_out_what_judge_agreement_leaves_out(tmp_path)
         {"id": "x2", "query": "When was the Eiffel Tower finished?", "context": [],
          "generated_answer": "It was finished in 1889.", "label": True},
     ])
-    files = [str(FAITH_LABELS), str(extra)]
+    files = [str(short_faith_labels), str(extra)]
     result = CliRunner().invoke(judge_agreement, [*files, "--judges", "faithfulness", "--limit", str(N_FAITH),
                                                   "--json", "--resamples", "0"])
     assert result.exit_code == 0, result.output

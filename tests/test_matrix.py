@@ -118,7 +118,7 @@ def test_a_cell_whose_answers_fail_exits_3_is_never_best_and_runs_again(tmp_path
 
     (tmp_path / "quiet.yaml").write_text("cache: {enabled: false}\n"
                                          "requests: {retries: 0, backoff: 0.0, max_backoff: 0.0}\n")
-    grid = {"dataset": "repliqa", "source": str(REPLIQA_20), "limit": 3, "k": [1, 10], "config": "quiet.yaml",
+    grid = {"dataset": "repliqa", "source": str(REPLIQA_20), "limit": 2, "k": [1, 10], "config": "quiet.yaml",
             "axes": {"search_mode": ["fts"], "qa_model": ["ollama:good", "ollama:broken"]}}
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text(yaml.safe_dump(grid))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 
-from conftest import DATA, write_scifact_subset
+from conftest import DATA
 from inprocess import run_evaluations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -451,45 +451,20 @@ def test_the_run_report_shows_the_metrics_and_the_claims(squad_runs):
     assert unsupported and "not supported" in page and unsupported[0].claim in page
 
 
-def test_beir_scifact_context_relevance_agrees_with_qrels_as_sklearn_counts(tmp_path):
-    """A BEIR run gives context_relevance with its agreement with the qrels; accuracy and κ equal scikit-learn's
-    over the chunk verdicts the records hold, labelled relevant when the chunk's document is in the qrels."""
-    folder = write_scifact_subset(tmp_path / "scifact", 2, 6)
-    config = tmp_path / "config.yaml"  # the top 2 chunks of 48 words: four short questions to the judge model
-    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 2}}\n"
-                      "processing: {chunk_size: 48, chunk_overlap: 0}\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
-    proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--limit", "2",
-                 "--reference-free", "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = _summary(tmp_path / "run")
-    assert "answers" not in summary  # a retrieval judge does not make a retrieval run an answering one
-    entry = summary["reference_free"]["metrics"]["context_relevance"]
-    assert entry["n"] == 2 and summary["metrics"]["context_relevance"] == entry["mean"]
-    labels, verdicts = [], []
-    for record in _records(tmp_path / "run"):
-        assert len(record["chunk_relevance"]) == 2
-        for chunk in record["chunk_relevance"]:
-            labels.append(record["relevant"].get(chunk["doc"], 0) > 0)
-            verdicts.append(chunk["relevant"])
-    agreed = entry["qrels_agreement"]
-    assert agreed["chunks"] == len(labels) == 4
-    assert agreed["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
-    if len(set(labels)) > 1 or len(set(verdicts)) > 1:
-        assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
-    said = " ".join((proc.stdout + proc.stderr).split())  # the console line, beside the retrieval metrics
-    assert f"agrees with the qrels on 4 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
+@pytest.fixture(scope="module")
+def beir_run(tmp_path_factory) -> dict:
+    """One BEIR run with context relevance, checked by the two tests below: two RepliQA documents (about 800 words,
+    cut into 48-word chunks) as a BEIR folder, each question's own document relevant, the top 3 chunks judged (six
+    questions to the judge model). The run has its own data folder (``storage.data_dir``: its index, history and
+    verdicts stay there) and asks the judge model file the other runs of this module ask, the one assembled in the
+    default data folder (``$EVALUATIONS_JUDGE_GGUF``): a data folder of its own assembled and checked another 1 GB
+    copy of the model, and the process loaded that copy once more."""
+    from evaluations.judging.correctness.embedded import embedded_judge_path
 
-
-def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
-    """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
-    hold the answer. Two RepliQA documents (about 800 words, cut into 48-word chunks) as a BEIR folder, each
-    question's own document relevant: the per-document agreement (a retrieved document judged relevant when one of
-    its chunks is) equals scikit-learn's over those (case, document) pairs built from the records, and it covers
-    fewer rows than the per-chunk one (three chunks retrieved from two documents: one document twice, at least)."""
+    tmp = tmp_path_factory.mktemp("beir_reference_free")
     with gzip.open(DATA / "repliqa_samples" / "repliqa_sample20.jsonl.gz", "rt", encoding="utf-8") as handle:
         rows = [json.loads(next(handle)) for _ in range(2)]
-    folder = tmp_path / "repliqa"
+    folder = tmp / "repliqa"
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(
         json.dumps({"_id": f"d{i}", "title": "", "text": r["document_extracted"]}) + "\n" for i, r in enumerate(rows)))
@@ -497,22 +472,54 @@ def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
         json.dumps({"_id": f"q{i}", "text": r["question"]}) + "\n" for i, r in enumerate(rows)))
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"q{i}\td{i}\t1\n" for i in range(len(rows))))
-    config = tmp_path / "config.yaml"
-    config.write_text(f"storage: {{data_dir: {tmp_path / 'home'}}}\nsearch: {{limit: 3}}\n"
+    config = tmp / "config.yaml"
+    config.write_text(f"storage: {{data_dir: {tmp / 'home'}}}\nsearch: {{limit: 3}}\n"
                       "processing: {chunk_size: 48, chunk_overlap: 0}\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp_path / "judge_cache")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp / "judge_cache"),
+           "EVALUATIONS_JUDGE_GGUF": str(embedded_judge_path())}
     proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--reference-free",
-                 "--out", str(tmp_path / "run"), "--no-progress"], env, tmp_path)
+                 "--out", str(tmp / "run"), "--no-progress"], env, tmp)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"dir": tmp / "run", "said": " ".join((proc.stdout + proc.stderr).split())}
+
+
+def test_beir_context_relevance_agrees_with_qrels_as_sklearn_counts(beir_run):
+    """A BEIR run gives context_relevance with its agreement with the qrels; accuracy and κ equal scikit-learn's
+    over the chunk verdicts the records hold, labelled relevant when the chunk's document is in the qrels."""
+    summary = _summary(beir_run["dir"])
+    assert "answers" not in summary  # a retrieval judge does not make a retrieval run an answering one
+    entry = summary["reference_free"]["metrics"]["context_relevance"]
+    assert entry["n"] == 2 and summary["metrics"]["context_relevance"] == entry["mean"]
+    labels, verdicts = [], []
+    for record in _records(beir_run["dir"]):
+        assert len(record["chunk_relevance"]) == 3
+        for chunk in record["chunk_relevance"]:
+            labels.append(record["relevant"].get(chunk["doc"], 0) > 0)
+            verdicts.append(chunk["relevant"])
+    agreed = entry["qrels_agreement"]
+    assert agreed["chunks"] == len(labels) == 6
+    assert agreed["accuracy"]["value"] == pytest.approx(accuracy_score(labels, verdicts))
+    if len(set(labels)) > 1 or len(set(verdicts)) > 1:
+        assert agreed["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
+    said = beir_run["said"]  # the console line, beside the retrieval metrics
+    assert f"agrees with the qrels on 6 chunks: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
+
+
+def test_qrels_agreement_per_document_aggregates_a_documents_chunks(beir_run):
+    """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
+    hold the answer. On ``beir_run`` (two RepliQA documents in 48-word chunks): the per-document agreement (a
+    retrieved document judged relevant when one of its chunks is) equals scikit-learn's over those (case, document)
+    pairs built from the records, and it covers fewer rows than the per-chunk one (three chunks retrieved from two
+    documents: one document twice, at least)."""
     pairs: dict[tuple[str, str], list[bool]] = {}
     chunks = 0
-    for record in _records(tmp_path / "run"):
+    for record in _records(beir_run["dir"]):
         for chunk in record["chunk_relevance"]:
             chunks += 1
             seen = pairs.setdefault((record["case"], chunk["doc"]), [record["relevant"].get(chunk["doc"], 0) > 0,
                                                                      False])
             seen[1] = seen[1] or chunk["relevant"]
-    agreed = _summary(tmp_path / "run")["reference_free"]["metrics"]["context_relevance"]["qrels_agreement"]
+    agreed = _summary(beir_run["dir"])["reference_free"]["metrics"]["context_relevance"]["qrels_agreement"]
     per_doc = agreed["documents"]
     labels, verdicts = [p[0] for p in pairs.values()], [p[1] for p in pairs.values()]
     assert agreed["chunks"] == chunks == 6 and per_doc["documents"] == len(pairs) < chunks
@@ -520,7 +527,7 @@ def test_qrels_agreement_per_document_aggregates_a_documents_chunks(tmp_path):
     assert per_doc["qrels_relevant_rate"] == pytest.approx(sum(labels) / len(labels))
     if len(set(labels)) > 1 or len(set(verdicts)) > 1:
         assert per_doc["kappa"]["value"] == pytest.approx(cohen_kappa_score(labels, verdicts), abs=1e-6)
-    said = " ".join((proc.stdout + proc.stderr).split())
+    said = beir_run["said"]
     assert f"on {len(pairs)} documents: accuracy {accuracy_score(labels, verdicts):.2f}, κ" in said, said
 
 

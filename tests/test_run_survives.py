@@ -30,6 +30,9 @@ from shared_embeddings import shared_minilm  # noqa: F401  (fixture: one MiniLM 
 pytestmark = pytest.mark.usefixtures("shared_minilm")
 
 ANSWERABLE = 18  # RepliQA sample20: 20 rows, 2 unanswerable are skipped
+#: the runs with answers read the first 10 of them (``--limit``; rows 0-9: the unanswerable ones are rows 12 and 17):
+#: every third answer broken leaves 4 failed and 6 answered cases, and a run killed after 5 cases has 5 left to run
+CASES = 10
 
 
 def _gold() -> dict[str, str]:
@@ -69,8 +72,9 @@ def _read(out: Path) -> tuple[dict, dict[str, dict]]:
 
 
 def _cli(db: Path, *extra: str) -> list[str]:
-    return ["repliqa", "--source", str(REPLIQA_20), "--search-mode", "fts", "--qa-model", "ollama:qa-llm",
-            "--db", str(db), "--no-progress", *extra]
+    """The answering run over the first ``CASES`` answerable questions."""
+    return ["repliqa", "--source", str(REPLIQA_20), "--limit", str(CASES), "--search-mode", "fts",
+            "--qa-model", "ollama:qa-llm", "--db", str(db), "--no-progress", *extra]
 
 
 def _env(server: FakeLLMServer, data: Path) -> dict[str, str]:
@@ -79,18 +83,25 @@ def _env(server: FakeLLMServer, data: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def qa_runs(tmp_path_factory):
-    """The same 18 cases with answers (every third answer stage broken) and with --skip-qa."""
+def fts_db(tmp_path_factory) -> Path:
+    """One ``--db`` folder for the module's answering runs (RepliQA, BM25): the first run indexes the 20 documents,
+    the others find them there. Not what these tests are about (a killed run only reads it)."""
+    return tmp_path_factory.mktemp("fts_db") / "db"
+
+
+@pytest.fixture(scope="module")
+def qa_runs(tmp_path_factory, fts_db):
+    """The same ``CASES`` cases with answers (every third answer stage broken) and with --skip-qa."""
     work = tmp_path_factory.mktemp("isolation")
     gold = _gold()
     broken = {q for i, q in enumerate(gold) if i % 3 == 0}
     with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, broken)) as server:
         env = _env(server, work / "data")
-        with_qa = run_cli(*_cli(work / "db", "--out", str(work / "qa")), env=env)
+        with_qa = run_cli(*_cli(fts_db, "--out", str(work / "qa")), env=env)
         # resuming re-runs the cases that did not complete (the broken answers fail again, the fake server being the
         # same); with a tolerance for them the exit code says 0
-        tolerated = run_cli(*_cli(work / "db", "--resume", str(work / "qa"), "--max-failures", "50%"), env=env)
-        skip = run_cli(*_cli(work / "db", "--out", str(work / "skip"), "--skip-qa"), env=env)
+        tolerated = run_cli(*_cli(fts_db, "--resume", str(work / "qa"), "--max-failures", "50%"), env=env)
+        skip = run_cli(*_cli(fts_db, "--out", str(work / "skip"), "--skip-qa"), env=env)
     return work, broken, with_qa, tolerated, skip
 
 
@@ -101,7 +112,7 @@ def test_answer_failures_never_touch_retrieval(qa_runs):
     skip_summary, skip_records = _read(work / "skip")
     failed = {name for name, r in records.items() if r["qa"]["status"] == "failed"}
     assert {records[n]["query"] for n in failed} == {r["query"] for r in records.values() if r["query"] in broken}
-    assert 0 < len(failed) < ANSWERABLE
+    assert len(records) == len(skip_records) == CASES and 0 < len(failed) < CASES
     # the retrieval of every case, failed answer or not, is the --skip-qa run's, and so are the means
     for name, record in records.items():
         assert record["status"] == "ok" and record["retrieved"] == skip_records[name]["retrieved"]
@@ -116,16 +127,16 @@ def test_answer_failures_never_touch_retrieval(qa_runs):
         assert records[name]["usage"]["requests"] >= 2
     assert summary["counts"]["qa_failed"] == len(failed) and summary["counts"]["failed"] == 0
     assert summary["counts"]["incomplete"] == len(failed)
-    assert summary["answers"]["attempted"] == ANSWERABLE and summary["answers"]["answered"] == ANSWERABLE - len(failed)
+    assert summary["answers"]["attempted"] == CASES and summary["answers"]["answered"] == CASES - len(failed)
     # judges judge only real answers: no verdict for a failed answer stage, never a silent 0
-    assert summary["answers"]["judges"]["exact_match"]["n"] == ANSWERABLE - len(failed)
+    assert summary["answers"]["judges"]["exact_match"]["n"] == CASES - len(failed)
     assert summary["answers"]["judges"]["exact_match"]["mean"] == 1.0
     # ... but accuracy counts every case to answer: a failed answer stage is an incorrect answer
     exact = summary["answers"]["judges"]["exact_match"]
-    assert (exact["correct"], exact["n_cases"]) == (ANSWERABLE - len(failed), ANSWERABLE)
-    assert exact["accuracy"] == pytest.approx((ANSWERABLE - len(failed)) / ANSWERABLE)
-    assert summary["answers"]["answered_rate"] == pytest.approx((ANSWERABLE - len(failed)) / ANSWERABLE)
-    assert f"answered {ANSWERABLE - len(failed)}/{ANSWERABLE}" in with_qa.stderr
+    assert (exact["correct"], exact["n_cases"]) == (CASES - len(failed), CASES)
+    assert exact["accuracy"] == pytest.approx((CASES - len(failed)) / CASES)
+    assert summary["answers"]["answered_rate"] == pytest.approx((CASES - len(failed)) / CASES)
+    assert f"answered {CASES - len(failed)}/{CASES}" in with_qa.stderr
 
 
 def test_exit_code_says_cases_failed_and_max_failures_tolerates(qa_runs):
@@ -155,33 +166,34 @@ def kill_after_cases(cli_args: list[str], env: dict[str, str], out: Path, cases:
     return len(written.read_text().splitlines())
 
 
-def test_kill_and_resume_equals_a_straight_run(tmp_path):
+def test_kill_and_resume_equals_a_straight_run(tmp_path, fts_db):
     gold = _gold()
-    # each answer takes 0.1 s: the killed run (one case at a time) is still running when its 5th case is on disk
-    # (polled every 0.05 s); the straight run answers 4 at a time (its cases.jsonl is written in dataset order)
-    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.1) as server:
-        straight = run_cli(*_cli(tmp_path / "db", "--concurrency", "4", "--out", str(tmp_path / "straight")),
+    # each answer takes 0.15 s: the killed run (one case at a time) is still running when its 5th case of 10 is on
+    # disk (polled every 0.05 s); the straight run answers 4 at a time (its cases.jsonl is written in dataset order)
+    with FakeLLMServer(models=("qa-llm",), responder=_responder(gold, set()), latency=0.15) as server:
+        straight = run_cli(*_cli(fts_db, "--concurrency", "4", "--out", str(tmp_path / "straight")),
                            env=_env(server, tmp_path / "data-a"))
         assert straight.returncode == 0, straight.stderr
 
         out = tmp_path / "killed"
-        kept = kill_after_cases(_cli(tmp_path / "db", "--concurrency", "1", "--out", str(out)),
+        kept = kill_after_cases(_cli(fts_db, "--concurrency", "1", "--out", str(out)),
                                 _env(server, tmp_path / "data-b"), out, 5)
-        assert 5 <= kept < ANSWERABLE and not (out / "summary.json").exists()
+        assert 5 <= kept < CASES and not (out / "summary.json").exists()
         assert (out / PARTIAL_FILE).is_file()
 
         requests_before = len(server.calls("/v1/chat/completions"))
-        resumed = run_cli(*_cli(tmp_path / "db", "--concurrency", "1", "--resume", str(out)),
+        resumed = run_cli(*_cli(fts_db, "--concurrency", "1", "--resume", str(out)),
                           env=_env(server, tmp_path / "data-b"))
         assert resumed.returncode == 0, resumed.stderr
-        assert f"{kept} finished, {ANSWERABLE - kept} to run" in resumed.stderr
+        assert f"{kept} finished, {CASES - kept} to run" in resumed.stderr
         # only the unfinished cases were asked again (at most the one in flight at the kill is repeated)
         asked = len(server.calls("/v1/chat/completions")) - requests_before
-        assert ANSWERABLE - kept <= asked <= ANSWERABLE - kept + 1
+        assert CASES - kept <= asked <= CASES - kept + 1
 
     a_summary, a_records = _read(tmp_path / "straight")
     b_summary, b_records = _read(out)
-    assert list(a_records) == list(b_records)  # same cases, same (dataset) order, none duplicated
+    # same cases, same (dataset) order, none duplicated
+    assert len(a_records) == CASES and list(a_records) == list(b_records)
     for name, record in a_records.items():
         other = b_records[name]
         for key in ("retrieved", "scores", "metrics", "answer", "judges", "qa", "context", "context_text"):
@@ -256,10 +268,10 @@ def test_resuming_a_run_of_an_earlier_version_names_the_new_setting(tmp_path):
     assert "repeat the original command" in raised.value.fix
 
 
-def test_repeat_and_tags_segments(tmp_path):
+def test_repeat_and_tags_segments(tmp_path, fts_db):
     out = tmp_path / "rep"
     proc = run_cli("repliqa", "--source", str(REPLIQA_20), "--search-mode", "fts", "--skip-qa", "--repeat", "2",
-                   "--tags", "answerable", "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress")
+                   "--tags", "answerable", "--db", str(fts_db), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
     cases = {r["case"] for r in records.values()}

@@ -203,7 +203,7 @@ def test_the_questions_of_one_verdict_are_asked_at_once_up_to_the_runs_concurren
         with lock:
             state["now"] += 1
             state["most"] = max(state["most"], state["now"])
-        time.sleep(0.3)  # a model reading the passage: the next questions arrive meanwhile
+        time.sleep(0.15)  # a model reading the passage: the next questions (sent at once) arrive meanwhile
         with lock:
             state["now"] -= 1
         content = body["messages"][-1]["content"]
@@ -403,6 +403,12 @@ def test_the_embedded_provider_gets_the_embedded_scorer(tmp_path):
 #: benchmarks/results/context_relevance_served_refit.json, faithfulness_served_refit.json). Output retries are
 #: off where the real server is asked for claims (``judge.retries: 0``): a tool call the 0.5B model cannot make
 #: costs one request, not three (retries and the ladder are tests/test_retries.py's and tests/test_ladder.py's).
+#: The real-server tests below are ordered so that consecutive requests share the server's cached prompt prefix
+#: (llama-cpp-python keeps the last prompt's state; the rubric is the long system prompt): the faithfulness tests
+#: (supported statement, bridge claim), then judge-agreement (faithfulness and context relevance), then the
+#: context-relevance refit, then ``score --format log`` (on judge-agreement's row: its yes/no verdicts are in the
+#: session's verdict store by then, its decomposition asked live). Each test stands alone in any order: only its
+#: time changes.
 NO_RETRIES = "judge:\n  retries: 0\n"
 
 
@@ -475,6 +481,72 @@ def test_a_real_server_prefers_the_supported_statement(qwen_server, tmp_path):
                 again.probability(shared, ASK.format(statement=other))[0]) == expected
     assert again.calls == 0 and CALL_STATS["chat"].misses == live
     checker.close()
+
+
+class _Recording:
+    """A served checker that records the (passage, question) of each yes/no question it is asked; everything else
+    (``fit``, ``id``, ...) is the checker's own."""
+
+    def __init__(self, checker: ServedChecker) -> None:
+        self.checker = checker
+        self.asked: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.checker, name)
+
+    def probability(self, shared: str, tail: str) -> tuple[float, float]:
+        self.asked.append((shared, tail))
+        return self.checker.probability(shared, tail)
+
+
+def _bridge_rows(n: int) -> list[dict]:
+    """Supported short answers to bridge questions of the multi-hop probe (datasets/labels/MULTIHOP.md): the answer
+    is in the second passage only, the question's title in the first only."""
+    rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short" and r["label"]
+            and r["generated_answer"] in r["context"][1] and r["generated_answer"] not in r["context"][0]]
+    assert len(rows) >= n
+    return rows[:n]
+
+
+def _holds_both(sent: str, first: str, second: str) -> bool:
+    """``sent`` has a sentence of each passage."""
+    return any(s in sent for s in re.split(r"(?<=\.)\s+", first)) and any(s in sent for s in re.split(r"(?<=\.)\s+",
+                                                                                                    second))
+
+
+def test_a_bridge_claim_is_sent_to_a_real_server_with_both_passages_when_they_fit(qwen_server, tmp_path):
+    """Faithfulness through a served checker on multi-hop questions: the claim (an entity found only in the second
+    passage) is asked about the first passage's window and the second's together, in one request the real server
+    answers; with a checker whose window holds one passage but not two (``max_chars``), each window is asked
+    alone, and nothing sent exceeds the window."""
+    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.basics.passages import Passage
+
+    model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
+    config = _config(tmp_path)
+    rows = _bridge_rows(1)  # one multi-hop row: the window logic is the checker's, the reply the real server's
+    tails = []
+    for row in rows:
+        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",)))
+        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
+        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
+        assert result.applicable and len(result.claims) == 1 and 0.0 <= result.claims[0].p <= 1.0, result
+        sent, tail = checker.asked[-1]
+        assert row["generated_answer"] in sent and _holds_both(sent, *row["context"]), sent
+        tails.append(len(tail))
+
+    longest = max(len(t) for row in rows for t in row["context"])
+    narrow = max(tails) + len("Passage:\n\n\n") + longest + 20  # one passage fits, two do not
+    assert all(len(r["context"][0]) + len(r["context"][1]) > longest + 20 for r in rows)
+    for row in rows:
+        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",),
+                                         max_chars=narrow))
+        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
+        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
+        assert result.applicable and checker.asked
+        for sent, tail in checker.asked:
+            assert len(sent) + len(tail) <= narrow and not _holds_both(sent, *row["context"]), sent
+
 
 
 def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(tmp_path):
@@ -589,47 +661,6 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     assert closed_port_url().rsplit(":", 1)[0] in captured.err and "fix:" in captured.err
 
 
-def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path, monkeypatch):
-    """``score --format log`` with ``judge.model`` on llama.cpp's real server: every logged answer's claims come
-    from the server's decomposition and are checked there, every logged passage is asked there, the summary names
-    the served judge; a second pass on the same call cache asks the server nothing and gives the same numbers."""
-    from click.testing import CliRunner
-
-    from evaluations.cli.root import cli as main
-
-    # one logged row: each request to the real model costs seconds, and what is tested is that the log's judges ask
-    # the real server and read its replies
-    (passage, supported, _), = _statements(1)
-    rows = [{"query_id": "q1", "query": "What does the passage say?", "answer": supported,
-             "retrieved": [{"id": "d1", "text": passage}]}]
-    log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    config = tmp_path / "judge.yaml"
-    config.write_text(f"{NO_RETRIES}  model: {{provider: openai, name: {qwen_server.model_id}, "
-                      f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n",
-                      encoding="utf-8")
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
-
-    def score() -> dict:
-        result = CliRunner().invoke(main, ["score", str(log), "--format", "log", "--json", "--config", str(config)])
-        assert result.exit_code == 0, result.output
-        return json.loads(result.stdout)
-
-    live = CALL_STATS["chat"].misses
-    summary = score()
-    asked = CALL_STATS["chat"].misses - live
-    assert summary["reference_free_judge"] == f"openai:{qwen_server.model_id}"
-    metrics = summary["reference_free"]["metrics"]
-    assert metrics["faithfulness"]["n"] == 1 and metrics["context_relevance"]["n"] == 1
-    assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
-    # the answer asked about at least once (its decomposition, or its claim's check when the 0.5B model's tool call
-    # fails and the judge falls back to its sentences), and the passage asked for relevance
-    assert asked >= len(rows) + 1, asked
-    again = score()
-    assert CALL_STATS["chat"].misses - live == asked  # all from the call cache
-    assert again["reference_free"]["metrics"] == metrics
-
-
 def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_server, tmp_path, capsys):
     """``calibrate-judge --judges context_relevance --judge openai:NAME``: the refit reads the served model's
     P(yes) (hand-labelled pairs of ``datasets/labels``); its "current" accuracy is what judge-agreement through
@@ -673,6 +704,47 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
         current["accuracy"]["value"], abs=1e-4)
     assert doc["training_data"]["rows"] == current["n"] == 4
     assert "checker calls made: 0" in out  # judge-agreement asked the same questions: all cached
+
+
+def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path, monkeypatch):
+    """``score --format log`` with ``judge.model`` on llama.cpp's real server: every logged answer's claims come
+    from the server's decomposition and are checked there, every logged passage is asked there, the summary names
+    the served judge; a second pass on the same call cache asks the server nothing and gives the same numbers."""
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as main
+
+    # one logged row: each request to the real model costs seconds, and what is tested is that the log's judges ask
+    # the real server and read its replies
+    (passage, supported, _), = _statements(1)
+    rows = [{"query_id": "q1", "query": "What does the passage say?", "answer": supported,
+             "retrieved": [{"id": "d1", "text": passage}]}]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"{NO_RETRIES}  model: {{provider: openai, name: {qwen_server.model_id}, "
+                      f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n",
+                      encoding="utf-8")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+
+    def score() -> dict:
+        result = CliRunner().invoke(main, ["score", str(log), "--format", "log", "--json", "--config", str(config)])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    live = CALL_STATS["chat"].misses
+    summary = score()
+    asked = CALL_STATS["chat"].misses - live
+    assert summary["reference_free_judge"] == f"openai:{qwen_server.model_id}"
+    metrics = summary["reference_free"]["metrics"]
+    assert metrics["faithfulness"]["n"] == 1 and metrics["context_relevance"]["n"] == 1
+    assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
+    # the answer asked about at least once (its decomposition, or its claim's check when the 0.5B model's tool call
+    # fails and the judge falls back to its sentences), and the passage asked for relevance
+    assert asked >= len(rows) + 1, asked
+    again = score()
+    assert CALL_STATS["chat"].misses - live == asked  # all from the call cache
+    assert again["reference_free"]["metrics"] == metrics
 
 
 def test_a_command_that_asked_a_served_checker_exits(tmp_path):
@@ -763,68 +835,3 @@ def test_score_log_with_a_served_judge_model_asks_that_server(tmp_path, monkeypa
     assert any("Is this passage relevant" in a for a in asked)  # context relevance asked the server too
     metrics = summary["reference_free"]["metrics"]
     assert metrics["faithfulness"]["mean"] == 1.0 and metrics["context_relevance"]["mean"] == 1.0
-
-
-class _Recording:
-    """A served checker that records the (passage, question) of each yes/no question it is asked; everything else
-    (``fit``, ``id``, ...) is the checker's own."""
-
-    def __init__(self, checker: ServedChecker) -> None:
-        self.checker = checker
-        self.asked: list[tuple[str, str]] = []
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.checker, name)
-
-    def probability(self, shared: str, tail: str) -> tuple[float, float]:
-        self.asked.append((shared, tail))
-        return self.checker.probability(shared, tail)
-
-
-def _bridge_rows(n: int) -> list[dict]:
-    """Supported short answers to bridge questions of the multi-hop probe (datasets/labels/MULTIHOP.md): the answer
-    is in the second passage only, the question's title in the first only."""
-    rows = [r for r in multihop_probe() if r["type"] == "bridge" and r["form"] == "short" and r["label"]
-            and r["generated_answer"] in r["context"][1] and r["generated_answer"] not in r["context"][0]]
-    assert len(rows) >= n
-    return rows[:n]
-
-
-def _holds_both(sent: str, first: str, second: str) -> bool:
-    """``sent`` has a sentence of each passage."""
-    return any(s in sent for s in re.split(r"(?<=\.)\s+", first)) and any(s in sent for s in re.split(r"(?<=\.)\s+",
-                                                                                                    second))
-
-
-def test_a_bridge_claim_is_sent_to_a_real_server_with_both_passages_when_they_fit(qwen_server, tmp_path):
-    """Faithfulness through a served checker on multi-hop questions: the claim (an entity found only in the second
-    passage) is asked about the first passage's window and the second's together, in one request the real server
-    answers; with a checker whose window holds one passage but not two (``max_chars``), each window is asked
-    alone, and nothing sent exceeds the window."""
-    from evaluations.judging.grounded.faithfulness import judge_faithfulness
-    from evaluations.judging.basics.passages import Passage
-
-    model_cfg = LLMModel(provider="openai", name=qwen_server.model_id, base_url=qwen_server.base_url)
-    config = _config(tmp_path)
-    rows = _bridge_rows(1)  # one multi-hop row: the window logic is the checker's, the reply the real server's
-    tails = []
-    for row in rows:
-        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",)))
-        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
-        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
-        assert result.applicable and len(result.claims) == 1 and 0.0 <= result.claims[0].p <= 1.0, result
-        sent, tail = checker.asked[-1]
-        assert row["generated_answer"] in sent and _holds_both(sent, *row["context"]), sent
-        tails.append(len(tail))
-
-    longest = max(len(t) for row in rows for t in row["context"])
-    narrow = max(tails) + len("Passage:\n\n\n") + longest + 20  # one passage fits, two do not
-    assert all(len(r["context"][0]) + len(r["context"][1]) > longest + 20 for r in rows)
-    for row in rows:
-        checker = _Recording(checker_for(model_cfg, config, judge="faithfulness", modes=("text",),
-                                         max_chars=narrow))
-        passages = [Passage(id=f"p{i}", text=t) for i, t in enumerate(row["context"])]
-        result = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=None, scorer=checker)
-        assert result.applicable and checker.asked
-        for sent, tail in checker.asked:
-            assert len(sent) + len(tail) <= narrow and not _holds_both(sent, *row["context"]), sent

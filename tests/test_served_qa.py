@@ -150,10 +150,11 @@ def test_cli_against_a_real_llama_cpp_server_answers_the_repliqa_sample(llama_se
     runs in-process (``cli``): what is tested is the command against the real server, not a process boundary (a
     subprocess re-imports everything, seconds per run)."""
     out = tmp_path / "out"
-    # short answers (32 tokens) from a short context (800 characters) keep the test fast: the first question pays
-    # the ladder's refused modes, seven requests; the base URL comes from the env
+    # short answers (16 tokens) from a short context (400 characters) keep the test fast: every request is a prompt
+    # the real server reads whole (the ladder's modes each change it), and the first question pays the ladder's
+    # refused modes, eight requests; the base URL comes from the env
     config = tmp_path / "haiku.rag.yaml"
-    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 32}\n  max_context_chars: 800\n")
+    config.write_text("qa:\n  model: {provider: openai, name: x, max_tokens: 16}\n  max_context_chars: 400\n")
     monkeypatch.setenv("OPENAI_BASE_URL", llama_server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "")
     code, _, err = cli(["repliqa", "--source", str(REPLIQA_20), "--limit", "2", "--config", str(config),

@@ -103,19 +103,39 @@ def world(tmp_path_factory):
     scifact = write_scifact_subset(work / "scifact", 20, 60)
     (work / "user").mkdir()
     (work / "user" / "my_rag.py").write_text(USER_MODULE)
-    env = {**os.environ, "BM25_HELPER_DIR": str(TESTS), "SCIFACT_DIR": str(scifact), "NO_COLOR": "1"}
+    # $COLUMNS 40 for every run: piped, a run's output must not follow it (the table-width test reads the tables of
+    # the module's runs)
+    env = {**os.environ, "BM25_HELPER_DIR": str(TESTS), "SCIFACT_DIR": str(scifact), "NO_COLOR": "1",
+           "COLUMNS": "40"}
     (work / "quiet.yaml").write_text("cache: {enabled: false}\nrequests: {backoff: 0.0, max_backoff: 0.0, retries: 3}\n")
     return work, scifact, env, BM25(scifact)
 
 
-def run_beir(world, system: str, out: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def run_beir(world, system: str, out: str, *, progress: bool = False) -> tuple[subprocess.CompletedProcess,
+                                                                               list[dict]]:
+    """``evaluations beir SCIFACT --system SYSTEM --json``; without ``--no-progress`` when ``progress``."""
     work, scifact, env, _ = world
     proc = run_evaluations(["beir", str(scifact), "--system", system, "--skip-qa",
-                           "--config", str(work / "quiet.yaml"), "--out", str(work / out), "--no-progress", "--json",
-                           "--k", "1,5,10,100", "--max-failures", "100%"],
+                           "--config", str(work / "quiet.yaml"), "--out", str(work / out), "--json",
+                           "--k", "1,5,10,100", "--max-failures", "100%", *([] if progress else ["--no-progress"])],
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
     cases = work / out / "cases.jsonl"
     return proc, [json.loads(line) for line in cases.read_text().splitlines()] if cases.exists() else []
+
+
+@pytest.fixture(scope="module")
+def search_run(world) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One run of the user's plain callable (``my_rag:search``), read by every test about that run: its metrics,
+    its (absent) unknown ids, its tables, its progress bar and the files it wrote (``--json`` without
+    ``--no-progress``)."""
+    return run_beir(world, "my_rag:search", "callable", progress=True)
+
+
+@pytest.fixture(scope="module")
+def half_prefixed_run(world) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """One run of ``my_rag:half_prefixed`` (every second id not the corpus's), read by the unknown-ids test and the
+    table-width test."""
+    return run_beir(world, "my_rag:half_prefixed", "half_prefixed")
 
 
 def oracle(bm25: BM25, scifact: Path) -> dict:
@@ -171,9 +191,9 @@ def server(world):
     httpd.server_close()
 
 
-def test_callable_system_end_to_end_equals_pytrec_eval(world):
+def test_callable_system_end_to_end_equals_pytrec_eval(world, search_run):
     work, scifact, _, bm25 = world
-    proc, records = run_beir(world, "my_rag:search", "callable")
+    proc, records = search_run
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     expected = oracle(bm25, scifact)
@@ -305,24 +325,22 @@ def test_a_callable_keeps_replies_for_its_run_only(world, tmp_path):
     assert calls[qid] == 4
 
 
-def test_json_stdout_is_only_the_json_and_progress_goes_to_stderr(world):
+def test_json_stdout_is_only_the_json_and_progress_goes_to_stderr(world, search_run):
     """`--json` without `--no-progress`: stdout is exactly summary.json, the progress bar is on stderr."""
     work, scifact, env, _ = world
-    proc = run_evaluations(["beir", str(scifact), "--system", "my_rag:search",
-                           "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / "progress"),
-                           "--json"], capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
+    proc, _ = search_run
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["counts"]["cases"] == 20
     assert "Evaluating 20 cases" in proc.stderr and "Evaluating" not in proc.stdout
     last = proc.stderr.strip().splitlines()[-1]
-    written = sorted(p.name for p in (work / "progress").iterdir() if p.name != "run.json")
+    written = sorted(p.name for p in (work / "callable").iterdir() if p.name != "run.json")
     pngs = [n for n in written if n.endswith(".png")]
     assert "report.html" in written and pngs  # what the run leaves, and the last line says all of it
-    assert last == (f"wrote {work / 'progress'}/ (report.json, summary.json, cases.jsonl, report.html, report.md, "
+    assert last == (f"wrote {work / 'callable'}/ (report.json, summary.json, cases.jsonl, report.html, report.md, "
                      f"{len(pngs)} PNG chart{'s' if len(pngs) > 1 else ''})")
 
 
-def test_ids_the_corpus_does_not_hold_are_counted_and_warned(world):
+def test_ids_the_corpus_does_not_hold_are_counted_and_warned(world, search_run, half_prefixed_run):
     """A system whose ids are not the corpus's: every one counted per case and in the summary, a warning on the
     console, exit 3 when none is in the corpus; half of them: counted and warned, exit 0."""
     work, scifact, _, bm25 = world
@@ -337,14 +355,14 @@ def test_ids_the_corpus_does_not_hold_are_counted_and_warned(world):
     assert f"warning: {total} of {total} retrieved ids are not in the corpus (20 of 20 cases" in proc.stderr
     assert f"exit 3: none of the {total} retrieved ids is in the corpus" in proc.stderr
 
-    proc, records = run_beir(world, "my_rag:half_prefixed", "half_prefixed")
+    proc, records = half_prefixed_run
     assert proc.returncode == 0, proc.stderr
     half = sum(len(ids) // 2 for ids in returned.values())
     summary = json.loads(proc.stdout)["unknown_ids"]
     assert (summary["count"], summary["retrieved"]) == (half, total)
     assert f"warning: {half} of {total} retrieved ids are not in the corpus" in proc.stderr
 
-    proc, records = run_beir(world, "my_rag:search", "known")
+    proc, records = search_run  # every id in the corpus
     assert json.loads(proc.stdout)["unknown_ids"]["count"] == 0 and "not in the corpus" not in proc.stderr
     assert all(r["unknown_ids"] == [] for r in records)
 
@@ -433,21 +451,17 @@ def test_an_http_system_that_is_down_is_one_error_before_any_work(world):
         assert records == [] and not (work / "down").exists()
 
 
-def test_piped_tables_are_as_wide_as_usage_md_says(world):
+def test_piped_tables_are_as_wide_as_usage_md_says(world, search_run, half_prefixed_run):
     """docs/usage.md: piped, a run's tables are at most 120 columns wide, compare's at most 160, whatever
-    $COLUMNS says."""
+    $COLUMNS says (40 in ``world``'s environment: the module's runs were made with it)."""
     work, scifact, env, _ = world
-    env = {**env, "COLUMNS": "40"}
+    assert env["COLUMNS"] == "40"
     tables = []
-    for out, system in (("wide-a", "my_rag:search"), ("wide-b", "my_rag:half_prefixed")):
-        proc = run_evaluations(["beir", str(scifact), "--system", system,
-                               "--skip-qa", "--config", str(work / "quiet.yaml"), "--out", str(work / out),
-                               "--no-progress"], capture_output=True, text=True, cwd=work / "user", env=env,
-                              timeout=600)
+    for proc, _ in (search_run, half_prefixed_run):
         assert proc.returncode == 0, proc.stderr
         tables += [line for line in proc.stderr.splitlines() if line[:1] in "┏┃┡│└╭╰"]
     assert tables and max(map(len, tables)) <= 120
-    proc = run_evaluations(["compare", str(work / "wide-a"), str(work / "wide-b")],
+    proc = run_evaluations(["compare", str(work / "callable"), str(work / "half_prefixed")],
                           capture_output=True, text=True, cwd=work / "user", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert 120 < max(map(len, proc.stdout.splitlines())) <= 160

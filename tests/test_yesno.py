@@ -22,15 +22,16 @@ def _fresh(scorer) -> None:
 
 def test_reused_states_equal_a_fresh_pass(tmp_path):
     """The first ask is a fresh pass; the others reuse the KV cache in place (ask 1: the system prompt) or a kept
-    passage state (asks 2-4), and each of those equals a fresh pass of the same prompt (ask 4, the first again,
-    equals ask 0)."""
+    passage state (asks 2-4: A's, B's, A's), and each way equals a fresh pass of the same prompt: ask 1 and ask 3
+    (B's kept state) against fresh passes of their own, ask 4 (A's kept state, the first question again) against
+    ask 0. Ask 2 reads A's kept state as ask 4 does, so it gets no fresh pass of its own (each costs ~2 s)."""
     scorer = load_scorer(PASSAGE_SYSTEM)
     asks = [(A, "The tower was completed in 1889."), (B, "Everest is in Nepal."), (A, "The tower is in Rome."),
             (B, "Everest is 5,000 metres high."), (A, "The tower was completed in 1889.")]
     _fresh(scorer)
     got = [scorer.probability(shared, TAIL.format(s=s))[0] for shared, s in asks]
     assert got[0] == pytest.approx(got[4], abs=1e-6)  # the same question after others: state restored
-    for (shared, s), p in zip(asks[1:4], got[1:4]):
+    for (shared, s), p in zip(asks[1:4:2], got[1:4:2]):  # asks 1 and 3
         _fresh(scorer)
         assert scorer.probability(shared, TAIL.format(s=s))[0] == pytest.approx(p, abs=1e-4)
     # the model reads the passage: supported statements above their contradicted twins
@@ -46,12 +47,12 @@ def test_cached_probability_makes_no_second_call(tmp_path):
     assert (called1, called2) == (True, False) and scorer.calls == before and p1 == p2
 
 
-SMALL_WINDOW = 256  # tokens: the cut passage is read in one short pass (the default 2,048-token one is ~20-40 s)
+SMALL_WINDOW = 128  # tokens: the cut passage is read in one short pass (the default 2,048-token one is ~20-40 s)
 
 
 def test_long_passage_is_cut_to_the_window():
     """The judges' scorer (a 2,048-token window) cuts a long passage to the room its window leaves beside the tail;
-    the same model loaded with a 256-token window (the same code, another ``n_ctx``) cuts it to its own room and
+    the same model loaded with a 128-token window (the same code, another ``n_ctx``) cuts it to its own room and
     reads the cut passage in one pass."""
     scorer = load_scorer(PASSAGE_SYSTEM)
     tail = TAIL.format(s="The tower was completed in 1889.")
@@ -69,7 +70,7 @@ def test_long_passage_is_cut_to_the_window():
 
 def test_each_text_is_tokenized_once_per_question(monkeypatch):
     """probability() tokenizes the tail and the passage once each (it tokenized the tail three times and the passage
-    twice); a passage cut to the window is tokenized once more, as it is read (the 256-token window's scorer: a
+    twice); a passage cut to the window is tokenized once more, as it is read (the 128-token window's scorer: a
     short pass)."""
     scorer = load_scorer(PASSAGE_SYSTEM, n_ctx=SMALL_WINDOW)
     tail = TAIL.format(s="The tower was completed in 1889.")

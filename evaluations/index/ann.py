@@ -135,9 +135,15 @@ def check_recall(info: AnnInfo, settings: ANN, ann_ids: Sequence[Sequence[str]],
     info.recall_k, info.recall_queries = settings.recall_k, len(exact_ids)
     info.recall = round(recall_at_k(ann_ids, exact_ids, settings.recall_k), 6)
     info.recall_ok = info.recall >= settings.min_recall
-    if not info.recall_ok:
+    warn_low_recall(info, settings)
+    return info
+
+
+def warn_low_recall(info: AnnInfo, settings: ANN) -> None:
+    """The warning of a recall below ``min_recall`` (a run that reads the rankings kept from a run that measured it
+    warns again)."""
+    if info.recall_ok is False:
         logger.warning(
             "ANN index recall@%d is %.4f on %d queries (below lancedb.ann.min_recall %.2f): retrieval metrics "
             "differ from exact search; raise lancedb.ann.nprobes / refine_factor, or lancedb.ann.min_rows to "
-            "search exactly", settings.recall_k, info.recall, info.recall_queries, settings.min_recall)
-    return info
+            "search exactly", info.recall_k, info.recall, info.recall_queries, settings.min_recall)

@@ -255,13 +255,45 @@ def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: Dataset
     embedder = build_embedder(config)
     need_vectors = config.search.mode in ("vector", "hybrid")
     db_path = options.db or default_db_path(config, spec.name if spec.name != "beir" else corpus.name, embedder.id)
+    meta = {"search_mode": config.search.mode, "embedder": embedder.id}
+    rankings = _rankings(str(db_path), corpus, config, options, embedder.id, executor)
+    if rankings is not None and (kept := rankings.lookup(pending_queries)) is not None:
+        cached, index = kept  # the index as the run that searched left it; this run wrote and embedded nothing
+        index.update(chunked_documents=0, embedded_documents=0, embedded_chunks=0, deleted_documents=0,
+                     fts_rebuilt=False, seconds={}, rankings_cached=True)
+        if index.get("ann"):  # the ANN index and the recall measured on it, neither built nor checked again
+            from evaluations.index.ann import AnnInfo, warn_low_recall
+
+            index["ann"].update(built=False, build_seconds=0.0, recall_seconds=0.0)
+            warn_low_recall(AnnInfo.model_validate(index["ann"]), config.lancedb.ann)
+        return RagTask(retriever=cached), index, meta
     store = Store(str(db_path), embedder, settings=config.lancedb, embed_batches=executor.embed_batches(config))
     stats = _index(store, corpus, config, options, need_vectors, console)
     retriever = make_retriever(store, config, max(options.ks))
     with console.status("Embedding queries") if options.progress and need_vectors else nullcontext():
         retriever.prepare(pending_queries)
     index = {"path": str(db_path), **{k: v for k, v in vars(stats).items()}}
-    return RagTask(retriever=retriever), index, {"search_mode": config.search.mode, "embedder": embedder.id}
+    if rankings is not None:
+        retriever = rankings.record(retriever, index)
+    return RagTask(retriever=retriever), index, meta
+
+
+def _rankings(db_path: str, corpus: Corpus, config: Config, options: RunOptions, embedder_id: str,
+              executor: Any) -> Any:
+    """The rankings kept beside a local index (``index.rankings``) for this search, None where they do not apply:
+    a remote index, ``--no-cache``, cases run on workers (``--executor ray``: each worker searches)."""
+    from evaluations.index.store import corpus_fingerprint, is_local
+
+    if not (config.cache.enabled and is_local(db_path) and executor.in_process):
+        return None
+    from evaluations.index.rankings import Rankings
+
+    search = config.search
+    parameters = {"corpus": corpus_fingerprint(corpus.documents, config.processing.chunk_size,
+                                               config.processing.chunk_overlap),
+                  "embedder": embedder_id, "mode": search.mode, "candidates": max(max(options.ks), search.candidates),
+                  "rrf_k": search.rrf_k, "context_limit": search.limit, "ann": config.lancedb.ann.model_dump()}
+    return Rankings(Path(db_path.removeprefix("file://")), parameters)
 
 
 def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) -> None:

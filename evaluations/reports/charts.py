@@ -38,6 +38,7 @@ def render(fig: Figure, chart_id: str, title: str, alt: str) -> Chart:
     svg_buffer, png_buffer = io.StringIO(), io.BytesIO()
     with matplotlib.rc_context({**_RC, "svg.hashsalt": chart_id}):  # stable ids: the same report twice is identical
         fig.savefig(svg_buffer, format="svg", metadata={"Date": None})
+        fig.set_layout_engine("none")  # the layout the SVG drew is the PNG's: constrained layout is solved once
         fig.savefig(png_buffer, format="png", dpi=PNG_DPI, metadata={"Software": None})
     svg = svg_buffer.getvalue()
     svg = svg[svg.index("<svg"):]
