@@ -138,9 +138,11 @@ class RayEmbedder:
 
         ray.data.DataContext.get_current().enable_progress_bars = False  # the run shows its own progress
         dataset = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
+        # no more actors than batches: an actor without a batch would only load the embedder (seconds, and memory)
+        actors = min(self.workers, -(-len(texts) // self.BATCH))
         embedded = dataset.map_batches(
             _EmbedActor, fn_constructor_args=(self.config,), batch_size=self.BATCH, batch_format="numpy",
-            concurrency=self.workers, num_cpus=1, max_restarts=RESTARTS, max_task_retries=RESTARTS)
+            concurrency=actors, num_cpus=1, max_restarts=RESTARTS, max_task_retries=RESTARTS)
         vectors: np.ndarray | None = None
         for batch in embedded.iter_batches(batch_size=None, batch_format="numpy"):
             if vectors is None:
