@@ -294,8 +294,14 @@ def short_context_labels(root: Path) -> Path:
     pairs.sort(key=lambda group: sum(r["passage_chars"] for r in group))
     kept = [r for group in pairs[:2] for r in group]
     assert len(kept) == 4 and max(r["passage_chars"] for r in kept) < 600, kept
+    return labels_beside_shared(root, "context_relevance.jsonl", [json.dumps(r) for r in kept])
+
+
+def labels_beside_shared(root: Path, name: str, lines: list[str]) -> Path:
+    """``lines`` as ``root/repo/datasets/labels/<name>`` beside ``root/shared`` (a link to the shared data), where a
+    labels file finds the data its rows refer to."""
     (root / "repo" / "datasets" / "labels").mkdir(parents=True)
     (root / "shared").symlink_to(DATA.parent, target_is_directory=True)
-    labels = root / "repo" / "datasets" / "labels" / "context_relevance.jsonl"
-    labels.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    labels = root / "repo" / "datasets" / "labels" / name
+    labels.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return labels

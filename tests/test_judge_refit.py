@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, short_context_labels
+from conftest import labels_beside_shared, short_context_labels
 
 from evaluations.cli.judges import calibrate_judge, judge_agreement
 from inprocess import run_evaluations
@@ -85,11 +85,8 @@ def short_faith_labels(tmp_path_factory) -> Path:
             questions.add(row.group)
     picked = sorted(int(r.source.rsplit(":", 1)[1]) for r in kept[True] + kept[False])  # 1-based file lines
     assert len(picked) == N_FAITH and len(questions) == N_FAITH, picked
-    root = tmp_path_factory.mktemp("faith_labels")
-    (root / "repo" / "datasets" / "labels").mkdir(parents=True)
-    (root / "shared").symlink_to(DATA.parent, target_is_directory=True)
-    labels = root / "repo" / "datasets" / "labels" / "faithfulness.jsonl"
-    labels.write_text("".join(lines[n - 1] + "\n" for n in picked), encoding="utf-8")
+    labels = labels_beside_shared(tmp_path_factory.mktemp("faith_labels"), "faithfulness.jsonl",
+                                  [lines[n - 1] for n in picked])
     assert sorted(json.loads(lines[n - 1])["label"] for n in picked) == [False, False, True, True]
     return labels
 

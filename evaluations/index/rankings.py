@@ -89,8 +89,9 @@ class Rankings:
         entries = {q: _Entry.model_validate_json(found[self._query_key(q)]) for q in unique}
         return CachedRetriever(entries), json.loads(stats)
 
-    def record(self, retriever: Any, stats: dict[str, Any]) -> RecordingRetriever:
-        """``retriever`` writing each ranking it makes here, under the index's state now (after indexing)."""
+    def record(self, retriever: Any, stats: dict[str, Any]) -> Any:
+        """``retriever`` writing each ranking it makes here, under the index's state now (after indexing); as it is
+        when there is no index to key them by."""
         if not self._rekey():
             return retriever
         self.store.put(KIND, f"{self.key}:stats", json.dumps(stats))

@@ -232,12 +232,18 @@ def _full_report(name: str, cases: list, dataset_order: list[str], metadata: dic
     return report
 
 
+def search_parameters(config: Config, k: int) -> dict[str, Any]:
+    """The built-in retriever's parameters (``k``: the largest cut-off of the run); the kept rankings' key too."""
+    search = config.search
+    return {"mode": search.mode, "candidates": max(k, search.candidates), "rrf_k": search.rrf_k,
+            "context_limit": search.limit}
+
+
 def make_retriever(store: Any, config: Config, k: int) -> Any:
     """The built-in pipeline's retriever over ``store`` (``k``: the largest cut-off of the run)."""
     from evaluations.index.search import Retriever
 
-    return Retriever(store, config.search.mode, candidates=max(k, config.search.candidates),
-                     rrf_k=config.search.rrf_k, context_limit=config.search.limit)
+    return Retriever(store, **search_parameters(config, k))
 
 
 def _pipeline(corpus: Corpus, options: RunOptions, config: Config, spec: DatasetSpec, console: Console,
@@ -288,11 +294,10 @@ def _rankings(db_path: str, corpus: Corpus, config: Config, options: RunOptions,
         return None
     from evaluations.index.rankings import Rankings
 
-    search = config.search
     parameters = {"corpus": corpus_fingerprint(corpus.documents, config.processing.chunk_size,
                                                config.processing.chunk_overlap),
-                  "embedder": embedder_id, "mode": search.mode, "candidates": max(max(options.ks), search.candidates),
-                  "rrf_k": search.rrf_k, "context_limit": search.limit, "ann": config.lancedb.ann.model_dump()}
+                  "embedder": embedder_id, **search_parameters(config, max(options.ks)),
+                  "ann": config.lancedb.ann.model_dump()}
     return Rankings(Path(db_path.removeprefix("file://")), parameters)
 
 
