@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from collections.abc import Iterator, Mapping
@@ -61,17 +62,17 @@ def sigint_default() -> None:
 #: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
 #: (``--dist loadfile`` hands out whole modules in collection order, its reorder off: ``pytest_configure``) no worker
 #: starts a long module while the other has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_ray.py", "test_served_checker.py", "test_matrix.py", "test_cli_answers.py",
-                 "test_judge_embedded.py", "test_answer_relevance.py", "test_object_store.py",
-                 "test_judge_calibration.py", "test_reference_free_runs.py", "test_score_log_out.py",
-                 "test_embedded_models.py", "test_faithfulness.py", "test_run_survives.py", "test_review.py",
-                 "test_systems.py", "test_served_qa.py", "test_judge_check.py", "test_judge_refit.py",
-                 "test_context_relevance.py", "test_wheel.py", "test_yesno.py", "test_run_lifecycle.py",
-                 "test_reports_browser.py", "test_history.py", "test_score.py", "test_cli_retrieval.py",
-                 "test_compare.py", "test_ann.py", "test_synth.py", "test_judge_changes.py", "test_golden.py",
-                 "test_long_passages.py", "test_scored_log_as_run.py", "test_bad_input_rows.py", "test_retries.py",
-                 "test_comparison.py", "test_generic_dataset.py", "test_pairs.py", "test_judge_command_faults.py",
-                 "test_llm_protocol.py")
+LONGEST_FIRST = ("test_served_checker.py", "test_ray.py", "test_answer_relevance.py", "test_cli_answers.py",
+                 "test_judge_embedded.py", "test_matrix.py", "test_embedded_models.py", "test_object_store.py",
+                 "test_faithfulness.py", "test_reference_free_runs.py", "test_reports_browser.py",
+                 "test_score_log_out.py", "test_judge_calibration.py", "test_minilm.py", "test_judge_check.py",
+                 "test_review.py", "test_context_relevance.py", "test_judge_refit.py", "test_run_survives.py",
+                 "test_index.py", "test_yesno.py", "test_history.py", "test_systems.py", "test_score.py",
+                 "test_served_qa.py", "test_cli_retrieval.py", "test_wheel.py", "test_synth.py",
+                 "test_run_lifecycle.py", "test_long_passages.py", "test_judge_changes.py", "test_ann.py",
+                 "test_retries.py", "test_scored_log_as_run.py", "test_llm_protocol.py", "test_pairs.py",
+                 "test_comparison.py", "test_compare.py", "test_golden.py", "test_qa_agent.py",
+                 "test_judge_command_faults.py", "test_reports_reference_free.py")
 
 
 def pytest_collection_modifyitems(items):
@@ -89,6 +90,34 @@ def _reference_free_judges_off_by_default():
     mp.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
     yield
     mp.undo()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_reports_off_by_default():
+    """Runs of the suite (and the CLI processes they start) write no report.html/report.md after the run (drawing
+    the charts is about half of a small run) unless a test asks for them: ``run_reports`` (the env variable the
+    product reads, ``EVALUATIONS_REPORTS``; tests/test_reports_off.py checks both settings)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EVALUATIONS_REPORTS", "none")
+    yield
+    mp.undo()
+
+
+@pytest.fixture
+def run_reports(monkeypatch):
+    """This test's runs write report.html/report.md after the run, as a user's do."""
+    monkeypatch.setenv("EVALUATIONS_REPORTS", "all")
+
+
+@contextlib.contextmanager
+def reports_written():
+    """``run_reports`` for a module- or session-scoped fixture's runs."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EVALUATIONS_REPORTS", "all")
+    try:
+        yield
+    finally:
+        mp.undo()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -172,7 +201,7 @@ class SciFactRuns(Mapping[str, Path]):
                     str(self.root / f"db-{config}"), "--out", str(out)]
             # in a thread of its own: a test may read a run while an event loop runs in this one (playwright's sync
             # API keeps one running for the session), and the run starts its own
-            with ThreadPoolExecutor(1) as pool:
+            with ThreadPoolExecutor(1) as pool, reports_written():  # the report tests read their pages
                 pool.submit(main, args).result()
             self._made[name] = out
         return self._made[name]

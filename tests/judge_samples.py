@@ -68,7 +68,8 @@ def copies_and_swaps(n: int, seed: int = 13) -> list[tuple[str, str, str]]:
 
 @dataclass(frozen=True)
 class HeldOutEighth:
-    """The offline judge fitted (as calibrate-judge fits) on 7/8 of the questions, scored on the other eighth."""
+    """The offline judge fitted (as calibrate-judge fits) on 7/8 of the questions, scored on the other eighth (or
+    on every ``every``-th question: ``offline_heldout_eighth(examples, every)``)."""
 
     train: int  # answers fitted on
     test: int  # answers held out
@@ -79,13 +80,13 @@ class HeldOutEighth:
     tolerance: float  # 3 binomial standard errors of ``accuracy`` + the spread of the shipped file's folds
 
 
-def offline_heldout_eighth(examples) -> HeldOutEighth:
-    """Every eighth question (sorted, from the second) held out of the fit; the rest fitted on."""
+def offline_heldout_eighth(examples, every: int = 8) -> HeldOutEighth:
+    """Every eighth (``every``-th) question (sorted, from the second) held out of the fit; the rest fitted on."""
     from evaluations.judging.correctness import lexical
     from evaluations.judging.validation.calibrate import calibrate
 
     questions = sorted({e.group for e in examples})
-    held = set(questions[1::8])
+    held = set(questions[1::every])
     train = [e for e in examples if e.group not in held]
     test = [e for e in examples if e.group in held]
     model = calibrate(train, sources=["NQ", "TQ"])

@@ -193,20 +193,23 @@ def test_repliqa_sample_offline_with_embedded_smollm2(tmp_path, repliqa_db):
 
 
 @pytest.mark.slow
-def test_wix_sample_offline_with_embedded_smollm2(tmp_path):
-    """The first 3 WixQA questions answered by the embedded SmolLM2 from an 800-character context (WixQA's
-    articles are long: every character of context is prompt the model reads, on one thread per test worker)."""
+def test_wix_sample_offline_with_embedded_smollm2(tmp_path, run_reports):
+    """The first 2 WixQA questions (over all 173 articles of the sample) answered by the embedded SmolLM2 from an
+    800-character context (WixQA's articles are long: every character of context is prompt the model reads, on one
+    thread per test worker). Two questions, not three: each answer is ~130 tokens the model generates one by one,
+    and answering many questions, with the offline judges' verdicts and the overlap measure, is the RepliQA test's
+    above; this one is the WixQA adapter's run end to end, answers included."""
     out = tmp_path / "out"
     config = tmp_path / "haiku.rag.yaml"
     config.write_text("qa:\n  max_context_chars: 800\n")
     # --max-failures 1: a 135M model's output may still fail validation after its retries (on some CPUs' numerics
-    # one of these 3 does); such a case is counted and recorded (_check_qa_outcomes), never silently dropped
-    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "3", "--search-mode", "fts", "--config", str(config),
+    # one of the first 3 does); such a case is counted and recorded (_check_qa_outcomes), never silently dropped
+    proc = run_cli("wix", "--source", str(WIX_SAMPLE), "--limit", "2", "--search-mode", "fts", "--config", str(config),
                    "--db", str(tmp_path / "db"), "--out", str(out), "--no-progress", "--max-failures", "1")
     assert proc.returncode == 0, proc.stderr
     summary, records = _read(out)
-    assert summary["counts"]["cases"] == 3 and summary["dataset"]["documents"] == 173
+    assert summary["counts"]["cases"] == 2 and summary["dataset"]["documents"] == 173
     assert set(summary["metrics"]) >= {"map@10", "ndcg@10"}
     answered = _check_qa_outcomes(summary, records)
-    assert len(answered) >= 2 and all("offline_correct" in r["judges"] for r in answered)
+    assert len(answered) >= 1 and all("offline_correct" in r["judges"] for r in answered)
     assert (out / "report.json").is_file() and (out / "report.md").is_file()

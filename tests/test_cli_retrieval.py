@@ -29,7 +29,7 @@ def beir_run(scifact_small, tmp_path_factory):
     work = tmp_path_factory.mktemp("cli")
     db, out = work / "db", work / "out"
     proc = run_cli("beir", str(scifact_small), "--db", str(db), "--out", str(out), "--no-progress", "--json",
-                   "--k", "1,5,10,100")
+                   "--k", "1,5,10,100", env={"EVALUATIONS_REPORTS": "all"})  # test_outputs_exist_and_reload reads them
     assert proc.returncode == 0, proc.stderr
     return scifact_small, db, out, proc
 

@@ -213,9 +213,14 @@ def test_copied_sentences_are_supported_and_swaps_are_not(passage_scorer, tmp_pa
 
 @pytest.mark.slow
 def test_cached_rerun_makes_no_model_call_and_claims_name_their_passage(passage_scorer, tmp_path):
+    """A copied sentence judged against another passage and its own (listed second): the first judgement asks the
+    model, a re-run with a new handle on the same verdict store asks nothing and gives the same verdict, and the
+    claim names the passage it was read in. The passages are the copy test's first two (``copies_and_swaps``):
+    after that test the model still holds the evaluated passage (``yesno``'s kept prefix states), so the call this
+    test counts costs only the claim's tokens; run alone, it evaluates the passage as well."""
     from evaluations.judging.correctness.embedded import VerdictCache
 
-    (passage, sentence, _), (other, _, _) = copies_and_swaps(2, seed=5)
+    (passage, sentence, _), (other, _, _) = copies_and_swaps(2)
     passages = [Passage(id="other-doc", text=other), Passage(id="gold-doc", text=passage)]
     cache = VerdictCache(tmp_path / "v.sqlite")
     first = judge_faithfulness("", sentence, passages, cache=cache, scorer=passage_scorer)

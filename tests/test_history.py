@@ -68,7 +68,8 @@ def test_history_command_and_gate_baseline_last(scifact_runs, tmp_path, cli):
     assert code == (0 if means[1] >= means[0] else 1)
 
 
-def test_after_a_run_reports_history_and_otel_get_the_run_in_memory(scifact_small, tmp_path, cli, monkeypatch):
+def test_after_a_run_reports_history_and_otel_get_the_run_in_memory(scifact_small, tmp_path, cli, monkeypatch,
+                                                                     run_reports):
     """The steps after a run (report.html/report.md, the history row, the OTel export) are given the finished run;
     none reads the run folder back (every folder reader raises here)."""
     from opentelemetry.sdk.metrics import MeterProvider

@@ -97,7 +97,15 @@ def test_embedded_judge_is_right_on_clear_cases(judge, clear_cases, model_p):
         assert (p >= threshold) == e.label, (e.question, e.references, e.answer, p)
 
 
-def test_prefix_reuse_gives_the_full_evaluation_probability(judge, clear_cases):
+def test_prefix_reuse_gives_the_full_evaluation_probability(clear_cases):
+    """``YesNoJudge.probability``: reusing the rubric's KV cache (``truncate``: kept in place; ``state``: a saved
+    snapshot restored after another case) gives the P(correct) of evaluating the whole prompt (``none``). Asked of
+    the registry's Qwen2.5-Coder-0.5B judge model: the reuse is the same llama.cpp code for any model, and the two
+    full evaluations of the rubric (and the state saved and restored) this needs cost less on it than on the 1.5B
+    model, whose verdicts the other tests check."""
+    from evaluations.judging.correctness.embedded import load_judge
+
+    judge = load_judge("qwen2.5-coder-0.5b")
     e = clear_cases[1]
     full, _ = judge.probability(e.question, e.references, e.answer, reuse="none")
     kept, _ = judge.probability(e.question, e.references, e.answer, reuse="truncate")
@@ -291,10 +299,11 @@ def test_served_judge_against_a_real_llama_cpp_server(llama_server):
 # -- held-out study: statistics vs scikit-learn --------------------------------------------------------------
 def test_heldout_splits_and_statistics_match_scikit_learn():
     examples = heldout.load_evouna(DATA / "evouna")
-    # 6 answers of each (dataset, system) cell: the semantic-similarity feature embeds every row's texts, and the
-    # comparison with scikit-learn is exact on any sample
-    rows = heldout.stratified_sample(examples, 6, seed=3)
-    assert len(rows) == 60 and len(set(rows)) == 60
+    # 3 answers of each (dataset, system) cell: the semantic-similarity feature embeds every row's texts (each
+    # row's gold alternatives too, ~10 texts a row), and the comparison with scikit-learn is exact on any sample
+    # whose training sets hold both labels (this one's do: scikit-learn's LogisticRegression refuses one label)
+    rows = heldout.stratified_sample(examples, 3, seed=3)
+    assert len(rows) == 30 and len(set(rows)) == 30
     cells = {(heldout.dataset_of(examples[i]), examples[i].system) for i in rows[:10]}
     assert len(cells) == 10, "the sample is interleaved across the 10 (dataset, system) cells"
     sub = [examples[i] for i in rows]

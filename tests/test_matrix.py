@@ -242,9 +242,11 @@ def test_a_grid_over_a_questions_only_file_of_your_own(tmp_path):
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"id": p["_id"], "text": p["text"]}) + "\n"
                                                  for p in corpus))
     # a short prompt (400 characters: about one passage), for the answer and for the three judges that read it;
-    # the judges' checker is the 0.5B embedded model (the grid's mechanics are under test here, not the judges'
-    # accuracy: its verdicts come 2-3x sooner than the default 1.5B's)
-    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 400\n"
+    # one retrieved chunk (search.limit 1): the passage the answer reads is the one context relevance judges (with
+    # the default 5, the checker read 4 more passages per cell that no answer saw); the judges' checker is the 0.5B
+    # embedded model (the grid's mechanics are under test here, not the judges' accuracy: its verdicts come 2-3x
+    # sooner than the default 1.5B's)
+    (tmp_path / "short.yaml").write_text("qa:\n  max_context_chars: 400\nsearch:\n  limit: 1\n"
                                          "judge:\n  model: {provider: embedded, name: qwen2.5-coder-0.5b}\n")
     grid = {"dataset": "run", "source": "questions.jsonl", "corpus": "docs.jsonl", "k": [2], "config": "short.yaml",
             "axes": {"search_mode": ["fts", "hybrid"]}}
@@ -267,4 +269,6 @@ def test_a_grid_over_a_questions_only_file_of_your_own(tmp_path):
         records = [json.loads(line) for line in (Path(cell["run_dir"]) / "cases.jsonl").read_text().splitlines()]
         scores = [r["judges"]["faithfulness"] for r in records if "faithfulness" in r["judges"]]
         assert cell["quality"] == (np.mean(scores) if scores else None)
+        # context relevance judged the one retrieved chunk, the passage the answer read
+        assert all([c["id"] for c in r["chunk_relevance"]] == r["context"] for r in records)
         assert {"answer_relevance", "context_relevance"} <= set(cell["metrics"])

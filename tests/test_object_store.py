@@ -5,6 +5,9 @@ user and its access key are made first, then every request must be signed with t
 usual AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``,
 ``AWS_ALLOW_HTTP``), as it would for MinIO. Every run on the bucket is compared with the same run on a
 local folder: rankings, scores and metrics in cases.jsonl and summary.json must be equal.
+
+The runs here write no report.html/report.md (the suite's default, ``EVALUATIONS_REPORTS=none``): those go to
+the local run folder whatever ``--db`` is, and they are tested by the report modules.
 """
 
 from __future__ import annotations

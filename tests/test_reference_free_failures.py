@@ -20,7 +20,7 @@ def answer(request):
 QUESTIONS = ["When did the tower open?", "When was the tower opened to the public?", "In what year did it open?"]
 
 
-def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path):
+def test_a_judge_failing_on_every_case_is_counted_under_its_metric(tmp_path, run_reports):
     (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "query": q}) + "\n"
                                               for i, q in enumerate(QUESTIONS)))
     (tmp_path / "corpus.jsonl").write_text(

@@ -454,7 +454,7 @@ def test_the_run_report_shows_the_metrics_and_the_claims(squad_runs):
 @pytest.fixture(scope="module")
 def beir_run(tmp_path_factory) -> dict:
     """One BEIR run with context relevance, checked by the two tests below: two RepliQA documents (about 800 words,
-    cut into 48-word chunks) as a BEIR folder, each question's own document relevant, the top 3 chunks judged (six
+    cut into 24-token chunks) as a BEIR folder, each question's own document relevant, the top 3 chunks judged (six
     questions to the judge model). The run has its own data folder (``storage.data_dir``: its index, history and
     verdicts stay there) and asks the judge model file the other runs of this module ask, the one assembled in the
     default data folder (``$EVALUATIONS_JUDGE_GGUF``): a data folder of its own assembled and checked another 1 GB
@@ -474,7 +474,7 @@ def beir_run(tmp_path_factory) -> dict:
         f"q{i}\td{i}\t1\n" for i in range(len(rows))))
     config = tmp / "config.yaml"
     config.write_text(f"storage: {{data_dir: {tmp / 'home'}}}\nsearch: {{limit: 3}}\n"
-                      "processing: {chunk_size: 48, chunk_overlap: 0}\n")
+                      "processing: {chunk_size: 24, chunk_overlap: 0}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALUATIONS_CACHE_DIR": str(tmp / "judge_cache"),
            "EVALUATIONS_JUDGE_GGUF": str(embedded_judge_path())}
     proc = _run(["beir", str(folder), "--config", str(config), "--search-mode", "fts", "--reference-free",
@@ -507,7 +507,7 @@ def test_beir_context_relevance_agrees_with_qrels_as_sklearn_counts(beir_run):
 
 def test_qrels_agreement_per_document_aggregates_a_documents_chunks(beir_run):
     """The qrels judge documents; a long document is cut into chunks, and a chunk of a relevant document need not
-    hold the answer. On ``beir_run`` (two RepliQA documents in 48-word chunks): the per-document agreement (a
+    hold the answer. On ``beir_run`` (two RepliQA documents in 24-token chunks): the per-document agreement (a
     retrieved document judged relevant when one of its chunks is) equals scikit-learn's over those (case, document)
     pairs built from the records, and it covers fewer rows than the per-chunk one (three chunks retrieved from two
     documents: one document twice, at least)."""

@@ -220,7 +220,7 @@ def test_report_errors_are_one_message(tmp_path, capsys):
         assert "".join(str(folder).split()) in "".join(err.split())  # rich may wrap the path
 
 
-def test_a_run_scored_at_other_cut_offs_is_reported_at_them(tmp_path, capsys):
+def test_a_run_scored_at_other_cut_offs_is_reported_at_them(tmp_path, capsys, run_reports):
     """A run with --k 1,3,5 has no @10 metric: the report's headline, segments and worst cases use its largest
     cut-off below 10 (5), never "not measured" (it said nDCG@10, Recall@10 and MRR@10 were not measured, and listed
     the worst cases without their nDCG). Values read back from summary.json and cases.jsonl."""

@@ -129,7 +129,7 @@ def _interrupt_after_two_cases(command: list[str], out: Path, env: dict[str, str
                            tmp_path, sig, linger)
 
 
-def test_an_interrupted_overwrite_keeps_the_old_run_and_sigterm_is_an_interruption(tmp_path):
+def test_an_interrupted_overwrite_keeps_the_old_run_and_sigterm_is_an_interruption(tmp_path, run_reports):
     """--overwrite of a finished run, stopped by SIGTERM (as `kill`, `timeout` or a cancelled CI job stop it) once
     two of three cases are done: exit 130 with the Ctrl-C message, the two cases kept for --resume, and the old run's
     files untouched in .previous-run, named on the console. The resume finishes the new run, removes the old one,

@@ -296,13 +296,32 @@ def _entries(folder: Path) -> dict[str, int]:
     return counts
 
 
+def _link_assembled_models(data: Path, *names: str) -> None:
+    """``data/models`` holding links to the models assembled in the default data folder, with their sha256
+    sidecars: a data folder of its own would otherwise assemble and hash another 1.6 GB of models (what assembly
+    does is ``test_embedded_models``'s); the folder still resolves and checks each model the way it always does."""
+    import shutil
+
+    from evaluations.core.config import Config
+    from evaluations.models import gguf
+
+    (data / "models").mkdir(parents=True)
+    for name in names:
+        assembled = gguf.gguf_file(name, Config().data_dir())
+        (data / "models" / assembled.name).symlink_to(assembled)
+        sidecar = assembled.with_name(assembled.name + ".sha256")
+        shutil.copyfile(sidecar, data / "models" / sidecar.name)
+
+
 def test_judge_check_asks_the_embedded_model_its_judge_option_names(tmp_path, cli, monkeypatch):
     """``judge-check --judges context_relevance --judge embedded:NAME`` asks that model (it used to ask the default
     one whatever --judge said): its verdicts are the 0.5B's, so the default model's check afterwards asks again.
     The questions: SQuAD 2.0 rows of four articles, each passage cut to the sentence holding its gold answer (which
-    model is asked does not depend on a passage's length; each prompt token costs each model time)."""
+    model is asked does not depend on a passage's length; each prompt token costs each model time). The config's
+    data folder starts with links to the two models as assembled already (``_link_assembled_models``)."""
     monkeypatch.delenv("EVALUATIONS_JUDGE_GGUF", raising=False)
     data = tmp_path / "data"
+    _link_assembled_models(data, "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
     config = tmp_path / "config.yaml"
     config.write_text(f"storage:\n  data_dir: {data}\n")
     squad = tmp_path / "squad.jsonl"

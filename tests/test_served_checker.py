@@ -36,6 +36,7 @@ from evaluations.judging.checkers.served_checker import (
 from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM
 from evaluations.models.cache import CALL_STATS
 from evaluations.models.chat import build_model, model_settings
+from evaluations.models.ladder import SERVED_LADDER
 from inprocess import run_evaluations
 
 ASK = "Statement: {statement}\nIs the statement supported by the passage? Answer yes or no."
@@ -186,7 +187,8 @@ def test_a_reply_neither_yes_nor_no_in_any_mode_fails_the_question(tmp_path):
 def test_the_questions_of_one_verdict_are_asked_at_once_up_to_the_runs_concurrency(tmp_path):
     """A served checker takes the questions of one verdict at once (a passage each for context relevance, a claim
     each for faithfulness), at most ``concurrency`` in flight at the server; the verdicts are those of the same
-    questions asked one by one (concurrency 1)."""
+    questions asked one by one (concurrency 1). The checkers ask as a run's do (``served_tools``): yes/no in text
+    mode first, claims in the structured modes; the output ladder's descent is the first test's."""
     import time
 
     from evaluations.judging.basics.passages import Passage
@@ -194,6 +196,7 @@ def test_the_questions_of_one_verdict_are_asked_at_once_up_to_the_runs_concurren
     from evaluations.judging.grounded.faithfulness import judge_faithfulness
 
     lock, state = threading.Lock(), {"now": 0, "most": 0}
+    text_first = ("text", *(m for m in SERVED_LADDER if m != "text"))  # as served_tools orders them
     claims = ["The bridge opened in 1932.", "The bridge is in Sydney.", "The bridge is made of steel.",
               "The bridge has eight lanes."]
 
@@ -220,9 +223,9 @@ def test_the_questions_of_one_verdict_are_asked_at_once_up_to_the_runs_concurren
             config = _config(tmp_path / str(concurrency), evaluation={"concurrency": concurrency},
                              **{"cache": {"enabled": False}})
             model_cfg = LLMModel(provider="openai", name="judge", base_url=server.openai_url)
-            context = checker_for(model_cfg, config, judge="context_relevance")
+            context = checker_for(model_cfg, config, judge="context_relevance", modes=text_first)
             relevance = judge_context_relevance(question, passages, scorer=context)
-            faith = checker_for(model_cfg, config, judge="faithfulness")
+            faith = checker_for(model_cfg, config, judge="faithfulness", modes=text_first)
             faithful = judge_faithfulness(question, "It opened in 1932 in Sydney.", passages[:2], scorer=faith,
                                           decompose=faith.claims)
             results[concurrency] = (relevance, faithful, state["most"])

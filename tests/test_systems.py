@@ -111,10 +111,12 @@ def world(tmp_path_factory):
     return work, scifact, env, BM25(scifact)
 
 
-def run_beir(world, system: str, out: str, *, progress: bool = False) -> tuple[subprocess.CompletedProcess,
-                                                                               list[dict]]:
-    """``evaluations beir SCIFACT --system SYSTEM --json``; without ``--no-progress`` when ``progress``."""
+def run_beir(world, system: str, out: str, *, progress: bool = False,
+             reports: bool = False) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """``evaluations beir SCIFACT --system SYSTEM --json``; without ``--no-progress`` when ``progress``; the
+    report pages after the run when ``reports``."""
     work, scifact, env, _ = world
+    env = {**env, "EVALUATIONS_REPORTS": "all" if reports else "none"}
     proc = run_evaluations(["beir", str(scifact), "--system", system, "--skip-qa",
                            "--config", str(work / "quiet.yaml"), "--out", str(work / out), "--json",
                            "--k", "1,5,10,100", "--max-failures", "100%", *([] if progress else ["--no-progress"])],
@@ -128,7 +130,7 @@ def search_run(world) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """One run of the user's plain callable (``my_rag:search``), read by every test about that run: its metrics,
     its (absent) unknown ids, its tables, its progress bar and the files it wrote (``--json`` without
     ``--no-progress``)."""
-    return run_beir(world, "my_rag:search", "callable", progress=True)
+    return run_beir(world, "my_rag:search", "callable", progress=True, reports=True)
 
 
 @pytest.fixture(scope="module")
@@ -630,7 +632,8 @@ def priced_usage(request):  # q1 names its model, q3 only its tier; both are pri
 '''
 
 
-def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is_zero(small, cli, monkeypatch):
+def test_tokens_a_system_does_not_report_are_not_reported_and_a_reported_zero_is_zero(small, cli, monkeypatch,
+                                                                                      run_reports):
     """A system that answers without "usage" has tokens per query null in summary.json and "not reported" in the
     report, no tokens in history, and a gate rule or compare on them is bad input naming why; one that reports 0
     tokens has 0; one that reports usage for some cases has the mean over those cases."""

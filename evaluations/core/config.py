@@ -263,6 +263,26 @@ class Requests(_Strict):
     max_retry_after: float = Field(default=120.0, ge=0, description="cap on a server's Retry-After, seconds")
 
 
+REPORTS_ENV = "EVALUATIONS_REPORTS"
+
+
+def reports_default() -> bool:
+    """True (write them), unless ``$EVALUATIONS_REPORTS`` is ``none`` (e.g. a test suite whose runs nobody looks
+    at); ``all`` is the default said out loud."""
+    value = env_str(REPORTS_ENV).lower()
+    if value in ("", "all"):
+        return True
+    if value == "none":
+        return False
+    raise EvaluationsError(f"{value!r} is not a choice", where=f"environment variable {REPORTS_ENV}",
+                           fix="set it to 'all' (write report.html/report.md after each run) or 'none', or unset it")
+
+
+class Reports(_Strict):
+    # report.html and report.md (+ PNG charts) after each run; off, `evaluations report RUN` writes them later
+    write: bool = Field(default_factory=reports_default)
+
+
 class History(_Strict):
     path: str = ""  # empty: <data_dir>/history.sqlite (every run appends a row; `evaluations history`)
 
@@ -287,6 +307,7 @@ class Config(_Strict):
     prices: dict[str, Price] = Field(default_factory=dict, description="'provider:name' -> USD per 1M tokens")
     evaluation: Evaluation = Field(default_factory=Evaluation)
     history: History = Field(default_factory=History)
+    reports: Reports = Field(default_factory=Reports)
     cache: Cache = Field(default_factory=Cache)
     requests: Requests = Field(default_factory=Requests)
     # where cases and indexing embeddings run: in this process, or on a Ray cluster (``ray`` starts or joins a

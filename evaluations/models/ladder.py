@@ -26,6 +26,7 @@ first (``models.cache.replay_first``), so a re-run repeats none of the calls tha
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -63,12 +64,13 @@ def output_modes(model: Model | str | None) -> tuple[str, ...]:
     """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
     ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise (e.g. a ``FunctionModel`` in tests)."""
     from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.models.wrapper import WrapperModel
 
     while isinstance(model, WrapperModel):  # e.g. the model-call cache (evaluations.models.cache.CachedModel)
         model = model.wrapped
-    if isinstance(model, OpenAIChatModel):
+    # a process that never imported pydantic-ai's OpenAI model (about 0.5 s, with the openai client) holds none
+    served = sys.modules.get("pydantic_ai.models.openai")
+    if served is not None and isinstance(model, served.OpenAIChatModel):
         return SERVED_LADDER
     if isinstance(model, FunctionModel) and model.model_name.startswith("embedded:"):
         return ("grammar",)

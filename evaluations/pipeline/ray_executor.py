@@ -33,7 +33,7 @@ from evaluations.pipeline.executors import ExecutorSpec, WorkerSetup
 from evaluations.pipeline.task import RagTask
 
 _POOLS = itertools.count()  # numbers this process's pools: actor names never clash
-RESTARTS = 3  # per actor: Ray restarts a dead case or embedding actor this many times
+RESTARTS = 3  # per case actor: Ray restarts a dead one this many times (Ray Data restarts its own embedding actors)
 ATTEMPTS_PER_ACTOR = 2  # a case whose call keeps failing with an actor error is tried on this many actors each
 
 
@@ -142,7 +142,7 @@ class RayEmbedder:
         actors = min(self.workers, -(-len(texts) // self.BATCH))
         embedded = dataset.map_batches(
             _EmbedActor, fn_constructor_args=(self.config,), batch_size=self.BATCH, batch_format="numpy",
-            concurrency=actors, num_cpus=1, max_restarts=RESTARTS, max_task_retries=RESTARTS)
+            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=1)  # Ray Data restarts a dead actor
         vectors: np.ndarray | None = None
         for batch in embedded.iter_batches(batch_size=None, batch_format="numpy"):
             if vectors is None:

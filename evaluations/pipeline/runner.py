@@ -133,9 +133,9 @@ def _index(store: Store, corpus: Corpus, config: Config, options: RunOptions, ne
 
 def config_identity(config: Config) -> dict[str, Any]:
     """The part of ``config`` that makes two runs the same run: run-time knobs (concurrency, cache, requests,
-    history, executor) are left out, changing them does not change the cases' results."""
+    history, executor, reports) are left out, changing them does not change the cases' results."""
     public = config.public_dict()
-    for volatile in ("cache", "requests", "history", "executor"):
+    for volatile in ("cache", "requests", "history", "executor", "reports"):
         public.pop(volatile, None)
     public.get("evaluation", {}).pop("concurrency", None)
     return public
