@@ -1,6 +1,6 @@
 """What follows a finished run, given the run in memory (never re-read from its folder): report.html/report.md
-(unless ``reports.write`` is off: then none is left in the folder, not even an older run's), the history row and
-the OpenTelemetry export. Each failing is a warning (the run's own files are complete),
+(unless ``reports.write`` is off; an older run's pages are never there: ``--overwrite`` sets its files aside), the
+history row and the OpenTelemetry export. Each failing is a warning (the run's own files are complete),
 never a lost run; what they need installed is checked before the run (``check_after_run``). The CLI and ``matrix``
 hand ``after_run`` to ``pipeline.runner.run``."""
 
@@ -24,12 +24,13 @@ def check_after_run() -> None:
 def after_run(run: RunData, config: Config, console: Console) -> None:
     from evaluations.experiments.history import record_run
     from evaluations.experiments.otel import export_run_if_configured
-    from evaluations.reports.writer import remove_run_reports, write_run_reports
+    from evaluations.reports.writer import write_run_reports
 
-    reports = (lambda: write_run_reports(run)) if config.reports.write else (lambda: remove_run_reports(run.path))
-    for label, step in (("report.html/report.md", reports),
-                        ("history", lambda: record_run(run, config)),
-                        ("OpenTelemetry export", lambda: export_run_if_configured(run))):
+    steps = [("history", lambda: record_run(run, config)),
+             ("OpenTelemetry export", lambda: export_run_if_configured(run))]
+    if config.reports.write:
+        steps.insert(0, ("report.html/report.md", lambda: write_run_reports(run)))
+    for label, step in steps:
         try:
             step()
         except EvaluationsError as exc:

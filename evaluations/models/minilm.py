@@ -5,7 +5,7 @@ Why not sentence-transformers itself: importing it (and transformers behind it) 
 cores before the first vector, more than most runs spend embedding. Here the same arithmetic runs on the same
 torch kernels in the same batches (texts sorted longest first by characters, padded to the longest of the batch,
 truncated to ``max_seq_length`` tokens), so every vector equals sentence-transformers' bit for bit
-(``tests/test_embedded_models.py`` holds it to that on real texts, sentence-transformers as the oracle).
+(``tests/test_minilm.py`` holds it to that on real texts, sentence-transformers as the oracle).
 """
 
 from __future__ import annotations

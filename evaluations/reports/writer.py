@@ -87,13 +87,6 @@ def write_run_reports(run: RunData) -> Written:
     return _write(run.path, build_run_page(run), clock)
 
 
-def remove_run_reports(folder: Path) -> None:
-    """No report in a run's folder (``reports.write`` off): an older run's report.html, report.md and charts would
-    describe another run."""
-    for old in [folder / "report.html", folder / "report.md", *folder.glob("report-*.png")]:
-        old.unlink(missing_ok=True)
-
-
 def _write(folder: Path, page: Page, clock: float) -> Written:
     from evaluations.reports.html import render_html
     from evaluations.reports.markdown import render_markdown
