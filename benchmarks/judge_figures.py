@@ -87,10 +87,11 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose code runs (default: this one)")
     args = parser.parse_args()
     figures = measure(args.repo.resolve())
-    if not args.check:
+    if not args.check:  # a new baseline keeps the history of checks
+        checks = json.loads(RESULTS.read_text()).get("checks", []) if RESULTS.exists() else []
         RESULTS.write_text(json.dumps({"measured": time.strftime("%Y-%m-%d"), "model_rows": int(MODEL_ROWS),
-                                       "commands": {n: a for n, a in COMMANDS}, "figures": figures},
-                                      indent=1, ensure_ascii=False) + "\n")
+                                       "commands": {n: a for n, a in COMMANDS}, "figures": figures,
+                                       "checks": checks}, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {RESULTS}")
         return 0
     document = json.loads(RESULTS.read_text())

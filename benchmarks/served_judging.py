@@ -12,7 +12,7 @@ judge's seconds added up, each judge's seconds (its wait for a turn included) an
 answering. Issue 46's target: the judges' seconds <= the answering seconds.
 ``--from-run DIR`` only summarises a finished run folder.
 
-    python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json]
+    python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json] [--keep DIR]
     python benchmarks/served_judging.py --from-run RUN_DIR
 """
 
@@ -72,9 +72,13 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=5)
     parser.add_argument("--from-run", type=Path)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "served_judging.json")
+    parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it: the run and server.log")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        run = args.from_run or run_job(args.cases, Path(tmp))
+        work = args.keep or Path(tmp)
+        if args.keep:
+            work.mkdir(parents=True)
+        run = args.from_run or run_job(args.cases, work)
         result = {"model": "SmolLM2-135M-Instruct (llama.cpp's server, 2 threads)", "concurrency": 1,
                   **summarise(run)}
     print(json.dumps(result, indent=2))
