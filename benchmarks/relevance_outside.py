@@ -21,6 +21,9 @@ Sections:
   passages of other questions and answers with the first sentence of one. Goal: random ≤ 0.10, top ≥ 0.80.
 * ``scifact_p5``: SciFact test claims (``../shared/data/scifact``), each with its top 5 abstracts by TF-IDF over the
   whole corpus: the mean context precision@5 the judge gives against the mean P@5 the qrels give. Goal: within 0.1.
+* ``scifact_read`` (design only): the pairs of those top 5s read under the rubric
+  (``datasets/relevance/scifact_top5_read.jsonl``, ``SCIFACT_READ.md``): the judge and the qrels each against
+  reading, and precision@5 by reading (strata weighted by size): are the qrels or the judge off?
 
 The ``heldout`` split is for reporting only: no rule or parameter is chosen by reading it. Verdicts go through the
 user's verdict store (a re-run makes no model call). Writes ``benchmarks/results/relevance_outside.json`` (the entry
@@ -154,6 +157,67 @@ def scifact_p5(split: str, n: int) -> dict:
             "goal": "|difference| <= 0.1"}
 
 
+def scifact_read(split: str, n: int) -> dict:
+    """The SciFact top-5 pairs read under the rubric (``datasets/relevance/scifact_top5_read.jsonl``, design claims
+    only): the judge's and the qrels' agreement with reading on the pairs read, and precision@5 by reading over the
+    design claims' 300 pairs, each stratum weighted by its size (the estimate of a stratified sample)."""
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.context_relevance import judge_context_relevance
+
+    if split != "design":
+        raise SystemExit("scifact_read: only design claims were read")
+    rows = [json.loads(line) for line in (ROOT / "datasets" / "relevance" / "scifact_top5_read.jsonl").open()]
+    corpus = {d["_id"]: f"{d.get('title', '')}. {d['text']}".strip(". ") for d in read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")}
+    queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
+    qrels = scifact_qrels()
+    cache, calls, judged = VerdictCache(), 0, {}
+    for qid in dict.fromkeys(r["claim_id"] for r in rows):  # each claim's whole top 5, as scifact_p5 judges it
+        docs = [d for d in _scifact_top5(queries[qid], corpus)]
+        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=corpus[d]) for d in docs], cache=cache)
+        calls += verdict.model_calls
+        judged |= {(qid, c.id): c.relevant for c in verdict.chunks}
+
+    def agreement(said: list[bool], read: list[bool]) -> dict:
+        tp = sum(s and r for s, r in zip(said, read))
+        fp = sum(s and not r for s, r in zip(said, read))
+        fn = sum(r and not s for s, r in zip(said, read))
+        return {"precision": round(tp / (tp + fp), 4) if tp + fp else None,
+                "recall": round(tp / (tp + fn), 4) if tp + fn else None, "tp": tp, "fp": fp, "fn": fn}
+
+    read = [r["label"] for r in rows]
+    strata: dict[str, dict] = {}
+    for r in rows:
+        s = strata.setdefault(r["stratum"], {"size": r["stratum_size"], "read": 0, "relevant": 0})
+        s["read"] += 1
+        s["relevant"] += r["label"]
+    estimate = sum(s["size"] * s["relevant"] / s["read"] for s in strata.values())
+    total = sum(s["size"] for s in strata.values())
+    return {"pairs_read": len(rows), "strata": strata, "model_calls": calls,
+            "judge_vs_reading": agreement([judged[(r["claim_id"], r["doc_id"])] for r in rows], read),
+            "qrels_vs_reading": agreement([r["doc_id"] in qrels[r["claim_id"]] for r in rows], read),
+            "p_at_5_by_reading": round(estimate / total, 4),
+            "note": "agreement is over the pairs read (a stratified sample, not the 300): compare the judge with the "
+                    "qrels on it, not with other sets"}
+
+
+def _scifact_top5(claim: str, corpus: dict[str, str]) -> list[str]:
+    """The claim's top 5 abstract ids by TF-IDF over the whole corpus (as ``scifact_p5``; the vectoriser is fitted once)."""
+    global _TFIDF
+    if _TFIDF is None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        ids = list(corpus)
+        vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english")
+        _TFIDF = (ids, vectorizer, vectorizer.fit_transform([corpus[i] for i in ids]))
+    ids, vectorizer, matrix = _TFIDF
+    scores = (matrix @ vectorizer.transform([claim]).T).toarray().ravel()
+    return [ids[j] for j in scores.argsort()[::-1][:5]]
+
+
+_TFIDF = None
+
+
 def run_without_labels(split: str, n: int) -> dict:
     """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
     the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
@@ -187,7 +251,7 @@ def run_without_labels(split: str, n: int) -> dict:
 
 
 SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_controls, "scifact_p5": scifact_p5,
-            "run_without_labels": run_without_labels}
+            "scifact_read": scifact_read, "run_without_labels": run_without_labels}
 
 
 def main() -> None:
