@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -122,30 +124,23 @@ def answer_controls(split: str, n: int) -> dict:
 
 
 def scifact_p5(split: str, n: int) -> dict:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
-    corpus = read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")
+    texts, _, _ = _scifact_index()
     queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
     qrels = scifact_qrels()
     # design: the first half of the test claims in file order, held out: the second half
     ids = sorted(qrels, key=int)
     ids = ids[:len(ids) // 2] if split == "design" else ids[len(ids) // 2:]
     ids = ids[:n]
-    texts = [f"{d.get('title', '')}. {d['text']}".strip(". ") for d in corpus]
-    vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english")
-    matrix = vectorizer.fit_transform(texts)
     cache = VerdictCache()
     qrels_p5, judged_p5, calls, started = [], [], 0, time.perf_counter()
     for i, qid in enumerate(ids, 1):
-        scores = (matrix @ vectorizer.transform([queries[qid]]).T).toarray().ravel()
-        top = scores.argsort()[::-1][:5]
-        qrels_p5.append(sum(corpus[j]["_id"] in qrels[qid] for j in top) / 5)
-        verdict = judge_context_relevance(queries[qid], [Passage(id=corpus[j]["_id"], text=texts[j]) for j in top],
-                                          cache=cache)
+        top = _scifact_top5(queries[qid])
+        qrels_p5.append(sum(doc in qrels[qid] for doc in top) / 5)
+        verdict = judge_context_relevance(queries[qid], [Passage(id=doc, text=texts[doc]) for doc in top], cache=cache)
         judged_p5.append(verdict.score)
         calls += verdict.model_calls
         print(f"\r{i}/{len(ids)} claims", end="", file=sys.stderr, flush=True)
@@ -155,6 +150,25 @@ def scifact_p5(split: str, n: int) -> dict:
             "difference": round(mean_j - mean_q, 4), "model_calls": calls,
             "seconds_per_passage": round((time.perf_counter() - started) / (5 * len(ids)), 3),
             "goal": "|difference| <= 0.1"}
+
+
+@functools.lru_cache(maxsize=1)
+def _scifact_index() -> tuple[dict[str, str], Any, Any]:
+    """SciFact's abstracts as the judge reads them (id -> "title. text", in corpus order), and a TF-IDF over them
+    (word unigrams, sublinear tf, English stopwords out): (texts, vectoriser, matrix), built once."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts = {d["_id"]: f"{d.get('title', '')}. {d['text']}".strip(". ") for d in read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")}
+    vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english")
+    return texts, vectorizer, vectorizer.fit_transform(list(texts.values()))
+
+
+def _scifact_top5(claim: str) -> list[str]:
+    """The claim's top 5 abstract ids by TF-IDF over the whole corpus (``_scifact_index``)."""
+    texts, vectorizer, matrix = _scifact_index()
+    ids = list(texts)
+    scores = (matrix @ vectorizer.transform([claim]).T).toarray().ravel()
+    return [ids[j] for j in scores.argsort()[::-1][:5]]
 
 
 def scifact_read(split: str, n: int) -> dict:
@@ -168,13 +182,13 @@ def scifact_read(split: str, n: int) -> dict:
     if split != "design":
         raise SystemExit("scifact_read: only design claims were read")
     rows = [json.loads(line) for line in (ROOT / "datasets" / "relevance" / "scifact_top5_read.jsonl").open()]
-    corpus = {d["_id"]: f"{d.get('title', '')}. {d['text']}".strip(". ") for d in read_jsonl_gz(SCIFACT / "corpus.jsonl.gz")}
+    texts, _, _ = _scifact_index()
     queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
     qrels = scifact_qrels()
     cache, calls, judged = VerdictCache(), 0, {}
     for qid in dict.fromkeys(r["claim_id"] for r in rows):  # each claim's whole top 5, as scifact_p5 judges it
-        docs = [d for d in _scifact_top5(queries[qid], corpus)]
-        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=corpus[d]) for d in docs], cache=cache)
+        docs = _scifact_top5(queries[qid])
+        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=texts[d]) for d in docs], cache=cache)
         calls += verdict.model_calls
         judged |= {(qid, c.id): c.relevant for c in verdict.chunks}
 
@@ -199,23 +213,6 @@ def scifact_read(split: str, n: int) -> dict:
             "p_at_5_by_reading": round(estimate / total, 4),
             "note": "agreement is over the pairs read (a stratified sample, not the 300): compare the judge with the "
                     "qrels on it, not with other sets"}
-
-
-def _scifact_top5(claim: str, corpus: dict[str, str]) -> list[str]:
-    """The claim's top 5 abstract ids by TF-IDF over the whole corpus (as ``scifact_p5``; the vectoriser is fitted once)."""
-    global _TFIDF
-    if _TFIDF is None:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        ids = list(corpus)
-        vectorizer = TfidfVectorizer(sublinear_tf=True, stop_words="english")
-        _TFIDF = (ids, vectorizer, vectorizer.fit_transform([corpus[i] for i in ids]))
-    ids, vectorizer, matrix = _TFIDF
-    scores = (matrix @ vectorizer.transform([claim]).T).toarray().ravel()
-    return [ids[j] for j in scores.argsort()[::-1][:5]]
-
-
-_TFIDF = None
 
 
 def run_without_labels(split: str, n: int) -> dict:

@@ -103,21 +103,20 @@ def _run_reports_off_by_default():
     mp.undo()
 
 
-@pytest.fixture
-def run_reports(monkeypatch):
-    """This test's runs write report.html/report.md after the run, as a user's do."""
-    monkeypatch.setenv("EVALUATIONS_REPORTS", "all")
-
-
 @contextlib.contextmanager
 def reports_written():
-    """``run_reports`` for a module- or session-scoped fixture's runs."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("EVALUATIONS_REPORTS", "all")
-    try:
+    """Runs inside write report.html/report.md after the run, as a user's do (for a module- or session-scoped
+    fixture's runs; a test takes ``run_reports``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVALUATIONS_REPORTS", "all")
         yield
-    finally:
-        mp.undo()
+
+
+@pytest.fixture
+def run_reports():
+    """This test's runs write report.html/report.md after the run (``reports_written``)."""
+    with reports_written():
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
