@@ -11,6 +11,9 @@ Sections:
   "needed", recall (needed passages called relevant), specificity (distractors called not relevant), seconds and
   model calls per passage; beside it a word-overlap baseline (a passage is needed when at least half of the
   question's informative terms occur in it). Goal (issue 44): balanced accuracy ≥ 0.85, ≤ 0.5 s a passage.
+  With ``--config FILE`` (its ``judge.model`` a served model) the sets are judged through that checker, in the
+  conversation form a served checker asks in (``judges/context_relevance_served.json``), kept as
+  ``context_multihop:{split}:served``.
 * ``answer_controls``: ``datasets/relevance/answers_{split}.jsonl.gz`` (answers the embedded Qwen models wrote to
   the same questions, ``scripts/write_relevance_controls.py``) with their labels read under the rubric
   (``labels_{split}.jsonl``), each judged with its question's two supporting passages as the context: per kind and
@@ -61,19 +64,30 @@ def _overlap(question: str, passage: str) -> bool:
     return features(question, passage, 0.5)[1] >= 0.5
 
 
-def context_multihop(split: str, n: int) -> dict:
+def _scorer(config: str | None) -> Any:
+    """The checker of ``--config``'s ``judge.model`` when it is served (``served_tools``: the conversation form),
+    else None (the embedded model)."""
+    if config is None:
+        return None
+    from evaluations.core.config import load_config
+    from evaluations.judging.checkers.served_checker import served_tools
+
+    return served_tools(load_config(Path(config)), "context_relevance")[0]
+
+
+def context_multihop(split: str, n: int, config: str | None = None) -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
     sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:n]
-    cache = VerdictCache()
+    cache, scorer = VerdictCache(), _scorer(config)
     counts = {"tp": 0, "fn": 0, "tn": 0, "fp": 0}
     base = dict(counts)
     calls, started = 0, time.perf_counter()
     for i, s in enumerate(sets, 1):
         verdict = judge_context_relevance(s["question"], [Passage(id=p["id"], text=p["text"]) for p in s["passages"]],
-                                          cache=cache)
+                                          cache=cache, scorer=scorer)
         calls += verdict.model_calls
         for p, chunk in zip(s["passages"], verdict.chunks):
             for tally, said in ((counts, chunk.relevant), (base, _overlap(s["question"], p["text"]))):
@@ -256,12 +270,22 @@ def main() -> None:
     parser.add_argument("section", choices=sorted(SECTIONS))
     parser.add_argument("--split", choices=("design", "heldout"), default="design")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
+    parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
+                                         "conversation form); the result is kept under its own key")
     args = parser.parse_args()
-    result = SECTIONS[args.section](args.split, args.n)
+    if args.config and args.section != "context_multihop":
+        parser.error("--config is for context_multihop")
+    result = (SECTIONS[args.section](args.split, args.n) if not args.config
+              else context_multihop(args.split, args.n, args.config))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     result |= {"split": args.split, "commit": commit.strip(), "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    doc[f"{args.section}:{args.split}"] = result
+    if args.config:
+        from evaluations.core.config import load_config
+
+        result["checker"] = f"{load_config(Path(args.config)).judge.model.provider}:" \
+                            f"{load_config(Path(args.config)).judge.model.name}"
+    doc[f"{args.section}:{args.split}" + (":served" if args.config else "")] = result
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

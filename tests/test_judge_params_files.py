@@ -82,6 +82,25 @@ def test_context_relevance_wording_needs_the_question(tmp_path):
         cr.params(path)
 
 
+def test_the_conversation_form_needs_the_passage_id_and_a_served_checker(tmp_path):
+    """``judges/context_relevance_served.json`` (what served checkers read) asks about ``[{id}]`` in the QA
+    conversation: a wording without the id is one error naming the file; parameters of that form given to the
+    embedded model (which reads each passage alone) are one error naming judge.model."""
+    served = json.loads((ROOT / "judges" / "context_relevance_served.json").read_text())
+    assert served["params"]["form"] == "conversation" and cr.params(served=True).wording == served["params"]["wording"]
+    path = tmp_path / "context_relevance_served.json"
+    path.write_text(json.dumps({**served, "params": {**served["params"], "wording": "Needed? Answer yes or no."}}))
+    with pytest.raises(EvaluationsError, match="conversation form's wording has no {id} placeholder") as err:
+        cr.params(path)
+    assert str(path) in str(err.value.where) and "--judge PROVIDER:MODEL" in err.value.fix
+    from evaluations.judging.basics.passages import Passage
+
+    with pytest.raises(EvaluationsError, match="need a served checker") as err:
+        cr.judge_context_relevance("When?", [Passage(id="1", text="In 1889.")], params=cr.params(served=True),
+                                   scorer=object())
+    assert err.value.where == "judge.model"
+
+
 def test_faithfulness_ask_must_be_one_the_judge_has(tmp_path):
     path = tmp_path / "faithfulness.json"
     path.write_text(_with("faithfulness", ask="whatever"))

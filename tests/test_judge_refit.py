@@ -242,13 +242,18 @@ def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monke
     asks the embedded model, get a note; the same checker gets none; the shipped files count as embedded."""
     from evaluations.judging.validation.refit import checker_note, fitted_through
 
-    doc = json.loads((REPO / "judges" / "context_relevance.json").read_text())
-    doc["checker"] = "openai:qwen15 (checker id 0123456789abcdef)"
-    (tmp_path / "context_relevance.json").write_text(json.dumps(doc))
+    for name, checker in (("context_relevance", "openai:qwen15"), ("context_relevance_served", "openai:qwen3")):
+        doc = json.loads((REPO / "judges" / f"{name}.json").read_text())
+        doc["checker"] = f"{checker} (checker id 0123456789abcdef)"
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
     monkeypatch.setenv("EVALUATIONS_JUDGES_DIR", str(tmp_path))
     assert fitted_through("context_relevance") == "openai:qwen15"
+    assert fitted_through("context_relevance", "context_relevance_served.json") == "openai:qwen3"
     assert fitted_through("faithfulness") == "embedded"  # not in the folder: the shipped file
-    assert checker_note("context_relevance", "openai:qwen15") is None
+    # a served checker reads context relevance's served file (the conversation form), the embedded one the other
+    assert checker_note("context_relevance", "openai:qwen3") is None
+    note = checker_note("context_relevance", "openai:qwen15")
+    assert note is not None and "fitted through openai:qwen3, the verdicts come from openai:qwen15" in note
     note = checker_note("context_relevance", "embedded")
     assert note is not None and "fitted through openai:qwen15, the verdicts come from embedded" in note
     assert checker_note("faithfulness", "embedded") is None

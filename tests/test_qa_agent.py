@@ -17,7 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from evaluations.pipeline.context import context_text
+from evaluations.core.context import context_text
 from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent
 from evaluations.core.types import Answer, RetrievedChunk
 

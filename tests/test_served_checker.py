@@ -585,9 +585,11 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
         # the shipped parameters were fitted through the embedded model: the run says so for both judges
         notes = checker_notes(config, parameter_sources(made))
-        assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
-        assert all("fitted through embedded, the verdicts come from openai:judge" in n for n in notes)
-        assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[1]
+        assert [n.split(":")[0] for n in notes] == ["context_relevance", "faithfulness"]  # the order of their turns
+        assert "fitted through embedded, the verdicts come from openai:judge" in notes[1]
+        served_fit = json.loads(Path(parameter_sources(made)["context_relevance"]["file"]).read_text())["checker"]
+        assert f"fitted through {served_fit.split()[0]}, the verdicts come from openai:judge" in notes[0]
+        assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[0]
         passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
         out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
                                    cache=False, scorer=faith.scorer, decompose=faith.decompose)
@@ -605,6 +607,58 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
     with pytest.raises(EvaluationsError) as err:
         reference_free_evaluators(dead, answers=True, retrieval=False)
     assert url.split("//")[1].split("/")[0] in str(err.value) and "judge.model.base_url" in str(err.value)
+
+
+def test_served_context_relevance_continues_the_qa_conversation_the_server_has_just_read(tmp_path):
+    """The conversation form: each passage's question is the next user turn after the QA agent's own request (its
+    system prompt and first user turn, as the server received them from ``answer_question``), so a server keeping
+    the last prompt's prefix reads the context once. A passage that does not fit the checker's budget beside the
+    others is asked in a conversation of its own; a passage with no text is not asked."""
+    import asyncio
+
+    from evaluations.core.types import RetrievedChunk
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.checkers.served_checker import served_tools
+    from evaluations.judging.grounded.context_relevance import judge_context_relevance, params
+    from evaluations.pipeline.qa_agent import answer_question, build_qa_agent
+
+    def responder(body: dict) -> object:
+        last = body["messages"][-1]["content"]
+        return "Yes." if "[c1]" in last else ("No." if "needed" in last else "It opened in 1932.")
+
+    question = "When did the Harbour Bridge open?"
+    texts = ["The Harbour Bridge  opened in 1932.", "Sydney has a harbour.", "Ferries cross the harbour."]
+    with FakeLLMServer(models=("judge",), responder=responder) as server:
+        config = _config(tmp_path, judge={"model": {"provider": "openai", "name": "judge",
+                                                    "base_url": server.openai_url}}, cache={"enabled": False})
+        agent = build_qa_agent(build_model(config.judge.model, config))
+        chunks = [RetrievedChunk(chunk_id=f"c{i}", doc_id="d", text=t) for i, t in enumerate(texts, 1)]
+        asyncio.run(answer_question(agent, question, chunks, modes=("text",)))
+        qa = server.calls("/v1/chat/completions")[0].body["messages"]
+        checker, _ = served_tools(config, "context_relevance")
+        passages = [Passage(id=c.chunk_id, text=c.text) for c in chunks] + [Passage(id="c4", text=" ")]
+        verdict = judge_context_relevance(question, passages, scorer=checker, set_stage=False)
+        asked = [r.body["messages"] for r in server.calls("/v1/chat/completions")[1:]]
+        assert len(asked) == 3 and verdict.model_calls == 3  # the passage with no text is not asked
+        wording = params(served=True).wording
+        for system, first, _ in asked:
+            assert [system, first] == qa  # the QA request, word for word
+        assert sorted(turn["content"] for *_, turn in asked) == [wording.format(id=c.chunk_id) for c in chunks]
+        assert [c.p > 0.5 for c in verdict.chunks[:3]] == [True, False, False]
+
+        # a checker whose budget (at least 200 characters of context) holds the first of three passages of 150
+        # characters whole and the second cut: the second and third are each asked beside no other passage
+        long = [Passage(id=f"c{i}", text=(t + " ") * (150 // (len(t) + 1)) + "x" * (150 % (len(t) + 1)))
+                for i, t in enumerate(texts, 1)]
+        assert all(len(p.text) == 150 for p in long)
+        narrow = ServedChecker(build_model(config.judge.model, config), served_rubric("context_relevance"),
+                               identity="narrow", modes=("text",), conversation_chars=100)
+        judge_context_relevance(question, long, scorer=narrow, set_stage=False)
+        firsts = [r.body["messages"][1]["content"] for r in server.calls("/v1/chat/completions")[4:]]
+        blocks = [f"[{p.id}] {' '.join(p.text.split())}" for p in long]
+        assert len(firsts) == 3 and blocks[0] in firsts[0] and "[c2]" in firsts[0] and blocks[1] not in firsts[0]
+        assert firsts[1:] == [f"Context:\n{blocks[1]}\n\nQuestion: {question}",
+                              f"Context:\n{blocks[2]}\n\nQuestion: {question}"]
 
 
 def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_path, capsys):
@@ -692,14 +746,19 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
     code, out = cli("judge-agreement", str(labels), "--judges", "context_relevance", "--json", "--resamples", "0")
     assert code in (0, None), out
     current = json.loads(out)["judges"][0]
-    # the shipped weights were fitted through the embedded model: judge-agreement says whose verdicts these are
-    assert (f"note: context_relevance: its parameters were fitted through embedded, the verdicts come from "
-            f"openai:{qwen_server.model_id}") in said[0]
-    target = tmp_path / "context_relevance.json"
+    # a served checker reads the conversation form's parameters, fitted through another served model:
+    # judge-agreement says whose verdicts these are
+    from evaluations.judging.basics.fitted import default_params_path
+
+    shipped = json.loads(default_params_path("context_relevance_served.json").read_text())
+    assert (f"note: context_relevance: its parameters were fitted through {shipped['checker'].split()[0]}, the "
+            f"verdicts come from openai:{qwen_server.model_id}") in said[0]
+    target = tmp_path / "context_relevance_served.json"
     code, out = cli("calibrate-judge", str(labels), "--judges", "context_relevance", "--folds", "2", "--force",
                     "--out", str(target))
     assert code in (0, None), out
     doc = json.loads(target.read_text())
+    assert doc["params"]["form"] == "conversation" and doc["params"]["wording"] == shipped["params"]["wording"]
     assert doc["checker"].startswith(f"openai:{qwen_server.model_id} (checker id ")
     assert doc["written_by"] == ("evaluations calibrate-judge --judges context_relevance "
                                  f"--judge openai:{qwen_server.model_id}")
@@ -803,7 +862,7 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
         if config is default:
             assert notes == []
         else:
-            assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]
+            assert [n.split(":")[0] for n in notes] == ["context_relevance", "faithfulness"]  # in turn order
             assert all(f"fitted through embedded, the verdicts come from embedded:{name};" in n for n in notes)
 
 
@@ -819,7 +878,8 @@ def test_score_log_with_a_served_judge_model_asks_that_server(tmp_path, monkeypa
     def responder(body: dict) -> object:
         if body.get("tools"):
             return tool_call(body["tools"][0]["function"]["name"], {"claims": claims})
-        return "Yes." if "1932" in body["messages"][-1]["content"] else "No."
+        last = body["messages"][-1]["content"]
+        return "Yes." if "1932" in last or "[d1]" in last else "No."
 
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"query_id": "q1", "query": "When did the bridge open?", "answer": "It opened in 1932.",
@@ -835,6 +895,6 @@ def test_score_log_with_a_served_judge_model_asks_that_server(tmp_path, monkeypa
     summary = json.loads(result.stdout)
     assert summary["reference_free_judge"] == "openai:judge"
     assert any("Statement: The bridge opened in 1932." in a for a in asked)  # the server's claim, checked there
-    assert any("Is this passage relevant" in a for a in asked)  # context relevance asked the server too
+    assert any("Is passage [d1] needed" in a for a in asked)  # context relevance asked the server too
     metrics = summary["reference_free"]["metrics"]
     assert metrics["faithfulness"]["mean"] == 1.0 and metrics["context_relevance"]["mean"] == 1.0

@@ -250,7 +250,8 @@ def _exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, 
 @click.option(
     "--out", type=click.Path(dir_okay=False), default=None, help="Where to write the parameters [default: "
     "$EVALUATIONS_JUDGES_DIR/<judge file>, else ./<judge file> in the working directory; the judge file is "
-    "offline_judge.json, faithfulness.json or context_relevance.json]. Runs read <judge file> from "
+    "offline_judge.json, faithfulness.json or context_relevance.json (context_relevance_served.json through a "
+    "served checker, which asks in the conversation form)]. Runs read <judge file> from "
     "$EVALUATIONS_JUDGES_DIR, else the shipped one; to replace the shipped file in a checkout, pass --out "
     "judges/<judge file>."
 )

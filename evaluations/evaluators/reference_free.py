@@ -203,6 +203,10 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     tools = reference_free_tools(config, wanted)
     made: list[Evaluator] = []
     cache = {"cache": config.cache.enabled, "cache_dir": str(config.judge_cache_dir())}
+    # context relevance first: a case's judges take turns at a served model in this order (``evaluators.cost``),
+    # and its conversation form continues the QA request the server has just read
+    if "context_relevance" in tools:
+        made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
     if "faithfulness" in tools:
         scorer, decompose = tools["faithfulness"]
         made.append(Faithfulness(**cache, texts=texts, scorer=scorer, decompose=decompose))
@@ -210,8 +214,6 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
         from evaluations.evaluators.relevance import AnswerRelevance
 
         made.append(AnswerRelevance(**cache))
-    if "context_relevance" in tools:
-        made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
     return made
 
 
@@ -234,9 +236,9 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
 
     chosen = set(judges)
     wanted = [judge for judge in refittable() if judge in chosen]
-    for judge in wanted:
-        JUDGES[judge].refit.current()  # its parameters file read and checked before any model loads or case runs
     model = config.judge.model or LLMModel(provider="embedded")
+    for judge in wanted:  # its parameters file read and checked before any model loads or case runs
+        JUDGES[judge].refit.check(served=model.provider != "embedded")
     if model.provider != "embedded":
         return {judge: served_tools(config, judge) for judge in wanted}
     if wanted:  # the embedded judge model's file (both judges'), the one the scorers will load
@@ -256,8 +258,12 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     from evaluations.judging.validation.refit import fitted_through
     from evaluations.judging.validation.registry import JUDGES
 
-    return {judge: {"file": str(default_params_path(JUDGES[judge].refit.file)), "fitted_through": fitted_through(judge)}
-            for judge in (_JUDGE_OF[type(e)] for e in evaluators if type(e) in _JUDGE_OF)}
+    out = {}
+    for evaluator in (e for e in evaluators if type(e) in _JUDGE_OF):
+        judge = _JUDGE_OF[type(evaluator)]
+        file = JUDGES[judge].refit.for_checker(evaluator.scorer).file  # a served checker's own file, if it has one
+        out[judge] = {"file": str(default_params_path(file)), "fitted_through": fitted_through(judge, file)}
+    return out
 
 
 def checker_label(config: Config) -> str:

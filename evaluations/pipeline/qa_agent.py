@@ -27,10 +27,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from evaluations.core.context import QA_INSTRUCTIONS as INSTRUCTIONS
+from evaluations.core.context import context_text, qa_prompt
 from evaluations.core.errors import EvaluationsError, escaped
 from evaluations.core.types import Answer, RetrievedChunk
 from evaluations.models.ladder import SERVED_LADDER, InvalidOutput, OutputLadder, output_modes, output_type
-from evaluations.pipeline.context import context_text
 from evaluations.systems.callable import check_text
 
 __all__ = ["INSTRUCTIONS", "OUTPUT_RETRIES", "SERVED_LADDER", "ModeAttempt", "QAFailed", "QAResult", "answer_question",
@@ -40,13 +41,6 @@ OUTPUT_RETRIES = 2
 #: the fix named when the answer holds a lone surrogate
 _NOT_UNICODE_FIX = ("the reply is kept in the case's raw_text, the character escaped; it came from the model or its "
                     "server (e.g. a \\ud800 escape in its JSON): use another model or server")
-
-INSTRUCTIONS = (
-    "Answer the question using only the context below. "
-    "Each context passage starts with its id in square brackets; put the ids of the passages you used in "
-    "cited_ids. If the context does not contain the answer, answer \"I don't know\" with confidence 0. "
-    "Keep the answer short."
-)
 
 
 def build_qa_agent(model: Model | str, model_settings: ModelSettings | None = None) -> Agent[None, Answer]:
@@ -59,10 +53,6 @@ def build_qa_agent(model: Model | str, model_settings: ModelSettings | None = No
         retries={"output": OUTPUT_RETRIES},
         name="qa",
     )
-
-
-def _prompt(question: str, context: str) -> str:
-    return f"Context:\n{context}\n\nQuestion: {question}"
 
 
 # -- output modes --------------------------------------------------------------------------------
@@ -165,7 +155,7 @@ async def answer_question(
     system's reply). ``EvaluationsError`` (a configuration problem, e.g. an embedded model offered tools) is raised
     as is.
     """
-    prompt = _prompt(question, context_text(chunks, max_chars))
+    prompt = qa_prompt(question, context_text(chunks, max_chars))
     ladder = ladder or qa_ladder(agent, modes)
     attempts: list[ModeAttempt] = []
 

@@ -319,8 +319,9 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
     wanted = set(config.judge.reference_free_judges(has_qrels=True))
     wanted -= {judge for judge, needed in (("faithfulness", answers), ("answer_relevance", answers),
                                            ("context_relevance", not options.skip_retrieval)) if not needed}
+    served = config.judge.model is not None and config.judge.model.provider != "embedded"
     for judge in sorted(wanted & set(refittable())):
-        JUDGES[judge].refit.current()
+        JUDGES[judge].refit.check(served)
     embedded_llm = False
     for evaluator in qa.evaluators if qa is not None else []:
         if isinstance(evaluator, OfflineJudge):

@@ -25,7 +25,7 @@ import anyio
 from pydantic_evals.dataset import increment_eval_metric
 
 from evaluations.results.records import STAGES, SYSTEM_ANSWER
-from evaluations.pipeline.context import format_context, select_context
+from evaluations.core.context import format_context, select_context
 from evaluations.systems.base import System, SystemRequest, SystemResponse
 from evaluations.core.types import Answer, CaseOutput, RetrievalInputs, RetrievedChunk
 

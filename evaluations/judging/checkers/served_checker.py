@@ -9,6 +9,9 @@ the ``yesno.YesNoScorer`` duck type (``id``, ``calls``, ``probability(shared, ta
     system = yesno.PASSAGE_SYSTEM + the judge's rubric (judges/<judge>.md, else judges/reference_free_served.md)
     user   = shared (the passage, cut to ``max_chars`` characters by ``fit``) + tail (the judge's question)
 
+or, in ``conversation`` (context relevance's conversation form), the next user turn of a given conversation: its
+system prompt and first user turn (the QA agent's), then the question, nothing added in text mode
+
 through the one output-mode ladder (``models.ladder``), as the served correctness judge (``judging.correctness.llm``) does,
 in the order the checker is given (``served_tools``: ``text`` first, the quantity the judges' parameters were
 fitted on; ``checker_for``'s default: ``SERVED_LADDER``). ``text`` asks for one word, and P(yes) comes from the
@@ -53,11 +56,17 @@ if TYPE_CHECKING:
 
     from evaluations.core.config import Config, LLMModel
 
-__all__ = ["FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "CheckFailed", "ServedChecker", "YesNo", "checker_for",
+__all__ = ["CONVERSATION_CHARS", "FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "CheckFailed", "ServedChecker", "YesNo",
+           "checker_for",
            "claims_from_model", "embedded_checker", "judge_tools", "served_rubric", "served_tools"]
 
 FALLBACK_RUBRIC = "reference_free_served.md"  # used while a judge ships no rubric of its own
 MAX_CHARS = 6000  # characters of shared text (passage) + tail per question, ~1,500 tokens
+#: characters of the QA context a conversation-form question may carry (``conversation``; context relevance): what
+#: a 2,048-token window (llama.cpp's and Ollama's default) holds of English text beside the question; the RepliQA
+#: job's QA contexts of 6,400-7,600 characters fit it, and a QA context cut shorter than the QA's own makes the
+#: server read the passages again
+CONVERSATION_CHARS = 8000
 STRUCTURED = "Give a short reason, then the answer: yes or no."
 ONE_WORD = "Reply with one word: yes or no."
 CLAIMS_INSTRUCTIONS = (
@@ -131,7 +140,8 @@ class ServedChecker:
 
     def __init__(self, model: Model, rubric: str, *, identity: str, settings: ModelSettings | None = None,
                  retries: int = 2, modes: Sequence[str] = SERVED_LADDER, max_chars: int = MAX_CHARS,
-                 logprobs: bool = True, url: str = "", where: str = "judge.model", parallel: int = 1):
+                 logprobs: bool = True, url: str = "", where: str = "judge.model", parallel: int = 1,
+                 conversation_chars: int = CONVERSATION_CHARS):
         self.model = model
         #: questions of one verdict the judges may ask at once (``yesno.fan_out``), and the most this checker has in
         #: flight at the server from all threads together: the run's concurrency
@@ -144,6 +154,7 @@ class ServedChecker:
         structured = [m for m in modes if m != "text"]
         self.claims_ladder = OutputLadder(structured) if structured else None
         self.max_chars = max_chars
+        self.conversation_chars = conversation_chars  # the QA context a conversation carries (``conversation``)
         self.logprobs = logprobs
         self.url, self.where = url, where
         self.id = hashlib.sha256(json.dumps([identity, self.system, list(modes), max_chars]).encode()).hexdigest()[:16]
@@ -173,6 +184,14 @@ class ServedChecker:
         """(P(yes), yes/no probability mass) of the question ``tail`` about ``shared`` (``fit`` to the budget)."""
         prompt = self.fit(shared, tail) + tail
         return self._sync(self.ladder, lambda mode: self._yes_no(mode, prompt))
+
+    def conversation(self, system: str, prompt: str, question: str) -> tuple[float, float]:
+        """(P(yes), yes/no probability mass) of ``question`` asked as the next user turn of a conversation whose
+        system prompt is ``system`` and whose first user turn is ``prompt`` (no answer between them). Nothing is
+        added to ``system`` in text mode, so a conversation that repeats another request's system and first turn
+        (the QA agent's: ``pipeline.qa_agent``) is, on a server that keeps the last prompt's prefix (llama.cpp,
+        Ollama), read only from ``question`` on."""
+        return self._sync(self.ladder, lambda mode: self._yes_no(mode, question, history=(system, prompt)))
 
     def claims(self, question: str, answer: str) -> list[str] | None:
         """The model's atomic claims of ``answer`` (structured modes only); None when it cannot give them, or
@@ -247,22 +266,35 @@ class ServedChecker:
                 self._calls += 1  # the portal's loop runs one coroutine step at a time: no lock needed
         return result
 
-    def _agent(self, kind: str, mode: str) -> Any:
+    def _agent(self, kind: str, mode: str, system: str | None = None) -> Any:
+        """The agent of one kind of question in one output mode; ``system``: a conversation's own system prompt
+        (``conversation``), kept as it is in text mode."""
         from pydantic_ai import Agent
 
-        if (kind, mode) not in self._agents:
+        key = (kind, mode) if system is None else (kind, mode, system)
+        if key not in self._agents:
             if kind == "claims":
                 schema, instructions = Claims, CLAIMS_INSTRUCTIONS
+            elif system is not None:
+                schema, instructions = YesNo, system if mode == "text" else f"{system}\n\n{STRUCTURED}"
             else:
                 line = ONE_WORD if mode == "text" else STRUCTURED
                 schema, instructions = YesNo, self.system if self.system.endswith(line) else f"{self.system}\n\n{line}"
-            self._agents[kind, mode] = Agent(self.model, output_type=output_type(mode, schema),
-                                             instructions=instructions, retries=self.retries)
-        return self._agents[kind, mode]
+            self._agents[key] = Agent(self.model, output_type=output_type(mode, schema),
+                                      instructions=instructions, retries=self.retries)
+        return self._agents[key]
 
-    async def _yes_no(self, mode: str, prompt: str) -> tuple[float, float]:
+    async def _yes_no(self, mode: str, prompt: str, history: tuple[str, str] | None = None) -> tuple[float, float]:
+        """P(yes) and mass of ``prompt`` in ``mode``; ``history``: (system, first user turn) of a conversation
+        ``prompt`` continues (``conversation``)."""
+        agent = self._agent("yesno", mode, None if history is None else history[0])
+        earlier: dict[str, Any] = {}
+        if history is not None:
+            from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+            earlier["message_history"] = [ModelRequest(parts=[UserPromptPart(content=history[1])])]
         if mode != "text":
-            result = await self._agent("yesno", mode).run(prompt, model_settings=dict(self.settings))
+            result = await agent.run(prompt, model_settings=dict(self.settings), **earlier)
             return float(result.output.answer == "yes"), 1.0
         from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 
@@ -272,12 +304,12 @@ class ServedChecker:
         if self.logprobs:
             settings.update(openai_logprobs=True, openai_top_logprobs=10)
         try:
-            result = await self._agent("yesno", mode).run(prompt, model_settings=settings)
+            result = await agent.run(prompt, model_settings=settings, **earlier)
         except ModelHTTPError as exc:
             if not self.logprobs or not rejects_request(exc.status_code, str(exc.body or "")):
                 raise
             settings.pop("openai_logprobs"), settings.pop("openai_top_logprobs")  # the server refuses logprobs
-            result = await self._agent("yesno", mode).run(prompt, model_settings=settings)
+            result = await agent.run(prompt, model_settings=settings, **earlier)
         logprobs = (getattr(result.all_messages()[-1], "provider_details", None) or {}).get("logprobs")
         masses, word = yes_no_masses(logprobs), parse_yes_no(result.output)
         if masses is not None and sum(masses) > 0:

@@ -43,7 +43,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
-           "YesNoScorer", "load_scorer", "cached_probability", "fan_out"]
+           "YesNoScorer", "load_scorer", "cached_probability", "cached_conversation", "fan_out"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 MIN_PASSAGE_TOKENS = 32  # the least of the window a passage must have beside the question and claim to be judged
@@ -238,6 +238,21 @@ def cached_probability(scorer: YesNoScorer, shared: str, tail: str, cache: Verdi
         if hit is not None:
             return hit, False
     p, mass = scorer.probability(shared, tail)
+    if cache is not None:
+        cache.put(key, p, {"yes_no_mass": mass})
+    return p, True
+
+
+def cached_conversation(scorer: Any, system: str, prompt: str, question: str,
+                        cache: VerdictCache | None) -> tuple[float, bool]:
+    """(P(yes), whether the model was called) of ``question`` continuing the conversation (``system``, ``prompt``)
+    of a served checker (``ServedChecker.conversation``): the verdict store's entry for them if any."""
+    key = hashlib.sha256(json.dumps(["conversation", scorer.id, system, prompt, question]).encode()).hexdigest()
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit, False
+    p, mass = scorer.conversation(system, prompt, question)
     if cache is not None:
         cache.put(key, p, {"yes_no_mass": mass})
     return p, True

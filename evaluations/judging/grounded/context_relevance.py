@@ -40,6 +40,19 @@ relevant one. No passage: not applicable. A passage with no text is not relevant
 longer than the model's window is asked in pieces of consecutive sentences that fit, P(yes) the highest piece's
 (``pieces``); the lexical signals read the whole passage.
 
+A served checker asks in the *conversation form* (``ContextParams.form``, ``judges/context_relevance_served.json``,
+``params_for``): the question continues the QA conversation, the QA agent's own system prompt and first user turn
+(``core.context``: the retrieved passages as ``[id] text`` blocks, then the question) followed by the user turn
+"Is passage [{id}] needed …" (``ask_in_conversation``). Its P(yes) takes the place of the passage form's in
+``llm_logit``; the lexical signals are the same. A server that keeps the last prompt's prefix (llama.cpp's,
+Ollama) has just read that opening for the answer, so each passage costs its question's few tokens instead of a
+reading of its own (``benchmarks/served_judging.py``). The passages are the whole retrieved set, so the model reads
+each beside the others. The passages that do not fit the checker's ``conversation_chars`` (8,000 characters) beside
+the question, in rank order, are each asked in a conversation of their own (the context that one passage). The
+embedded model keeps the passage form: its parameters and figures are unchanged. Through Qwen2.5-Coder-1.5B behind
+llama.cpp's server, the conversation form agrees with the 360 labelled pairs on 0.797 with the passage form's weights
+(a refit: 0.789 held out; the passage form through the same server 0.786, refitted 0.806), so its file keeps them.
+
 The set stage (``set_features``, ``SetParams``, ``judges/context_sets.json``): a passage needed only together with
 another is judged beside the set. For each passage, with p1 its probability above, and its *subject* the name it
 opens by defining (at most ``SUBJECT_WORDS`` words, then "(", ",", is / was / are / were / has / had: "Robert
@@ -70,7 +83,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -82,11 +95,13 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
-    "params", "fit", "features", "feature_matrix", "ask", "pieces", "PARAMS_FILE", "sole_sources",
+    "params", "params_for", "fit", "features", "feature_matrix", "ask", "ask_in_conversation", "pieces",
+    "PARAMS_FILE", "SERVED_PARAMS_FILE", "is_served", "sole_sources",
     "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_signal", "set_params", "fit_set",
 ]
 
 PARAMS_FILE = "context_relevance.json"
+SERVED_PARAMS_FILE = "context_relevance_served.json"  # the conversation form, for served checkers
 SET_PARAMS_FILE = "context_sets.json"
 SUBJECT_WORDS = 4  # a passage's subject is a name of at most this many words
 #: a passage that opens by defining a name ("Kenneth Charles Loach (born 17 June 1936) is ...", "Batwoman is a ...",
@@ -102,6 +117,9 @@ WORDINGS: dict[str, str] = {
               "Answer yes or no.",
     "evidence": "Question: {question}\nIs this passage relevant to the question: does it give the answer, or "
                 "evidence for or against it? Answer yes or no.",
+    # the conversation form's (``ask_in_conversation``): ``{id}`` is the passage's id as the context shows it
+    "conversation": "Is passage [{id}] needed to answer the question: does it give the answer, or evidence for or "
+                    "against it? Being about the same topic is not enough. Answer yes or no.",
 }
 K1, B, AVG_LEN = 1.2, 0.75, 200.0
 WINDOW = 12  # words between a question term and a value of the asked type
@@ -153,9 +171,12 @@ class SetParams(BaseModel):
 
 
 class ContextParams(SetParams):
-    """The fitted judge of a passage alone: the wording of the model's question, then the logistic model."""
+    """The fitted judge of a passage: the form and wording of the model's question, then the logistic model."""
 
-    wording: str  # a WORDINGS value: the tail, with {question}
+    wording: str  # a WORDINGS value: the tail, with {question} (passage form) or {id} (conversation form)
+    #: "passage": the passage alone with the question (``ask``); "conversation": the next turn of the QA
+    #: conversation over the retrieved set (``ask_in_conversation``; a served checker's)
+    form: Literal["passage", "conversation"] = "passage"
 
 
 # -- lexical signals ----------------------------------------------------------------------------------------
@@ -266,6 +287,39 @@ def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = 
     return max(p for p, _ in asked), any(called for _, called in asked)
 
 
+def is_served(scorer: Any) -> bool:
+    """Whether ``scorer`` asks a served model (it continues conversations: ``ServedChecker.conversation``). Read
+    on its class, so a proxy that loads the embedded model at first use is not made to load it."""
+    return callable(getattr(type(scorer), "conversation", None))
+
+
+def ask_in_conversation(question: str, passages: Sequence[Passage], wording: str, *,
+                        cache: VerdictCache | None = None, scorer: Any) -> list[tuple[float, bool] | None]:
+    """(P(yes), whether the model ran) of ``wording`` about each passage (None for a passage with no text: not
+    asked), each asked as the next user turn of the QA conversation over the passages (module docstring). The
+    passages that fit ``scorer.conversation_chars`` beside the question, in rank order, share one opening; each
+    other one has its own (its text alone, cut to the budget). Asked at once up to the checker's width
+    (``yesno.fan_out``)."""
+    from evaluations.core.context import QA_INSTRUCTIONS, context_text, qa_prompt, select_context
+    from evaluations.core.types import RetrievedChunk
+    from evaluations.judging.checkers.yesno import cached_conversation, fan_out
+
+    budget = max(int(scorer.conversation_chars) - len(question) - len(wording) - 40, 200)
+    chunks = {i: RetrievedChunk(chunk_id=p.id, doc_id=p.id, text=p.text) for i, p in enumerate(passages)
+              if p.text.strip()}
+    kept = select_context(list(chunks.values()), budget)
+    shared = qa_prompt(question, context_text(list(chunks.values()), budget))
+    whole = {i for (i, chunk), held in zip(chunks.items(), kept) if held.text == " ".join(chunk.text.split())}
+
+    def one(i: int) -> tuple[float, bool] | None:
+        if i not in chunks:
+            return None
+        prompt = shared if i in whole else qa_prompt(question, context_text([chunks[i]], budget))
+        return cached_conversation(scorer, QA_INSTRUCTIONS, prompt, wording.format(id=passages[i].id), cache)
+
+    return fan_out(scorer, one, range(len(passages)))
+
+
 # -- parameters ------------------------------------------------------------------------------------------------
 def set_signal(x: np.ndarray) -> np.ndarray:
     """Rows of ``set_features`` with a set signal above 0 (every feature but ``p1_logit``): the passages the set
@@ -290,17 +344,32 @@ def _read_once(path: str | Path | None, name: str, read: Any) -> Any:
     return _loaded[key]
 
 
-def params(path: str | Path | None = None) -> ContextParams:
-    """The fitted parameters (default: the shipped ``judges/context_relevance.json``), read once per file version."""
+def _wording_problem(fitted: ContextParams) -> str | None:
+    if fitted.form == "passage":
+        return None if "{question}" in fitted.wording else "the wording has no {question} placeholder"
+    return None if "{id}" in fitted.wording else "the conversation form's wording has no {id} placeholder"
+
+
+def params(path: str | Path | None = None, *, served: bool = False) -> ContextParams:
+    """The fitted parameters (default: the shipped ``judges/context_relevance.json``; ``served``:
+    ``judges/context_relevance_served.json``, the conversation form), read once per file version."""
     from evaluations.judging.basics.fitted import read_params
 
-    return _read_once(path, PARAMS_FILE, lambda p: read_params(
+    def refit(p: Path) -> str:  # a served checker's file is refitted through that checker
+        return "evaluations calibrate-judge FILE --judges context_relevance" + (
+            " --judge PROVIDER:MODEL" if p.name == SERVED_PARAMS_FILE else "")
+
+    return _read_once(path, SERVED_PARAMS_FILE if served else PARAMS_FILE, lambda p: read_params(
         p, ContextParams, what="context relevance", known=FEATURES, unwrap=lambda doc: doc.get("params", doc),
-        extra=lambda fitted: None if "{question}" in fitted.wording else "the wording has no {question} placeholder",
-        refit="evaluations calibrate-judge FILE --judges context_relevance"))
+        extra=_wording_problem, refit=refit(p)))
 
 
-def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> ContextParams:
+def params_for(scorer: Any) -> ContextParams:
+    """The parameters a run asking ``scorer`` reads: ``params(served=is_served(scorer))``."""
+    return params(served=is_served(scorer))
+
+
+def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0, form: str = "passage") -> ContextParams:
     """Standardise, L2 logistic regression (scikit-learn, C = ``c``); threshold = argmax of training accuracy."""
     from sklearn.linear_model import LogisticRegression
 
@@ -309,7 +378,8 @@ def fit(x: np.ndarray, y: np.ndarray, wording: str, *, c: float = 1.0) -> Contex
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     model = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y.astype(int))
-    fitted = ContextParams(wording=wording, features=list(FEATURES), mean=mean.tolist(), scale=scale.tolist(),
+    fitted = ContextParams(wording=wording, form=form, features=list(FEATURES), mean=mean.tolist(),
+                           scale=scale.tolist(),
                            coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), threshold=0.5)
     fitted.threshold = best_threshold(fitted.probability(x), y.astype(bool))
     return fitted
@@ -324,11 +394,20 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     passages judged one by one, as its fit reads them), or fitted ``SetParams``."""
     if not passages:
         return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
-    fitted = params if params is not None else _shipped()
+    fitted = params if params is not None else params_for(scorer)
     from evaluations.judging.checkers.yesno import fan_out
 
-    asked = fan_out(scorer, lambda passage: ask(question, passage.text, fitted.wording, cache=cache, scorer=scorer)
-                    if passage.text.strip() else None, passages)  # an empty passage: not asked, not relevant
+    if fitted.form == "conversation":
+        if not is_served(scorer):
+            from evaluations.core.errors import EvaluationsError
+
+            raise EvaluationsError("context relevance parameters of the conversation form need a served checker",
+                                   where="judge.model", fix="set judge.model to a served model, or use parameters "
+                                   "of the passage form (the shipped judges/context_relevance.json)")
+        asked = ask_in_conversation(question, passages, fitted.wording, cache=cache, scorer=scorer)
+    else:
+        asked = fan_out(scorer, lambda passage: ask(question, passage.text, fitted.wording, cache=cache,
+                                                    scorer=scorer) if passage.text.strip() else None, passages)
     chunks, calls = [], 0
     for rank, (passage, answer) in enumerate(zip(passages, asked), 1):
         if answer is None:
@@ -429,6 +508,3 @@ def sole_sources(question: str, texts: Sequence[str]) -> list[bool]:
         out.append(bool(mine - others) and bool(others - mine))
     return out
 
-
-def _shipped() -> ContextParams:
-    return params()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -81,6 +81,26 @@ class Refitter:
     fit: Callable[[np.ndarray, np.ndarray, Any], Any]  # (x, y, current params) -> params
     verdicts: Callable[[Any, Measured, np.ndarray], np.ndarray]  # (params, measured, row mask) -> bool per row
     dump: Callable[[Any, dict], dict]  # (params, info) -> the file's JSON
+    #: a served checker's own parameters file and its reader, when a served checker asks another question
+    #: (context relevance's conversation form); None: the same file for every checker
+    served_file: str | None = None
+    served_current: Callable[[], Any] | None = None
+
+    def check(self, served: bool) -> None:
+        """Read (and so check) the parameters files a run reads: the judge's, and a served checker's own when
+        ``served``. A file that is missing or wrong is one EvaluationsError naming it."""
+        self.current()
+        if served and self.served_current is not None:
+            self.served_current()
+
+    def for_checker(self, scorer: Any) -> Refitter:
+        """This refitter for ``scorer``: a served checker's file and parameters where the judge has its own."""
+        from evaluations.judging.grounded.context_relevance import is_served
+
+        if self.served_file is None or self.served_current is None or not is_served(scorer):
+            return self
+        return replace(self, file=self.served_file, current=self.served_current, served_file=None,
+                       served_current=None)
 
 
 # -- context relevance ---------------------------------------------------------------------------------------
@@ -88,6 +108,12 @@ def _context_current() -> Any:
     from evaluations.judging.grounded.context_relevance import params
 
     return params()
+
+
+def _context_served() -> Any:
+    from evaluations.judging.grounded.context_relevance import params
+
+    return params(served=True)
 
 
 def _measure(examples: Sequence[LabelledAnswer], one: Callable[[LabelledAnswer], tuple[np.ndarray | None, int]],
@@ -131,7 +157,15 @@ def _context_measure(examples: Sequence[LabelledAnswer], *, scorer: Any, decompo
     def one(e: LabelledAnswer) -> tuple[np.ndarray | None, int]:
         if not e.passages or not e.passages[0].strip():
             return None, 0
-        p_yes, called = cr.ask(e.question, e.passages[0], current.wording, cache=cache, scorer=scorer)
+        if current.form == "conversation":  # the passage as the QA conversation's one passage
+            from evaluations.judging.basics.passages import Passage
+
+            asked = cr.ask_in_conversation(e.question, [Passage(id="1", text=e.passages[0])], current.wording,
+                                           cache=cache, scorer=scorer)[0]
+            assert asked is not None  # the passage has text
+            p_yes, called = asked
+        else:
+            p_yes, called = cr.ask(e.question, e.passages[0], current.wording, cache=cache, scorer=scorer)
         return np.array([cr.features(e.question, e.passages[0], p_yes)]), int(called)
 
     return _measure(examples, one, cr.FEATURES, progress)
@@ -140,7 +174,7 @@ def _context_measure(examples: Sequence[LabelledAnswer], *, scorer: Any, decompo
 def _context_fit(x: np.ndarray, y: np.ndarray, current: Any) -> Any:
     from evaluations.judging.grounded.context_relevance import fit
 
-    return fit(x, y, current.wording)
+    return fit(x, y, current.wording, form=current.form)
 
 
 def _context_verdicts(params: Any, measured: Measured, mask: np.ndarray) -> np.ndarray:
@@ -209,7 +243,8 @@ def _faith_dump(params: Any, info: dict) -> dict:
 #: judge name -> how it is refitted (``groundedness`` is faithfulness's other name)
 REFITS: dict[str, Refitter] = {
     "context_relevance": Refitter("context_relevance.json", _context_current,
-                                  _context_measure, _context_fit, _context_verdicts, _context_dump),
+                                  _context_measure, _context_fit, _context_verdicts, _context_dump,
+                                  served_file="context_relevance_served.json", served_current=_context_served),
     "faithfulness": Refitter("faithfulness.json", _faith_current, _faith_measure,
                              _faith_fit, _faith_verdicts, _faith_dump),
 }
@@ -237,11 +272,7 @@ class Refit:
     cv: Agreement  # the refit, out of fold
     current: Agreement  # the current parameters on the same rows
     params: Any  # fitted on every row
-
-    @property
-    def file(self) -> str:
-        """The parameters file name runs read for this judge."""
-        return REFITS[self.judge].file
+    file: str  # the parameters file name runs read for this judge through this checker
 
     @property
     def better(self) -> bool:
@@ -279,7 +310,7 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
     """Measure ``examples`` through ``scorer``, cross-validate the refit, and fit it on every row (module
     docstring). ``RowsFailed`` when the checker failed on a row (after every row was asked: the verdicts it gave
     are cached); EvaluationsError when the rows cannot support ``folds``-fold CV."""
-    spec = REFITS[judge]
+    spec = REFITS[judge].for_checker(scorer)
     current = spec.current()
     measured = spec.measure(examples, scorer=scorer, decompose=decompose, cache=cache, current=current,
                             progress=progress)
@@ -304,7 +335,7 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
         judge=judge, checker=checker, measured=measured, folds=folds,
         cv=agreement(f"{judge} refit", y, pooled, measured.groups, **kw),
         current=agreement(f"{judge} current", y, spec.verdicts(current, measured, everything), measured.groups, **kw),
-        params=spec.fit(x, y, current))
+        params=spec.fit(x, y, current), file=spec.file)
 
 
 def _folds(judge: str, examples: Sequence[LabelledAnswer], y: np.ndarray, groups: np.ndarray, folds: int,
@@ -332,13 +363,14 @@ def _folds(judge: str, examples: Sequence[LabelledAnswer], y: np.ndarray, groups
 
 
 # -- which checker parameters belong to ------------------------------------------------------------------------------
-def fitted_through(judge: str) -> str:
-    """The checker (``embedded``, ``openai:NAME``, ``ollama:NAME``) the parameters runs read for ``judge`` were
-    fitted through: the ``checker`` a refit records; the shipped files were fitted on the embedded model."""
+def fitted_through(judge: str, file: str | None = None) -> str:
+    """The checker (``embedded``, ``openai:NAME``, ``ollama:NAME``) the parameters runs read for ``judge`` (from
+    ``file``; default: the judge's file for the embedded checker) were fitted through: the ``checker`` a refit
+    records; the shipped files without one were fitted on the embedded model."""
     from evaluations.judging.basics.fitted import default_params_path
 
     try:
-        doc = json.loads(default_params_path(REFITS[judge].file).read_text(encoding="utf-8"))
+        doc = json.loads(default_params_path(file or REFITS[judge].file).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "embedded"  # the judge itself reports an unreadable file when it loads it
     if not isinstance(doc, dict):
@@ -370,7 +402,10 @@ def checker_note(judge: str, checker: str, fitted: str | None = None) -> str | N
     """A note when ``judge``'s parameters were fitted through another checker than ``checker`` (the one asked now),
     else None: its verdicts are then not validated on this checker. ``fitted``: ``fitted_through(judge)`` when
     the caller already read it."""
-    fitted = fitted or fitted_through(judge)
+    if fitted is None:
+        spec = REFITS[judge]
+        served = spec.served_file is not None and not checker.startswith("embedded")
+        fitted = fitted_through(judge, spec.served_file if served else None)
     if fitted == checker:
         return None
     return (f"{judge}: its parameters were fitted through {fitted}, the verdicts come from {checker}; its numbers "

@@ -7,6 +7,12 @@ collapsed, and blocks are joined by a blank line: ``len(format_context(select_co
 
 Coverage, context waste and the recorded ``context_text`` are all computed on this selection, never on the
 whole retrieved list.
+
+The QA conversation's opening is here too, below the judges that continue it: the system prompt
+(``QA_INSTRUCTIONS``) and the first user turn (``qa_prompt``: the context, then the question). The QA agent
+(``pipeline.qa_agent``) asks them; a served context-relevance judge in its conversation form
+(``judging.grounded.context_relevance``) asks its yes/no questions as the next user turn after them, word for
+word the same, so a server that keeps the last prompt's prefix (llama.cpp, Ollama) reads the context once.
 """
 
 from __future__ import annotations
@@ -14,6 +20,17 @@ from __future__ import annotations
 from evaluations.core.types import RetrievedChunk
 
 _SEP = "\n\n"
+QA_INSTRUCTIONS = (
+    "Answer the question using only the context below. "
+    "Each context passage starts with its id in square brackets; put the ids of the passages you used in "
+    "cited_ids. If the context does not contain the answer, answer \"I don't know\" with confidence 0. "
+    "Keep the answer short."
+)
+
+
+def qa_prompt(question: str, context: str) -> str:
+    """The QA agent's first user turn: ``context`` (``context_text``), then the question."""
+    return f"Context:\n{context}\n\nQuestion: {question}"
 
 
 def _block(chunk: RetrievedChunk) -> str:
