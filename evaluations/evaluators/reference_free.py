@@ -255,13 +255,14 @@ def parameter_sources(evaluators: list[Evaluator]) -> dict[str, dict[str, str]]:
     of each reference-free evaluator: kept in the run's metadata, so runs judged with other parameters can be
     told apart."""
     from evaluations.judging.basics.fitted import default_params_path
+    from evaluations.judging.checkers.yesno import is_served
     from evaluations.judging.validation.refit import fitted_through
     from evaluations.judging.validation.registry import JUDGES
 
     out = {}
     for evaluator in (e for e in evaluators if type(e) in _JUDGE_OF):
         judge = _JUDGE_OF[type(evaluator)]
-        file = JUDGES[judge].refit.for_checker(evaluator.scorer).file  # a served checker's own file, if it has one
+        file = JUDGES[judge].refit.for_checker(is_served(evaluator.scorer)).file  # a served checker's own, if any
         out[judge] = {"file": str(default_params_path(file)), "fitted_through": fitted_through(judge, file)}
     return out
 

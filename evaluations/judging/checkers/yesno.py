@@ -43,7 +43,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
-           "YesNoScorer", "load_scorer", "cached_probability", "cached_conversation", "fan_out"]
+           "YesNoScorer", "load_scorer", "cached_probability", "cached_conversation", "fan_out",
+           "is_served"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 MIN_PASSAGE_TOKENS = 32  # the least of the window a passage must have beside the question and claim to be judged
@@ -230,29 +231,35 @@ def fan_out(scorer: Any, ask: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(ask, items))
 
 
-def cached_probability(scorer: YesNoScorer, shared: str, tail: str, cache: VerdictCache | None) -> tuple[float, bool]:
-    """(P(yes), whether the model was called): the verdict store's entry for (scorer, shared, tail) if any."""
-    key = hashlib.sha256(json.dumps(["yesno", scorer.id, shared, tail]).encode()).hexdigest()
+def _cached(parts: list[str], ask: Callable[[], tuple[float, float]],
+            cache: VerdictCache | None) -> tuple[float, bool]:
+    """(P(yes), whether the model was called): the verdict store's entry keyed by ``parts`` if any, else ``ask()``
+    (P(yes), mass), stored."""
+    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit, False
-    p, mass = scorer.probability(shared, tail)
+    p, mass = ask()
     if cache is not None:
         cache.put(key, p, {"yes_no_mass": mass})
     return p, True
+
+
+def cached_probability(scorer: YesNoScorer, shared: str, tail: str, cache: VerdictCache | None) -> tuple[float, bool]:
+    """(P(yes), whether the model was called): the verdict store's entry for (scorer, shared, tail) if any."""
+    return _cached(["yesno", scorer.id, shared, tail], lambda: scorer.probability(shared, tail), cache)
 
 
 def cached_conversation(scorer: Any, system: str, prompt: str, question: str,
                         cache: VerdictCache | None) -> tuple[float, bool]:
     """(P(yes), whether the model was called) of ``question`` continuing the conversation (``system``, ``prompt``)
     of a served checker (``ServedChecker.conversation``): the verdict store's entry for them if any."""
-    key = hashlib.sha256(json.dumps(["conversation", scorer.id, system, prompt, question]).encode()).hexdigest()
-    if cache is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            return hit, False
-    p, mass = scorer.conversation(system, prompt, question)
-    if cache is not None:
-        cache.put(key, p, {"yes_no_mass": mass})
-    return p, True
+    return _cached(["conversation", scorer.id, system, prompt, question],
+                   lambda: scorer.conversation(system, prompt, question), cache)
+
+
+def is_served(scorer: Any) -> bool:
+    """Whether ``scorer`` asks a served model (it continues conversations: ``ServedChecker.conversation``). Read
+    on its class, so a proxy that loads the embedded model at first use is not made to load it."""
+    return callable(getattr(type(scorer), "conversation", None))

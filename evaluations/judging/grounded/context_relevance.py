@@ -96,7 +96,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
     "params", "params_for", "fit", "features", "feature_matrix", "ask", "ask_in_conversation", "pieces",
-    "PARAMS_FILE", "SERVED_PARAMS_FILE", "is_served", "sole_sources",
+    "PARAMS_FILE", "SERVED_PARAMS_FILE", "sole_sources",
     "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_signal", "set_params", "fit_set",
 ]
 
@@ -287,12 +287,6 @@ def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = 
     return max(p for p, _ in asked), any(called for _, called in asked)
 
 
-def is_served(scorer: Any) -> bool:
-    """Whether ``scorer`` asks a served model (it continues conversations: ``ServedChecker.conversation``). Read
-    on its class, so a proxy that loads the embedded model at first use is not made to load it."""
-    return callable(getattr(type(scorer), "conversation", None))
-
-
 def ask_in_conversation(question: str, passages: Sequence[Passage], wording: str, *,
                         cache: VerdictCache | None = None, scorer: Any) -> list[tuple[float, bool] | None]:
     """(P(yes), whether the model ran) of ``wording`` about each passage (None for a passage with no text: not
@@ -300,15 +294,15 @@ def ask_in_conversation(question: str, passages: Sequence[Passage], wording: str
     passages that fit ``scorer.conversation_chars`` beside the question, in rank order, share one opening; each
     other one has its own (its text alone, cut to the budget). Asked at once up to the checker's width
     (``yesno.fan_out``)."""
-    from evaluations.core.context import QA_INSTRUCTIONS, context_text, qa_prompt, select_context
+    from evaluations.core.context import QA_INSTRUCTIONS, context_text, format_context, qa_prompt, select_context
     from evaluations.core.types import RetrievedChunk
     from evaluations.judging.checkers.yesno import cached_conversation, fan_out
 
     budget = max(int(scorer.conversation_chars) - len(question) - len(wording) - 40, 200)
     chunks = {i: RetrievedChunk(chunk_id=p.id, doc_id=p.id, text=p.text) for i, p in enumerate(passages)
               if p.text.strip()}
-    kept = select_context(list(chunks.values()), budget)
-    shared = qa_prompt(question, context_text(list(chunks.values()), budget))
+    kept = select_context(list(chunks.values()), budget)  # the context_text of them, selected once
+    shared = qa_prompt(question, format_context(kept))
     whole = {i for (i, chunk), held in zip(chunks.items(), kept) if held.text == " ".join(chunk.text.split())}
 
     def one(i: int) -> tuple[float, bool] | None:
@@ -366,6 +360,8 @@ def params(path: str | Path | None = None, *, served: bool = False) -> ContextPa
 
 def params_for(scorer: Any) -> ContextParams:
     """The parameters a run asking ``scorer`` reads: ``params(served=is_served(scorer))``."""
+    from evaluations.judging.checkers.yesno import is_served
+
     return params(served=is_served(scorer))
 
 
@@ -395,7 +391,7 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     if not passages:
         return ContextRelevance(applicable=False, score=None, first_relevant_rank=None, chunks=[], model_calls=0)
     fitted = params if params is not None else params_for(scorer)
-    from evaluations.judging.checkers.yesno import fan_out
+    from evaluations.judging.checkers.yesno import fan_out, is_served
 
     if fitted.form == "conversation":
         if not is_served(scorer):

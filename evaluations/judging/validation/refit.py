@@ -93,11 +93,10 @@ class Refitter:
         if served and self.served_current is not None:
             self.served_current()
 
-    def for_checker(self, scorer: Any) -> Refitter:
-        """This refitter for ``scorer``: a served checker's file and parameters where the judge has its own."""
-        from evaluations.judging.grounded.context_relevance import is_served
-
-        if self.served_file is None or self.served_current is None or not is_served(scorer):
+    def for_checker(self, served: bool) -> Refitter:
+        """This refitter for a served checker (``served``; ``yesno.is_served``) or the embedded one: a served
+        checker's file and parameters where the judge has its own."""
+        if self.served_file is None or self.served_current is None or not served:
             return self
         return replace(self, file=self.served_file, current=self.served_current, served_file=None,
                        served_current=None)
@@ -310,7 +309,9 @@ def refit(judge: str, examples: Sequence[LabelledAnswer], *, scorer: Any, decomp
     """Measure ``examples`` through ``scorer``, cross-validate the refit, and fit it on every row (module
     docstring). ``RowsFailed`` when the checker failed on a row (after every row was asked: the verdicts it gave
     are cached); EvaluationsError when the rows cannot support ``folds``-fold CV."""
-    spec = REFITS[judge].for_checker(scorer)
+    from evaluations.judging.checkers.yesno import is_served
+
+    spec = REFITS[judge].for_checker(is_served(scorer))
     current = spec.current()
     measured = spec.measure(examples, scorer=scorer, decompose=decompose, cache=cache, current=current,
                             progress=progress)
@@ -402,10 +403,8 @@ def checker_note(judge: str, checker: str, fitted: str | None = None) -> str | N
     """A note when ``judge``'s parameters were fitted through another checker than ``checker`` (the one asked now),
     else None: its verdicts are then not validated on this checker. ``fitted``: ``fitted_through(judge)`` when
     the caller already read it."""
-    if fitted is None:
-        spec = REFITS[judge]
-        served = spec.served_file is not None and not checker.startswith("embedded")
-        fitted = fitted_through(judge, spec.served_file if served else None)
+    if fitted is None:  # ``checker_name`` spells every embedded checker "embedded[:NAME]"
+        fitted = fitted_through(judge, REFITS[judge].for_checker(not checker.startswith("embedded")).file)
     if fitted == checker:
         return None
     return (f"{judge}: its parameters were fitted through {fitted}, the verdicts come from {checker}; its numbers "
