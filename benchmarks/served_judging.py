@@ -9,7 +9,8 @@ the same server (``judge.model``), one case at a time so that no request waits b
 and reports the run's own ``summary.json`` ``judging`` section: the answering seconds, the wall time judging took
 (per case, the span its judges cover together: a case's judges run at once, in turns at the one server), every
 judge's seconds added up, each judge's seconds (its wait for a turn included) and model calls, and judging ÷
-answering. Issue 46's target: the judges' seconds <= the answering seconds.
+answering; per case, answering and judging seconds, and judging ÷ answering after the first two cases (once the
+output ladders have settled). Issue 46's target: the judges' seconds <= the answering seconds.
 ``--from-run DIR`` only summarises a finished run folder.
 
     python benchmarks/served_judging.py [--cases 5] [--out benchmarks/results/served_judging.json] [--keep DIR]
@@ -30,14 +31,34 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT.parent / "shared" / "data" / "repliqa_samples" / "repliqa_sample20.jsonl.gz"
 
 
+def per_case(run: Path) -> list[list[float]]:
+    """[answering seconds, judging seconds] of each case in run order: the QA model's latency and the span its
+    judges covered together (first start to last end in its ``judge_cost``)."""
+    out = []
+    for line in (run / "cases.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        costs = (record.get("judge_cost") or {}).values()
+        span = max((c["started"] + c["seconds"] for c in costs), default=0.0) - min(
+            (c["started"] for c in costs), default=0.0)
+        out.append([round((record.get("latency_ms") or {}).get("llm", 0.0) / 1000, 1), round(span, 1)])
+    return out
+
+
 def summarise(run: Path) -> dict:
-    """The run's own ``summary.json`` ``judging`` section (``results.judging``), rounded."""
+    """The run's own ``summary.json`` ``judging`` section (``results.judging``), rounded; per case, answering and
+    judging seconds, and judging ÷ answering over the cases after the first two (the QA agent's, the LLM judge's
+    and the claim probe's output ladders settle in those: one-time costs)."""
     judging = json.loads((run / "summary.json").read_text())["judging"]
-    cases = sum(1 for line in (run / "cases.jsonl").read_text().splitlines() if line.strip())
-    return {"cases": cases, "answering_seconds": round(judging["answering_seconds"], 1),
+    cases = per_case(run)
+    later = cases[2:]
+    steady = round(sum(j for _, j in later) / sum(a for a, _ in later), 2) if later else None
+    return {"cases": len(cases), "answering_seconds": round(judging["answering_seconds"], 1),
             "judging_seconds": round(judging["seconds"], 1),
             "judge_seconds_added_up": round(judging.get("judge_seconds") or judging["seconds"], 1),
             "judging_over_answering": round(judging["judging_per_answering"], 2),
+            "after_the_first_two_cases": steady, "per_case_answering_judging": cases,
             "judges": {name: {"seconds": round(j["seconds"]["mean"] * j["cases"], 1), "calls": j["calls"]["total"]}
                        for name, j in judging["judges"].items()}}
 

@@ -101,6 +101,26 @@ def test_the_conversation_form_needs_the_passage_id_and_a_served_checker(tmp_pat
     assert err.value.where == "judge.model"
 
 
+def test_served_faithfulness_reads_the_conversation_form_that_needs_a_served_checker(tmp_path):
+    """``judges/faithfulness_served.json`` (what served checkers read) is the conversation form; its parameters
+    given to the embedded model (which reads windows of a passage) are one error naming judge.model; a served file
+    with an unknown ask is one error naming the file and the served refit."""
+    served = json.loads((ROOT / "judges" / "faithfulness_served.json").read_text())
+    assert served["form"] == "conversation" and fa.load_params(served=True).form == "conversation"
+    assert fa.load_params().form == "window" and fa.params_for(object()).form == "window"
+    from evaluations.judging.basics.passages import Passage
+
+    with pytest.raises(EvaluationsError, match="need a served checker") as err:
+        fa.judge_faithfulness("When did it open?", "The tower opened in 1889.", [Passage(id="1", text="In 1889.")],
+                              params=fa.load_params(served=True), scorer=object())
+    assert err.value.where == "judge.model"
+    path = tmp_path / "faithfulness_served.json"
+    path.write_text(json.dumps({**served, "ask": "whatever"}))
+    with pytest.raises(EvaluationsError, match="unknown ask 'whatever'") as err:
+        fa.load_params(path)
+    assert str(path) in str(err.value.where) and "--judge PROVIDER:MODEL" in err.value.fix
+
+
 def test_faithfulness_ask_must_be_one_the_judge_has(tmp_path):
     path = tmp_path / "faithfulness.json"
     path.write_text(_with("faithfulness", ask="whatever"))

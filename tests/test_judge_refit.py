@@ -242,7 +242,8 @@ def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monke
     asks the embedded model, get a note; the same checker gets none; the shipped files count as embedded."""
     from evaluations.judging.validation.refit import checker_note, fitted_through
 
-    for name, checker in (("context_relevance", "openai:qwen15"), ("context_relevance_served", "openai:qwen3")):
+    for name, checker in (("context_relevance", "openai:qwen15"), ("context_relevance_served", "openai:qwen3"),
+                          ("faithfulness_served", "openai:qwen3")):
         doc = json.loads((REPO / "judges" / f"{name}.json").read_text())
         doc["checker"] = f"{checker} (checker id 0123456789abcdef)"
         (tmp_path / f"{name}.json").write_text(json.dumps(doc))
@@ -257,6 +258,7 @@ def test_a_run_is_told_when_parameters_belong_to_another_checker(tmp_path, monke
     note = checker_note("context_relevance", "embedded")
     assert note is not None and "fitted through openai:qwen15, the verdicts come from embedded" in note
     assert checker_note("faithfulness", "embedded") is None
+    assert checker_note("faithfulness", "openai:qwen3") is None  # a served checker reads faithfulness_served.json
     assert "--judges faithfulness --judge ollama:llama3" in checker_note("faithfulness", "ollama:llama3")
 
 

@@ -238,8 +238,8 @@ def test_a_runs_judges_get_the_configs_cache_folder_and_reports_do_not_name_it(t
     config = load_config(str(config_file))
     made = [*reference_free_evaluators(config, answers=True, retrieval=True),
             llm_judge(LLMModel(provider="embedded"), config)]
-    assert [type(e).__name__ for e in made] == ["ContextRelevance", "Faithfulness", "AnswerRelevance",
-                                                "EmbeddedLLMJudge"]  # context relevance takes the first turn
+    assert [type(e).__name__ for e in made] == ["Faithfulness", "ContextRelevance", "AnswerRelevance",
+                                                "EmbeddedLLMJudge"]  # the judges' turns at a served model
     for evaluator in made:
         assert evaluator.cache_dir == str(tmp_path / "data" / "cache"), evaluator
         assert "cache_dir" not in evaluator.build_serialization_arguments()

@@ -54,8 +54,11 @@ def _mode(body: dict) -> str:
         return "tool"
     if (body.get("response_format") or {}).get("type") == "json_schema":
         return "native"
+    from evaluations.core.context import QA_INSTRUCTIONS
+
     system = " ".join(str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system")
-    return "text" if system.rstrip().endswith(ONE_WORD) else "prompted"
+    # the conversation form's text mode adds nothing to the QA agent's system prompt
+    return "text" if system.rstrip().endswith(ONE_WORD) or system == QA_INSTRUCTIONS else "prompted"
 
 
 def _modes(server: FakeLLMServer) -> list[str]:
@@ -103,10 +106,12 @@ def test_a_server_refusing_tools_and_json_schema_is_asked_in_plain_text(tmp_path
 
 
 def test_the_faithfulness_judge_asks_through_a_served_checker(tmp_path):
-    """``judge_faithfulness(..., scorer=checker)``: the claims' questions go to the server, about the passage; a
-    second verdict on the same texts is read from the verdict cache (no call)."""
+    """``judge_faithfulness(..., scorer=checker)``: each claim is asked of the server as the next user turn of the
+    QA conversation over the passage (the conversation form of ``judges/faithfulness_served.json``); a second
+    verdict on the same texts is read from the verdict cache (no call)."""
+    from evaluations.core.context import QA_INSTRUCTIONS
     from evaluations.judging.correctness.embedded import VerdictCache
-    from evaluations.judging.grounded.faithfulness import judge_faithfulness
+    from evaluations.judging.grounded.faithfulness import CONVERSATION_ASKS, judge_faithfulness
     from evaluations.judging.basics.passages import Passage
 
     with FakeLLMServer(models=("judge",), responder=lambda body: "Yes.") as server:
@@ -118,7 +123,10 @@ def test_the_faithfulness_judge_asks_through_a_served_checker(tmp_path):
                                      cache=cache, scorer=checker)
         asked = server.calls("/v1/chat/completions")
         assert verdict.applicable and verdict.claims and verdict.model_calls == checker.calls == len(asked) > 0
-        assert all(passage.text in r.body["messages"][-1]["content"] for r in asked)
+        opening = f"Context:\n[p1] {passage.text}\n\nQuestion: When did the Harbour Bridge open?"
+        assert [[m["content"] for m in r.body["messages"]] for r in asked] == [
+            [QA_INSTRUCTIONS, opening, CONVERSATION_ASKS["statement"].format(claim=c.claim)] for c in verdict.claims]
+        assert all(c.supported and c.passage == "p1" for c in verdict.claims)  # "Yes." each
         again = judge_faithfulness("When did the Harbour Bridge open?", "It opened in 1932.", [passage],
                                    cache=cache, scorer=checker)
         assert again.model_calls == 0 and len(server.calls("/v1/chat/completions")) == len(asked)
@@ -585,11 +593,12 @@ def test_a_run_with_a_served_judge_model_uses_it_for_the_reference_free_judges(t
         assert isinstance(faith.scorer, ServedChecker) and isinstance(context.scorer, ServedChecker)
         # the shipped parameters were fitted through the embedded model: the run says so for both judges
         notes = checker_notes(config, parameter_sources(made))
-        assert [n.split(":")[0] for n in notes] == ["context_relevance", "faithfulness"]  # the order of their turns
-        assert "fitted through embedded, the verdicts come from openai:judge" in notes[1]
+        assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]  # the order of their turns
+        assert "fitted through embedded, the verdicts come from openai:judge" in notes[0]
+        assert parameter_sources(made)["faithfulness"]["file"].endswith("faithfulness_served.json")
         served_fit = json.loads(Path(parameter_sources(made)["context_relevance"]["file"]).read_text())["checker"]
-        assert f"fitted through {served_fit.split()[0]}, the verdicts come from openai:judge" in notes[0]
-        assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[0]
+        assert f"fitted through {served_fit.split()[0]}, the verdicts come from openai:judge" in notes[1]
+        assert "calibrate-judge FILE --judges context_relevance --judge openai:judge" in notes[1]
         passage = Passage(id="p1", text="The Harbour Bridge in Sydney opened in 1932.")
         out = faithfulness_results("When did the bridge open?", "It opened in 1932 in Sydney.", [passage],
                                    cache=False, scorer=faith.scorer, decompose=faith.decompose)
@@ -624,7 +633,8 @@ def test_served_context_relevance_continues_the_qa_conversation_the_server_has_j
 
     def responder(body: dict) -> object:
         last = body["messages"][-1]["content"]
-        return "Yes." if "[c1]" in last else ("No." if "needed" in last else "It opened in 1932.")
+        return "Yes." if "[c1]" in last or "Statement:" in last else ("No." if "needed" in last else
+                                                                     "It opened in 1932.")
 
     question = "When did the Harbour Bridge open?"
     texts = ["The Harbour Bridge  opened in 1932.", "Sydney has a harbour.", "Ferries cross the harbour."]
@@ -646,6 +656,18 @@ def test_served_context_relevance_continues_the_qa_conversation_the_server_has_j
         assert sorted(turn["content"] for *_, turn in asked) == [wording.format(id=c.chunk_id) for c in chunks]
         assert [c.p > 0.5 for c in verdict.chunks[:3]] == [True, False, False]
 
+        # faithfulness continues the same conversation: each claim is the next user turn after the QA request
+        from evaluations.judging.grounded.faithfulness import CONVERSATION_ASKS, judge_faithfulness
+
+        faith, _ = served_tools(config, "faithfulness")
+        before = len(server.calls("/v1/chat/completions"))
+        judged = judge_faithfulness(question, "It opened in 1932.", passages[:3], scorer=faith, decompose=None)
+        claims = [r.body["messages"] for r in server.calls("/v1/chat/completions")[before:]]
+        assert len(claims) == len(judged.claims) == judged.model_calls == 1
+        assert claims[0][:2] == qa and claims[0][2]["content"] == CONVERSATION_ASKS["statement"].format(
+            claim=judged.claims[0].claim)
+        assert judged.claims[0].passage == "c1" and judged.claims[0].supported
+
         # a checker whose budget (at least 200 characters of context) holds the first of three passages of 150
         # characters whole and the second cut: the second and third are each asked beside no other passage
         long = [Passage(id=f"c{i}", text=(t + " ") * (150 // (len(t) + 1)) + "x" * (150 % (len(t) + 1)))
@@ -653,8 +675,9 @@ def test_served_context_relevance_continues_the_qa_conversation_the_server_has_j
         assert all(len(p.text) == 150 for p in long)
         narrow = ServedChecker(build_model(config.judge.model, config), served_rubric("context_relevance"),
                                identity="narrow", modes=("text",), conversation_chars=100)
+        before = len(server.calls("/v1/chat/completions"))
         judge_context_relevance(question, long, scorer=narrow, set_stage=False)
-        firsts = [r.body["messages"][1]["content"] for r in server.calls("/v1/chat/completions")[4:]]
+        firsts = [r.body["messages"][1]["content"] for r in server.calls("/v1/chat/completions")[before:]]
         blocks = [f"[{p.id}] {' '.join(p.text.split())}" for p in long]
         assert len(firsts) == 3 and blocks[0] in firsts[0] and "[c2]" in firsts[0] and blocks[1] not in firsts[0]
         assert firsts[1:] == [f"Context:\n{blocks[1]}\n\nQuestion: {question}",
@@ -862,7 +885,7 @@ def test_a_run_with_an_embedded_judge_model_named_loads_that_model(tmp_path, mon
         if config is default:
             assert notes == []
         else:
-            assert [n.split(":")[0] for n in notes] == ["context_relevance", "faithfulness"]  # in turn order
+            assert [n.split(":")[0] for n in notes] == ["faithfulness", "context_relevance"]  # in turn order
             assert all(f"fitted through embedded, the verdicts come from embedded:{name};" in n for n in notes)
 
 

@@ -10,9 +10,9 @@ whole retrieved list.
 
 The QA conversation's opening is here too, below the judges that continue it: the system prompt
 (``QA_INSTRUCTIONS``) and the first user turn (``qa_prompt``: the context, then the question). The QA agent
-(``pipeline.qa_agent``) asks them; a served context-relevance judge in its conversation form
-(``judging.grounded.context_relevance``) asks its yes/no questions as the next user turn after them, word for
-word the same, so a server that keeps the last prompt's prefix (llama.cpp, Ollama) reads the context once.
+(``pipeline.qa_agent``) asks them; the served context-relevance and faithfulness judges in their conversation form
+(``judging.basics.passages.opening``) ask their yes/no questions as the next user turn after them, word for word
+the same, so a server that keeps the last prompt's prefix (llama.cpp, Ollama) reads the context once.
 """
 
 from __future__ import annotations

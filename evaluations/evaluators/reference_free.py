@@ -203,13 +203,14 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
     tools = reference_free_tools(config, wanted)
     made: list[Evaluator] = []
     cache = {"cache": config.cache.enabled, "cache_dir": str(config.judge_cache_dir())}
-    # context relevance first: a case's judges take turns at a served model in this order (``evaluators.cost``),
-    # and its conversation form continues the QA request the server has just read
-    if "context_relevance" in tools:
-        made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
+    # faithfulness first, then context relevance: a case's judges take turns at a served model in this order
+    # (``evaluators.cost``), and their conversation forms continue the QA request the server has just read;
+    # context relevance's passages beyond the shared opening, each asked in an opening of its own, come last
     if "faithfulness" in tools:
         scorer, decompose = tools["faithfulness"]
         made.append(Faithfulness(**cache, texts=texts, scorer=scorer, decompose=decompose))
+    if "context_relevance" in tools:
+        made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
     if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.grounded.answer_relevance``)
         from evaluations.evaluators.relevance import AnswerRelevance
 

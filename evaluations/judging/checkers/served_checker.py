@@ -9,8 +9,8 @@ the ``yesno.YesNoScorer`` duck type (``id``, ``calls``, ``probability(shared, ta
     system = yesno.PASSAGE_SYSTEM + the judge's rubric (judges/<judge>.md, else judges/reference_free_served.md)
     user   = shared (the passage, cut to ``max_chars`` characters by ``fit``) + tail (the judge's question)
 
-or, in ``conversation`` (context relevance's conversation form), the next user turn of a given conversation: its
-system prompt and first user turn (the QA agent's), then the question, nothing added in text mode
+or, in ``conversation`` (context relevance's and faithfulness's conversation form), the next user turn of a given
+conversation: its system prompt and first user turn (the QA agent's), then the question, nothing added in text mode
 
 through the one output-mode ladder (``models.ladder``), as the served correctness judge (``judging.correctness.llm``) does,
 in the order the checker is given (``served_tools``: ``text`` first, the quantity the judges' parameters were
@@ -62,11 +62,12 @@ __all__ = ["CONVERSATION_CHARS", "FALLBACK_RUBRIC", "MAX_CHARS", "Claims", "Chec
 
 FALLBACK_RUBRIC = "reference_free_served.md"  # used while a judge ships no rubric of its own
 MAX_CHARS = 6000  # characters of shared text (passage) + tail per question, ~1,500 tokens
-#: characters of the QA context a conversation-form question may carry (``conversation``; context relevance): what
-#: a 2,048-token window (llama.cpp's and Ollama's default) holds of English text beside the question; the RepliQA
-#: job's QA contexts of 6,400-7,600 characters fit it, and a QA context cut shorter than the QA's own makes the
-#: server read the passages again
-CONVERSATION_CHARS = 8000
+#: characters of QA context, question and ask a conversation-form question may carry (``conversation``;
+#: ``judging.basics.passages.opening``): about what a 2,048-token window (llama.cpp's and Ollama's default) holds of
+#: English text with the system prompt. The RepliQA job's QA contexts of 5,600-8,000 characters fit it whole (its
+#: longest QA request was 1,581 tokens); a QA context cut shorter than the QA's own makes the server read the
+#: passages again
+CONVERSATION_CHARS = 9000
 STRUCTURED = "Give a short reason, then the answer: yes or no."
 ONE_WORD = "Reply with one word: yes or no."
 CLAIMS_INSTRUCTIONS = (

@@ -47,7 +47,7 @@ A served checker asks in the *conversation form* (``ContextParams.form``, ``judg
 ``llm_logit``; the lexical signals are the same. A server that keeps the last prompt's prefix (llama.cpp's,
 Ollama) has just read that opening for the answer, so each passage costs its question's few tokens instead of a
 reading of its own (``benchmarks/served_judging.py``). The passages are the whole retrieved set, so the model reads
-each beside the others. The passages that do not fit the checker's ``conversation_chars`` (8,000 characters) beside
+each beside the others. The passages that do not fit the checker's ``conversation_chars`` (9,000 characters) beside
 the question, in rank order, are each asked in a conversation of their own (the context that one passage). The
 embedded model keeps the passage form: its parameters and figures are unchanged. Through Qwen2.5-Coder-1.5B behind
 llama.cpp's server, the conversation form agrees with the 360 labelled pairs on 0.797 with the passage form's weights
@@ -294,22 +294,16 @@ def ask_in_conversation(question: str, passages: Sequence[Passage], wording: str
     passages that fit ``scorer.conversation_chars`` beside the question, in rank order, share one opening; each
     other one has its own (its text alone, cut to the budget). Asked at once up to the checker's width
     (``yesno.fan_out``)."""
-    from evaluations.core.context import QA_INSTRUCTIONS, context_text, format_context, qa_prompt, select_context
-    from evaluations.core.types import RetrievedChunk
+    from evaluations.core.context import QA_INSTRUCTIONS
+    from evaluations.judging.basics.passages import opening
     from evaluations.judging.checkers.yesno import cached_conversation, fan_out
 
-    budget = max(int(scorer.conversation_chars) - len(question) - len(wording) - 40, 200)
-    chunks = {i: RetrievedChunk(chunk_id=p.id, doc_id=p.id, text=p.text) for i, p in enumerate(passages)
-              if p.text.strip()}
-    kept = select_context(list(chunks.values()), budget)  # the context_text of them, selected once
-    shared = qa_prompt(question, format_context(kept))
-    whole = {i for (i, chunk), held in zip(chunks.items(), kept) if held.text == " ".join(chunk.text.split())}
-
     def one(i: int) -> tuple[float, bool] | None:
-        if i not in chunks:
+        if not passages[i].text.strip():
             return None
-        prompt = shared if i in whole else qa_prompt(question, context_text([chunks[i]], budget))
-        return cached_conversation(scorer, QA_INSTRUCTIONS, prompt, wording.format(id=passages[i].id), cache)
+        tail = wording.format(id=passages[i].id)
+        prompt = opening(question, passages, i, int(scorer.conversation_chars))
+        return cached_conversation(scorer, QA_INSTRUCTIONS, prompt, tail, cache)
 
     return fan_out(scorer, one, range(len(passages)))
 

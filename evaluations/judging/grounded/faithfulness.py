@@ -25,6 +25,15 @@ Reference-free: it reads the question, the answer and the passages, never a gold
    window. A sentence longer than the window holds (a text without sentence ends) is cut into runs of its words
    (``windows``' budget), so its end is read too. (The cost: the passage state is not shared with the
    context-relevance judge, which reads whole passages.)
+   A served checker asks in the *conversation form* instead (``FaithfulnessParams.form``,
+   ``judges/faithfulness_served.json``, ``params_for``): the claim ("Statement: … Is the statement supported by the
+   context above?", ``CONVERSATION_ASKS``) is the next user turn after the QA agent's own system prompt and first
+   user turn over the passages (``judging.basics.passages.opening``), as context relevance's conversation form asks,
+   so a server that keeps the last prompt's prefix (llama.cpp, Ollama) reads the passages once per case for the
+   answer and every question: one question per claim, its P(yes) in place of the best window's; the windows then only
+   name the supporting passage. Its file keeps the window form's weights: through Qwen2.5-Coder-1.5B behind
+   llama.cpp's server they agree with 153 labelled answers on 0.784, a refit on the conversation's P(yes) 0.758
+   held out (``benchmarks/results/faithfulness_conversation_refit.json``). The embedded model keeps the window form.
 4. The claim's features: llm_logit = log(p_llm / (1 − p_llm)) (in the column ``llm_logit_short`` for a short
    claim, ``llm_logit`` otherwise, 0 in the other: each kind gets its own weight) and the alignment signals of ``claims.claim_signals``
    (``FEATURES``). P(supported) = σ(b + Σ_j w_j (x_j − μ_j) / s_j) with the parameters of
@@ -51,7 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -69,7 +78,8 @@ from evaluations.judging.basics.passages import Passage, as_passages
 __all__ = [
     "ASKS", "Decompose", "FEATURES", "NOT_APPLICABLE", "SUPPORT_FEATURES", "ClaimVerdict", "Faithfulness",
     "FaithfulnessParams", "ClaimEvidence", "judge_faithfulness", "claim_evidence", "worst", "load_params",
-    "params_path", "windows", "applicability", "fit_params", "RULES", "rule_verdict",
+    "params_path", "params_for", "windows", "applicability", "fit_params", "RULES", "rule_verdict",
+    "CONVERSATION_ASKS", "SERVED_PARAMS_FILE",
 ]
 
 #: (question, answer) -> the answer's claims by a served model, or None (it could not: the deterministic splitter)
@@ -86,6 +96,16 @@ ASKS: dict[str, str] = {
               "Answer yes or no.",
 }
 SHORT_ASK = "answer"  # a short (verbless) claim is always read as an answer to the question
+#: the conversation form's asks (``FaithfulnessParams.form``; a served checker's): the claim as the next user turn of
+#: the QA conversation, after the context and the question (``judging.basics.passages.opening``)
+CONVERSATION_ASKS: dict[str, str] = {
+    "statement": "Statement: {claim}\nIs the statement supported by the context above? Answer yes or no.",
+    "stated": "Claim: {claim}\nDoes the context above state this claim (not only mention its words)? "
+              "Answer yes or no.",
+    "answer": "Answer: {claim}\nDoes the context above support this answer to the question? Answer yes or no.",
+}
+PARAMS_FILE = "faithfulness.json"
+SERVED_PARAMS_FILE = "faithfulness_served.json"  # the conversation form, for served checkers
 FEATURES: tuple[str, ...] = ("llm_logit", "llm_logit_short", *SIGNALS, "short")
 #: features where lower means less support (the worst claim has the minimum); the others are counts of missing
 #: things (the worst claim has the maximum)
@@ -105,6 +125,10 @@ class FaithfulnessParams(BaseModel):
     threshold: float = 0.5
     ask: str = "statement"
     top_m: int = 1
+    #: "window": each claim asked beside its best-covered window of a passage (the embedded model's);
+    #: "conversation": each claim asked as the next user turn of the QA conversation over the passages (a served
+    #: checker's: the server reads the context once per case; ``claim_evidence``)
+    form: Literal["window", "conversation"] = "window"
     info: dict[str, Any] = Field(default_factory=dict)
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
@@ -113,10 +137,12 @@ class FaithfulnessParams(BaseModel):
         return 1.0 / (1.0 + np.exp(-z))
 
 
-def params_path() -> Path:
+def params_path(*, served: bool = False) -> Path:
+    """The parameters file runs read: ``judges/faithfulness.json``; ``served``: ``judges/faithfulness_served.json``
+    (the conversation form); or the same names under ``$EVALUATIONS_JUDGES_DIR``."""
     from evaluations.judging.basics.fitted import default_params_path
 
-    return default_params_path("faithfulness.json")
+    return default_params_path(SERVED_PARAMS_FILE if served else PARAMS_FILE)
 
 
 @lru_cache(maxsize=8)
@@ -128,18 +154,28 @@ def _load(path: str, mtime: int) -> FaithfulnessParams:
             return f"unknown ask {params.ask!r} (one of {sorted(ASKS)})"
         return None if params.top_m >= 1 else f"top_m {params.top_m} is not a positive count of windows"
 
+    served = Path(path).name == SERVED_PARAMS_FILE  # a served checker's file is refitted through that checker
     return read_params(Path(path), FaithfulnessParams, what="faithfulness", known=FEATURES, extra=own,
-                       refit="evaluations calibrate-judge FILE --judges faithfulness")
+                       refit="evaluations calibrate-judge FILE --judges faithfulness"
+                             + (" --judge PROVIDER:MODEL" if served else ""))
 
 
-def load_params(path: str | Path | None = None) -> FaithfulnessParams:
-    """The shipped parameters (``judges/faithfulness.json``, or ``$EVALUATIONS_JUDGES_DIR``), read once per mtime."""
-    path = Path(path) if path else params_path()
+def load_params(path: str | Path | None = None, *, served: bool = False) -> FaithfulnessParams:
+    """The shipped parameters (``judges/faithfulness.json``; ``served``: ``judges/faithfulness_served.json``; or
+    the same under ``$EVALUATIONS_JUDGES_DIR``), read once per mtime."""
+    path = Path(path) if path else params_path(served=served)
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         mtime = 0
     return _load(str(path), mtime)
+
+
+def params_for(scorer: Any) -> FaithfulnessParams:
+    """The parameters a run asking ``scorer`` reads: ``load_params(served=yesno.is_served(scorer))``."""
+    from evaluations.judging.checkers.yesno import is_served
+
+    return load_params(served=is_served(scorer))
 
 
 class ClaimVerdict(BaseModel):
@@ -219,9 +255,13 @@ def windows(text: str, size: int = WINDOW_SENTENCES, budget: int | None = None) 
 
 
 def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, scorer: Any,
-                   cache: VerdictCache | None, ask: str = "statement", top_m: int = 1) -> ClaimEvidence:
+                   cache: VerdictCache | None, ask: str = "statement", top_m: int = 1,
+                   form: str = "window") -> ClaimEvidence:
     """Features of one claim against the passages (module docstring, steps 3-4). ``scorer`` None: no model,
-    p_llm = 0.5 (llm_logit 0; used only to measure the alignment signals alone)."""
+    p_llm = 0.5 (llm_logit 0; used only to measure the alignment signals alone). ``form`` "conversation" (a
+    served checker's): p_llm is the checker's P(yes) of the claim asked as the next user turn of the QA conversation
+    over the passages (``_in_conversation``), one question per claim; the windows then only name the supporting
+    passage."""
     from evaluations.judging.checkers.yesno import cached_probability, char_budget, passage_shared
 
     texts = [p.text for p in passages]
@@ -237,7 +277,10 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
         joined, bridge = _bridged(words, ranked[0], pieces, passages, scorer, tail, question)
         ranked[0] = (ranked[0][0], joined)
     best, best_p, calls = (0 if ranked else None), 0.5 if scorer is None else 0.0, 0
-    if scorer is not None:
+    if scorer is not None and form == "conversation" and ranked:
+        best_p, called = _in_conversation(question, claim, passages, ranked[0][0], ask, scorer, cache)
+        calls += int(called)
+    elif scorer is not None:
         for rank, (_, text) in enumerate(ranked):
             p, called = cached_probability(scorer, passage_shared(text), tail, cache)
             calls += int(called)
@@ -247,6 +290,21 @@ def claim_evidence(question: str, claim: Claim, passages: Sequence[Passage], *, 
     features = (0.0 if claim.short else logit, logit if claim.short else 0.0, *signals.values(), float(claim.short))
     return ClaimEvidence(claim, features, None if best is None else ranked[best][0], best_p, calls,
                          bridge=bridge if best == 0 else None)
+
+
+def _in_conversation(question: str, claim: Claim, passages: Sequence[Passage], index: int, ask: str, scorer: Any,
+                     cache: VerdictCache | None) -> tuple[float, bool]:
+    """(P(yes), whether the model ran) of ``claim`` asked as the next user turn of the QA conversation: the QA
+    agent's system prompt and first user turn over the passages (``passages.opening``: the one the answer was
+    given in when the passage of the claim's best window, ``index``, is in it whole; else that passage alone),
+    then ``CONVERSATION_ASKS``."""
+    from evaluations.core.context import QA_INSTRUCTIONS
+    from evaluations.judging.basics.passages import opening
+    from evaluations.judging.checkers.yesno import cached_conversation
+
+    tail = CONVERSATION_ASKS[SHORT_ASK if claim.short else ask].format(claim=claim.text.strip())
+    prompt = opening(question, passages, index, int(scorer.conversation_chars))
+    return cached_conversation(scorer, QA_INSTRUCTIONS, prompt, tail, cache)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -314,15 +372,21 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
     kind, claims_found = applicability(question, answer, items, decompose)
     if kind is not None:
         return Faithfulness(applicable=False, kind=kind, score=None, claims=[], model_calls=0)
-    params = params or load_params()
     if scorer is None:
         from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, load_scorer
 
         scorer = load_scorer(PASSAGE_SYSTEM)
-    from evaluations.judging.checkers.yesno import fan_out
+    params = params or params_for(scorer)
+    from evaluations.judging.checkers.yesno import fan_out, is_served
 
+    if params.form == "conversation" and not is_served(scorer):
+        from evaluations.core.errors import EvaluationsError
+
+        raise EvaluationsError("faithfulness parameters of the conversation form need a served checker",
+                               where="judge.model", fix="set judge.model to a served model, or use parameters of the "
+                               "window form (the shipped judges/faithfulness.json)")
     evidence = fan_out(scorer, lambda c: claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask,
-                                                        top_m=params.top_m), claims_found)
+                                                        top_m=params.top_m, form=params.form), claims_found)
     order = [FEATURES.index(f) for f in params.features]
     probs = params.probability(np.array([[e.features[j] for j in order] for e in evidence]))
     verdicts = [ClaimVerdict(claim=e.claim.text, supported=bool(p >= params.threshold), p=float(p),

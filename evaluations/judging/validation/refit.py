@@ -195,6 +195,12 @@ def _faith_current() -> Any:
     return load_params()
 
 
+def _faith_served() -> Any:
+    from evaluations.judging.grounded.faithfulness import load_params
+
+    return load_params(served=True)
+
+
 def _faith_measure(examples: Sequence[LabelledAnswer], *, scorer: Any, decompose: Any, cache: Any, current: Any,
                    progress: Progress | None = None) -> Measured:
     from evaluations.judging.grounded import faithfulness as fa
@@ -206,7 +212,7 @@ def _faith_measure(examples: Sequence[LabelledAnswer], *, scorer: Any, decompose
         if kind is not None:
             return None, 0
         evidence = [fa.claim_evidence(e.question, c, passages, scorer=scorer, cache=cache, ask=current.ask,
-                                      top_m=current.top_m) for c in claims]
+                                      top_m=current.top_m, form=current.form) for c in claims]
         return np.array([ev.features for ev in evidence], dtype=np.float64), sum(ev.calls for ev in evidence)
 
     return _measure(examples, one, fa.FEATURES, progress)
@@ -222,7 +228,8 @@ def _faith_fit(x: np.ndarray, y: np.ndarray, current: Any) -> Any:
     from evaluations.judging.grounded.faithfulness import fit_params
 
     columns = _faith_columns(current)
-    return fit_params(x[:, columns], y, names=current.features, ask=current.ask, top_m=current.top_m)
+    return fit_params(x[:, columns], y, names=current.features, ask=current.ask, top_m=current.top_m,
+                      form=current.form)
 
 
 def _faith_verdicts(params: Any, measured: Measured, mask: np.ndarray) -> np.ndarray:
@@ -245,7 +252,8 @@ REFITS: dict[str, Refitter] = {
                                   _context_measure, _context_fit, _context_verdicts, _context_dump,
                                   served_file="context_relevance_served.json", served_current=_context_served),
     "faithfulness": Refitter("faithfulness.json", _faith_current, _faith_measure,
-                             _faith_fit, _faith_verdicts, _faith_dump),
+                             _faith_fit, _faith_verdicts, _faith_dump,
+                             served_file="faithfulness_served.json", served_current=_faith_served),
 }
 REFITS["groundedness"] = REFITS["faithfulness"]
 
