@@ -333,3 +333,14 @@ def labels_beside_shared(root: Path, name: str, lines: list[str]) -> Path:
     labels = root / "repo" / "datasets" / "labels" / name
     labels.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return labels
+
+
+@pytest.fixture(autouse=True)
+def _ladders_learn_per_test():
+    """What the output ladders learnt about served models (``models.ladder.known_failures``, per process) starts
+    empty in every test: fake servers reuse ports and model names across tests."""
+    from evaluations.models.ladder import forget_failures
+
+    forget_failures()
+    yield
+    forget_failures()

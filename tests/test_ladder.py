@@ -1,6 +1,7 @@
 """The one structured-output ladder (evaluations/models/ladder.py) as its three users walk it against a real HTTP
 server: the QA agent, the served LLM judge and the question writer. One fail-over policy (a refused request form
-and invalid output move on; overload does not), memory per ladder instance, and a cached re-run with 0 live calls.
+and invalid output move on; overload does not), memory per ladder instance, what one stage learnt about a served
+model read by the others, and a cached re-run with 0 live calls.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ import asyncio
 import json
 
 import pytest
-from fake_llm_server import FakeLLMServer, Fault
+from fake_llm_server import FakeLLMServer, Fault, tool_call
 from pydantic_ai.exceptions import ModelHTTPError
 
 from evaluations.core.config import load_config
 from evaluations.core.types import RetrievedChunk
 from evaluations.judging.correctness.llm import answer_grader
 from evaluations.models.cache import CALL_STATS, reset_call_stats
+from evaluations.models.ladder import forget_failures, known_failures
 from evaluations.models.chat import build_model, model_settings
 from evaluations.pipeline.qa_agent import OUTPUT_RETRIES, QAFailed, answer_question, build_qa_agent, qa_ladder
 from evaluations.synth.generate import QuestionWriter, WriteFailed, build_synth_agent
@@ -71,30 +73,57 @@ def _small_model(request: dict):
 async def _walk(server: FakeLLMServer, tmp_path) -> None:
     config = _config(server.openai_url, tmp_path)
     users = _Users(config)
-    calls = {}
-    for name, tool_tries in (("qa", 1 + OUTPUT_RETRIES), ("synth", 1 + OUTPUT_RETRIES), ("judge", 1)):
+    before = len(server.calls(CHAT))
+    result = await users.qa()
+    # tool (tries), native (refused: 1 request, not retried), prompted (works: 1 request)
+    assert len(server.calls(CHAT)) - before == 1 + OUTPUT_RETRIES + 1 + 1
+    assert result.mode == "prompted" and [a.mode for a in result.attempts] == ["tool", "native", "prompted"]
+    assert known_failures(users.agent.model) == {"tool", "native"}
+    # the other stages on the same served model try those modes last: prompted first, one request each
+    for name in ("synth", "judge"):
         before = len(server.calls(CHAT))
-        result = await getattr(users, name)()
-        # tool (tries), native (refused: 1 request, not retried), prompted (works: 1 request)
-        assert len(server.calls(CHAT)) - before == tool_tries + 1 + 1, name
-        assert result.mode == "prompted", name
-        calls[name] = len(server.calls(CHAT))
+        assert (await getattr(users, name)()).mode == "prompted", name
+        assert len(server.calls(CHAT)) - before == 1, name
+    calls = len(server.calls(CHAT))
     # the next request of each starts at the mode that worked: one request each, failed modes not paid again
     assert (await users.qa("Which city is the capital of France?")).answer.answer == "Paris"
     assert (await users.synth(PASSAGE + " It has about two million inhabitants.")).pair.answer == "Paris"
     assert (await users.judge("It is Paris.")).verdict is True
-    assert len(server.calls(CHAT)) == calls["judge"] + 3
+    assert len(server.calls(CHAT)) == calls + 3
 
-    # new ladder instances remember nothing (no module-level memory) and the cache replays every mode they walk,
-    # the refused request included: 0 live calls
+    # new ladder instances in a new process remember nothing and the cache replays every mode they walk, the
+    # refused request included: 0 live calls
+    forget_failures()
     reset_call_stats()
     fresh = _Users(config)
     assert fresh.qa_ladder.worked is None and fresh.grader.ladder.worked is None
     again = (await fresh.qa(), await fresh.synth(), await fresh.judge())
-    assert len(server.calls(CHAT)) == calls["judge"] + 3
+    assert len(server.calls(CHAT)) == calls + 3
     assert [r.mode for r in again] == ["prompted"] * 3
     assert [a.mode for a in again[0].attempts] == ["tool", "native", "prompted"]
     assert CALL_STATS["chat"].as_dict()["live"] == 0
+
+
+def _judge_first(request: dict):
+    """A served model whose output tool works for the judge's verdict but not for the QA agent's answer."""
+    if request.get("tools") and "<Rubric>" in json.dumps(request["messages"]):
+        return tool_call(request["tools"][0]["function"]["name"], {"reason": "same", "pass": True})
+    return _small_model(request)
+
+
+def test_a_mode_another_stage_failed_is_tried_last_not_skipped(tmp_path):
+    """The judge after a QA agent that could not use the output tool: prompted first, then (prompted failing)
+    the output tool after all, which works; it then counts as working again for the model."""
+    with FakeLLMServer(models=("small-llm",), responder=_judge_first) as server:
+        users = _Users(_config(server.openai_url, tmp_path, enabled=False))
+        assert asyncio.run(users.qa()).mode == "prompted"
+        assert known_failures(users.agent.model) == {"tool", "native"}
+        users.grader.modes = ("tool", "native")  # prompted and text left out: the tool is the judge's only way
+        users.grader.ladder = type(users.grader.ladder)(users.grader.modes)
+        verdict = asyncio.run(users.judge())
+        assert verdict.mode == "tool" and verdict.verdict is True
+        assert known_failures(users.agent.model) == {"native"}
+    assert server.errors == []
 
 
 def test_refused_form_and_invalid_output_move_on_each_ladder_remembers_and_a_rerun_is_cached(tmp_path):

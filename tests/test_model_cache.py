@@ -24,6 +24,7 @@ from pydantic_ai import Agent
 
 from evaluations.core.config import load_config
 from evaluations.models.embedders import build_embedder
+from evaluations.models.ladder import forget_failures
 from evaluations.models.cache import CALL_STATS, CachedModel, ModelCache, call_stats_line, reset_call_stats
 from evaluations.pipeline.qa_agent import INSTRUCTIONS, SERVED_LADDER, answer_question, build_qa_agent
 from evaluations.models.chat import build_model, model_settings
@@ -212,6 +213,7 @@ def test_a_rerun_repeats_none_of_the_ladders_failed_calls(tmp_path):
     cache = tmp_path / "calls.sqlite"
     with FakeLLMServer(models=("qa-llm",), responder=reply) as server:
         def ask(enabled: bool = True):
+            forget_failures()  # a new command (cli.root.main)
             agent = _agent(server.openai_url, cache, enabled=enabled)  # a new agent: nothing remembered in-process
             return asyncio.run(answer_question(agent, "What is the capital of France?", chunks, modes=SERVED_LADDER))
 

@@ -225,7 +225,12 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command in ``argv`` (default: the process's arguments); SIGTERM interrupts it as Ctrl-C does (the
-    handler there before is put back when it returns)."""
+    handler there before is put back when it returns). What earlier commands in this process learnt about served
+    models' output modes (``models.ladder.known_failures``) is forgotten: a command's requests do not depend on the
+    commands before it."""
+    ladder = sys.modules.get("evaluations.models.ladder")  # only loaded by commands that asked a model
+    if ladder is not None:
+        ladder.forget_failures()
     before = None
     if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
         before = signal.signal(signal.SIGTERM, _interrupt)

@@ -19,14 +19,23 @@ configuration errors) is raised as it is: another mode cannot change it. When ev
 ``LadderFailed`` carries each mode's error.
 
 ``OutputLadder`` remembers the mode that last worked and starts there (then the modes after it, then the ones
-before): a model that cannot make tool calls pays for the failed modes once, not on every request. The memory
-belongs to the ladder instance. ``OutputLadder.run`` replays the whole ladder from the model-call cache alone
-first (``models.cache.replay_first``), so a re-run repeats none of the calls that failed the first time.
+before): a model that cannot make tool calls pays for the failed modes once, not on every request. That memory
+belongs to the ladder instance. Before its first success a ladder also reads what the other stages of the command
+learnt about the same served model (its base URL and name): a structured mode (``tool``, ``native``, ``prompted``)
+that failed there before another mode worked on the same request, and has not worked since, is tried after the
+stage's other modes, not skipped (``known_failures``; a request every mode failed, e.g. one too long for the
+server, says nothing about the modes; each command starts knowing nothing, ``cli.root.main``). A QA model that
+cannot give structured output then costs its output tools and schema replies once per run, not once per stage:
+the served LLM judge on the same model starts at ``text``. ``text`` keeps its place (its failures are about one
+reply's words), so a stage that asks in text first (the served checkers) asks as before. ``OutputLadder.run``
+replays the whole ladder from the model-call cache alone first (``models.cache.replay_first``), so a re-run
+repeats none of the calls that failed the first time; a cache miss is not a failure of the mode.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -37,10 +46,12 @@ from pydantic_ai.models import Model
 from evaluations.models.cache import CacheMiss, replay_first
 from evaluations.models.retry import rejects_request
 
-__all__ = ["SERVED_LADDER", "InvalidOutput", "LadderFailed", "OutputLadder", "degrades", "output_modes",
-           "output_type"]
+__all__ = ["SERVED_LADDER", "InvalidOutput", "LadderFailed", "OutputLadder", "degrades", "forget_failures",
+           "known_failures", "output_modes", "output_type"]
 
 SERVED_LADDER = ("tool", "native", "prompted", "text")
+#: the modes whose failure on a served model other stages learn from (``known_failures``)
+STRUCTURED_MODES = frozenset({"tool", "native", "prompted"})
 
 #: mode -> output type for a schema (a pydantic model class); ``grammar``: the embedded model turns the output
 #: tool into grammar-constrained JSON
@@ -77,6 +88,46 @@ def output_modes(model: Model | str | None) -> tuple[str, ...]:
     return ("tool",)
 
 
+#: (base URL, model name) of a served model -> the structured modes that failed for some stage and have not worked
+#: since, in this process
+_failures: dict[tuple[str, str], set[str]] = {}
+_failures_lock = threading.Lock()
+
+
+def _served_key(model: Any) -> tuple[str, str] | None:
+    """(base URL, model name) of a served model (behind any wrapper, e.g. the call cache); None for others (the
+    embedded models, ``FunctionModel``s in tests): their ladders learn only from themselves."""
+    from pydantic_ai.models.wrapper import WrapperModel
+
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
+    url = getattr(model, "base_url", None) if isinstance(model, Model) else None
+    return (str(url), model.model_name) if url else None
+
+
+def known_failures(model: Any) -> frozenset[str]:
+    """The structured modes that failed for some stage on ``model``'s server and name in this process."""
+    key = _served_key(model)
+    with _failures_lock:
+        return frozenset(_failures.get(key, ())) if key else frozenset()
+
+
+def _learn(model: Any, failed: list[str], worked: str) -> None:
+    key = _served_key(model)
+    if key is None:
+        return
+    with _failures_lock:
+        known = _failures.setdefault(key, set())
+        known.update(m for m in failed if m in STRUCTURED_MODES)
+        known.discard(worked)
+
+
+def forget_failures() -> None:
+    """Clear what the ladders learnt about served models (``known_failures``)."""
+    with _failures_lock:
+        _failures.clear()
+
+
 class InvalidOutput(Exception):
     """The stage read the reply and found it unusable (e.g. an empty answer): the next mode is tried."""
 
@@ -108,10 +159,11 @@ class OutputLadder:
         self.modes = tuple(modes)
         self.worked: str | None = None
 
-    def order(self) -> tuple[str, ...]:
-        """``modes`` rotated to start at the mode that last worked (unchanged before any did)."""
+    def order(self, failed: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """``modes`` rotated to start at the mode that last worked; before any did, ``modes`` with those in
+        ``failed`` (other stages' failures on the same model, ``known_failures``) moved to the end."""
         if self.worked is None:
-            return self.modes
+            return tuple(m for m in self.modes if m not in failed) + tuple(m for m in self.modes if m in failed)
         start = self.modes.index(self.worked)
         return self.modes[start:] + self.modes[:start]
 
@@ -121,13 +173,14 @@ class OutputLadder:
         cache of ``model`` alone first (``replay_first``; a replay that could not finish is run again live, and
         ``start()`` is called before each pass, e.g. to forget the replay's attempts). Raises ``LadderFailed``
         when every mode failed, or the first error that does not degrade."""
-        return await replay_first(model, lambda: self._climb(attempt, start))
+        return await replay_first(model, lambda: self._climb(model, attempt, start))
 
-    async def _climb(self, attempt: Callable[[str], Awaitable[T]], start: Callable[[], None] | None) -> T:
+    async def _climb(self, model: Any, attempt: Callable[[str], Awaitable[T]],
+                     start: Callable[[], None] | None) -> T:
         if start is not None:
             start()
         failures: list[tuple[str, Exception]] = []
-        for mode in self.order():
+        for mode in self.order(known_failures(model)):
             try:
                 result = await attempt(mode)
             except Exception as exc:
@@ -136,5 +189,8 @@ class OutputLadder:
                 failures.append((mode, exc))
                 continue
             self.worked = mode
+            # the modes that failed before one worked on the same request failed for the mode, not the request
+            # (a replay's cache miss says nothing about a mode); a request every mode failed teaches nothing
+            _learn(model, [m for m, exc in failures if not isinstance(exc, CacheMiss)], mode)
             return result
         raise LadderFailed(failures)

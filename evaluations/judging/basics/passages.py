@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
-__all__ = ["ASK_ROOM", "Passage", "as_passages", "opening"]
+__all__ = ["ASK_ROOM", "Passage", "as_passages", "check_conversation_form", "opening"]
 
 #: characters of a conversation (``opening``) kept for the question asked after it (a claim, a passage's id and
 #: the wording): the same for every question, so the questions of a case share one opening
@@ -50,3 +50,15 @@ def opening(question: str, passages: Sequence[Passage], index: int, chars: int) 
     if index in whole:
         return qa_prompt(question, format_context(kept))
     return qa_prompt(question, context_text([chunks[index]], budget))
+
+
+def check_conversation_form(judge: str, served: bool, other_form: str, shipped: str) -> None:
+    """A judge's parameters of the conversation form (fitted through a served checker) given to a checker that is not
+    served: one ``EvaluationsError`` naming judge.model, the judge's ``other_form`` and its ``shipped`` file."""
+    if served:
+        return
+    from evaluations.core.errors import EvaluationsError
+
+    raise EvaluationsError(f"{judge} parameters of the conversation form need a served checker", where="judge.model",
+                           fix=f"set judge.model to a served model, or use parameters of the {other_form} form "
+                           f"(the shipped judges/{shipped})")

@@ -388,12 +388,9 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     from evaluations.judging.checkers.yesno import fan_out, is_served
 
     if fitted.form == "conversation":
-        if not is_served(scorer):
-            from evaluations.core.errors import EvaluationsError
+        from evaluations.judging.basics.passages import check_conversation_form
 
-            raise EvaluationsError("context relevance parameters of the conversation form need a served checker",
-                                   where="judge.model", fix="set judge.model to a served model, or use parameters "
-                                   "of the passage form (the shipped judges/context_relevance.json)")
+        check_conversation_form("context relevance", is_served(scorer), "passage", "context_relevance.json")
         asked = ask_in_conversation(question, passages, fitted.wording, cache=cache, scorer=scorer)
     else:
         asked = fan_out(scorer, lambda passage: ask(question, passage.text, fitted.wording, cache=cache,

@@ -379,12 +379,10 @@ def judge_faithfulness(question: str, answer: str, passages: Sequence[Passage | 
     params = params or params_for(scorer)
     from evaluations.judging.checkers.yesno import fan_out, is_served
 
-    if params.form == "conversation" and not is_served(scorer):
-        from evaluations.core.errors import EvaluationsError
+    if params.form == "conversation":
+        from evaluations.judging.basics.passages import check_conversation_form
 
-        raise EvaluationsError("faithfulness parameters of the conversation form need a served checker",
-                               where="judge.model", fix="set judge.model to a served model, or use parameters of the "
-                               "window form (the shipped judges/faithfulness.json)")
+        check_conversation_form("faithfulness", is_served(scorer), "window", "faithfulness.json")
     evidence = fan_out(scorer, lambda c: claim_evidence(question, c, items, scorer=scorer, cache=cache, ask=params.ask,
                                                         top_m=params.top_m, form=params.form), claims_found)
     order = [FEATURES.index(f) for f in params.features]
