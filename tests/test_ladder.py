@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 from fake_llm_server import FakeLLMServer, Fault, tool_call
@@ -91,7 +92,7 @@ async def _walk(server: FakeLLMServer, tmp_path) -> None:
     assert (await users.judge("It is Paris.")).verdict is True
     assert len(server.calls(CHAT)) == calls + 3
 
-    # new ladder instances in a new process remember nothing and the cache replays every mode they walk, the
+    # new ladder instances in a new command remember nothing and the cache replays every mode they walk, the
     # refused request included: 0 live calls
     forget_failures()
     reset_call_stats()
@@ -118,8 +119,7 @@ def test_a_mode_another_stage_failed_is_tried_last_not_skipped(tmp_path):
         users = _Users(_config(server.openai_url, tmp_path, enabled=False))
         assert asyncio.run(users.qa()).mode == "prompted"
         assert known_failures(users.agent.model) == {"tool", "native"}
-        users.grader.modes = ("tool", "native")  # prompted and text left out: the tool is the judge's only way
-        users.grader.ladder = type(users.grader.ladder)(users.grader.modes)
+        users.grader = replace(users.grader, modes=("tool", "native"))  # the tool is the judge's only way
         verdict = asyncio.run(users.judge())
         assert verdict.mode == "tool" and verdict.verdict is True
         assert known_failures(users.agent.model) == {"native"}

@@ -71,14 +71,21 @@ def output_type(mode: str, schema: Any) -> Any:
     return _OUTPUT_TYPES[mode](schema)
 
 
+def _unwrapped(model: Any) -> Any:
+    """``model`` behind any wrapper (e.g. the model-call cache, ``evaluations.models.cache.CachedModel``)."""
+    from pydantic_ai.models.wrapper import WrapperModel
+
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
+    return model
+
+
 def output_modes(model: Model | str | None) -> tuple[str, ...]:
     """The modes tried for ``model``: ``SERVED_LADDER`` for OpenAI-compatible chat models (Ollama included),
     ``("grammar",)`` for the embedded models, ``("tool",)`` otherwise (e.g. a ``FunctionModel`` in tests)."""
     from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.models.wrapper import WrapperModel
 
-    while isinstance(model, WrapperModel):  # e.g. the model-call cache (evaluations.models.cache.CachedModel)
-        model = model.wrapped
+    model = _unwrapped(model)
     # a process that never imported pydantic-ai's OpenAI model (about 0.5 s, with the openai client) holds none
     served = sys.modules.get("pydantic_ai.models.openai")
     if served is not None and isinstance(model, served.OpenAIChatModel):
@@ -89,7 +96,7 @@ def output_modes(model: Model | str | None) -> tuple[str, ...]:
 
 
 #: (base URL, model name) of a served model -> the structured modes that failed for some stage and have not worked
-#: since, in this process
+#: since, in this command (``cli.root.main`` clears it)
 _failures: dict[tuple[str, str], set[str]] = {}
 _failures_lock = threading.Lock()
 
@@ -97,16 +104,13 @@ _failures_lock = threading.Lock()
 def _served_key(model: Any) -> tuple[str, str] | None:
     """(base URL, model name) of a served model (behind any wrapper, e.g. the call cache); None for others (the
     embedded models, ``FunctionModel``s in tests): their ladders learn only from themselves."""
-    from pydantic_ai.models.wrapper import WrapperModel
-
-    while isinstance(model, WrapperModel):
-        model = model.wrapped
+    model = _unwrapped(model)
     url = getattr(model, "base_url", None) if isinstance(model, Model) else None
     return (str(url), model.model_name) if url else None
 
 
 def known_failures(model: Any) -> frozenset[str]:
-    """The structured modes that failed for some stage on ``model``'s server and name in this process."""
+    """The structured modes that failed for some stage on ``model``'s server and name in this command."""
     key = _served_key(model)
     with _failures_lock:
         return frozenset(_failures.get(key, ())) if key else frozenset()
