@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judging import context_relevance as cr  # noqa: E402
+from evaluations.judging.grounded import context_relevance as cr  # noqa: E402
 from evaluations.judging.labels.context_labels import ContextRow, load_context_labels  # noqa: E402
 from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.basics.fitted import best_threshold  # noqa: E402

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from evaluations.judging import heldout  # noqa: E402
+from evaluations.judging.validation import heldout  # noqa: E402
 from evaluations.judging.correctness.embedded import VerdictCache, judge_many, load_judge  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"

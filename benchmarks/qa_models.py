@@ -44,7 +44,7 @@ SEED = 7
 CONTEXT_CHARS = 2000
 
 from evaluations.core.config import Config, LLMModel  # noqa: E402
-from evaluations.judging import lexical  # noqa: E402
+from evaluations.judging.correctness import lexical  # noqa: E402
 from evaluations.pipeline.qa_agent import QAFailed, answer_question, build_qa_agent  # noqa: E402
 from evaluations.core.types import RetrievedChunk  # noqa: E402
 

@@ -196,3 +196,42 @@ def test_long_context_is_cut_to_fit_and_keeps_the_question(cases):
     prompt = loaded.llm.detokenize(tokens).decode("utf-8")
     assert prompt.rstrip().endswith("assistant") and f"Question: {question}" in prompt
     assert "[...]" in prompt and "Answer from the context." in prompt
+
+
+@pytest.mark.slow
+def test_greedy_decoding_under_a_grammar_equals_llama_cpps_sampler_chain():
+    """``greedy_under_grammar`` checks the model's most likely token against the grammar before filtering the whole
+    vocabulary; the oracle is llama-cpp-python's own ``create_completion`` with the same grammar (its sampler chain
+    filters every token at every step): the same text, token count and finish reason, for a reply the model writes
+    as JSON anyway and for one it would not (a story: the grammar refuses its first choices, the unconstrained
+    reply is no JSON), cut by max_tokens and stopped by the grammar (the reply written as JSON anyway)."""
+    import llama_cpp
+
+    schema = embedded._generation_schema({"type": "object", "properties": {
+        "answer": {"type": "string"}, "cited_ids": {"type": "array", "items": {"type": "string"}},
+        "confidence": {"type": "number"}}})
+    gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    llm = embedded._load(embedded.gguf_path(), 0, gguf.resolve("smollm2-135m").n_ctx).llm
+    prompts = {"json": "Context: Bright Logistics improved its supply chain by analysing IoT data.\nQuestion: How "
+                       "did Bright Logistics improve?\nAnswer in JSON.",
+               "story": "Write a long story about a dog."}
+    finishes = set()
+    for kind, text in prompts.items():
+        tokens = llm.tokenize(f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n".encode(),
+                              add_bos=False, special=True)
+        if kind == "story":
+            llm.reset()
+            free = llm.create_completion(tokens, max_tokens=16, temperature=0.0, seed=0)["choices"][0]["text"]
+            assert not free.lstrip().startswith("{"), free  # unconstrained, the model writes no JSON here
+        for max_tokens in (24, 256) if kind == "json" else (24,):
+            llm.reset()
+            chain = llm.create_completion(tokens, max_tokens=max_tokens, temperature=0.0, seed=0,
+                                          grammar=llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False))
+            expected = (chain["choices"][0]["text"], chain["usage"]["completion_tokens"],
+                        chain["choices"][0]["finish_reason"])
+            llm.reset()
+            assert embedded.greedy_under_grammar(llm, tokens, gbnf, max_tokens) == expected, (kind, max_tokens)
+            finishes.add(expected[2])
+            if expected[2] == "stop":
+                json.loads(expected[0])  # a whole JSON object
+    assert finishes == {"length", "stop"}

@@ -20,6 +20,7 @@ the event loop stays free. Function tools are not supported (models this small c
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import threading
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+import numpy as np
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -102,6 +104,7 @@ def require_llama_cpp() -> Any:
     try:
         import llama_cpp
         import llama_cpp.llama_chat_format  # noqa: F401
+        import llama_cpp.llama_grammar  # noqa: F401
     except ImportError as exc:
         raise EvaluationsError(
             f"the embedded QA model needs llama-cpp-python, which cannot be imported ({exc})",
@@ -307,23 +310,71 @@ def _generate(
     max_tokens = int(settings.get("max_tokens") or 256)
     with loaded.lock:
         tokens = _fit(loaded, chat, loaded.n_ctx - max_tokens)
-        grammar = None
-        if schema is not None:
-            grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(_generation_schema(schema)), verbose=False)
+        temperature = float(settings.get("temperature", 0.0))
+        gbnf = None if schema is None else llama_cpp.llama_grammar.json_schema_to_gbnf(
+            json.dumps(_generation_schema(schema)))
         loaded.llm.reset()  # evaluate the whole prompt every time: same prompt + seed -> same tokens
-        out = loaded.llm.create_completion(
-            tokens,
-            max_tokens=max_tokens,
-            temperature=float(settings.get("temperature", 0.0)),
-            seed=int(settings.get("seed", 0)),
-            grammar=grammar,
-        )
-    choice = out["choices"][0]
-    usage = RequestUsage(
-        input_tokens=out["usage"]["prompt_tokens"], output_tokens=out["usage"]["completion_tokens"]
-    )
-    finish = choice.get("finish_reason")
-    return choice["text"].strip(), usage, finish if finish in ("stop", "length") else None
+        if gbnf is not None and temperature == 0.0:
+            text, generated, finish = greedy_under_grammar(loaded.llm, tokens, gbnf, max_tokens)
+        else:
+            out = loaded.llm.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=int(settings.get("seed", 0)),
+                grammar=None if gbnf is None else llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False),
+            )
+            choice = out["choices"][0]
+            text, generated, finish = choice["text"], out["usage"]["completion_tokens"], choice.get("finish_reason")
+    usage = RequestUsage(input_tokens=len(tokens), output_tokens=generated)
+    return text.strip(), usage, finish if finish in ("stop", "length") else None
+
+
+def greedy_under_grammar(llm: Any, prompt: list[int], gbnf: str, max_tokens: int) -> tuple[str, int, str]:
+    """Greedy decoding under a GBNF grammar, as llama.cpp's own sampler chain (grammar, then greedy) decodes it, in
+    a fraction of the time: -> (text, tokens generated, finish reason "stop" or "length").
+
+    The chain filters every token of the vocabulary through the grammar at every step (151,936 tokens for Qwen:
+    about 45 ms a token here, more than the model itself). The grammar only removes tokens, so when the model's
+    most likely token is one the grammar accepts, it is the chain's choice too; only when the grammar refuses it
+    is the whole vocabulary filtered (llama.cpp's ``common_sampler`` checks the sampled token first the same way).
+    Ties go to the lowest token id, as llama.cpp's greedy sampler breaks them."""
+    llama_cpp = require_llama_cpp()
+    api = llama_cpp.llama_cpp
+    vocab = api.llama_model_get_vocab(llm.model)
+    n_vocab = llm.n_vocab()
+    sampler = api.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
+    if not sampler:
+        raise EvaluationsError("llama.cpp could not parse the output grammar", where="qa.model",
+                               fix="report the output schema: it has no GBNF form llama.cpp accepts")
+    one = (api.llama_token_data * 1)()
+    every = np.zeros(n_vocab, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+    every_ptr = every.ctypes.data_as(ctypes.POINTER(api.llama_token_data))
+    generated: list[int] = []
+    finish = "length"
+    try:
+        llm.eval(prompt)
+        for _ in range(max_tokens):
+            logits = np.ctypeslib.as_array(api.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+            token = int(np.argmax(logits))
+            one[0].id, one[0].logit, one[0].p = token, float(logits[token]), 0.0
+            api.llama_sampler_apply(sampler, ctypes.byref(api.llama_token_data_array(one, 1, -1, False)))
+            if not np.isfinite(one[0].logit):  # refused: filter the whole vocabulary, as the chain does
+                every["id"] = np.arange(n_vocab, dtype=np.int32)
+                every["logit"] = logits
+                every["p"] = 0.0
+                api.llama_sampler_apply(sampler, ctypes.byref(api.llama_token_data_array(every_ptr, n_vocab, -1,
+                                                                                         False)))
+                token = int(every["id"][np.argmax(every["logit"])])
+            api.llama_sampler_accept(sampler, token)
+            if api.llama_vocab_is_eog(vocab, token):
+                finish = "stop"
+                break
+            generated.append(token)
+            llm.eval([token])
+    finally:
+        api.llama_sampler_free(sampler)
+    return llm.detokenize(generated).decode("utf-8", errors="ignore"), len(generated), finish
 
 
 _LOAD_LOCK = threading.Lock()
