@@ -3,7 +3,10 @@
 Served models (ollama / OpenAI-compatible): a small pydantic-ai ``Agent`` of our own, rubric in
 ``judges/answer_equivalence.md``. The prompt has four sections, ``<Input>`` (the question),
 ``<Output>`` (the answer text), ``<ExpectedOutput>`` (the gold alternatives, one per line) and
-``<Rubric>``. Output modes degrade step by step, each tried with ``judge.retries`` output retries:
+``<Rubric>``: the sections and the grading instructions are pydantic-evals' (``LLMJudge``'s
+``judge_input_output_expected`` in ``pydantic_evals.evaluators.llm_as_a_judge``). Its public function asks for
+the structured verdict only; this judge needs the modes below and the first token's logprobs, so it builds the
+same prompt itself. Output modes degrade step by step, each tried with ``judge.retries`` output retries:
 
 1. ``tool``: a ``GradingOutput`` {reason, pass, score} tool call;
 2. ``native``: the same object as JSON under the server's JSON-schema response format;
