@@ -431,60 +431,26 @@ def run(spec: DatasetSpec, options: RunOptions, config: Config, console: Console
 def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOptions, config: Config,
             console: Console, qa: QAPlan | None, name: str, started: datetime, clock: float,
             system: System | None, after: AfterRun | None, executor: Any) -> RunResult:
-    # resume: cases already finished are neither re-run nor duplicated (with --repeat, a case whose repeats
-    # were not all finished is run again whole, and its finished repeats dropped); those that did not complete
-    # (a stage failed) are run again, their records replaced
-    again = [] if folder.fresh else folder.retry_incomplete()
-    done = {c.source_case_name or c.name for c in folder.done}
-    if options.repeat > 1:
-        counts: dict[str, int] = {}
-        for c in folder.done:
-            counts[c.source_case_name or c.name] = counts.get(c.source_case_name or c.name, 0) + 1
-        done = {n for n, k in counts.items() if k >= options.repeat}
-        folder.done[:] = [c for c in folder.done if (c.source_case_name or c.name) in done]
-    cases = [c for c in build_cases(corpus) if c.name not in done]
-    if folder.done or again:
-        retried = f" ({len(again)} that did not complete run again)" if again else ""
-        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run{retried}",
-                      highlight=False)
+    cases = _cases_to_run(folder, corpus, options, console)
 
     # 3. the system under test: index + retriever, or the user's system
     pending = [c.inputs.query for c in cases]
     task, index_info, system_meta = _pipeline(corpus, options, config, spec, console, pending, system, executor)
-
-    evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
-    reference_free = reference_free_evaluators(
-        config, answers=qa is not None or (system is not None and options.judge_answers),
-        retrieval=not options.skip_retrieval,
-        has_qrels=any(q.relevant for q in corpus.queries),
-        texts=task.texts)
-    judge_parameters = parameter_sources(reference_free)  # each parameters file read once
-    for note in checker_notes(config, judge_parameters):
-        console.print(f"note: {note}")
-    evaluators += reference_free
-    report_evaluators: list = []
+    evaluators, reference_free, judge_parameters = _evaluators(config, options, corpus, task, console,
+                                                               answers=qa is not None or (system is not None
+                                                                                          and options.judge_answers))
     if qa is not None:
         evaluators += qa.evaluators
-        report_evaluators += qa.report_evaluators
         task.agent = qa.agent
         task.max_context_chars = qa.max_context_chars
-    metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
-                **(qa.metadata if qa is not None else {})}
-    if judge_parameters:
-        metadata["judge_parameters"] = judge_parameters
-        metadata["reference_free_judge"] = checker_label(config)  # the model the judges asked (not judge_model's)
-    concurrency = options.concurrency
-    if qa is not None and qa.max_concurrency and executor.in_process:
-        concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
-    metadata["concurrency"] = concurrency
-    metadata["executor"] = executor.describe()
+    metadata = _metadata(spec, corpus, config, qa, system_meta, judge_parameters, options.concurrency, executor)
+    metadata["repeat"] = options.repeat
     if cases:  # --executor ray: each case's system call on a worker that built the same system
         task.remote = executor.case_runner(WorkerSetup(
             config=config, k=max(options.ks), system=options.system, db=index_info.get("path"), queries=pending,
             qa=qa is not None, max_context_chars=qa.max_context_chars if qa is not None else None,
-            name=folder.path.name, workers=concurrency, run_id=folder.run_id,
+            name=folder.path.name, workers=metadata["concurrency"], run_id=folder.run_id,
             texts=dict(task.texts) if task.texts is not None and qa is not None else None))
-    metadata["repeat"] = options.repeat
 
     # 4. the cases: each streamed to the folder as it finishes. Evaluator models (MiniLM for semantic similarity)
     # load on their first cache miss, in a worker thread: a re-run of the same answers never loads them.
@@ -496,18 +462,17 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     if cases:
         with progress_bar(console, options.progress) as progress:
             bar = progress.add_task(f"Evaluating {len(cases)} cases", total=len(cases) * options.repeat)
-            recorder = type("Recorder", (_Recorder,), {"folder": folder,
-                                                        "advance": staticmethod(lambda: progress.advance(bar))})
             dataset = Dataset[RetrievalInputs, CaseOutput, CaseMetadata](
                 name=corpus.name, cases=cases, evaluators=evaluators)
-            dataset.evaluate_sync(task, name=name, max_concurrency=concurrency, progress=False,
-                                  metadata=metadata, repeat=options.repeat, lifecycle=recorder)
+            dataset.evaluate_sync(task, name=name, max_concurrency=metadata["concurrency"], progress=False,
+                                  metadata=metadata, repeat=options.repeat,
+                                  lifecycle=_recorder(folder, lambda: progress.advance(bar)))
 
     # 5. the whole run, summarised from all finished cases
     if metadata.get("qa_model") and _system_answered_all(list(folder.done)):  # the QA agent never ran: unnamed
         metadata["qa_model"] = "none (the system's own answers)"
-    report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata, report_evaluators,
-                          corpus.name)
+    report = _full_report(name, list(folder.done), [q.id for q in corpus.queries], metadata,
+                          qa.report_evaluators if qa is not None else [], corpus.name)
     records = [record_from_case(c) for c in [*report.cases, *report.failures]]
     order = {q.id: i for i, q in enumerate(corpus.queries)}
     records.sort(key=lambda r: (order.get(r.case, len(order)), r.repeat))
@@ -545,3 +510,64 @@ def _run_in(folder: RunFolder, spec: DatasetSpec, corpus: Corpus, options: RunOp
     if after is not None:
         after(finished, config, console)
     return RunResult(out_dir=folder.path, summary=summary, report=report, records=records, run=finished)
+
+
+def _cases_to_run(folder: RunFolder, corpus: Corpus, options: RunOptions, console: Console) -> list:
+    """The cases this session runs. Resuming, cases already finished are neither re-run nor duplicated (with
+    --repeat, a case whose repeats were not all finished is run again whole, and its finished repeats dropped);
+    those that did not complete (a stage failed) are run again, their records replaced."""
+    again = [] if folder.fresh else folder.retry_incomplete()
+    done = {c.source_case_name or c.name for c in folder.done}
+    if options.repeat > 1:
+        counts: dict[str, int] = {}
+        for c in folder.done:
+            counts[c.source_case_name or c.name] = counts.get(c.source_case_name or c.name, 0) + 1
+        done = {n for n, k in counts.items() if k >= options.repeat}
+        folder.done[:] = [c for c in folder.done if (c.source_case_name or c.name) in done]
+    cases = [c for c in build_cases(corpus) if c.name not in done]
+    if folder.done or again:
+        retried = f" ({len(again)} that did not complete run again)" if again else ""
+        console.print(f"resuming {folder.path}: {len(folder.done)} finished, {len(cases)} to run{retried}",
+                      highlight=False)
+    return cases
+
+
+def _evaluators(config: Config, options: RunOptions, corpus: Corpus, task: RagTask, console: Console, *,
+                answers: bool) -> tuple[list, list, dict[str, Any]]:
+    """(retrieval and reference-free evaluators, the reference-free ones, their parameter sources); prints a note
+    for each reference-free judge whose parameters were fitted through another checker."""
+    evaluators: list = [] if options.skip_retrieval else retrieval_evaluators(tuple(options.ks))
+    reference_free = reference_free_evaluators(
+        config, answers=answers, retrieval=not options.skip_retrieval,
+        has_qrels=any(q.relevant for q in corpus.queries), texts=task.texts)
+    judge_parameters = parameter_sources(reference_free)  # each parameters file read once
+    for note in checker_notes(config, judge_parameters):
+        console.print(f"note: {note}")
+    return evaluators + reference_free, reference_free, judge_parameters
+
+
+def _metadata(spec: DatasetSpec, corpus: Corpus, config: Config, qa: QAPlan | None, system_meta: dict[str, Any],
+              judge_parameters: dict[str, Any], concurrency: int, executor: Any) -> dict[str, Any]:
+    """The run's metadata (pydantic-evals' report metadata, and the summary's ``run`` section)."""
+    metadata = {"dataset": spec.name, "source": corpus.source, **system_meta,
+                **(qa.metadata if qa is not None else {})}
+    if judge_parameters:
+        metadata["judge_parameters"] = judge_parameters
+        metadata["reference_free_judge"] = checker_label(config)  # the model the judges asked (not judge_model's)
+    if qa is not None and qa.max_concurrency and executor.in_process:
+        concurrency = min(concurrency, qa.max_concurrency)  # queueing on one in-process model is not latency
+    metadata["concurrency"] = concurrency
+    metadata["executor"] = executor.describe()
+    return metadata
+
+
+def _recorder(folder: RunFolder, advance: Callable[[], None]) -> type[_Recorder]:
+    """``_Recorder`` bound to this run's folder and progress bar: pydantic-evals takes the lifecycle as a class and
+    makes one per case."""
+
+    class Recorder(_Recorder):
+        pass
+
+    Recorder.folder = folder
+    Recorder.advance = staticmethod(advance)
+    return Recorder
