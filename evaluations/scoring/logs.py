@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -447,84 +447,27 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         records = [(where, _with_corpus(record, texts)) for where, record in records]
     gold, prices, ks = gold or {}, prices or {}, ks or [1, 3, 5, 10]
     groups = _ordered_groups(records)
-    order = list(tiers or [])
-    for _, record in records:
-        if record.tier is not None and record.tier not in order:
-            if tiers:
-                raise EvaluationsError(f"tier {record.tier!r} is not in --tiers", where=str(path),
-                                       fix=f"list every tier: --tiers {','.join([*order, record.tier])}")
-            order.append(record.tier)
+    order = _tier_order(records, tiers, path)
     rank = {tier: i for i, tier in enumerate(order)}
+    answering = any(r.answer is not None for _, r in records)  # a log of answers, not of retrieval only
+    judge = _QueryJudge(reference_free=reference_free, cache=cache, tools=tools or {}, cache_dir=cache_dir, ks=ks,
+                        answering=answering)
 
+    totals = _Totals()
     finals: list[CaseRecord] = []  # each query's outcome (its last attempt), averaged by the measure registry
     lasts: list[LogRecord] = []
-    escalated, retried = 0, 0
-    confidences, outcomes, wastes, bases = [], [], [], Counter()
-    tier_attempts, tier_final, tier_tokens, tier_cost = Counter(), Counter(), Counter(), Counter()
-    tokens_in = tokens_out = unreported = 0
-    total_cost, unpriced, tier_unpriced, tier_unreported = 0.0, 0, Counter(), Counter()
-    latencies = []
-    answering = any(r.answer is not None for _, r in records)  # a log of answers, not of retrieval only
-    failed = unanswered = 0
     for done, (qid, attempts) in enumerate(groups.items(), 1):
         g = gold.get(qid)
-        escalated += is_escalated(attempts, rank)
+        totals.escalated += is_escalated(attempts, rank)
+        totals.retried += len(attempts) > 1
         for attempt in attempts:
-            tier = attempt.tier or "(none)"
-            tier_attempts[tier] += 1
-            if attempt.usage is None:
-                unreported += 1
-                tier_unreported[tier] += 1
-            else:
-                usage = attempt.usage
-                tokens_in, tokens_out = tokens_in + usage.input_tokens, tokens_out + usage.output_tokens
-                tier_tokens[tier] += usage.input_tokens + usage.output_tokens
-            cost = _price(attempt, prices)
-            if cost is None:
-                unpriced += 1
-                tier_unpriced[tier] += 1
-            else:
-                total_cost += cost
-                tier_cost[tier] += cost
-            correct = _correct(attempt, g)
-            if attempt.confidence is not None and correct is not None:
-                confidences.append(attempt.confidence)
-                outcomes.append(correct)
-            waste = _waste(attempt, g)
-            if waste is not None:
-                wastes.append(waste[0])
-                bases[waste[1]] += 1
-            if attempt.total_ms() is not None:
-                latencies.append(attempt.total_ms())
-        retried += len(attempts) > 1
+            totals.add(attempt, g, prices)
         last = attempts[-1]
         lasts.append(last)
-        tier_final[last.tier or "(none)"] += 1
-        outcome = _correct(last, g)
-        failed += last.error is not None
-        unanswered += last.error is None and last.answer is None and answering
-        if outcome is None and g is not None and g.answers and (last.error is not None or answering):
-            outcome = False  # a failed or unanswered query is a wrong answer, as a failed case of a run is
-        spans = _first_spans(last)
-        ranking = [s.id for s in spans]
-        answer = _judged_answer(last, answering)
-        judged = _reference_free(last, answer, reference_free, cache, tools or {}, cache_dir)
-        if not last.query and last.error is None:  # nothing to judge by: said per judge, counted in a warning
-            judged["judge_labels"] = {f"{n}_kind": NO_QUERY for n in reference_free}
-        judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
-        # a failed last attempt is a failed case (its error kept), as a run's; an answer log's query is one to answer
-        status = "failed" if last.error is not None else "ok"
-        finals.append(CaseRecord(
-            name=qid, case=qid, query=last.query or "", status=status, error=last.error, retrieved=ranking,
-            scores=[s.score for s in spans] if any(s.score is not None for s in spans) else [],
-            relevant=g.relevant if g else {},
-            metrics=(compute_all(ranking, g.relevant, ks) if g else None) or {}, judges=judges,
-            qa=QARecord(status="failed" if last.error is not None else "ok" if answering else "skipped",
-                        error=last.error, mode=SYSTEM_ANSWER if answering else None),
-            answer=None if last.answer is None else {"answer": last.answer},
-            gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)],
-            context_text=_context_text(last) or None, tier=last.tier,  # what the judges read, for a person too
-            model=last.model, usage=_query_usage(attempts), latency_ms=_query_latency(attempts), **judged))
+        totals.tier_final[last.tier or "(none)"] += 1
+        totals.failed += last.error is not None
+        totals.unanswered += last.error is None and last.answer is None and answering
+        finals.append(judge.record(qid, attempts, g))
         if progress is not None:
             progress(done, len(groups))
 
@@ -533,8 +476,6 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     metrics, evaluated = retrieval_means(final)
     n_judged = sum(FINAL_CORRECT in r.judges for r in finals)
     n_correct = sum(r.judges.get(FINAL_CORRECT) is True for r in finals)
-    retrieved_ids = {s.id for _, r in records for s in r.spans()}
-    gold_ids = {d for g in gold.values() for d in g.relevant}
     summary: dict[str, Any] = {
         "format": "log",
         "file": str(path),
@@ -544,30 +485,9 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "answers": {"judged": n_judged, "correct": n_correct,
                     "accuracy": measures.record_means(final, [FINAL_CORRECT]).get(FINAL_CORRECT) if n_judged
                     else None,  # no gold and no logged ``correct``: nothing to judge correctness by
-                    "failed": failed, "unanswered": unanswered},
-        # an attempt without usage has unknown tokens, and one without a price an unknown cost: a total over the
-        # others is given with their count, a per-query figure only when every attempt is known (never 0 for unknown)
-        "tokens": {"input": tokens_in if unreported < n_attempts else None,
-                   "output": tokens_out if unreported < n_attempts else None,
-                   "per_query": (tokens_in + tokens_out) / n_queries if not unreported else None,
-                   "per_correct_answer": (tokens_in + tokens_out) / n_correct if n_correct and not unreported
-                   else None, "unreported_attempts": unreported},
-        "cost_usd": {"total": total_cost if unpriced < n_attempts else None,
-                     "per_query": total_cost / n_queries if not unpriced else None, "unpriced_attempts": unpriced},
-        "context_waste": {"mean": _mean(wastes), "n": len(wastes), "basis": dict(bases)},
-        "tiers": {
-            "order": order,
-            "attempts": {t: {"n": n, "share": n / n_attempts,
-                             "tokens": tier_tokens[t] if tier_unreported[t] < n else None,
-                             "cost_usd": tier_cost[t] if tier_unpriced[t] < n else None}
-                         for t, n in tier_attempts.items()},
-            "final": {t: {"n": n, "share": n / n_queries} for t, n in tier_final.items()},
-        },
-        "escalation": {"escalated_queries": escalated, "rate": escalated / n_queries,
-                       "retried_queries": retried, "retry_rate": retried / n_queries,
-                       "attempts_per_query": n_attempts / n_queries},
-        "latency_ms": {"mean": _mean(latencies), "n": len(latencies)} if latencies else None,
-        "calibration": calibration(confidences, outcomes, bins),
+                    "failed": totals.failed, "unanswered": totals.unanswered},
+        **totals.sections(order, n_queries, n_attempts, n_correct),
+        "calibration": calibration(totals.confidences, totals.outcomes, bins),
     }
     if "answer_relevance" in reference_free:
         summary["answer_relevance"] = _relevance(finals, lasts, answering, cache_file(cache, cache_dir))
@@ -577,23 +497,169 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     if (judged_free := reference_free_summary(final, asked=asked)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
-    warnings += filter(None, [_context_not_retrieved(records), reference_free and language_warning(finals)])
-    if reference_free and (no_query := [qid for qid, last in zip(groups, lasts) if not last.query]):
-        warnings.append(f"{len(no_query)} of {n_queries} queries logged no 'query' (e.g. {no_query[0]!r}): the "
-                        "reference-free judges read the question, so they are not judged (kind 'no_query'); log "
-                        "the question text as 'query'")
-    if gold and (missing := [qid for qid in groups if qid not in gold]):  # counted, never silently left out
-        summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
-        warnings.append(f"{len(missing)} of {n_queries} logged queries are not in the golden set (e.g. "
-                        f"{', '.join(map(repr, missing[:3]))}): they have no retrieval metrics and no gold answers")
+    warnings += _warnings(records, finals, lasts, list(groups), gold, reference_free, summary)
     if warnings:
         summary["warnings"] = warnings
+    retrieved_ids = {s.id for _, r in records for s in r.spans()}
+    gold_ids = {d for g in gold.values() for d in g.relevant}
     if gold and retrieved_ids and not (retrieved_ids & gold_ids):
         summary["warning"] = ("no retrieved id appears among the golden set's relevant ids: the ids of the log and "
                               f"of the golden set probably differ (log: {sorted(retrieved_ids)[:3]}, "
                               f"golden: {sorted(gold_ids)[:3]})")
     return summary, finals
 
+
+def _tier_order(records: list[tuple[str, LogRecord]], tiers: list[str] | None, path: str | Path) -> list[str]:
+    """The tiers cheapest first: ``--tiers`` (every logged tier must be in it), else in the order the log names
+    them."""
+    order = list(tiers or [])
+    for _, record in records:
+        if record.tier is not None and record.tier not in order:
+            if tiers:
+                raise EvaluationsError(f"tier {record.tier!r} is not in --tiers", where=str(path),
+                                       fix=f"list every tier: --tiers {','.join([*order, record.tier])}")
+            order.append(record.tier)
+    return order
+
+
+@dataclass
+class _Totals:
+    """What the attempts of a log add up to (tokens, cost, tiers, confidence against outcome, context waste,
+    latency) and the queries' counts; ``sections`` gives their part of the summary."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    unreported: int = 0  # attempts without usage: unknown tokens
+    cost: float = 0.0
+    unpriced: int = 0  # attempts without a price: unknown cost
+    escalated: int = 0
+    retried: int = 0
+    failed: int = 0
+    unanswered: int = 0
+    confidences: list[float] = field(default_factory=list)
+    outcomes: list[bool] = field(default_factory=list)
+    wastes: list[float] = field(default_factory=list)
+    bases: Counter = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    tier_attempts: Counter = field(default_factory=Counter)
+    tier_final: Counter = field(default_factory=Counter)
+    tier_tokens: Counter = field(default_factory=Counter)
+    tier_cost: Counter = field(default_factory=Counter)
+    tier_unpriced: Counter = field(default_factory=Counter)
+    tier_unreported: Counter = field(default_factory=Counter)
+
+    def add(self, attempt: LogRecord, gold: Gold | None, prices: dict[str, Any]) -> None:
+        tier = attempt.tier or "(none)"
+        self.tier_attempts[tier] += 1
+        if attempt.usage is None:
+            self.unreported += 1
+            self.tier_unreported[tier] += 1
+        else:
+            self.tokens_in += attempt.usage.input_tokens
+            self.tokens_out += attempt.usage.output_tokens
+            self.tier_tokens[tier] += attempt.usage.input_tokens + attempt.usage.output_tokens
+        cost = _price(attempt, prices)
+        if cost is None:
+            self.unpriced += 1
+            self.tier_unpriced[tier] += 1
+        else:
+            self.cost += cost
+            self.tier_cost[tier] += cost
+        correct = _correct(attempt, gold)
+        if attempt.confidence is not None and correct is not None:
+            self.confidences.append(attempt.confidence)
+            self.outcomes.append(correct)
+        if (waste := _waste(attempt, gold)) is not None:
+            self.wastes.append(waste[0])
+            self.bases[waste[1]] += 1
+        if attempt.total_ms() is not None:
+            self.latencies.append(attempt.total_ms())
+
+    def sections(self, order: list[str], n_queries: int, n_attempts: int, n_correct: int) -> dict[str, Any]:
+        """The summary's tokens, cost_usd, context_waste, tiers, escalation and latency_ms."""
+        tokens = self.tokens_in + self.tokens_out
+        return {
+            # an attempt without usage has unknown tokens, and one without a price an unknown cost: a total over the
+            # others is given with their count, a per-query figure only when every attempt is known (never 0 for
+            # unknown)
+            "tokens": {"input": self.tokens_in if self.unreported < n_attempts else None,
+                       "output": self.tokens_out if self.unreported < n_attempts else None,
+                       "per_query": tokens / n_queries if not self.unreported else None,
+                       "per_correct_answer": tokens / n_correct if n_correct and not self.unreported else None,
+                       "unreported_attempts": self.unreported},
+            "cost_usd": {"total": self.cost if self.unpriced < n_attempts else None,
+                         "per_query": self.cost / n_queries if not self.unpriced else None,
+                         "unpriced_attempts": self.unpriced},
+            "context_waste": {"mean": _mean(self.wastes), "n": len(self.wastes), "basis": dict(self.bases)},
+            "tiers": {
+                "order": order,
+                "attempts": {t: {"n": n, "share": n / n_attempts,
+                                 "tokens": self.tier_tokens[t] if self.tier_unreported[t] < n else None,
+                                 "cost_usd": self.tier_cost[t] if self.tier_unpriced[t] < n else None}
+                             for t, n in self.tier_attempts.items()},
+                "final": {t: {"n": n, "share": n / n_queries} for t, n in self.tier_final.items()},
+            },
+            "escalation": {"escalated_queries": self.escalated, "rate": self.escalated / n_queries,
+                           "retried_queries": self.retried, "retry_rate": self.retried / n_queries,
+                           "attempts_per_query": n_attempts / n_queries},
+            "latency_ms": {"mean": _mean(self.latencies), "n": len(self.latencies)} if self.latencies else None,
+        }
+
+
+@dataclass(frozen=True)
+class _QueryJudge:
+    """One query's outcome, its last attempt, as the ``CaseRecord`` a run would keep: retrieval metrics against the
+    golden set, correctness, and the reference-free judges' verdicts and evidence."""
+
+    reference_free: Sequence[str]
+    cache: bool
+    tools: Mapping[str, Any]
+    cache_dir: str | None
+    ks: list[int]
+    answering: bool
+
+    def record(self, qid: str, attempts: list[LogRecord], g: Gold | None) -> CaseRecord:
+        last = attempts[-1]
+        outcome = _correct(last, g)
+        if outcome is None and g is not None and g.answers and (last.error is not None or self.answering):
+            outcome = False  # a failed or unanswered query is a wrong answer, as a failed case of a run is
+        spans = _first_spans(last)
+        ranking = [s.id for s in spans]
+        answer = _judged_answer(last, self.answering)
+        judged = _reference_free(last, answer, self.reference_free, self.cache, self.tools, self.cache_dir)
+        if not last.query and last.error is None:  # nothing to judge by: said per judge, counted in a warning
+            judged["judge_labels"] = {f"{n}_kind": NO_QUERY for n in self.reference_free}
+        judges = {**judged.pop("judges", {}), **({} if outcome is None else {FINAL_CORRECT: outcome})}
+        # a failed last attempt is a failed case (its error kept), as a run's; an answer log's query is one to answer
+        status = "failed" if last.error is not None else "ok"
+        return CaseRecord(
+            name=qid, case=qid, query=last.query or "", status=status, error=last.error, retrieved=ranking,
+            scores=[s.score for s in spans] if any(s.score is not None for s in spans) else [],
+            relevant=g.relevant if g else {},
+            metrics=(compute_all(ranking, g.relevant, self.ks) if g else None) or {}, judges=judges,
+            qa=QARecord(status="failed" if last.error is not None else "ok" if self.answering else "skipped",
+                        error=last.error, mode=SYSTEM_ANSWER if self.answering else None),
+            answer=None if last.answer is None else {"answer": last.answer},
+            gold_answers=g.answers if g else [], context=[i for i, _ in _ranked_spans(last)],
+            context_text=_context_text(last) or None, tier=last.tier,  # what the judges read, for a person too
+            model=last.model, usage=_query_usage(attempts), latency_ms=_query_latency(attempts), **judged)
+
+
+def _warnings(records: list[tuple[str, LogRecord]], finals: list[CaseRecord], lasts: list[LogRecord],
+              qids: list[str], gold: dict[str, Gold], reference_free: Sequence[str],
+              summary: dict[str, Any]) -> list[str]:
+    """What the summary warns of beyond the context texts: spans not retrieved, the judges' language, queries
+    logged without a question, queries the golden set lacks (also counted in ``summary["not_in_golden"]``)."""
+    warnings = list(filter(None, [_context_not_retrieved(records), reference_free and language_warning(finals)]))
+    if reference_free and (no_query := [qid for qid, last in zip(qids, lasts) if not last.query]):
+        warnings.append(f"{len(no_query)} of {len(qids)} queries logged no 'query' (e.g. {no_query[0]!r}): the "
+                        "reference-free judges read the question, so they are not judged (kind 'no_query'); log "
+                        "the question text as 'query'")
+    if gold and (missing := [qid for qid in qids if qid not in gold]):  # counted, never silently left out
+        summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
+        warnings.append(f"{len(missing)} of {len(qids)} logged queries are not in the golden set (e.g. "
+                        f"{', '.join(map(repr, missing[:3]))}): they have no retrieval metrics and no gold answers")
+    return warnings
 
 
 def is_escalated(attempts: list[LogRecord], rank: dict[str, int]) -> bool:
