@@ -440,6 +440,29 @@ def test_a_number_is_found_in_the_context_as_the_keywords_write_it():
     assert topic_found("Up to how far off can the Deal Timeball be?", "10.9 s", deal) == 0
 
 
+def test_a_number_written_in_words_is_the_number_the_context_writes_in_digits_and_back():
+    """"About four hundred people." to a context that says 400 was found nowhere in it and rejected as off-topic
+    (a probe written for it, 2026-12-04): a number spelled out in the answer or in the context is matched as
+    digits. The expected numbers are written by hand; a run of words that is not one number stays words."""
+    from evaluations.judging.grounded.answer_relevance import _numerals
+
+    question = "How many employees were affected by the move?"
+    digits = ("Northwind Tools moved its headquarters from San Jose to Austin in 2021. Executives cited lower taxes "
+              "and a larger pool of engineers. The move affected 400 employees, most of whom relocated.")
+    words = digits.replace("400", "four hundred")
+    for answer, context in (("About four hundred people.", digits), ("400 of them.", words),
+                            ("Four hundred.", words)):
+        assert answer_relevance(question, answer, context).verdict, (answer, context)
+        assert topic_found(question, answer, context) >= 1
+    assert topic_found(question, "About four hundred and one people.", digits) == 0  # 401 is not 400
+    assert {t: _numerals(t, keep_words=False) for t in (
+        "four hundred", "twenty-five years", "two thousand and ten", "seven hundred fifty thousand", "one of them",
+        "a hundred men", "two three", "twenty thirty")} == {
+        "four hundred": "400", "twenty-five years": "25 years", "two thousand and ten": "2010",
+        "seven hundred fifty thousand": "750000", "one of them": "one of them", "a hundred men": "a hundred men",
+        "two three": "two three", "twenty thirty": "twenty thirty"}
+
+
 def topic_found(question: str, answer: str, context: str) -> int:
     from evaluations.judging.grounded.answer_relevance import topic
     from evaluations.judging.correctness.semantic import embed_texts
