@@ -52,7 +52,7 @@ from evaluations.judging.validation.agreement import wilson  # noqa: E402
 from evaluations.judging.grounded.claims import has_verb  # noqa: E402
 from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.grounded.faithfulness import judge_faithfulness, load_params, rule_verdict  # noqa: E402
-from evaluations.judging.correctness.nonanswer import is_polar, question_options  # noqa: E402
+from evaluations.judging.basics.question_forms import is_polar, question_options  # noqa: E402
 from evaluations.judging.basics.passages import Passage  # noqa: E402
 
 

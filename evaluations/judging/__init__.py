@@ -1,8 +1,8 @@
 """Judge logic without pydantic-evals, in rooms that say what they are (lowest first; a room imports only the rooms
 before it):
 
-* ``basics``: text normalisation and keywords, ``Passage``, one model-backed verdict, shipped files, fitted
-  parameters files;
+* ``basics``: text normalisation and keywords, the English lexicon, question forms, ``Passage``, one model-backed
+  verdict, shipped files, fitted parameters files;
 * ``correctness``: verdicts against gold answers (the non-answer screen, lexical, semantic, offline, LLM);
 * ``checkers``: the P(yes) backends the reference-free judges ask (embedded, served);
 * ``grounded``: reference-free verdicts (faithfulness, context relevance, answer relevance, grounding);

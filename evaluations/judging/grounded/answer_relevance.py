@@ -14,14 +14,14 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    "called", …) or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title.
    On a question marked unanswerable a refusal is accepted (it is the answer).
    Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
-   gold, so they are replaced here): with kw = ``nonanswer.stems`` and novel = kw(A) − ``GENERIC`` −
+   gold, so they are replaced here): with kw = ``lexicon.stems`` and novel = kw(A) − ``GENERIC`` −
    ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation") less the
    stems similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
    reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1), or when its only
-   keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when
+   keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when
    it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
    keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
-   (``nonanswer.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
+   (``question_forms.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
    "Which magazine was started first, Arthur's Magazine or First for Women?") is neither.
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
@@ -39,7 +39,7 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    e(x) the L2-normalised all-MiniLM-L6-v2 embedding (``semantic.embed_texts``, cached), the context split into
    sentences s_i (``sentences``), and the sentences *near the question* = the ``NEAR_TOP`` s_i of highest
    cos(e(Q), e(s_i)) with their neighbours, the signals (``Topic``, ``topic``) are:
-   * grounding = share of kw(A) − ``GENERIC`` that occur in the context or the question (``nonanswer.similar``;
+   * grounding = share of kw(A) − ``GENERIC`` that occur in the context or the question (``lexicon.similar``;
      a keyword with a digit must occur as that number: "$1,000,000" matches "US$1,000,000");
    * close = max over the near sentences of cos(e(A), e(s_i)): the answer's meaning against the passage that
      answers the question;
@@ -87,9 +87,10 @@ from pathlib import Path
 import numpy as np
 
 from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
-from evaluations.judging.correctness.nonanswer import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, affirms_polar,
-                                           answers_polar, has_number, is_polar, is_refusal, picks_option, screen,
-                                           similar, stem, stems, VAGUE)
+from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, VAGUE,
+                                                has_number, similar, stem, stems)
+from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
+from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
 from evaluations.judging.basics.text import normalize
@@ -190,7 +191,7 @@ def _restates(question: str, answer: str) -> str | None:
     of kw(Q), is ∅: "Somebody ranked Warsaw 32nd."), and it reuses at
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
     answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
-    answer whose only keywords are ``nonanswer.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
+    answer whose only keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
     q, said = _question_stems(question), stems(answer) - GENERIC
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
@@ -358,7 +359,7 @@ def _titled(answer: str) -> bool:
 
 
 def _has_number(text: str) -> bool:
-    """``nonanswer.has_number``, or a quantity word ("several", "hundreds")."""
+    """``lexicon.has_number``, or a quantity word ("several", "hundreds")."""
     return has_number(normalize(text)) or bool((set(normalize(text).split()) | stems(text)) & _QUANTITY)
 
 

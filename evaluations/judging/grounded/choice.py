@@ -5,7 +5,7 @@ Lester or Ken Loach?" is right only because Loach's sentences say English and Le
 the model does not weigh against each other. Such a question is decided here, without a model, when the passages
 single one option out:
 
-1. The question offers two options (``nonanswer.question_options``, one group of two) and compares nothing
+1. The question offers two options (``question_forms.question_options``, one group of two) and compares nothing
    (``_COMPARES``: no "more", "first", "larger", "older" …; comparisons by date are ``judging.grounded.comparison``'s).
 2. What it asks (``asked``): the content words of the question without the options' words and the question's own
    frame ("which", "one", "following" …).
@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluations.judging.grounded.comparison import about, name_pattern, negation
-from evaluations.judging.correctness.nonanswer import COMPARATIVES, FILLER, STOPWORDS, question_options, similar, stems
+from evaluations.judging.basics.lexicon import FILLER, similar, stems
+from evaluations.judging.basics.question_forms import COMPARATIVES, question_options
+from evaluations.judging.basics.text import STOPWORDS
 
 __all__ = ["Choice", "asked", "choice_of", "choose", "verdict"]
 
-#: words beyond ``nonanswer.COMPARATIVES`` of a question that compares or relates its options: no choice by what is said
+#: words beyond ``question_forms.COMPARATIVES`` of a question that compares or relates its options: no choice by what is said
 _RELATES = tuple("""
     fewest furthest farthest wider widest second newer newest lower lowest before after than both neither either same
     different
@@ -61,7 +63,7 @@ def _stems(text: str) -> frozenset[str]:
 
 
 def _has(word: str, held: frozenset[str]) -> bool:
-    """``word`` or a form of it is held: ``nonanswer.similar``, or one is the other and a letter ("gam", "game")."""
+    """``word`` or a form of it is held: ``lexicon.similar``, or one is the other and a letter ("gam", "game")."""
     return similar(word, held) or len(word) >= 3 and any(
         abs(len(h) - len(word)) <= 1 and (h.startswith(word) or word.startswith(h)) for h in held if len(h) >= 3)
 

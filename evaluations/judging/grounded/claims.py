@@ -11,17 +11,17 @@ Claims (``split_claims``, deterministic):
    ("…, and sold it in 2000") takes the left side's subject, a "which"/"who" clause takes the words it follows
    (its antecedent: the left side's words after its last function word);
 4. a sentence of at most ``REFUSAL_WORDS`` words with a refusal phrase (``nonanswer.is_refusal``) and a part that only
-   restates the question (no keyword beyond the question's, ``nonanswer.stems``) is no claim, unless it picks one of
-   the options the question offers (``nonanswer.picks_option``: "Arthur's Magazine was started first." to "Which
+   restates the question (no keyword beyond the question's, ``lexicon.stems``) is no claim, unless it picks one of
+   the options the question offers (``question_forms.picks_option``: "Arthur's Magazine was started first." to "Which
    magazine was started first, Arthur's Magazine or First for Women?") or, without a yes/no word, states a yes/no
-   question's proposition (``nonanswer.affirms_polar``: "Paris is the capital of France." to "Is Paris the capital
+   question's proposition (``question_forms.affirms_polar``: "Paris is the capital of France." to "Is Paris the capital
    of France?": it answers "yes");
 5. an answer without a verb ("Rollo", "in 1889") is one ``short`` claim, read together with the question;
 6. when nothing else is left, a yes/no answer to a yes/no question ("No", "No, they are not.": ``polar_claim``) is
    one ``short`` claim: its polarity is what it states.
 
 Signals of one claim against passages (each a small function, all in [0, 1] or a count; ``claim_signals``). With
-kw(x) the keyword stems of x (``nonanswer.stems``), a word present when ``nonanswer.similar`` finds it, C the
+kw(x) the keyword stems of x (``lexicon.stems``), a word present when ``lexicon.similar`` finds it, C the
 claim's keywords (for a short claim: the answer's keywords plus the question's, the question being part of what a
 short answer claims), and windows the runs of ``WINDOW`` consecutive sentences of a passage:
 
@@ -53,8 +53,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evaluations.judging.correctness.nonanswer import (FILLER, POLARITY, VAGUE, affirms_polar, is_polar, is_refusal, picks_option,
-                                           similar, stem, stems)
+from evaluations.judging.basics.lexicon import FILLER, POLARITY, VAGUE, similar, stem, stems
+from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
+from evaluations.judging.correctness.nonanswer import is_refusal
 from evaluations.judging.basics.text import STOPWORDS, normalize
 
 __all__ = [

@@ -4,7 +4,7 @@ The checker model reads a claim and a window and says yes or no; it does not com
 born first, A or B?" with A born 1971 and B 1908 in the passages: P(yes) is about the same for either answer). A
 comparison by date is decided here instead, without a model:
 
-1. The question offers two options (``nonanswer.question_options``: "…, A or B?") and asks for the earlier
+1. The question offers two options (``question_forms.question_options``: "…, A or B?") and asks for the earlier
    (``EARLIER``: first, earlier, older, oldest …) or the later one (``LATER``: later, younger, more recent …), not
    both. A question about deaths or endings ("died first", "closed earlier") is left alone.
 2. The event compared is the question's verb (``EVENTS``: born; founded / established / formed / started …;
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from evaluations.judging.grounded.claims import sentences
-from evaluations.judging.correctness.nonanswer import FILLER, question_options, stems
+from evaluations.judging.basics.lexicon import FILLER, stems
+from evaluations.judging.basics.question_forms import question_options
 
 __all__ = ["Comparison", "EVENTS", "about", "event_of", "name_pattern", "negation", "picked", "resolve", "verdict",
            "year_of"]

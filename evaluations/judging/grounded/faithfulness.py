@@ -71,7 +71,8 @@ from evaluations.judging.grounded import choice
 from evaluations.judging.grounded import comparison
 from evaluations.judging.grounded import pairs
 from evaluations.judging.correctness.embedded import VerdictCache
-from evaluations.judging.correctness.nonanswer import FILLER, screen, similar, stems
+from evaluations.judging.basics.lexicon import FILLER, similar, stems
+from evaluations.judging.correctness.nonanswer import screen
 from evaluations.judging.basics.fitted import llm_logit
 from evaluations.judging.basics.passages import Passage, as_passages
 

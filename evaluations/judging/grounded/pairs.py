@@ -4,7 +4,7 @@ The checker model reads one claim against one window; "Yes" to "Are Pam Veasey a
 two facts from two places, and its P(yes) for "Yes" and for "No" is about the same (HaluEval's yes/no questions:
 0.50). Such a question is decided here instead, without a model, when the passages settle it:
 
-1. The question (``pair_question``) is a yes/no question (``nonanswer.is_polar``) that names two things joined by
+1. The question (``pair_question``) is a yes/no question (``question_forms.is_polar``) that names two things joined by
    "and" right after its auxiliary ("Are [both] [the bands] A and B …", "Do filmmakers A and B …"); each name is
    a run of capitalised words (with "of", "the", "de", "van" … inside). The rest of the question is what it asks.
 2. What each name's passages say about it: its sentences (``comparison.about``: from the one naming it up to the
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from evaluations.judging.grounded.claims import DEMONYMS
 from evaluations.judging.grounded.comparison import about, event_of, negation, year_of
-from evaluations.judging.correctness.nonanswer import FILLER, is_polar, stems
+from evaluations.judging.basics.lexicon import FILLER, stems
+from evaluations.judging.basics.question_forms import is_polar
 
 __all__ = ["NATIONAL", "PairAnswer", "decide", "nationality", "pair_question", "polarity", "verdict"]
 

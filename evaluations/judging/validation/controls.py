@@ -202,11 +202,11 @@ def restate_worded(question: str) -> str:
 
 def _off_topic_sentence(item: QAItem, rng: np.random.Generator, pool: Sequence[QAItem]) -> str | None:
     """The first sentence (6 words or more) of another question's passage without this question's gold that shares
-    no keyword with the question (nor one alike: "Normans" / "Normandy", ``nonanswer.similar``) and less than a fifth
+    no keyword with the question (nor one alike: "Normans" / "Normandy", ``lexicon.similar``) and less than a fifth
     of its keywords with the question's own passage (another paragraph of the same article is on its subject):
     fluent, and about something else."""
     other = _other_passage(item, _own_rng(item.question), pool)
-    from evaluations.judging.correctness.nonanswer import similar, stems
+    from evaluations.judging.basics.lexicon import similar, stems
 
     asked, own = stems(item.question), stems(item.context)
 

@@ -1,0 +1,114 @@
+"""The project's English lexicon: word lists and light stemming shared by the non-answer screen, the
+reference-free judges and the label tools (one copy of each list).
+
+* ``stem`` / ``stems``: a light suffix stripper (plural, past, -ing, -ly; irregular pasts and number words through
+  ``_IRREGULAR``) and kw(text), the stems of a text's non-stopword tokens;
+* ``similar``: a word equal to, or sharing a long prefix with, one of a set (``mitochondria`` ~ ``mitochondrion``);
+* ``FILLER`` (words that add no content), ``VAGUE`` (pronouns standing for the asked thing), ``VERBS`` (a small
+  list of finite verbs), dates (``YEAR``, ``MONTH``), numbers (``NUMBER_WORDS``, ``has_number``), and polarity
+  (``POLAR_WORDS``, ``POLARITY``, ``AUX_START``: the auxiliary a yes/no question starts with).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from evaluations.judging.basics.text import STOPWORDS, tokens
+
+__all__ = ["FILLER", "VAGUE", "VERBS", "YEAR", "MONTH", "NUMBER_WORDS", "POLAR_WORDS", "POLARITY", "AUX_START",
+           "stem", "stems", "similar", "has_number"]
+
+#: words an answer adds without adding content (generic nouns, adjectives and discourse words)
+FILLER = frozenset(
+    """
+    new various several many important different way ways thing things answer question information mentioned
+    according stated said says say text context document passage article also specific certain main key
+    significant particular following given provided based regarding related part role one ones kind type
+    include includes including well like use used using make made often however overall
+    """.split()
+)
+YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
+MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion trillion dozen half quarter once twice single double triple none".split()
+)
+_DIGIT = re.compile(r"\d")
+VERBS = frozenset(
+    "is are was were be been has have had do does did will would can could shall should may might must "
+    "said says made makes took takes gave gives became becomes found finds led leads began begins".split()
+)
+
+#: a yes/no word of an answer, and the auxiliary a polar question starts with (``is_polar``)
+POLAR_WORDS = ("yes", "no", "not", "never", "true", "false", "correct", "incorrect", "indeed", "none", "neither", "nor",
+               "nt", "cannot")
+POLARITY = re.compile(rf"\b({'|'.join(POLAR_WORDS)})\b")
+AUX_START = re.compile(r"^\W*(is|are|was|were|am|do|does|did|can|could|will|would|should|shall|has|have|had|may|"
+                        r"might|must|isn't|aren't|wasn't|weren't|don't|doesn't|didn't)\b", re.I)
+
+
+#: irregular past forms -> base form, and number words -> digits, so "overcame" matches "overcome", "eleven" "11"
+_IRREGULAR = dict(
+    pair.split(":") for pair in """
+    overcame:overcome became:become began:begin gave:give given:give took:take taken:take made:make found:find
+    led:lead won:win wrote:write written:write said:say went:go gone:go came:come built:build held:hold
+    brought:bring thought:think bought:buy taught:teach sought:seek chose:choose chosen:choose drove:drive
+    driven:drive rose:rise grew:grow grown:grow knew:know known:know threw:throw drew:draw drawn:draw flew:fly
+    spoke:speak spoken:speak broke:break broken:break stole:steal wore:wear froze:freeze ran:run sat:sit
+    stood:stand understood:understand kept:keep left:leave felt:feel meant:mean met:meet paid:pay sent:send
+    spent:spend lost:lose told:tell sold:sell heard:hear fought:fight caught:catch fell:fall fallen:fall hid:hide
+    shot:shoot struck:strike fed:feed fled:flee saw:see seen:see did:do done:do ate:eat eaten:eat got:get
+    zero:0 one:1 two:2 three:3 four:4 five:5 six:6 seven:7 eight:8 nine:9 ten:10 eleven:11 twelve:12
+    thirteen:13 fourteen:14 fifteen:15 sixteen:16 seventeen:17 eighteen:18 nineteen:19 twenty:20
+    """.split()
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English suffix stripper (plural, past, -ing, -ly), enough to match 'launched' with 'launch';
+    irregular past forms and number words through ``_IRREGULAR``."""
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("ly", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: len(word) - len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2]:
+                stem = stem[:-1]  # "planned" -> "plan"
+            return stem
+    return word
+
+
+def stems(text: str) -> frozenset[str]:
+    """kw(text): the stems (``stem``) of its non-stopword tokens."""
+    return frozenset(stem(t) for t in tokens(text) if t not in STOPWORDS)
+
+
+#: indefinite pronouns that stand for the asked thing without naming it ("Somebody.", "Somebody ranked Warsaw
+#: 32nd."): an answer adding only these to the question's words says nothing
+VAGUE = frozenset(stem(w) for w in "somebody someone something somewhere sometime somehow".split())
+
+
+def similar(word: str, others: frozenset[str]) -> bool:
+    """``word`` is in ``others``, or shares a prefix of ≥ 5 characters and ≥ 70% of the shorter word with one of
+    them ("mitochondria" ~ "mitochondrion", "hellenismos" ~ "hellenism")."""
+    if word in others:
+        return True
+    for other in others:
+        n = min(len(word), len(other))
+        if n >= 5 and word[:5] == other[:5]:
+            k = next((i for i, (x, y) in enumerate(zip(word, other)) if x != y), n)
+            if k >= 0.7 * n:
+                return True
+    return False
+
+
+def has_number(text: str) -> bool:
+    """A digit, or a number word (``NUMBER_WORDS``) among the normalised text's words."""
+    return bool(_DIGIT.search(text)) or any(t in NUMBER_WORDS for t in text.split())
