@@ -40,6 +40,7 @@ NUMBER_WORDS = frozenset(
     "billion trillion dozen half quarter once twice single double triple none".split()
 )
 _DIGIT = re.compile(r"\d")
+#: a few finite verbs: a heading has none, and an option of a question ends before one
 VERBS = frozenset(
     "is are was were be been has have had do does did will would can could shall should may might must "
     "said says made makes took takes gave gives became becomes found finds led leads began begins".split()

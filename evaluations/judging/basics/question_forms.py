@@ -17,7 +17,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = ["OPTION_MAX_WORDS", "OPTION_RUN", "COMPARATIVES", "question_options", "is_polar", "affirms_polar",
            "picks_option", "picked_option"]
 
-OPTION_MAX_WORDS = 5  # ... and so is one with a longer part
+OPTION_MAX_WORDS = 5  # a comma-list item of a question, or a part of an "X or Y" answer: at most this many words
 OPTION_RUN = 3  # a lowercase option of a question: at most this many content words ("static IP address")
 
 _OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
