@@ -331,8 +331,9 @@ def _generate(
 
 
 def greedy_under_grammar(llm: Any, prompt: list[int], gbnf: str, max_tokens: int) -> tuple[str, int, str]:
-    """Greedy decoding under a GBNF grammar, as llama.cpp's own sampler chain (grammar, then greedy) decodes it, in
-    a fraction of the time: -> (text, tokens generated, finish reason "stop" or "length").
+    """Greedy decoding under a GBNF grammar, token for token what llama.cpp's own sampler chain (grammar, then
+    greedy) decodes, without filtering the whole vocabulary at every token: -> (text, tokens generated, finish
+    reason "stop" or "length"). ``benchmarks/grammar_decoding.py``: 0.81-0.89x the chain's time per answer.
 
     The chain filters every token of the vocabulary through the grammar at every step (151,936 tokens for Qwen:
     about 45 ms a token here, more than the model itself). The grammar only removes tokens, so when the model's
