@@ -151,3 +151,28 @@ def test_overload_is_not_degraded_by_any_user(tmp_path):
     ladder: another output mode cannot help, so none is tried."""
     with FakeLLMServer(models=("small-llm",), responder=lambda request: Fault("500")) as server:
         asyncio.run(_overloaded(server, tmp_path))
+
+
+def test_what_a_ray_worker_learnt_reaches_the_drivers_judges(tmp_path):
+    """On Ray the QA agent answers in a worker process, the judges ask from the driver: the worker hands its ladder's
+    record back with each case's counts (``ray_executor._count``), so the driver's judge on the same served model
+    starts at the mode that worked, as in one process (one request, not the QA agent's three)."""
+    from evaluations.models.ladder import lessons
+    from evaluations.pipeline.ray_executor import _count
+
+    with FakeLLMServer(models=("small-llm",), responder=_small_model) as server:
+        config = _config(server.openai_url, tmp_path, enabled=False)
+        worker = _Users(config)
+        assert asyncio.run(worker.qa()).mode == "prompted"
+        learnt = lessons()
+        assert [(url.rstrip("/"), name, modes) for (url, name), modes in learnt.items()] == [
+            (server.openai_url.rstrip("/"), "small-llm", {"tool", "native"})]
+        forget_failures()  # the driver: another process, which has learnt nothing itself
+        driver = _Users(config)
+        assert known_failures(driver.agent.model) == frozenset()
+        _count({"calls": {}, "waits": [], "gave_up": 0, "ladder": learnt})
+        assert known_failures(driver.agent.model) == {"tool", "native"}
+        before = len(server.calls(CHAT))
+        assert asyncio.run(driver.judge()).mode == "prompted"
+        assert len(server.calls(CHAT)) - before == 1
+    assert server.errors == []

@@ -126,6 +126,21 @@ def _learn(model: Any, failed: list[str], worked: str) -> None:
         known.discard(worked)
 
 
+def lessons() -> dict[tuple[str, str], frozenset[str]]:
+    """What this process's ladders learnt in this command ((base URL, model name) -> the structured modes that
+    failed there), for another process of the same command: a Ray worker's QA ladder hands it to the driver,
+    whose judges ask the same served model (``take_lessons``)."""
+    with _failures_lock:
+        return {key: frozenset(modes) for key, modes in _failures.items() if modes}
+
+
+def take_lessons(learnt: dict[tuple[str, str], frozenset[str]]) -> None:
+    """Add another process's ``lessons`` to this process's record (its modes are then tried last here too)."""
+    with _failures_lock:
+        for key, modes in learnt.items():
+            _failures.setdefault(tuple(key), set()).update(m for m in modes if m in STRUCTURED_MODES)
+
+
 def forget_failures() -> None:
     """Clear what the ladders learnt about served models (``known_failures``)."""
     with _failures_lock:

@@ -194,15 +194,22 @@ class CaseWorker:
 
         reset_call_stats()
         RETRY_STATS.reset()
+        from evaluations.models.ladder import lessons
+
         output, metrics = await self.task.run_case(inputs)
-        spent = {"calls": call_stats(), "waits": list(RETRY_STATS.waits), "gave_up": RETRY_STATS.gave_up}
+        spent = {"calls": call_stats(), "waits": list(RETRY_STATS.waits), "gave_up": RETRY_STATS.gave_up,
+                 "ladder": lessons()}  # what the QA ladder learnt of a served model: the driver's judges ask it too
         return output, metrics, spent
 
 
 def _count(spent: dict[str, Any]) -> None:
-    """Add a worker's model calls and retries for one case to this (the driver's) process counters."""
+    """Add a worker's model calls and retries for one case to this (the driver's) process counters, and what its
+    output-mode ladders learnt to this process's (``ladder.take_lessons``)."""
     from evaluations.models.cache import CALL_STATS
+    from evaluations.models.ladder import take_lessons
     from evaluations.models.retry import RETRY_STATS
+
+    take_lessons(spent.get("ladder", {}))
 
     for kind, stats in spent["calls"].items():
         CALL_STATS[kind].add(hits=stats["cached"], misses=stats["live"], errors=stats["failed"])
