@@ -8,6 +8,7 @@ then "aborted", exit code 130.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -227,7 +228,10 @@ def main(argv: list[str] | None = None) -> None:
     """Run the command in ``argv`` (default: the process's arguments); SIGTERM interrupts it as Ctrl-C does (the
     handler there before is put back when it returns). What earlier commands in this process learnt about served
     models' output modes (``models.ladder.known_failures``) is forgotten: a command's requests do not depend on the
-    commands before it."""
+    commands before it. pydantic-ai's first-run banner (an advertisement for its tracing service, printed to a
+    terminal when the first agent runs) is turned off: the console is this tool's (its public switch, read when an
+    agent first runs; a value the user set is kept)."""
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
     ladder = sys.modules.get("evaluations.models.ladder")  # only loaded by commands that asked a model
     if ladder is not None:
         ladder.forget_failures()
