@@ -190,12 +190,11 @@ class CaseWorker:
 
     async def run(self, inputs: RetrievalInputs) -> tuple[CaseOutput, dict[str, float], dict[str, Any]]:
         from evaluations.models.cache import call_stats, reset_call_stats
+        from evaluations.models.ladder import lessons
         from evaluations.models.retry import RETRY_STATS
 
         reset_call_stats()
         RETRY_STATS.reset()
-        from evaluations.models.ladder import lessons
-
         output, metrics = await self.task.run_case(inputs)
         spent = {"calls": call_stats(), "waits": list(RETRY_STATS.waits), "gave_up": RETRY_STATS.gave_up,
                  "ladder": lessons()}  # what the QA ladder learnt of a served model: the driver's judges ask it too

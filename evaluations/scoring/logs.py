@@ -497,7 +497,10 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     if (judged_free := reference_free_summary(final, asked=asked)) is not None:
         summary["reference_free"] = judged_free
     summary["context_text"], warnings = _context_report(lasts, records, texts, judged=bool(reference_free))
-    warnings += _warnings(records, finals, lasts, list(groups), gold, reference_free, summary)
+    missing = [qid for qid in groups if qid not in gold] if gold else []  # counted, never silently left out
+    if missing:
+        summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
+    warnings += _warnings(records, finals, lasts, list(groups), missing, reference_free)
     if warnings:
         summary["warnings"] = warnings
     retrieved_ids = {s.id for _, r in records for s in r.spans()}
@@ -646,17 +649,15 @@ class _QueryJudge:
 
 
 def _warnings(records: list[tuple[str, LogRecord]], finals: list[CaseRecord], lasts: list[LogRecord],
-              qids: list[str], gold: dict[str, Gold], reference_free: Sequence[str],
-              summary: dict[str, Any]) -> list[str]:
+              qids: list[str], missing: list[str], reference_free: Sequence[str]) -> list[str]:
     """What the summary warns of beyond the context texts: spans not retrieved, the judges' language, queries
-    logged without a question, queries the golden set lacks (also counted in ``summary["not_in_golden"]``)."""
+    logged without a question, the queries the golden set lacks (``missing``, the summary's ``not_in_golden``)."""
     warnings = list(filter(None, [_context_not_retrieved(records), reference_free and language_warning(finals)]))
     if reference_free and (no_query := [qid for qid, last in zip(qids, lasts) if not last.query]):
         warnings.append(f"{len(no_query)} of {len(qids)} queries logged no 'query' (e.g. {no_query[0]!r}): the "
                         "reference-free judges read the question, so they are not judged (kind 'no_query'); log "
                         "the question text as 'query'")
-    if gold and (missing := [qid for qid in qids if qid not in gold]):  # counted, never silently left out
-        summary["not_in_golden"] = {"queries": len(missing), "examples": missing[:5]}
+    if missing:
         warnings.append(f"{len(missing)} of {len(qids)} logged queries are not in the golden set (e.g. "
                         f"{', '.join(map(repr, missing[:3]))}): they have no retrieval metrics and no gold answers")
     return warnings

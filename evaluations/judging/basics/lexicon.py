@@ -17,7 +17,7 @@ from functools import lru_cache
 from evaluations.judging.basics.text import STOPWORDS, tokens
 
 __all__ = ["FILLER", "VAGUE", "VERBS", "YEAR", "MONTH", "NUMBER_WORDS", "POLAR_WORDS", "POLARITY", "AUX_START",
-           "stem", "stems", "similar", "has_number"]
+           "stem", "stems", "similar", "has_number", "spelled_number", "numbers_as_digits"]
 
 #: words an answer adds without adding content (generic nouns, adjectives and discourse words)
 FILLER = frozenset(
@@ -34,11 +34,13 @@ _MONTHS = (
     "jan feb mar apr jun jul aug sep sept oct nov dec"
 ).split()
 MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
-NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
-    "billion trillion dozen half quarter once twice single double triple none".split()
-)
+#: the words of a number and their values: units, tens, and the scales that multiply them
+_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES,
+                          *"trillion dozen half quarter once twice single double triple none".split()])
 _DIGIT = re.compile(r"\d")
 #: a few finite verbs: a heading has none, and an option of a question ends before one
 VERBS = frozenset(
@@ -65,10 +67,8 @@ _IRREGULAR = dict(
     stood:stand understood:understand kept:keep left:leave felt:feel meant:mean met:meet paid:pay sent:send
     spent:spend lost:lose told:tell sold:sell heard:hear fought:fight caught:catch fell:fall fallen:fall hid:hide
     shot:shoot struck:strike fed:feed fled:flee saw:see seen:see did:do done:do ate:eat eaten:eat got:get
-    zero:0 one:1 two:2 three:3 four:4 five:5 six:6 seven:7 eight:8 nine:9 ten:10 eleven:11 twelve:12
-    thirteen:13 fourteen:14 fifteen:15 sixteen:16 seventeen:17 eighteen:18 nineteen:19 twenty:20
     """.split()
-)
+) | {w: str(v) for w, v in _UNITS.items()} | {"twenty": "20"}
 
 
 @lru_cache(maxsize=65536)
@@ -113,3 +113,46 @@ def similar(word: str, others: frozenset[str]) -> bool:
 def has_number(text: str) -> bool:
     """A digit, or a number word (``NUMBER_WORDS``) among the normalised text's words."""
     return bool(_DIGIT.search(text)) or any(t in NUMBER_WORDS for t in text.split())
+
+
+_NUMBER_RUN = re.compile(r"\b(?:(?:%s)(?:[\s-]+(?:and[\s-]+)?)?)+\b" % "|".join(
+    sorted([*_UNITS, *_TENS, *_SCALES], key=len, reverse=True)))
+
+
+def spelled_number(words: list[str]) -> int | None:
+    """The number a run of number words spells ("four hundred" 400, "twenty five" 25, "two thousand ten"
+    2010), or None when the run is not one number ("one", a lone "hundred", "two three")."""
+    total, current, last = 0, 0, None
+    for word in words:
+        if word in _SCALES:
+            if current == 0 and last is None:
+                return None
+            if _SCALES[word] == 100:
+                current = (current or 1) * 100
+            else:
+                total, current = total + (current or 1) * _SCALES[word], 0
+        elif word in _TENS:
+            if current % 100 or last in _TENS:
+                return None
+            current += _TENS[word]
+        else:
+            if last in _UNITS or (current % 10 and last in _TENS):
+                return None
+            current += _UNITS[word]
+        last = word
+    return None if len(words) == 1 and words[0] in ("zero", "one") else total + current
+
+
+def numbers_as_digits(text: str, *, keep_words: bool) -> str:
+    """Lower-case ``text`` with each number written in words also written in digits ("about four hundred people"
+    -> "about 400 people"); ``keep_words``: the words stay beside the digits ("four hundred 400"). A lone "one"
+    or "zero" stays a word (a pronoun, a determiner)."""
+
+    def write(match: re.Match) -> str:
+        run = match.group(0)
+        value = spelled_number([w for w in re.split(r"[\s-]+", run.strip()) if w and w != "and"])
+        if value is None:
+            return run
+        return f"{run.rstrip()} {value} " if keep_words else f"{value}{run[len(run.rstrip()):]}"
+
+    return _NUMBER_RUN.sub(write, text)

@@ -107,6 +107,8 @@ _ASKS_NUMBER = re.compile(r"\bhow (many|much|long|old|far|often|tall|big|large)\
                           r"amount|proportion|share)\b")
 _WHO = re.compile(r"^\s*(who|whom|whose)\b", re.I)
 _OR = re.compile(r"\s*(?:\bor\b|/)\s*")
+
+
 def is_refusal(answer: str, question: str = "") -> bool:
     """A refusal or "I don't know" phrase (normalised text, ``_REFUSAL``) in a short answer (≤ 30 words) or
     among the first 12 words of a longer one (a long answer that mentions "not stated" in passing is not one); or

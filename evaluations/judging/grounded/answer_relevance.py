@@ -88,7 +88,7 @@ import numpy as np
 
 from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, VAGUE,
-                                                has_number, similar, stem, stems)
+                                                has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
 from evaluations.judging.correctness.semantic import embed_texts
@@ -457,54 +457,11 @@ def _digits(text: str) -> str:
     return _SEPARATOR.sub("", text.lower())
 
 
-_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split(), 0)
-         if w != "_"}
-_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
-_NUMBER_RUN = re.compile(r"\b(?:(?:%s)(?:[\s-]+(?:and[\s-]+)?)?)+\b" % "|".join(
-    sorted([*_UNITS, *_TENS, *_SCALES], key=len, reverse=True)))
-
-
-def _spelled(words: list[str]) -> int | None:
-    """The number a run of number words spells ("four hundred" 400, "twenty-five" 25, "two thousand and ten"
-    2010), or None when the run is not one number ("one", a lone "hundred", "two three")."""
-    total, current, last = 0, 0, None
-    for word in words:
-        if word in _SCALES:
-            if current == 0 and last is None:
-                return None
-            if _SCALES[word] == 100:
-                current = (current or 1) * 100
-            else:
-                total, current = total + (current or 1) * _SCALES[word], 0
-        elif word in _TENS:
-            if current % 100 or last in _TENS:
-                return None
-            current += _TENS[word]
-        else:
-            if last in _UNITS or (current % 10 and last in _TENS):
-                return None
-            current += _UNITS[word]
-        last = word
-    value = total + current
-    return None if len(words) == 1 and words[0] in ("zero", "one") else value
-
-
 def _numerals(text: str, *, keep_words: bool) -> str:
-    """``_digits`` with numbers written in words as digits ("about four hundred people" -> "about 400 people"), so
-    that an answer and a context that write one number two ways share it; ``keep_words``: the words stay beside
-    the digits (a context: either form of an answer's number is found in it). A lone "one" or "zero" stays a word
-    (a pronoun, a determiner)."""
-
-    def write(match: re.Match) -> str:
-        run = match.group(0)
-        value = _spelled([w for w in re.split(r"[\s-]+", run.strip()) if w and w != "and"])
-        if value is None:
-            return run
-        return f"{run.rstrip()} {value} " if keep_words else f"{value}{run[len(run.rstrip()):]}"
-
-    return _NUMBER_RUN.sub(write, _digits(text))
+    """``_digits`` with numbers written in words in digits too (``lexicon.numbers_as_digits``), so that an answer
+    and a context that write one number two ways share it; ``keep_words`` for a context: either form of an
+    answer's number is found in it."""
+    return numbers_as_digits(_digits(text), keep_words=keep_words)
 
 
 @dataclass(frozen=True)
@@ -546,7 +503,7 @@ def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | Non
     near = sorted({j for i in np.argsort(-to_question)[:NEAR_TOP] for j in (i - 1, i, i + 1) if 0 <= j < len(parts)})
     known, digits = stems(context) | _question_stems(question), _numerals(context, keep_words=True)
     # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
-    digits += " " + " ".join(w for w in stems(_numerals(context, keep_words=True)) if _DIGIT.search(w))
+    digits += " " + " ".join(w for w in stems(digits) if _DIGIT.search(w))
     found = sum(1 for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
                                      else similar(w, known)))
     return Topic(found, len(words), float(np.max(s[near] @ a)), float(q @ a), float(np.max(to_question)),
