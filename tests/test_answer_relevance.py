@@ -165,6 +165,8 @@ def test_each_rejection_rule_names_itself(question, answer, context, kind, reaso
     ("Is Paris the capital of France?", "Yes.", None, "polar"),
     ("Is Paris the capital of France?", "Paris is the capital of France.", None, "polar"),  # "yes", stated
     ("Does DataPower support SHA-2?", "DataPower supports SHA-2.", None, "polar"),
+    ("Did Ada Lovelace and Mary Somerville have a shared tutor?", "Ada Lovelace and Mary Somerville had a shared "
+     "tutor.", None, "polar"),  # "had" of "have": "yes", stated
     ("Is a problem instance abstract or concrete?", "concrete", None, None),  # picks one of the question's words
     ("What is the capital of Australia?", "Canberra", "Canberra is the capital city of Australia.", None),
     ("Which novel did Hemingway publish in 1952?", "The Old Man and the Sea", None, None),  # a title, as asked
@@ -229,6 +231,17 @@ def test_answers_of_the_asked_type_are_relevant(question, answer, context, asked
     ("Which person is older, Ivan Bella, or Frank De Winne?", "Ivan Bella is older than Frank.", "relevant"),
     ("Which Cathedral is the seat of the Bishop of Portsmouth, Portsmouth Cathedral or Ely Cathedral?",
      "Portsmouth Cathedral or Ely Cathedral", "options"),
+    # a statement naming both options decides for its subject (were restatements: both options' words held)
+    ("Which river is longer, the Danube or the Rhine?", "The Rhine is shorter than the Danube.", "relevant"),
+    ("Who died first, Georg Solti or Carlos Kleiber?", "Carlos Kleiber died before Georg Solti.", "relevant"),
+    ("Which opened first, Grand Central Terminal or Penn Station?",
+     "Grand Central Terminal opened first, then Penn Station.", "relevant"),
+    # a capitalised joiner inside a name, and a question's capitalised auxiliary, are no option's edge
+    ("Which painter is older, Del Sarto or Fra Bartolomeo?", "Del Sarto is older than Fra Bartolomeo.", "relevant"),
+    ("Is Lake Baikal or Lake Tanganyika deeper?", "Lake Baikal is deeper than Lake Tanganyika.", "relevant"),
+    # ... but a subject joined to the other option picks nothing
+    ("Which river is longer, the Danube or the Rhine?", "The Danube and the Rhine are rivers.", "restatement"),
+    ("Which river is longer, the Danube or the Rhine?", "The Danube or the Rhine is longer.", "options"),
 ])
 def test_an_answer_that_picks_one_of_the_questions_options_addresses_it(question, answer, kind):
     """A choice question's answer is made of the question's own words: picking one option is an answer, naming
@@ -512,3 +525,45 @@ def test_a_fluent_sentence_about_something_else_is_off_topic_with_or_without_a_c
         assert "meaning far from the question" in result.reason or "context" in result.reason
     short = answer_relevance("Who wrote Dracula?", "The answer is Bram Stoker.")  # a bare value in a sentence
     assert short.verdict, short.reason
+
+
+@pytest.mark.parametrize("answer", [
+    "Marie Curie's Birthplace",
+    "Marie Curie Birth City Facts",
+    "Marie Curie: Early Life and Origins",
+])
+def test_a_title_adding_only_words_the_context_never_uses_is_a_heading(answer):
+    """A title-shaped answer that names the question's things and words the context has nowhere (the fact asked
+    for named, not given) is a heading, even to a question asking for an entity (headings written for this test)."""
+    context = ("Marie Curie was born in Warsaw in 1867. She studied at the clandestine Flying University before "
+               "moving to Paris, where she enrolled at the Sorbonne in 1891.")
+    result = answer_relevance("In which city was Marie Curie born?", answer, context)
+    assert (result.verdict, result.kind) == (False, "heading"), result.reason
+    assert "the context never uses" in result.reason
+
+
+@pytest.mark.parametrize("answer", ["Warsaw", "Warsaw, Poland", "The Sorbonne in Paris"])
+def test_a_title_shaped_value_the_context_has_is_relevant(answer):
+    """The same question answered by a name the context has, right or wrong, bare or title-shaped."""
+    context = ("Marie Curie was born in Warsaw in 1867. She studied at the clandestine Flying University before "
+               "moving to Paris, where she enrolled at the Sorbonne in 1891. Warsaw was then part of Poland.")
+    result = answer_relevance("In which city was Marie Curie born?", answer, context)
+    assert result.verdict, result.reason
+
+
+@pytest.mark.parametrize(("answer", "kind"), [
+    # the asked part filled with a name, even one the question has: an answer, right or wrong
+    ("The Trial was written by Franz Kafka, published by Max Brod and dedicated to Max Brod.", "relevant"),
+    ("The Trial was written by Franz Kafka, published by Max Brod and dedicated to Felice Bauer.", "relevant"),
+    # the asked part left a kind, or dropped
+    ("The Trial was written by Franz Kafka, published by Max Brod and dedicated to a friend of the author.",
+     "restatement"),
+    ("The Trial was written by Franz Kafka, published by Max Brod and dedicated to the friend of the author.",
+     "restatement"),
+])
+def test_the_question_given_back_with_its_asked_part_filled_answers_it(answer, kind):
+    """Written for this test: a statement that mirrors the question answers it when a name stands where the
+    question has its wh-word, whether or not the question names it elsewhere."""
+    question = "The Trial was written by Franz Kafka, published by Max Brod and dedicated to which friend of the author?"
+    result = answer_relevance(question, answer)
+    assert result.kind == kind, result.reason

@@ -47,7 +47,11 @@ def _option(words: list[str], size: int = 1) -> list[str]:
             run.append(word)
         else:
             break
-    while run and run[-1].lower() in _OPTION_JOINERS:
+    # a joiner at the far edge is not the option's ("of" of "seat of Ely"), unless capitalised inside a name ("Del
+    # Lord"); the question's capitalised first word is not ("Is Advanced Micro Devices or ...")
+    while run and ((run[-1].lower() in _OPTION_JOINERS and not (run[-1][:1].isupper() and len(run) > 1
+                                                                   and run[-1].lower() not in ("the", "a", "an")))
+                   or (len(run) > 1 and _QUESTION_WORD.fullmatch(run[-1]))):
         run.pop()
     return run or _plain(words)[:size] or [w for w in words if stems(w)][:1]
 
@@ -158,7 +162,8 @@ def affirms_polar(question: str, answer: str) -> bool:
     """A statement answering a yes/no question "yes" in the question's own words ("Paris is the capital of France."
     to "Is Paris the capital of France?", "DataPower supports SHA-2." to "Does DataPower support SHA-2?"): no "?",
     a final period, and a sentence with the question's auxiliary in declarative order (after the sentence's first
-    word), or for do/does/did that auxiliary or an inflected form (-s, -ed) of one of the question's words. The
+    word), or for do/does/did that auxiliary or an inflected form (-s, -ed; has, had of have) of one of the
+    question's words ("X and Y had the same nationality." to "Did X and Y have the same nationality?"). The
     question with its auxiliary dropped ("Paris the capital of France.", ``controls.restate``) is no statement."""
     match = AUX_START.search(question)
     if match is None or not is_polar(question) or "?" in answer or not answer.strip().endswith("."):
@@ -171,7 +176,8 @@ def affirms_polar(question: str, answer: str) -> bool:
         if len(words) < 2:
             continue
         if aux in _DO and (any(w in _DO for w in words)
-                           or any(w not in asked and w.endswith(("s", "ed")) and stem(w) in stemmed for w in words)):
+                           or any(w not in asked and w.endswith(("s", "ed")) and stem(w) in stemmed for w in words)
+                           or ("have" in asked and any(w in ("has", "had") for w in words))):
             return True
         if aux not in _DO and aux in words:
             return True
@@ -201,6 +207,8 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
     for group in question_options(question):
         if (whole := _whole_option(group, answer)) is not None:
             return group, whole
+        if (subject := _subject_option(group, answer)) is not None:
+            return group, subject
         rest = question
         for option in group:
             rest = re.sub(rf"(?<!\w){re.escape(option)}(?!\w)", " ", rest, count=1)
@@ -209,6 +217,32 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
         hits = [i for i, k in enumerate(own) if any(similar(w, have) for w in k)]
         if len(hits) == 1 and not (titled and len(have - stems(group[hits[0]])) >= 2):
             return group, hits[0]
+    return None
+
+
+#: what may follow an option that opens an answer and still leave it the only subject: not another option joined to it
+_JOINED = re.compile(r"^\s*(?:,|&|and\b|nor\b|as well as\b|together with\b|along with\b|with\b|or\b|vs?\b\.?|versus\b)",
+                     re.I)
+
+
+def _subject_option(group: Sequence[str], answer: str) -> int | None:
+    """The option a one-sentence answer that names two or more options opens with, as the subject of its own
+    predicate ("Mary Ramsey is younger than Lee Ranaldo." to "Who is younger, Mary Ramsey or Lee Ranaldo?"; "The
+    London Connection was released first."), else None: a statement is about its subject, so it decides for that
+    option whatever the others' place in it. Not an option joined to another ("Mary Ramsey and Lee Ranaldo are
+    ..."), and not a sentence that ends in a question mark."""
+    text = answer.strip()
+    if text.endswith("?") or len(re.findall(r"[.!?](?:\s|$)", text.rstrip(".!"))) > 0:
+        return None
+    opened = re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.I)
+    for i, option in enumerate(group):
+        bare = re.sub(r"^(?:the|a|an)\s+", "", option.strip(), flags=re.I)
+        if bare and opened.lower().startswith(bare.lower()):
+            rest = opened[len(bare):]
+            if (not rest[:1].isalnum() and rest.strip(" .") and not _JOINED.match(rest)
+                    and sum(1 for o in group if re.search(rf"(?<!\w){re.escape(normalize(o))}(?!\w)",
+                                                          normalize(rest))) >= 1):
+                return i
     return None
 
 

@@ -52,9 +52,13 @@ the options end it. ``picks_option``: every keyword of the answer is the questio
 exactly one option that neither another option nor the rest of the question has, it does not say "or" itself (a
 hedge is the ``options`` kind), and, when it is shaped like a title (no final period, ≥ 60% of its content words
 capitalised), it has at most one keyword beyond that option's (a heading of the question's words that names one
-option is still a heading). ``answers_polar``: a yes/no word the question lacks, answering a yes/no question
+option is still a heading). A one-sentence answer that names several options picks the one it opens with as its
+subject, unless another option is joined to it ("Mary Ramsey is younger than Lee Ranaldo."; not "Mary Ramsey and
+Lee Ranaldo are ..."). An option's run keeps a capitalised joiner inside a name ("Del Lord") but not the question's
+capitalised first word ("Is Advanced Micro Devices or ..."). ``answers_polar``: a yes/no word the question lacks, answering a yes/no question
 (``is_polar``), adds the polarity ("No, X does not Y."); a statement of the question's proposition answers it "yes"
-(``affirms_polar``: "Paris is the capital of France." to "Is Paris the capital of France?"). Both count only without
+(``affirms_polar``: "Paris is the capital of France." to "Is Paris the capital of France?"; "had" to "Did ... have
+...?"). Both count only without
 gold: with gold, a pick that is not the gold is the judge's to reject, and the screen keeps those verdicts. """
 
 from __future__ import annotations

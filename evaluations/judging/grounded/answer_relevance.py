@@ -22,7 +22,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
    keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
    (``question_forms.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
-   "Which magazine was started first, Arthur's Magazine or First for Women?") is neither.
+   "Which magazine was started first, Arthur's Magazine or First for Women?") is neither, and nor is the question
+   given back with its asked part filled by a name or a number (``_fills_slot``: "... a personal favorite of Robert
+   Smigel." to "... a personal favorite of what American television executive ...?", even with a name the question
+   has: a wrong answer of the asked kind is still an answer).
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, or a quantity word such as "several");
@@ -53,6 +56,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    Grounding is over the whole context (grounding near the question only measured worse: SQuAD's other golds come
    from the same article). A context with no sentence about the question (about < ``MIN_ABOUT``: retrieval
    failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then.
+   With such a context, a title-shaped answer (``_titled``, no verb) whose keywords beyond the question's occur
+   nowhere in the context is a ``heading`` (``_ungrounded_title``: "Charles Runnington's Birthplace", "Allkpop's
+   Bergen County Location": it names the fact asked for, not a value). A wrong name of the asked kind that the
+   context lacks goes the same way (3 of the 18 headings labelled relevant on the design split: "... in NASCAR").
    Without a context a bare value of the asked type cannot be told from an answer about something else ("Paris"
    to "what is the capital of France" shares no word with the question), so the rule does not apply, and the
    reason says so. The question echoed back is not rewarded: rules 1-2 run first, and this rule measures the
@@ -347,6 +354,27 @@ def _value_in(added: list[tuple[int, str]]) -> bool:
     return False
 
 
+def _fills_slot(question: str, answer: str) -> str | None:
+    """The words an answer puts where the question has its wh-word, when they hold a name or a number, else None:
+    the question given back as a statement with its asked part filled ("... a personal favorite of Robert Smigel." to
+    "... a personal favorite of what American television executive ...?") answers it, right or wrong, even with a
+    name the question has. The question's and the answer's words are aligned (``difflib``); the answer's words that
+    replace the question's wh-word (or are inserted at it) are the filler. Not for a title-shaped answer (every word
+    capitalised) or a question that opens with its wh-word (its subject is asked: a new name there is news anyway)."""
+    if _titled(answer):
+        return None
+    q, a = _TOKEN.findall(re.sub(r"^\W*(?:q|question)\s*:", "", question, flags=re.I)), _TOKEN.findall(answer)
+    low_q, low_a = [w.lower().strip(".") for w in q], [w.lower().strip(".") for w in a]
+    wh = next((i for i, w in enumerate(low_q) if w in _WH_WORDS), None)
+    if not wh:
+        return None
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, low_q, low_a, autojunk=False).get_opcodes():
+        if (tag in ("replace", "delete") and i1 <= wh < i2) or (tag == "insert" and i1 == wh):
+            filled = a[j1:j2]
+            return " ".join(filled) if any(w[:1].isupper() or w[:1].isdigit() for w in filled) else None
+    return None
+
+
 def _question_stems(question: str) -> frozenset[str]:
     """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too)."""
     return stems(question) | stems(re.sub(r"[^\w\s]", " ", question))
@@ -501,13 +529,33 @@ def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | Non
     q, a, s = vectors[0], vectors[1], vectors[2:]
     to_question = s @ q
     near = sorted({j for i in np.argsort(-to_question)[:NEAR_TOP] for j in (i - 1, i, i + 1) if 0 <= j < len(parts)})
-    known, digits = stems(context) | _question_stems(question), _numerals(context, keep_words=True)
-    # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
-    digits += " " + " ".join(w for w in stems(digits) if _DIGIT.search(w))
-    found = sum(1 for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
-                                     else similar(w, known)))
+    found = len(_grounded(words, context, question))
     return Topic(found, len(words), float(np.max(s[near] @ a)), float(q @ a), float(np.max(to_question)),
                  min(1.0, len(answer.split()) / LONG_WORDS))
+
+
+def _grounded(words: frozenset[str] | set[str], context: str, question: str = "") -> set[str]:
+    """The keywords of ``words`` that occur in the context or the question (``lexicon.similar``; a keyword with a
+    digit must occur as that number: "$1,000,000" matches "US$1,000,000", "four hundred" matches 400)."""
+    known, digits = stems(context) | (_question_stems(question) if question else frozenset()), _numerals(
+        context, keep_words=True)
+    # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
+    digits += " " + " ".join(w for w in stems(digits) if _DIGIT.search(w))
+    return {w for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
+                                 else similar(w, known))}
+
+
+def _ungrounded_title(question: str, answer: str, context: str) -> str | None:
+    """Why a title-shaped answer is a heading by what it adds, or None (module docstring, rule 3): no verb, and the
+    keywords it adds to the question's (``GENERIC`` and ``PLACEHOLDERS`` aside) occur nowhere in the context
+    ("Charles Runnington's Birthplace", "Allkpop's Bergen County Location")."""
+    if not _titled(answer) or has_verb(answer):
+        return None
+    asked = _question_stems(question)
+    added = {w for w in stems(_numerals(answer, keep_words=False)) - GENERIC - PLACEHOLDERS if not similar(w, asked)}
+    if not added or _grounded(added, context):
+        return None
+    return f"shaped like a title, it adds to the question only {', '.join(sorted(added))}, which the context never uses"
 
 
 def _topic_reason(signals: Topic) -> str:
@@ -552,6 +600,7 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
+                or _fills_slot(question, answer) is not None
                 else _restates(question, answer) or _gives_back(question, answer))
     if restated is not None:
         kind = "heading" if _titled(answer) else "restatement"
@@ -587,6 +636,9 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     signals = topic(question, answer, context or "", embed) if sentences(context or "") else None
     if signals is not None and signals.about >= MIN_ABOUT and signals.score() < TOPIC_THRESHOLD:
         return Relevance(False, "off_topic", f"off_topic: {_topic_reason(signals)}")
+    if signals is not None and signals.about >= MIN_ABOUT and (
+            titled := _ungrounded_title(question, answer, context or "")) is not None:
+        return Relevance(False, "heading", f"heading: {KINDS['heading']} ({titled})")
     vouched = signals is not None and signals.about >= VOUCH_ABOUT and signals.close >= VOUCH_CLOSE
     if not vouched and (far := _far_from_question(question, answer, embed)) is not None:
         return Relevance(False, "off_topic", f"off_topic: {far}")
