@@ -1,6 +1,6 @@
 """Answer relevance and context relevance on data nobody here wrote their rules from (issue 44).
 
-    python benchmarks/relevance_outside.py SECTION [--split design|heldout] [--n N]
+    python benchmarks/relevance_outside.py SECTION [--split design|heldout] [--n N] [--no-cache]
 
 Sections:
 
@@ -75,13 +75,13 @@ def _scorer(config: str | None) -> Any:
     return served_tools(load_config(Path(config)), "context_relevance")[0]
 
 
-def context_multihop(split: str, n: int, config: str | None = None) -> dict:
+def context_multihop(split: str, n: int, config: str | None = None, *, fresh: bool = False) -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
     sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:n]
-    cache, scorer = VerdictCache(), _scorer(config)
+    cache, scorer = (None if fresh else VerdictCache()), _scorer(config)
     counts = {"tp": 0, "fn": 0, "tn": 0, "fp": 0}
     base = dict(counts)
     calls, started = 0, time.perf_counter()
@@ -106,6 +106,7 @@ def context_multihop(split: str, n: int, config: str | None = None) -> dict:
 
     return {"sets": len(sets), "passages": passages, "judge": scores(counts), "word_overlap": scores(base),
             "seconds_per_passage": round(seconds / passages, 3), "model_calls": calls,
+            "verdicts": "asked afresh (--no-cache)" if fresh else "through the verdict store",
             "goal": "balanced accuracy >= 0.85 at <= 0.5 s a passage"}
 
 
@@ -272,11 +273,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
                                          "conversation form); the result is kept under its own key")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="context_multihop: ask every passage afresh (no verdict store), to time the judge")
     args = parser.parse_args()
-    if args.config and args.section != "context_multihop":
-        parser.error("--config is for context_multihop")
-    result = (SECTIONS[args.section](args.split, args.n) if not args.config
-              else context_multihop(args.split, args.n, args.config))
+    if (args.config or args.no_cache) and args.section != "context_multihop":
+        parser.error("--config and --no-cache are for context_multihop")
+    result = (SECTIONS[args.section](args.split, args.n) if args.section != "context_multihop"
+              else context_multihop(args.split, args.n, args.config, fresh=args.no_cache))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     result |= {"split": args.split, "commit": commit.strip(), "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
