@@ -567,3 +567,16 @@ def test_the_question_given_back_with_its_asked_part_filled_answers_it(answer, k
     question = "The Trial was written by Franz Kafka, published by Max Brod and dedicated to which friend of the author?"
     result = answer_relevance(question, answer)
     assert result.kind == kind, result.reason
+
+
+def test_a_sentence_taken_from_a_context_about_something_else_is_off_topic():
+    """Written for this test: retrieval failed (no sentence of the context is about the question). A sentence made
+    of that context answers nothing; an answer from the model's own knowledge, or a bare value, is not judged by it."""
+    question = "Who designed the Sydney Opera House?"
+    context = ("The Buffalo Sabres reached the playoffs in 1999. The Sabres lost the series in six games. "
+               "Their goaltender was named the league's best that season.")
+    copied = answer_relevance(question, "The Sabres lost the series in six games.", context)
+    assert (copied.verdict, copied.kind) == (False, "off_topic"), copied.reason
+    assert "not about the question" in copied.reason
+    assert answer_relevance(question, "Jørn Utzon designed it.", context).verdict
+    assert answer_relevance(question, "Buffalo Sabres", context).kind != "off_topic"

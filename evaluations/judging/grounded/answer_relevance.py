@@ -55,7 +55,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    (``scripts/fit_answer_relevance.py``); CLAPNQ, WixQA and RepliQA are held out (``docs/answers-and-judges.md``).
    Grounding is over the whole context (grounding near the question only measured worse: SQuAD's other golds come
    from the same article). A context with no sentence about the question (about < ``MIN_ABOUT``: retrieval
-   failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then.
+   failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then; but a
+   sentence (``claims.has_verb``) made only of that context's and the question's words, whose meaning is far from
+   the question's (asked < ``FAR_COS``), is about what the context is about: ``off_topic`` ("The Sabres lost the
+   series in six games." to "Who designed the Sydney Opera House?" over a context about hockey).
    With such a context, a title-shaped answer (``_titled``, no verb) whose keywords beyond the question's occur
    nowhere in the context is a ``heading`` (``_ungrounded_title``: "Charles Runnington's Birthplace", "Allkpop's
    Bergen County Location": it names the fact asked for, not a value). A wrong name of the asked kind that the
@@ -636,6 +639,11 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     signals = topic(question, answer, context or "", embed) if sentences(context or "") else None
     if signals is not None and signals.about >= MIN_ABOUT and signals.score() < TOPIC_THRESHOLD:
         return Relevance(False, "off_topic", f"off_topic: {_topic_reason(signals)}")
+    if (signals is not None and signals.about < MIN_ABOUT and signals.found == signals.total
+            and signals.asked < FAR_COS and has_verb(answer)):
+        return Relevance(False, "off_topic", f"off_topic: a sentence made of a context that is not about the question "
+                                             f"(its closest sentence {signals.about:.2f} < {MIN_ABOUT:g}), its meaning "
+                                             f"far from the question's (cosine {signals.asked:.2f} < {FAR_COS:g})")
     if signals is not None and signals.about >= MIN_ABOUT and (
             titled := _ungrounded_title(question, answer, context or "")) is not None:
         return Relevance(False, "heading", f"heading: {KINDS['heading']} ({titled})")
