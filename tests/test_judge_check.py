@@ -159,7 +159,7 @@ def test_reference_free_controls_of_questions_sharing_a_passage_come_from_the_re
     passage, and their sentences hold no plain number (only "10th") and no name absent from it. Drawn from the
     whole file, as judge-check --limit 3 now draws, each gets another question's passage without its gold and a
     copied sentence with a fact swapped for one no word of the passage has; the same seed gives the same."""
-    from evaluations.cli.judges import passage_questions
+    from evaluations.cli.judge_check import passage_questions
     from evaluations.judging.validation.controls import build_passage_controls
 
     items, pool = passage_questions((str(SQUAD),), 3)

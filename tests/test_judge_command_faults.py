@@ -293,9 +293,9 @@ def test_one_id_given_to_two_questions_is_one_error_naming_both_rows(tmp_path, c
     _one_error(code, err, f"{rows}:2", f"{rows}:1", "'q1' is given to two different questions")
     same = _rows(tmp_path, [{**ROWS[0], "id": "q1"}, {**ROWS[0], "id": "q1", "generated_answer": "In 1889."}],
                  "same.jsonl")  # two answers to one question: one group, as intended
-    from evaluations.cli.judges import _load
+    from evaluations.cli.judge_common import load_answers
 
-    assert [e.group for e in _load((str(same),), None, passages=True, judges=["faithfulness"])] == ["q1", "q1"]
+    assert [e.group for e in load_answers((str(same),), None, passages=True, judges=["faithfulness"])] == ["q1", "q1"]
 
 
 def test_a_null_labelled_row_is_still_checked_and_a_blank_passage_is_no_passage(tmp_path, capsys):
@@ -305,10 +305,10 @@ def test_a_null_labelled_row_is_still_checked_and_a_blank_passage_is_no_passage(
     rows = _rows(tmp_path, [ROWS[0], {**ROWS[1], "label": None, "context": [1, 2]}])
     code, _, err = _cli(capsys, "judge-agreement", str(rows), "--judges", "faithfulness")
     _one_error(code, err, f"{rows}:2", "its item 1 is a number")
-    from evaluations.cli.judges import _load
+    from evaluations.cli.judge_common import load_answers
 
     blank = _rows(tmp_path, [{**ROWS[0], "context": ["", PASSAGE, "  "]}, {**ROWS[1], "context": [""]}], "blank.jsonl")
-    assert [e.passages for e in _load((str(blank),), None, passages=True, judges=["context_relevance"])] == \
+    assert [e.passages for e in load_answers((str(blank),), None, passages=True, judges=["context_relevance"])] == \
         [(PASSAGE,), ()]
 
 

@@ -139,7 +139,7 @@ def load_control_questions(files: Sequence[str | Path]) -> ControlQuestions:
             key: object = (stat.st_dev, stat.st_ino)
         except OSError:
             key = str(path)  # the loader says what is wrong with it
-        if key in seen:  # as judge-agreement and calibrate-judge refuse it (``cli.judges._load``)
+        if key in seen:  # as judge-agreement and calibrate-judge refuse it (``cli.judge_common.load_answers``)
             same = "" if seen[key] == str(file) else f" (also as {seen[key]})"
             raise EvaluationsError(f"the file is given twice{same}: its questions would be counted twice",
                                    where=str(file), fix="give each file once")
