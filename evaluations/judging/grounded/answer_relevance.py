@@ -59,10 +59,11 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    sentence (``claims.has_verb``) made only of that context's and the question's words, whose meaning is far from
    the question's (asked < ``FAR_COS``), is about what the context is about: ``off_topic`` ("The Sabres lost the
    series in six games." to "Who designed the Sydney Opera House?" over a context about hockey).
-   With such a context, a title-shaped answer (``_titled``, no verb) whose keywords beyond the question's occur
-   nowhere in the context is a ``heading`` (``_ungrounded_title``: "Charles Runnington's Birthplace", "Allkpop's
-   Bergen County Location": it names the fact asked for, not a value). A wrong name of the asked kind that the
-   context lacks goes the same way (3 of the 18 headings labelled relevant on the design split: "... in NASCAR").
+   With a context about the question, a title-shaped answer (``_titled``, no verb) whose keywords beyond the
+   question's occur nowhere in the context is a ``heading`` (``_ungrounded_title``: "Charles Runnington's
+   Birthplace", "Allkpop's Bergen County Location": it names the fact asked for, not a value). A wrong name of the
+   asked kind that the context lacks goes the same way (3 of the 18 headings labelled relevant on the design split:
+   "... in NASCAR").
    Without a context a bare value of the asked type cannot be told from an answer about something else ("Paris"
    to "what is the capital of France" shares no word with the question), so the rule does not apply, and the
    reason says so. The question echoed back is not rewarded: rules 1-2 run first, and this rule measures the
