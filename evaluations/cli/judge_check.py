@@ -119,8 +119,9 @@ def judge_check(files, judges, limit, min_rate, seed, as_json, judge_model, conf
                                    **report.to_dict()}, indent=2))
         elif not as_json:
             skipped = sum(1 for i in items if not (i.answerable and i.references))
-            stdout_console().print(control_table(report, f"Controls from {report.questions} questions ({len(controls)} "
-                                                 f"answers; {skipped} unanswerable or gold-less questions skipped)"))
+            title = (f"Controls from {report.questions} questions ({len(controls)} answers; {skipped} unanswerable "
+                     "or gold-less questions skipped)")
+            stdout_console().print(control_table(report, title))
             _verdict(report, "every judge passes every category")
         answers = report.to_dict() if as_json else None
     if passage_judges:
@@ -153,7 +154,7 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
                                    fix="give dataset files whose questions carry their passage (SQuAD, CLAPNQ, …)")
         marked: set[int] = set()
         run = counting(_marking(batch_judge(name, KEYWORD_THRESHOLD, cache=cache, config=config), marked),
-                        failures.setdefault(name, []))
+                       failures.setdefault(name, []))
         with progress_display() as progress:
             task = progress.add_task(f"judge {name}", total=len(controls))
             reports[name] = (len(controls), run_controls(
@@ -168,8 +169,8 @@ def _passage_check(questions: ControlQuestions, judges: list[str], limit, min_ra
         click.echo(json.dumps({**(answers or {}), **payload}, indent=2))
     else:
         for name, (count, report) in reports.items():
-            stdout_console().print(control_table(report, f"{name} controls from {report.questions} questions ({count})",
-                                        PASSAGE_CONTROLS[name]))
+            title = f"{name} controls from {report.questions} questions ({count})"
+            stdout_console().print(control_table(report, title, PASSAGE_CONTROLS[name]))
         _verdict(combined, "every reference-free judge passes every category")
     return bool(combined.failures() or combined.unchecked())
 

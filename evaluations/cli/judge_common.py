@@ -63,7 +63,7 @@ def progress_display() -> Progress:
 
 
 def load_answers(files: tuple[str, ...], limit: int | None, passages: bool = False, judges: Iterable[str] = (),
-          nulls: dict[str, int] | None = None):
+                 nulls: dict[str, int] | None = None):
     """The labelled answers of ``files`` (``judging.labels.read.read_answers``: each file given once; ``passages``:
     rows with passages for the reference-free ``judges``, rows labelled null left out and said on stderr); a row
     without a gold answer is an error when one of ``judges`` compares the answer with it
@@ -117,7 +117,7 @@ def counting(run, failed: list[tuple[str, str]]):
 
 
 def exit_if_failed(failed: dict[str, int], failures: dict[str, list[tuple[str, str]]], rows: int | dict[str, int],
-                    config: Config, left: str = "left out of the agreement above") -> None:
+                   config: Config, left: str = "left out of the agreement above") -> None:
     """Exit 3 (``EXIT_CASES_FAILED``, as a run with failed cases) when a judge failed on some rows: each judge's
     count and its first error on stderr; the agreement above is that of the rows it judged. ``rows``: the rows each
     judge was asked, one number for all or per judge (judge-check's judges have controls of their own)."""

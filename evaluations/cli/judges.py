@@ -141,7 +141,7 @@ def judge_agreement(files, judges, as_json, limit, keyword_threshold, resamples,
 @click.option("--control-questions", type=click.IntRange(min=1), default=500, show_default=True,
               help="Controls are built from this many questions of the files (a seeded sample; offline).")
 @model_options("The checker a reference-free judge is fitted through: embedded, ollama:NAME or openai:NAME (the "
-                "model your runs' judge.model names).", "Ask the checker again instead of reusing cached verdicts.")
+               "model your runs' judge.model names).", "Ask the checker again instead of reusing cached verdicts.")
 def calibrate_judge(files, judge, out, folds, limit, min_rate, force, control_questions, judge_model, config_path,
                     no_cache):
     """Fit a judge on labelled rows and report its question-grouped CV accuracy. The offline judge refuses to

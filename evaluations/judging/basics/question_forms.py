@@ -232,18 +232,25 @@ def _subject_option(group: Sequence[str], answer: str) -> int | None:
     option whatever the others' place in it. Not an option joined to another ("Mary Ramsey and Lee Ranaldo are
     ..."), and not a sentence that ends in a question mark."""
     text = answer.strip()
-    if text.endswith("?") or len(re.findall(r"[.!?](?:\s|$)", text.rstrip(".!"))) > 0:
+    if text.endswith("?") or re.search(r"[.!?](?:\s|$)", text.rstrip(".!")):
         return None
-    opened = re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.I)
+    opened = _ARTICLE.sub("", text)
     for i, option in enumerate(group):
-        bare = re.sub(r"^(?:the|a|an)\s+", "", option.strip(), flags=re.I)
+        bare = _ARTICLE.sub("", option.strip())
         if bare and opened.lower().startswith(bare.lower()):
             rest = opened[len(bare):]
             if (not rest[:1].isalnum() and rest.strip(" .") and not _JOINED.match(rest)
-                    and sum(1 for o in group if re.search(rf"(?<!\w){re.escape(normalize(o))}(?!\w)",
-                                                          normalize(rest))) >= 1):
+                    and any(_names(o, normalize(rest)) for o in group)):
                 return i
     return None
+
+
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
+
+
+def _names(option: str, text: str) -> bool:
+    """Whether the normalised ``text`` has ``option`` whole (its normalised words in order, not inside a word)."""
+    return bool(re.search(rf"(?<!\w){re.escape(normalize(option))}(?!\w)", text))
 
 
 def _whole_option(group: Sequence[str], answer: str) -> int | None:
@@ -251,8 +258,7 @@ def _whole_option(group: Sequence[str], answer: str) -> int | None:
     beyond it ("Portsmouth Cathedral" to "Which Cathedral is the seat of the Bishop of Portsmouth, Portsmouth
     Cathedral or Ely Cathedral?", whose keywords are all the rest of the question's too), else None."""
     text = normalize(answer)
-    whole = [i for i, o in enumerate(group)
-             if stems(o) and re.search(rf"(?<!\w){re.escape(normalize(o))}(?!\w)", text)]
+    whole = [i for i, o in enumerate(group) if stems(o) and _names(o, text)]
     if len(whole) != 1 or len(stems(answer) - stems(group[whole[0]]) - FILLER) > 2:
         return None
     return whole[0]

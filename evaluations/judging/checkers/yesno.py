@@ -104,21 +104,17 @@ class _Model:
             llm.load_state(self.states[key])
             self.states.move_to_end(key)
             keep = len(prefix)
-        elif keep < len(prefix):
-            # prefix and rest in one batch (each llama.cpp decode has a fixed cost: two took 0.93 s a HotpotQA
-            # check, one 0.75 s); the state kept holds the rest too, and a later question about the same prefix
-            # cuts it back (``n_tokens``: ``Llama.eval`` drops the cache past it)
-            llm.n_tokens = keep
-            llm.eval(prompt[keep:])
-            self.states[key] = llm.save_state()
-            while len(self.states) > STATES:
-                self.states.popitem(last=False)
-            self.calls += 1
-            count_calls()
-            return
+        # a prefix not read yet is read with the rest in one batch (each llama.cpp decode has a fixed cost: two took
+        # 0.93 s a HotpotQA check, one 0.75 s); the state kept then holds the rest too, and a later question about the
+        # same prefix cuts it back (``n_tokens``: ``Llama.eval`` drops the cache past it)
+        unread = keep < len(prefix)
         keep = min(keep, len(prompt) - 1)  # at least one token is evaluated, for its logits
         llm.n_tokens = keep
         llm.eval(prompt[keep:])
+        if unread:
+            self.states[key] = llm.save_state()
+            while len(self.states) > STATES:
+                self.states.popitem(last=False)
         self.calls += 1
         count_calls()  # the forward pass of this case's judge (``models.meter``)
 
