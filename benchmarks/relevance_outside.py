@@ -269,7 +269,8 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("--split", choices=("design", "heldout"), default="design")
+    parser.add_argument("--split", choices=("design", "heldout", "heldout2"), default="design",
+                        help="heldout2: answer_controls only (answers to held-out questions 150-249)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
                                          "conversation form); the result is kept under its own key")
@@ -278,6 +279,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.config or args.no_cache) and args.section != "context_multihop":
         parser.error("--config and --no-cache are for context_multihop")
+    if args.split == "heldout2" and args.section != "answer_controls":
+        parser.error("--split heldout2 holds labelled answers only: it is for answer_controls")
     result = (SECTIONS[args.section](args.split, args.n) if args.section != "context_multihop"
               else context_multihop(args.split, args.n, args.config, fresh=args.no_cache))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout

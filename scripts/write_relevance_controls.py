@@ -2,6 +2,7 @@
 for validating ``answer_relevance`` on wordings nobody here chose.
 
     python scripts/write_relevance_controls.py [--questions 160] [--seed 2026]
+    python scripts/write_relevance_controls.py --split heldout --start 150 --questions 100 --name heldout2
 
 The questions, their gold answers and their supporting passages are the multi-hop sets' (``datasets/multihop``,
 built by ``scripts/build_multihop_sets.py`` from HaluEval / HotpotQA): no rule of answer relevance was written from
@@ -71,6 +72,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=160, help="questions per split")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--split", choices=("design", "heldout"), help="one split of the multi-hop sets (default both)")
+    parser.add_argument("--start", type=int, default=0, help="first question of the split to use")
+    parser.add_argument("--name", help="output name (answers_<name>.jsonl.gz; default the split's)")
     args = parser.parse_args()
     from evaluations.models.llamacpp import gguf_path, load_llama
 
@@ -83,8 +87,8 @@ def main() -> None:
         return _clean(out["choices"][0]["message"]["content"] or "")
 
     OUT.mkdir(parents=True, exist_ok=True)
-    for split in ("design", "heldout"):
-        sets = _read(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:args.questions]
+    for split in (args.split,) if args.split else ("design", "heldout"):
+        sets = _read(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[args.start:args.start + args.questions]
         rng = random.Random(args.seed)
         rows, dropped = [], {}
         for n, s in enumerate(sets):
@@ -108,7 +112,7 @@ def main() -> None:
                              "answer": answer, "construction": gold_kind, "writer": writer})
             print(f"{split} {n + 1}/{len(sets)}", file=sys.stderr, flush=True)
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
-        with gzip.GzipFile(OUT / f"answers_{split}.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:
+        with gzip.GzipFile(OUT / f"answers_{args.name or split}.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:
             fh.write(body)
         print(f"{split}: {len(rows)} answers; dropped {dropped}")
 

@@ -580,3 +580,45 @@ def test_a_sentence_taken_from_a_context_about_something_else_is_off_topic():
     assert "not about the question" in copied.reason
     assert answer_relevance(question, "Jørn Utzon designed it.", context).verdict
     assert answer_relevance(question, "Buffalo Sabres", context).kind != "off_topic"
+
+
+@pytest.mark.parametrize(("question", "answer", "kind"), [
+    # an attribute's value is a common noun: named, it answers; the attribute named again does not
+    ("Marie Curie and Pierre Curie, have which occupation in common?", "Marie Curie and Pierre Curie are both "
+     "physicists.", "relevant"),
+    ("Marie Curie and Pierre Curie, have which occupation in common?", "Both were chemists.", "relevant"),
+    ("Bourbon and rye, are which type of drink?", "Bourbon and rye are whiskeys.", "relevant"),
+    ("Marie Curie and Pierre Curie, have which occupation in common?", "Marie Curie and Pierre Curie have a "
+     "profession in common.", "restatement"),
+    ("Bourbon and rye, are which type of drink?", "Bourbon and rye are both kinds of drinks.", "restatement"),
+    # a which-question for a thing still wants its name
+    ("Marie Curie studied at which university?", "Marie Curie studied at a university in the city.", "restatement"),
+])
+def test_a_question_for_an_attribute_is_answered_by_a_common_noun(question, answer, kind):
+    """Written for this test: "which occupation", "which type" ask for a common noun ("physicists"), not a name,
+    so an answer that adds one is no restatement; one that adds only another attribute noun ("a profession") is.
+    (Not caught: "They share a profession.": "share" is a word the question lacks, and no rule tells it from a
+    value without knowing parts of speech.)"""
+    result = answer_relevance(question, answer)
+    assert result.kind == kind, result.reason
+
+
+@pytest.mark.parametrize(("answer", "verdict"), [
+    ("Warsaw Airport", True),  # a name made of the question's words, written so in the context
+    ("The new terminal served Warsaw and Warsaw Airport.", True),
+    ("Chopin Airport", True),
+    ("Warsaw Terminal Airport", False),  # a heading of the question's words: the context does not write it so
+    ("Warsaw airport", True),
+])
+def test_a_name_of_the_questions_words_that_the_context_writes_is_a_value(answer, verdict):
+    """Written for this test: "Warsaw Airport" adds no word to "... served Warsaw and which airport?", yet it is
+    a name the context holds, so it answers; a title of the same words that the context lacks is a heading. (A
+    lowercase "Warsaw airport" was never a restatement: it is judged like any bare value.)"""
+    question = "The new terminal served Warsaw and which airport?"
+    context = ("The new terminal was built in 2001. It served Warsaw and Warsaw Airport, the busiest in Poland. "
+               "Chopin Airport is its other name.")
+    result = answer_relevance(question, answer, context)
+    assert result.verdict is verdict, result.reason
+    without = answer_relevance(question, answer)  # no context: nothing vouches for the name
+    if answer in ("Warsaw Airport", "Warsaw Terminal Airport"):
+        assert (without.verdict, without.kind) == (False, "heading"), without.reason

@@ -25,7 +25,11 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    "Which magazine was started first, Arthur's Magazine or First for Women?") is neither, and nor is the question
    given back with its asked part filled by a name or a number (``_fills_slot``: "... a personal favorite of Robert
    Smigel." to "... a personal favorite of what American television executive ...?", even with a name the question
-   has: a wrong answer of the asked kind is still an answer).
+   has: a wrong answer of the asked kind is still an answer), nor, with a context, an answer holding a name made of
+   the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
+   "... serves Windsor, Ontario and which airport?"). An attribute noun (``ATTRIBUTE_NOUNS``: "type", "occupation",
+   "nationality") is a placeholder too ("They have a profession in common."), and a "which" question for one asks
+   for a common noun, not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, or a quantity word such as "several");
@@ -121,14 +125,21 @@ KINDS: dict[str, str] = {
 POLAR_MIN_WORDS = 4
 #: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
 GENERIC = FILLER | frozenset("person people name place thing answer overview introduction summary".split())
+#: nouns of an attribute whose values are common nouns ("which occupation": "actors"; "which type of drinks":
+#: "cocktails"): a "which" question asking for one is not asking for a name
+ATTRIBUTE_NOUNS = frozenset("""
+    type types kind kinds sort sorts form genre genres style category occupation occupations profession
+    professions job jobs career trade nationality nationalities ethnicity sport sports discipline field instrument
+    instruments
+""".split())
 #: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
-#: organisation ranked ...", "... something happens."), and prepositions the stopword list lacks ("among"): an
-#: answer adding only these restates the question
+#: organisation ranked ...", "... something happens."; the attribute nouns: "They share a profession."), and
+#: prepositions the stopword list lacks ("among"): an answer adding only these restates the question
 PLACEHOLDERS = frozenset(stem(w) for w in """
     somebody someone something somewhere sometime somehow anybody anyone anything whoever whatever organisation
     organization body group entity individual party agency institution
     among amongst within across along around behind beyond toward towards upon via per onto throughout
-""".split())
+""".split()) | frozenset(stem(w) for w in ATTRIBUTE_NOUNS)
 
 #: stems of nouns that name a kind of thing: introduced by an indefinite article they tell what sort the asked thing
 #: is without naming it ("The capital of Australia is a city.", "He was born in a country.", "In a year.")
@@ -225,8 +236,11 @@ GIVEN_BACK_SHARE = 0.6
 VALUE_MAX_ADDED = 3
 _TOKEN = re.compile(r"[\w'’.&-]+")
 #: questions whose asking word asks for a particular named thing (a person, a place, one of a kind): "what
-#: purpose", "what type" and other what-questions may take a common noun ("hunting") and are not read by ``_gives_back``
-_ASKS_NAMED = re.compile(r"^(?:(who|whom|whose|where|which)\b|what (is|was|are|were) (the|its|his|her|their) names?\b"
+#: purpose", "what type", "which occupation" and other questions for an attribute may take a common noun ("hunting",
+#: "actors") and are not read by ``_gives_back``
+_ASKS_NAMED = re.compile(r"^(?:(who|whom|whose|where)\b|which\b(?!\s+(?:[\w-]+\s+){0,2}?(?:"
+                         + "|".join(sorted(ATTRIBUTE_NOUNS)) + r")\b)"
+                         r"|what (is|was|are|were) (the|its|his|her|their) names?\b"
                          r"|what (\w+ )?(city|country|state|town|company|team|person|band|film|book)\b)", re.I)
 _FIRST_WH = re.compile(r"\b(?:what|which|who|whom|whose|where|when|why|how)\b.*", re.I | re.S)
 
@@ -376,6 +390,54 @@ def _fills_slot(question: str, answer: str) -> str | None:
         if (tag in ("replace", "delete") and i1 <= wh < i2) or (tag == "insert" and i1 == wh):
             filled = a[j1:j2]
             return " ".join(filled) if any(w[:1].isupper() or w[:1].isdigit() for w in filled) else None
+    return None
+
+
+_NAME_JOINERS = frozenset("of the de du la le van von da del for &".split())
+_DETERMINERS = frozenset("the a an this that these those".split())
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def _name_runs(answer: str) -> list[list[str]]:
+    """The answer's runs of capitalised words (lowercase joiners inside: "Kingdom of Aksum"), a leading determiner
+    and a possessive "'s" cut off."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    for token in [*_TOKEN.findall(answer), ""]:
+        word = token.strip(".")
+        if word[:1].isupper() or (run and word.lower() in _NAME_JOINERS):
+            run.append(word)
+            continue
+        while run and (run[-1].lower() in _NAME_JOINERS or run[0].lower() in _DETERMINERS):
+            run.pop(-1 if run[-1].lower() in _NAME_JOINERS else 0)
+        if run:
+            runs.append([*run[:-1], _POSSESSIVE.sub("", run[-1])])
+        run = []
+    return runs
+
+
+def _has_phrase(text: str, words: Sequence[str], *, case: bool) -> bool:
+    pattern = r"(?<![\w])" + r"\W+".join(map(re.escape, words)) + r"(?![\w])"
+    return re.search(pattern, text, 0 if case else re.I) is not None
+
+
+def _context_name(question: str, answer: str, context: str) -> str | None:
+    """A name the answer makes of the question's words, as the context writes it, else None: a run of capitalised
+    words (``_name_runs``) whose keywords are all the question's, one of them never capitalised there, that the
+    question does not hold as a phrase and the context does, capitalised ("Windsor Airport" to "... and which
+    airport?" over a context naming it; "University of Calcutta" to "which public state university ..."). Such an
+    answer names a thing though it adds no word to the question's; a heading or a restatement made of the question's
+    words ("Devonwood Bike Trail Airport", "Marshall Neilan's nationality") is not written so in the context, and a
+    name the question has ("Bill Clinton" of "Bill and Hillary Clinton") is no new one."""
+    if not context:
+        return None
+    asked, named = _question_stems(question), {w.lower() for w in _TOKEN.findall(question) if w[:1].isupper()}
+    for run in _name_runs(answer):
+        content = [w for w in run if stems(w)]
+        if (content and all(similar(s, asked) for w in content for s in stems(w))
+                and any(w.lower() not in named for w in content)
+                and not _has_phrase(question, run, case=False) and _has_phrase(context, run, case=True)):
+            return " ".join(run)
     return None
 
 
@@ -592,8 +654,9 @@ class Relevance:
     reason: str  # names the rule
 
 
-def answer_form(question: str, answer: str, answerable: bool) -> Relevance | None:
-    """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass."""
+def answer_form(question: str, answer: str, answerable: bool, context: str = "") -> Relevance | None:
+    """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass.
+    ``context``: the text the system was given, if known (an answer naming what it holds restates nothing)."""
     if not answerable and is_refusal(answer, question):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
@@ -606,7 +669,7 @@ def answer_form(question: str, answer: str, answerable: bool) -> Relevance | Non
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
                 or _fills_slot(question, answer) is not None
                 else _restates(question, answer) or _gives_back(question, answer))
-    if restated is not None:
+    if restated is not None and _context_name(question, answer, context) is None:
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
     asked = asked_type(question)
@@ -630,11 +693,11 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
     path that file, False or None no cache)."""
     answer = answer or ""
-    form = answer_form(question, answer, answerable)
+    form = answer_form(question, answer, answerable, context or "")
     if form is not None:
         return form
     embed = embed or functools.partial(embed_texts, cache_path=cache)
-    embedded = _embedded(question, answer, embed)
+    embedded = None if _context_name(question, answer, context or "") else _embedded(question, answer, embed)
     if embedded is not None:
         return Relevance(False, "restatement", f"restatement: {KINDS['restatement']} ({embedded})")
     signals = topic(question, answer, context or "", embed) if sentences(context or "") else None
@@ -661,7 +724,7 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
-    texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok) is None
+    texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok, c or "") is None
              for t in (q, a or "", *([_added_text(q, a or "")] if _embeds(q, a or "") else []), *sentences(c or ""))]
     unique = list(dict.fromkeys(texts))
     vectors = embed_texts(unique, cache_path=cache, progress=progress)
