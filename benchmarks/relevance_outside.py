@@ -1,6 +1,6 @@
 """Answer relevance and context relevance on data nobody here wrote their rules from (issue 44).
 
-    python benchmarks/relevance_outside.py SECTION [--split design|heldout] [--n N] [--no-cache]
+    python benchmarks/relevance_outside.py SECTION [--split design|heldout|heldout2] [--n N] [--start I] [--no-cache]
 
 Sections:
 
@@ -75,12 +75,12 @@ def _scorer(config: str | None) -> Any:
     return served_tools(load_config(Path(config)), "context_relevance")[0]
 
 
-def context_multihop(split: str, n: int, config: str | None = None, *, fresh: bool = False) -> dict:
+def context_multihop(split: str, n: int, config: str | None = None, *, fresh: bool = False, start: int = 0) -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
-    sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[:n]
+    sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[start:start + n]
     cache, scorer = (None if fresh else VerdictCache()), _scorer(config)
     counts = {"tp": 0, "fn": 0, "tn": 0, "fp": 0}
     base = dict(counts)
@@ -230,7 +230,7 @@ def scifact_read(split: str, n: int) -> dict:
                     "qrels on it, not with other sets"}
 
 
-def run_without_labels(split: str, n: int) -> dict:
+def run_without_labels(split: str, n: int, start: int = 0) -> dict:
     """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
     the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
     context the set; ``random_documents`` is given 5 passages of other questions (seeded) and answers with the
@@ -242,7 +242,8 @@ def run_without_labels(split: str, n: int) -> dict:
     sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")
     rng = random.Random(44)
     top, rand = [], []
-    for i, s in enumerate(sets[:n]):
+    for i in range(start, min(start + n, len(sets))):
+        s = sets[i]
         needed = next(p["text"] for p in s["passages"] if p["needed"])
         top.append((s["question"], sentences(needed)[0], "\n\n".join(p["text"] for p in s["passages"]), True))
         others = [sets[j]["passages"][rng.randrange(10)]["text"] for j in rng.sample(
@@ -272,6 +273,9 @@ def main() -> None:
     parser.add_argument("--split", choices=("design", "heldout", "heldout2"), default="design",
                         help="heldout2: answer_controls only (answers to held-out questions 150-249)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
+    parser.add_argument("--start", type=int, default=0,
+                        help="context_multihop, run_without_labels: the first set to take (a later range of a split "
+                             "is a fresh sample when the earlier sets have been read)")
     parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
                                          "conversation form); the result is kept under its own key")
     parser.add_argument("--no-cache", action="store_true",
@@ -279,19 +283,24 @@ def main() -> None:
     args = parser.parse_args()
     if (args.config or args.no_cache) and args.section != "context_multihop":
         parser.error("--config and --no-cache are for context_multihop")
+    if args.start and args.section not in ("context_multihop", "run_without_labels"):
+        parser.error("--start is for context_multihop and run_without_labels")
     if args.split == "heldout2" and args.section != "answer_controls":
         parser.error("--split heldout2 holds labelled answers only: it is for answer_controls")
-    result = (SECTIONS[args.section](args.split, args.n) if args.section != "context_multihop"
-              else context_multihop(args.split, args.n, args.config, fresh=args.no_cache))
+    result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
+              if args.section == "context_multihop"
+              else run_without_labels(args.split, args.n, args.start) if args.section == "run_without_labels"
+              else SECTIONS[args.section](args.split, args.n))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    result |= {"split": args.split, "commit": commit.strip(), "date": dt.date.today().isoformat()}
+    result |= {"split": args.split, **({"start": args.start} if args.start else {}), "commit": commit.strip(), "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.config:
         from evaluations.core.config import load_config
 
         result["checker"] = f"{load_config(Path(args.config)).judge.model.provider}:" \
                             f"{load_config(Path(args.config)).judge.model.name}"
-    doc[f"{args.section}:{args.split}" + (":served" if args.config else "")] = result
+    doc[f"{args.section}:{args.split}" + (f"@{args.start}" if args.start else "") + (":served" if args.config else "")
+        ] = result
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

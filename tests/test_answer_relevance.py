@@ -528,7 +528,7 @@ def test_a_fluent_sentence_about_something_else_is_off_topic_with_or_without_a_c
 
 
 @pytest.mark.parametrize("answer", [
-    "Marie Curie's Birthplace",
+    "Marie Curie's Native Town",  # ("Birthplace" is a placeholder: rule 1 takes it first)
     "Marie Curie Birth City Facts",
     "Marie Curie: Early Life and Origins",
 ])
@@ -622,3 +622,26 @@ def test_a_name_of_the_questions_words_that_the_context_writes_is_a_value(answer
     without = answer_relevance(question, answer)  # no context: nothing vouches for the name
     if answer in ("Warsaw Airport", "Warsaw Terminal Airport"):
         assert (without.verdict, without.kind) == (False, "heading"), without.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict"), [
+    # the asked fact named, not given: a placeholder noun beside the question's names
+    ("Where was the physicist Marie Curie born?", "Marie Curie's Birthplace", False),
+    ("Where was the physicist Marie Curie born?", "Marie Curie's birthplace", False),
+    ("How long did Marie Curie stay at the Sorbonne?", "Marie Curie's tenure at the Sorbonne", False),
+    ("Ada Lovelace and Marie Curie, are of which nationality?", "Marie Curie's nationality", False),
+    # a value beside them is an answer
+    ("Ada Lovelace and Marie Curie, are of which nationality?", "Marie Curie was Polish.", True),
+    ("How long did Marie Curie stay at the Sorbonne?", "Marie Curie's tenure at the Sorbonne lasted 28 years.", True),
+    # an answer that is a question itself, adding no value; one that gives a value first is an answer
+    ("Which element did Marie Curie discover first?", "Which was the first element that this scientist discovered?",
+     False),
+    ("Which element did Marie Curie discover first?", "Polonium. Which did she discover next?", True),
+])
+def test_the_asked_fact_named_or_asked_back_is_no_answer(question, answer, verdict):
+    """Written for this test: a phrase that names the question's subject and the fact asked ("birthplace",
+    "tenure", "nationality") without a value, and a question given back as a question, answer nothing."""
+    result = answer_relevance(question, answer)
+    assert result.verdict is verdict, result.reason
+    if not verdict:
+        assert result.kind in ("restatement", "heading", "echo"), result.reason

@@ -15,21 +15,25 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    On a question marked unanswerable a refusal is accepted (it is the answer).
    Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
    gold, so they are replaced here): with kw = ``lexicon.stems`` and novel = kw(A) − ``GENERIC`` −
-   ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation") less the
-   stems similar to one of kw(Q) (Q also split at punctuation), the answer restates the question when novel = ∅ and it
-   reuses ≥ min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1), or when its only
-   keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when
-   it is shaped like a title (no final period, every word of more than 3 letters capitalised; then one reused
-   keyword is enough), else ``restatement``. An answer that picks one of the options the question offers
+   ``PLACEHOLDERS`` (words standing for the asked thing without naming it: "somebody", "an organisation", the
+   attribute nouns ``ATTRIBUTE_NOUNS`` "type", "occupation", "nationality" and the fact nouns ``FACT_NOUNS``
+   "birthplace", "location", "tenure") less the stems similar to one of kw(Q) (Q also split at punctuation and
+   without possessives), the answer restates the question when novel = ∅ and it reuses ≥ min(``RESTATE_WORDS``,
+   ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (≥ 1; one is enough for a title, and for a phrase with no
+   verb holding a placeholder and one of the question's names: "Marshall Neilan's nationality"), or when its only
+   keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when it is shaped like a
+   title (no final period, every word of more than 3 letters capitalised), else ``restatement``. An answer that is
+   one question adding no value is a restatement too (``_asks_back``: "What genre of music do Catherine and X have
+   in common?"). An answer that picks one of the options the question offers
    (``question_forms.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
    "Which magazine was started first, Arthur's Magazine or First for Women?") is neither, and nor is the question
    given back with its asked part filled by a name or a number (``_fills_slot``: "... a personal favorite of Robert
    Smigel." to "... a personal favorite of what American television executive ...?", even with a name the question
-   has: a wrong answer of the asked kind is still an answer), nor, with a context, an answer holding a name made of
+   has: a wrong answer of the asked kind is still an answer; the question's own words re-inflected, "Neilan's" for
+   "Neilan", fill nothing), nor, with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
-   "... serves Windsor, Ontario and which airport?"). An attribute noun (``ATTRIBUTE_NOUNS``: "type", "occupation",
-   "nationality") is a placeholder too ("They have a profession in common."), and a "which" question for one asks
-   for a common noun, not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
+   "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
+   not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, or a quantity word such as "several");
@@ -132,6 +136,11 @@ ATTRIBUTE_NOUNS = frozenset("""
     professions job jobs career trade nationality nationalities ethnicity sport sports discipline field instrument
     instruments
 """.split())
+#: nouns that name the fact a question asks for, not a value of it ("Allkpop's Bergen County Location", "Edwin
+#: Meese's tenure", "Canadian Left Winger Birthdate")
+FACT_NOUNS = frozenset("""
+    location locations whereabouts birthplace birthdate birthday tenure origin origins identity residence hometown
+""".split())
 #: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
 #: organisation ranked ...", "... something happens."; the attribute nouns: "They share a profession."), and
 #: prepositions the stopword list lacks ("among"): an answer adding only these restates the question
@@ -139,7 +148,7 @@ PLACEHOLDERS = frozenset(stem(w) for w in """
     somebody someone something somewhere sometime somehow anybody anyone anything whoever whatever organisation
     organization body group entity individual party agency institution
     among amongst within across along around behind beyond toward towards upon via per onto throughout
-""".split()) | frozenset(stem(w) for w in ATTRIBUTE_NOUNS)
+""".split()) | frozenset(stem(w) for w in ATTRIBUTE_NOUNS | FACT_NOUNS)
 
 #: stems of nouns that name a kind of thing: introduced by an indefinite article they tell what sort the asked thing
 #: is without naming it ("The capital of Australia is a city.", "He was born in a country.", "In a year.")
@@ -214,7 +223,7 @@ def _restates(question: str, answer: str) -> str | None:
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
     answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
     answer whose only keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
-    q, said = _question_stems(question), stems(answer) - GENERIC
+    q, said = _question_stems(question), stems(_unpossessed(answer)) - GENERIC
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
@@ -224,7 +233,15 @@ def _restates(question: str, answer: str) -> str | None:
     if not a or novel:
         return None
     shared = len({w for w in q if similar(w, a)})
-    need = 1.0 if _titled(answer) else max(1.0, min(RESTATE_WORDS, RESTATE_COVER * len(q)))
+    # a title, or a phrase with no verb that names one of the question's names and the asked thing by a
+    # placeholder ("Marshall Neilan's nationality", "Arnold Burns' tenure in office"), restates with one of the
+    # question's words; a bare name of the question's ("Tom Hanks") needs the share a sentence does, as it may be a
+    # wrong value of the asked kind, and so does a phrase naming nothing ("types of reductions")
+    names = {w.lower() for w in _TOKEN.findall(question)[1:] if w[:1].isupper()}
+    placeholder_phrase = (not has_verb(answer) and bool(said & PLACEHOLDERS)
+                          and any(w[:1].isupper() and _POSSESSIVE.sub("", w.lower()) in names
+                                  for w in _TOKEN.findall(answer)))
+    need = 1.0 if _titled(answer) or placeholder_phrase else max(1.0, min(RESTATE_WORDS, RESTATE_COVER * len(q)))
     if shared < need:
         return None
     return f"reuses {shared} of the question's {len(q)} keywords and adds none"
@@ -274,7 +291,19 @@ def _gives_back(question: str, answer: str) -> str | None:
     return f"its words are the question's but for {words}: no name or number"
 
 
+def _asks_back(question: str, answer: str) -> str | None:
+    """Why an answer that is itself a question ("What genre of music do Catherine and X have in common?") gives
+    the question back, or None: one sentence, opening with a wh-word or an auxiliary and ending in "?", whose words
+    added to the question's hold no value (``_value_in``: no name, number or yes/no word). "Do you mean the 1998
+    film?" names one; "Paris. That is the answer to: what is ...?" is no question."""
+    if (not answer.rstrip().endswith("?") or len(sentences(answer)) != 1
+            or not (_ASKING.match(answer) or AUX_START.search(answer)) or _value_in(added := _added(question, answer))):
+        return None
+    return f"a question itself, adding {', '.join(t for _, t in added) or 'nothing'}: no name or number"
+
+
 _WH_WORDS = frozenset("what which who whom whose where when why how".split())
+_ASKING = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|why|how)\b", re.I)
 #: an answer that covers at least this share of the question's keywords can embed the question (``_embeds``)
 EMBED_COVER = 0.8
 
@@ -348,7 +377,8 @@ def _added(question: str, answer: str) -> list[tuple[int, str]]:
     keyword, not ``GENERIC`` or ``PLACEHOLDERS`` (function words dropped)."""
     asked = _question_stems(question)
     return [(i, t) for i, t in enumerate(_TOKEN.findall(answer))
-            if (s := stems(t)) and not all(similar(w, asked) for w in s) and not s <= GENERIC | PLACEHOLDERS]
+            if (s := stems(_unpossessed(t))) and not all(similar(w, asked) for w in s)
+            and not s <= GENERIC | PLACEHOLDERS]
 
 
 def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> float:
@@ -388,7 +418,9 @@ def _fills_slot(question: str, answer: str) -> str | None:
         return None
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, low_q, low_a, autojunk=False).get_opcodes():
         if (tag in ("replace", "delete") and i1 <= wh < i2) or (tag == "insert" and i1 == wh):
-            filled = a[j1:j2]
+            # the question's own words of the replaced span, re-inflected ("Neilan" -> "Neilan's"), fill nothing
+            replaced = {_POSSESSIVE.sub("", w) for w in low_q[i1:i2]}
+            filled = [w for w in a[j1:j2] if _POSSESSIVE.sub("", w.lower().strip(".")) not in replaced]
             return " ".join(filled) if any(w[:1].isupper() or w[:1].isdigit() for w in filled) else None
     return None
 
@@ -442,8 +474,18 @@ def _context_name(question: str, answer: str, context: str) -> str | None:
 
 
 def _question_stems(question: str) -> frozenset[str]:
-    """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too)."""
-    return stems(question) | stems(re.sub(r"[^\w\s]", " ", question))
+    """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too) and without
+    possessives ("Curie's" gives "curie")."""
+    return stems(question) | stems(re.sub(r"[^\w\s]", " ", question)) | stems(_unpossessed(question))
+
+
+_POSSESSIVE_END = re.compile(r"(?<=\w)['’]s?(?!\w)")
+
+
+def _unpossessed(text: str) -> str:
+    """The text with possessive endings cut ("Marie Curie's" -> "Marie Curie", "Burns'" -> "Burns"): ``stems``
+    would make "curies" of "Curie's", which no longer matches "Curie"."""
+    return _POSSESSIVE_END.sub("", text)
 
 
 def _titled(answer: str) -> bool:
@@ -668,7 +710,7 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
                                            "ask for one)")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
                 or _fills_slot(question, answer) is not None
-                else _restates(question, answer) or _gives_back(question, answer))
+                else _restates(question, answer) or _gives_back(question, answer) or _asks_back(question, answer))
     if restated is not None and _context_name(question, answer, context) is None:
         kind = "heading" if _titled(answer) else "restatement"
         return Relevance(False, kind, f"{kind}: {KINDS[kind]} ({restated})")
