@@ -234,10 +234,13 @@ def run_without_labels(split: str, n: int, start: int = 0) -> dict:
     """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
     the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
     context the set; ``random_documents`` is given 5 passages of other questions (seeded) and answers with the
-    first sentence of one. Mean answer relevance of each; goal: random ≤ 0.10, top passage ≥ 0.80."""
+    first sentence of one. Mean answer relevance of each; goal: random ≤ 0.10, top passage ≥ 0.80. A first sentence
+    is cut as ``claims.sentences`` cuts (not after an initial or an abbreviation); until 2026-12-04 it was cut after
+    any period, which made bare fragments of some ("Russell P.", "U.S.", "The Lorax (also known as Dr.")."""
     import random
 
-    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch, sentences
+    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+    from evaluations.judging.grounded.claims import sentences
 
     sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")
     rng = random.Random(44)
