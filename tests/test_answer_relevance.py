@@ -645,3 +645,21 @@ def test_the_asked_fact_named_or_asked_back_is_no_answer(question, answer, verdi
     assert result.verdict is verdict, result.reason
     if not verdict:
         assert result.kind in ("restatement", "heading", "echo"), result.reason
+
+
+@pytest.mark.parametrize(("answer", "verdict"), [
+    ("Nicholls is a suburb of Canberra in the district of Gungahlin.", False),  # another named subject
+    ("Wayne Wang is a Hong Kong-born American film director.", False),
+    ("Yes, both were born in Poland.", True),
+    ("They were both born in Poland.", True),  # about the question's things, no name of its own first
+    ("Marie Curie was born in Poland and Ada Lovelace in England.", True),
+    ("To compare them, look at where each was born.", True),  # no name opens it: left to the other rules
+])
+def test_a_statement_about_another_named_thing_does_not_answer_a_yes_no_question(answer, verdict):
+    """Written for this test: a yes/no question about named things is not answered by a sentence that opens with a
+    name of its own and names none of the question's, however fluent ("Nicholls is a suburb ..." copied from a
+    random document)."""
+    result = answer_relevance("Were Marie Curie and Ada Lovelace born in the same country?", answer)
+    assert result.verdict is verdict, result.reason
+    if not verdict:
+        assert result.kind == "off_topic" and "naming none of the question's" in result.reason

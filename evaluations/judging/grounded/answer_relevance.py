@@ -89,6 +89,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    sentences of random and of needed passages: ``benchmarks/relevance_outside.py``) and on the gold controls of
    TechQA, CLAPNQ and SQuAD 2.0; the held-out splits only report.
 
+   A yes/no question about named things is not answered by a sentence that opens with a name of its own, names
+   none of the question's and says no yes or no (``_another_subject``: "Nicholls is a suburb of Canberra." to "Are
+   Sherwood Stewart and Ekaterina Makarova from the same country?"), with or without a context: ``off_topic``.
+
 Anything else is ``relevant``. Validated without labels by ``evaluations judge-check --judges answer_relevance``
 (``judging.validation.controls``: non-answer controls must be rejected, gold answers in every form accepted); the measured
 rates are in ``docs/answers-and-judges.md``.
@@ -97,6 +101,7 @@ rates are in ``docs/answers-and-judges.md``.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from difflib import SequenceMatcher
 from collections.abc import Callable, Sequence
@@ -112,7 +117,7 @@ from evaluations.judging.basics.question_forms import affirms_polar, is_polar, p
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
-from evaluations.judging.basics.text import normalize
+from evaluations.judging.basics.text import STOPWORDS, normalize
 
 __all__ = ["KINDS", "ASKED", "GENERIC", "FAR_MIN_WORDS", "FAR_COS", "FAR_SHARE", "NEAR_TOP", "MIN_ABOUT",
            "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
@@ -666,6 +671,31 @@ def _ungrounded_title(question: str, answer: str, context: str) -> str | None:
     return f"shaped like a title, it adds to the question only {', '.join(sorted(added))}, which the context never uses"
 
 
+def _another_subject(question: str, answer: str) -> str | None:
+    """Why a statement answers a yes/no question about something else, or None: the question names things (its
+    capitalised words after the first, stopwords aside), and the answer, a sentence with a verb, has no yes/no
+    word, names none of them, and opens with a name of its own (a run of capitalised words, the first no stopword):
+    "Nicholls is a suburb in Canberra." to "Are Sherwood Stewart and Ekaterina Makarova from the same country?".
+    "They were both born in England." is about the question's things; a wh-question's answer may well open with a
+    new name (the asked one)."""
+    first = next(iter(sentences(answer)), "")
+    if not is_polar(question) or POLARITY.search(normalize(answer)) or not has_verb(first):
+        return None
+    named = {_unpossessed(w).lower() for w in _TOKEN.findall(question)[1:]
+             if w[:1].isupper() and w.lower() not in STOPWORDS}
+    words = _TOKEN.findall(answer)
+    if not named or any(_unpossessed(w).lower() in named for w in words) or not words or (
+            words[0].lower() in STOPWORDS | _NOT_NAMES):
+        return None
+    subject = list(itertools.takewhile(lambda w: w[:1].isupper(), words))
+    if not subject:
+        return None
+    return f"a statement about {' '.join(subject)}, naming none of the question's {', '.join(sorted(named))}"
+
+
+_NOT_NAMES = frozenset("one neither either".split())
+
+
 def _topic_reason(signals: Topic) -> str:
     """Why rule 3 finds the answer about something else (module docstring)."""
     return (f"score {signals.score():.2f} < {TOPIC_THRESHOLD:g}: {signals.found} of {signals.total} answer keywords "
@@ -753,6 +783,8 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     if signals is not None and signals.about >= MIN_ABOUT and (
             titled := _ungrounded_title(question, answer, context or "")) is not None:
         return Relevance(False, "heading", f"heading: {KINDS['heading']} ({titled})")
+    if (other := _another_subject(question, answer)) is not None:
+        return Relevance(False, "off_topic", f"off_topic: {other}")
     vouched = signals is not None and signals.about >= VOUCH_ABOUT and signals.close >= VOUCH_CLOSE
     if not vouched and (far := _far_from_question(question, answer, embed)) is not None:
         return Relevance(False, "off_topic", f"off_topic: {far}")
