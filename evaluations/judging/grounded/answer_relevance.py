@@ -240,12 +240,10 @@ def _restates(question: str, answer: str) -> str | None:
     shared = len({w for w in q if similar(w, a)})
     # a title, or a phrase with no verb that names one of the question's names and the asked thing by a
     # placeholder ("Marshall Neilan's nationality", "Arnold Burns' tenure in office"), restates with one of the
-    # question's words; a bare name of the question's ("Tom Hanks") needs the share a sentence does, as it may be a
-    # wrong value of the asked kind, and so does a phrase naming nothing ("types of reductions")
+    # question's words; a phrase naming none of them ("types of reductions") needs the share a sentence does
     names = {w.lower() for w in _TOKEN.findall(question)[1:] if w[:1].isupper()}
     placeholder_phrase = (not has_verb(answer) and bool(said & PLACEHOLDERS)
-                          and any(w[:1].isupper() and _POSSESSIVE.sub("", w.lower()) in names
-                                  for w in _TOKEN.findall(answer)))
+                          and any(w[:1].isupper() and _unpossessed(w.lower()) in names for w in _TOKEN.findall(answer)))
     need = 1.0 if _titled(answer) or placeholder_phrase else max(1.0, min(RESTATE_WORDS, RESTATE_COVER * len(q)))
     if shared < need:
         return None
@@ -424,15 +422,14 @@ def _fills_slot(question: str, answer: str) -> str | None:
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, low_q, low_a, autojunk=False).get_opcodes():
         if (tag in ("replace", "delete") and i1 <= wh < i2) or (tag == "insert" and i1 == wh):
             # the question's own words of the replaced span, re-inflected ("Neilan" -> "Neilan's"), fill nothing
-            replaced = {_POSSESSIVE.sub("", w) for w in low_q[i1:i2]}
-            filled = [w for w in a[j1:j2] if _POSSESSIVE.sub("", w.lower().strip(".")) not in replaced]
+            replaced = {_unpossessed(w) for w in low_q[i1:i2]}
+            filled = [w for w in a[j1:j2] if _unpossessed(w.lower().strip(".")) not in replaced]
             return " ".join(filled) if any(w[:1].isupper() or w[:1].isdigit() for w in filled) else None
     return None
 
 
 _NAME_JOINERS = frozenset("of the de du la le van von da del for &".split())
 _DETERMINERS = frozenset("the a an this that these those".split())
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 def _name_runs(answer: str) -> list[list[str]]:
@@ -448,7 +445,7 @@ def _name_runs(answer: str) -> list[list[str]]:
         while run and (run[-1].lower() in _NAME_JOINERS or run[0].lower() in _DETERMINERS):
             run.pop(-1 if run[-1].lower() in _NAME_JOINERS else 0)
         if run:
-            runs.append([*run[:-1], _POSSESSIVE.sub("", run[-1])])
+            runs.append([*run[:-1], _unpossessed(run[-1])])
         run = []
     return runs
 
