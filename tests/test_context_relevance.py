@@ -300,3 +300,32 @@ def test_the_set_stage_rarely_joins_other_paragraphs_of_the_same_article():
         joined += sum(c.joined for c in verdict.chunks[1:])
     assert others > 500
     assert joined / others <= 0.05, (joined, others)
+
+
+def test_a_claim_or_keywords_are_judged_passage_by_passage():
+    """Written for this test: the cross-passage rules are for a query that asks. The same content as a claim to
+    check, or as keywords, gets neither the sole-source rule nor the set stage: each passage is evidence on its own
+    (on SciFact's held-out claims the two rules had joined 19 top-5 abstracts, 3 of them in the qrels)."""
+    from evaluations.judging.basics.question_forms import asks
+
+    class No:
+        id = "always-no"
+
+        def probability(self, shared: str, tail: str) -> tuple[float, float]:
+            return 0.0, 1.0
+
+    passages = [Passage(id="a", text="Lavinia Osterholt (14 June 1902 – 3 March 1988) was a Dutch painter."),
+                Passage(id="b", text="Bertram Calloway-Hines (2 November 1899 – 1975) was an English architect.")]
+    question = "Who was born first, Lavinia Osterholt or Bertram Calloway-Hines?"
+    for query in (question, "Lavinia Osterholt was born before Bertram Calloway-Hines.",
+                  "Lavinia Osterholt Bertram Calloway-Hines birth"):
+        verdict = judge_context_relevance(query, passages, scorer=No())
+        assert [c.sole_source for c in verdict.chunks] == [asks(query)] * 2, query
+    assert asks(question) and asks("what Dutch painter was born in 1902") and asks("List Dutch painters.")
+    assert not asks("Lavinia Osterholt was born before Bertram Calloway-Hines.")
+    scorer = Scripted({ANCHOR: 0.97, BRIDGE: 0.3})
+    bridged = [Passage(id=str(i), text=t) for i, t in enumerate([DISTRACTOR, BRIDGE, ANCHOR])]
+    assert judge_context_relevance(BRIDGE_Q, bridged, scorer=scorer).chunks[1].joined  # the question: joined
+    claim = "Calder Street Studios produced the film directed by the man who wrote Harbour Lights."
+    assert not asks(claim)
+    assert [c.relevant for c in judge_context_relevance(claim, bridged, scorer=scorer).chunks] == [False, False, True]

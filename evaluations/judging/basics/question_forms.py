@@ -15,7 +15,7 @@ from evaluations.judging.basics.lexicon import AUX_START, FILLER, VERBS, similar
 from evaluations.judging.basics.text import STOPWORDS, normalize
 
 __all__ = ["OPTION_MAX_WORDS", "OPTION_RUN", "COMPARATIVES", "question_options", "is_polar", "affirms_polar",
-           "picks_option", "picked_option"]
+           "picks_option", "picked_option", "asks"]
 
 OPTION_MAX_WORDS = 5  # a comma-list item of a question, or a part of an "X or Y" answer: at most this many words
 OPTION_RUN = 3  # a lowercase option of a question: at most this many content words ("static IP address")
@@ -79,6 +79,17 @@ def _listed(pieces: list[str]) -> list[str]:
             break
         items.append(" ".join(words))
     return items[::-1]
+
+
+_WHAT = re.compile(r"\bwhat\b", re.I)
+_REQUEST = re.compile(r"^\W*(?:name|list|tell|give|find|identify|describe|explain|show|compare)\b", re.I)
+
+
+def asks(text: str) -> bool:
+    """The text asks something: it holds a "?" or the word "what", or opens with a wh-word, an auxiliary ("Is",
+    "Did") or a request ("Name", "List", "Explain"). A claim to check ("0-dimensional biomaterials show inductive
+    properties.") or a keyword query does not."""
+    return "?" in text or bool(_QUESTION_WORD.search(text) or _REQUEST.search(text) or _WHAT.search(text))
 
 
 @lru_cache(maxsize=4096)
