@@ -138,7 +138,7 @@ def answer_controls(split: str, n: int) -> dict:
             "seconds": round(time.perf_counter() - started, 1), "goal": ">= 0.95 of each kind"}
 
 
-def scifact_p5(split: str, n: int) -> dict:
+def scifact_p5(split: str, n: int, start: int = 0) -> dict:
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
@@ -149,7 +149,7 @@ def scifact_p5(split: str, n: int) -> dict:
     # design: the first half of the test claims in file order, held out: the second half
     ids = sorted(qrels, key=int)
     ids = ids[:len(ids) // 2] if split == "design" else ids[len(ids) // 2:]
-    ids = ids[:n]
+    ids = ids[start:start + n]
     cache = VerdictCache()
     qrels_p5, judged_p5, calls, started = [], [], 0, time.perf_counter()
     for i, qid in enumerate(ids, 1):
@@ -277,8 +277,8 @@ def main() -> None:
                         help="heldout2: answer_controls only (answers to held-out questions 150-249)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
-                        help="context_multihop, run_without_labels: the first set to take (a later range of a split "
-                             "is a fresh sample when the earlier sets have been read)")
+                        help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
+                             "take (a later range of a split is a fresh sample when the earlier ones have been read)")
     parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
                                          "conversation form); the result is kept under its own key")
     parser.add_argument("--no-cache", action="store_true",
@@ -286,13 +286,14 @@ def main() -> None:
     args = parser.parse_args()
     if (args.config or args.no_cache) and args.section != "context_multihop":
         parser.error("--config and --no-cache are for context_multihop")
-    if args.start and args.section not in ("context_multihop", "run_without_labels"):
-        parser.error("--start is for context_multihop and run_without_labels")
+    if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
+        parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
     if args.split == "heldout2" and args.section != "answer_controls":
         parser.error("--split heldout2 holds labelled answers only: it is for answer_controls")
     result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
               if args.section == "context_multihop"
               else run_without_labels(args.split, args.n, args.start) if args.section == "run_without_labels"
+              else scifact_p5(args.split, args.n, args.start) if args.section == "scifact_p5"
               else SECTIONS[args.section](args.split, args.n))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     result |= {"split": args.split, **({"start": args.start} if args.start else {}), "commit": commit.strip(), "date": dt.date.today().isoformat()}
