@@ -24,6 +24,8 @@ Sections:
   passages of other questions and answers with the first sentence of one. Goal: random ≤ 0.10, top ≥ 0.80.
 * ``scifact_p5``: SciFact test claims (``../shared/data/scifact``), each with its top 5 abstracts by TF-IDF over the
   whole corpus: the mean context precision@5 the judge gives against the mean P@5 the qrels give. Goal: within 0.1.
+* ``fit_claim_threshold`` (design only): the threshold of a query that asks nothing, chosen on the read SciFact
+  design pairs and written into ``judges/context_relevance.json``.
 * ``scifact_read`` (design only): the pairs of those top 5s read under the rubric
   (``datasets/relevance/scifact_top5_read.jsonl``, ``SCIFACT_READ.md``): the judge and the qrels each against
   reading, and precision@5 by reading (strata weighted by size): are the qrels or the judge off?
@@ -230,6 +232,54 @@ def scifact_read(split: str, n: int) -> dict:
                     "qrels on it, not with other sets"}
 
 
+def fit_claim_threshold(split: str, n: int) -> dict:
+    """The threshold of a query that asks nothing (``ContextParams.claim_threshold``), chosen on the read SciFact
+    design pairs (``scifact_top5_read.jsonl``): each pair's P(relevant) from the passage model, then the threshold
+    (0.40 to 0.98 by 0.01) of the highest balanced accuracy against reading, each stratum weighted by its size (ties:
+    the lowest). Written into ``judges/context_relevance.json``; held-out claims only report (``scifact_p5``)."""
+    import numpy as np
+
+    from evaluations.judging.basics.passages import Passage
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.context_relevance import PARAMS_FILE, judge_context_relevance, params
+
+    if split != "design":
+        raise SystemExit("fit_claim_threshold: only the design pairs were read")
+    rows = [json.loads(line) for line in (ROOT / "datasets" / "relevance" / "scifact_top5_read.jsonl").open()]
+    texts, _, _ = _scifact_index()
+    queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
+    passage_model, cache, p = params().model_copy(update={"claim_threshold": None}), VerdictCache(), {}
+    for qid in dict.fromkeys(r["claim_id"] for r in rows):
+        docs = _scifact_top5(queries[qid])
+        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=texts[d]) for d in docs], cache=cache,
+                                          params=passage_model)
+        p |= {(qid, c.id): c.p for c in verdict.chunks}
+    weight = {r["stratum"]: r["stratum_size"] / sum(x["stratum"] == r["stratum"] for x in rows) for r in rows}
+    said = np.array([p[(r["claim_id"], r["doc_id"])] for r in rows])
+    read, w = np.array([r["label"] for r in rows]), np.array([weight[r["stratum"]] for r in rows])
+
+    def balanced(t: float) -> float:
+        yes = said >= t
+        return float((w[yes & read].sum() / w[read].sum() + w[~yes & ~read].sum() / w[~read].sum()) / 2)
+
+    grid = [round(t, 2) for t in np.arange(0.40, 0.985, 0.01)]
+    scores = {t: balanced(t) for t in grid}
+    best = max(grid, key=lambda t: (round(scores[t], 6), -t))
+    path = ROOT / "judges" / PARAMS_FILE
+    doc = json.loads(path.read_text())
+    doc["params"]["claim_threshold"] = best
+    doc["claim_threshold"] = {
+        "what": "the threshold of a query that asks nothing (a claim to check, keywords: question_forms.asks)",
+        "data": "datasets/relevance/scifact_top5_read.jsonl (108 SciFact design pairs read under the rubric)",
+        "rule": "highest stratum-weighted balanced accuracy against reading, thresholds 0.40-0.98 by 0.01",
+        "balanced_accuracy": round(scores[best], 4), "at_threshold": round(balanced(passage_model.threshold), 4)}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return {"pairs": len(rows), "claim_threshold": best, "balanced_accuracy": round(scores[best], 4),
+            "at_the_passage_threshold": {"threshold": passage_model.threshold,
+                                         "balanced_accuracy": round(balanced(passage_model.threshold), 4)},
+            "curve": {str(t): round(v, 4) for t, v in scores.items()}}
+
+
 def run_without_labels(split: str, n: int, start: int = 0) -> dict:
     """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
     the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
@@ -267,7 +317,8 @@ def run_without_labels(split: str, n: int, start: int = 0) -> dict:
 
 
 SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_controls, "scifact_p5": scifact_p5,
-            "scifact_read": scifact_read, "run_without_labels": run_without_labels}
+            "scifact_read": scifact_read, "run_without_labels": run_without_labels,
+            "fit_claim_threshold": fit_claim_threshold}
 
 
 def main() -> None:
@@ -296,7 +347,8 @@ def main() -> None:
               else scifact_p5(args.split, args.n, args.start) if args.section == "scifact_p5"
               else SECTIONS[args.section](args.split, args.n))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    result |= {"split": args.split, **({"start": args.start} if args.start else {}), "commit": commit.strip(), "date": dt.date.today().isoformat()}
+    result |= {"split": args.split, **({"start": args.start} if args.start else {}), "commit": commit.strip(),
+               "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.config:
         from evaluations.core.config import load_config

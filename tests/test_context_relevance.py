@@ -58,7 +58,7 @@ def test_relevant_abstracts_accepted_random_rejected_and_cached(scifact_cases, t
         verdict = judge_context_relevance(claim, passages, cache=cache)
         assert verdict.applicable and verdict.model_calls == len(passages)
         assert [c.rank for c in verdict.chunks] == [1, 2] and [c.id for c in verdict.chunks] == [p.id for p in passages]
-        flags = [c.p >= fitted.threshold or c.joined for c in verdict.chunks]
+        flags = [c.p >= fitted.threshold_for(claim) or c.joined for c in verdict.chunks]
         assert [c.relevant for c in verdict.chunks] == flags
         # precision@k and the first relevant rank, by hand from the chunk verdicts
         assert verdict.score == pytest.approx(sum(flags) / len(flags))
@@ -329,3 +329,30 @@ def test_a_claim_or_keywords_are_judged_passage_by_passage():
     claim = "Calder Street Studios produced the film directed by the man who wrote Harbour Lights."
     assert not asks(claim)
     assert [c.relevant for c in judge_context_relevance(claim, bridged, scorer=scorer).chunks] == [False, False, True]
+
+
+def test_a_claim_is_held_to_the_claim_threshold_and_a_question_to_the_passage_threshold():
+    """The shipped file holds a threshold for queries that ask nothing (fitted on the read SciFact design pairs);
+    a question keeps the passage model's. By hand: with a claim threshold of 0 every passage of a claim is relevant,
+    none of the same passages asked as a question (a model that says no)."""
+    from evaluations.judging.grounded.context_relevance import ContextParams
+
+    class No:
+        id = "always-no"
+
+        def probability(self, shared: str, tail: str) -> tuple[float, float]:
+            return 0.0, 1.0
+
+    shipped = params()
+    assert shipped.claim_threshold is not None and shipped.threshold < shipped.claim_threshold < 1
+    assert shipped.threshold_for("Does aspirin lower fever?") == shipped.threshold
+    assert shipped.threshold_for("Aspirin lowers fever in children.") == shipped.claim_threshold
+    assert ContextParams(**(shipped.model_dump() | {"claim_threshold": None})).threshold_for("Aspirin lowers fever.") \
+        == shipped.threshold
+    lenient = ContextParams(**(shipped.model_dump() | {"claim_threshold": 0.0}))
+    passages = [Passage(id="a", text="Aspirin is a salicylate used to reduce fever and pain."),
+                Passage(id="b", text="The river rises near the village and flows north.")]
+    claim = judge_context_relevance("Aspirin lowers fever in children.", passages, scorer=No(), params=lenient)
+    question = judge_context_relevance("Does aspirin lower fever in children?", passages, scorer=No(), params=lenient)
+    assert [c.relevant for c in claim.chunks] == [True, True]
+    assert [c.relevant for c in question.chunks] == [False, False]

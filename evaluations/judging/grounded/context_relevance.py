@@ -183,6 +183,13 @@ class ContextParams(SetParams):
     #: "passage": the passage alone with the question (``ask``); "conversation": the next turn of the QA
     #: conversation over the retrieved set (``ask_in_conversation``; a served checker's)
     form: Literal["passage", "conversation"] = "passage"
+    #: the threshold for a query that asks nothing (a claim to check, keywords: ``question_forms.asks``), when
+    #: fitted apart (``benchmarks/relevance_outside.py fit_claim_threshold``); None: ``threshold``
+    claim_threshold: float | None = None
+
+    def threshold_for(self, question: str) -> float:
+        """``claim_threshold`` for a query that asks nothing, when there is one, else ``threshold``."""
+        return self.claim_threshold if self.claim_threshold is not None and not asks(question) else self.threshold
 
 
 # -- lexical signals ----------------------------------------------------------------------------------------
@@ -401,7 +408,7 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     else:
         asked = fan_out(scorer, lambda passage: ask(question, passage.text, fitted.wording, cache=cache,
                                                     scorer=scorer) if passage.text.strip() else None, passages)
-    chunks, calls = [], 0
+    chunks, calls, threshold = [], 0, fitted.threshold_for(question)
     for rank, (passage, answer) in enumerate(zip(passages, asked), 1):
         if answer is None:
             chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=False, p=0.0))
@@ -409,7 +416,7 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
         p_yes, called = answer
         calls += called
         p = float(fitted.probability(np.array(features(question, passage.text, p_yes)))[0])
-        chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= fitted.threshold, p=p))
+        chunks.append(ChunkVerdict(rank=rank, id=passage.id, relevant=p >= threshold, p=p))
     if not asks(question):  # a claim to check or keywords: each passage is evidence or not on its own
         return _verdict(chunks, calls)
     for chunk, sole in zip(chunks, sole_sources(question, [p.text for p in passages])):
