@@ -56,7 +56,10 @@ llama.cpp's server, the conversation form agrees with the 360 labelled pairs on 
 The cross-passage rules (``sole_sources`` above and the set stage below) are for a query that asks something
 (``question_forms.asks``: a "?", "what", or a wh-word, an auxiliary or a request first). A claim to check or a
 keyword query is judged passage by passage: each passage is evidence or not on its own. On SciFact's held-out claims
-the two rules had joined 19 of 300 top-5 abstracts, 3 of them in the qrels.
+the two rules had joined 19 of 300 top-5 abstracts, 3 of them in the qrels. Such a query is also held to its own
+threshold when the file has one (``ContextParams.claim_threshold``, fitted on read SciFact design pairs by
+``benchmarks/relevance_outside.py fit_claim_threshold``): the passage model over-accepts abstracts on a claim's
+subject that report another relation.
 
 The set stage (``set_features``, ``SetParams``, ``judges/context_sets.json``): a passage needed only together with
 another is judged beside the set. For each passage, with p1 its probability above, and its *subject* the name it
