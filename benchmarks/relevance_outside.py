@@ -188,26 +188,36 @@ def _scifact_top5(claim: str) -> list[str]:
     return [ids[j] for j in scores.argsort()[::-1][:5]]
 
 
-def scifact_read(split: str, n: int) -> dict:
-    """The SciFact top-5 pairs read under the rubric (``datasets/relevance/scifact_top5_read.jsonl``, design claims
-    only): the judge's and the qrels' agreement with reading on the pairs read, and precision@5 by reading over the
-    design claims' 300 pairs, each stratum weighted by its size (the estimate of a stratified sample)."""
+def _read_pairs(params: Any = None) -> tuple[list[dict], dict[tuple[str, str], Any], int]:
+    """The read SciFact design pairs (``scifact_top5_read.jsonl``), each claim's whole top 5 judged as
+    ``scifact_p5`` judges it (``params``: other fitted parameters): (rows, (claim id, doc id) -> chunk verdict,
+    model calls)."""
     from evaluations.judging.basics.passages import Passage
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import judge_context_relevance
 
-    if split != "design":
-        raise SystemExit("scifact_read: only design claims were read")
     rows = [json.loads(line) for line in (ROOT / "datasets" / "relevance" / "scifact_top5_read.jsonl").open()]
     texts, _, _ = _scifact_index()
     queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
-    qrels = scifact_qrels()
-    cache, calls, judged = VerdictCache(), 0, {}
-    for qid in dict.fromkeys(r["claim_id"] for r in rows):  # each claim's whole top 5, as scifact_p5 judges it
+    cache, calls, chunks = VerdictCache(), 0, {}
+    for qid in dict.fromkeys(r["claim_id"] for r in rows):
         docs = _scifact_top5(queries[qid])
-        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=texts[d]) for d in docs], cache=cache)
+        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=texts[d]) for d in docs], cache=cache,
+                                          params=params)
         calls += verdict.model_calls
-        judged |= {(qid, c.id): c.relevant for c in verdict.chunks}
+        chunks |= {(qid, c.id): c for c in verdict.chunks}
+    return rows, chunks, calls
+
+
+def scifact_read(split: str, n: int) -> dict:
+    """The SciFact top-5 pairs read under the rubric (``datasets/relevance/scifact_top5_read.jsonl``, design claims
+    only): the judge's and the qrels' agreement with reading on the pairs read, and precision@5 by reading over the
+    design claims' 300 pairs, each stratum weighted by its size (the estimate of a stratified sample)."""
+    if split != "design":
+        raise SystemExit("scifact_read: only design claims were read")
+    rows, chunks, calls = _read_pairs()
+    judged = {pair: c.relevant for pair, c in chunks.items()}
+    qrels = scifact_qrels()
 
     def agreement(said: list[bool], read: list[bool]) -> dict:
         tp = sum(s and r for s, r in zip(said, read))
@@ -239,21 +249,13 @@ def fit_claim_threshold(split: str, n: int) -> dict:
     the lowest). Written into ``judges/context_relevance.json``; held-out claims only report (``scifact_p5``)."""
     import numpy as np
 
-    from evaluations.judging.basics.passages import Passage
-    from evaluations.judging.correctness.embedded import VerdictCache
-    from evaluations.judging.grounded.context_relevance import PARAMS_FILE, judge_context_relevance, params
+    from evaluations.judging.grounded.context_relevance import PARAMS_FILE, params
 
     if split != "design":
         raise SystemExit("fit_claim_threshold: only the design pairs were read")
-    rows = [json.loads(line) for line in (ROOT / "datasets" / "relevance" / "scifact_top5_read.jsonl").open()]
-    texts, _, _ = _scifact_index()
-    queries = {q["_id"]: q["text"] for q in read_jsonl_gz(SCIFACT / "queries.jsonl.gz")}
-    passage_model, cache, p = params().model_copy(update={"claim_threshold": None}), VerdictCache(), {}
-    for qid in dict.fromkeys(r["claim_id"] for r in rows):
-        docs = _scifact_top5(queries[qid])
-        verdict = judge_context_relevance(queries[qid], [Passage(id=d, text=texts[d]) for d in docs], cache=cache,
-                                          params=passage_model)
-        p |= {(qid, c.id): c.p for c in verdict.chunks}
+    passage_model = params().model_copy(update={"claim_threshold": None})
+    rows, chunks, _ = _read_pairs(passage_model)
+    p = {pair: c.p for pair, c in chunks.items()}
     weight = {r["stratum"]: r["stratum_size"] / sum(x["stratum"] == r["stratum"] for x in rows) for r in rows}
     said = np.array([p[(r["claim_id"], r["doc_id"])] for r in rows])
     read, w = np.array([r["label"] for r in rows]), np.array([weight[r["stratum"]] for r in rows])
