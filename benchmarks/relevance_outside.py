@@ -1,6 +1,6 @@
 """Answer relevance and context relevance on data nobody here wrote their rules from (issue 44).
 
-    python benchmarks/relevance_outside.py SECTION [--split design|heldout|heldout2] [--n N] [--start I] [--no-cache]
+    python benchmarks/relevance_outside.py SECTION [--split SPLIT] [--n N] [--start I] [--no-cache]
 
 Sections:
 
@@ -30,7 +30,9 @@ Sections:
   (``datasets/relevance/scifact_top5_read.jsonl``, ``SCIFACT_READ.md``): the judge and the qrels each against
   reading, and precision@5 by reading (strata weighted by size): are the qrels or the judge off?
 
-The ``heldout`` split is for reporting only: no rule or parameter is chosen by reading it. Verdicts go through the
+The held-out splits are for reporting only: no rule or parameter is chosen by reading them (for answer relevance
+``heldout3``, answers to held-out questions 250-299; ``heldout`` and ``heldout2`` were read after rules changed and
+are design material since). Verdicts go through the
 user's verdict store (a re-run makes no model call). Writes ``benchmarks/results/relevance_outside.json`` (the entry
 of the section and split run is replaced, the others kept).
 """
@@ -326,8 +328,9 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("--split", choices=("design", "heldout", "heldout2"), default="design",
-                        help="heldout2: answer_controls only (answers to held-out questions 150-249)")
+    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3"), default="design",
+                        help="heldout2, heldout3: answer_controls only (answers to held-out questions 150-249, "
+                             "250-299)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
                         help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
@@ -341,8 +344,8 @@ def main() -> None:
         parser.error("--config and --no-cache are for context_multihop")
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
-    if args.split == "heldout2" and args.section != "answer_controls":
-        parser.error("--split heldout2 holds labelled answers only: it is for answer_controls")
+    if args.split in ("heldout2", "heldout3") and args.section != "answer_controls":
+        parser.error(f"--split {args.split} holds labelled answers only: it is for answer_controls")
     result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
               if args.section == "context_multihop"
               else run_without_labels(args.split, args.n, args.start) if args.section == "run_without_labels"

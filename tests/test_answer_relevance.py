@@ -663,3 +663,50 @@ def test_a_statement_about_another_named_thing_does_not_answer_a_yes_no_question
     assert result.verdict is verdict, result.reason
     if not verdict:
         assert result.kind == "off_topic" and "naming none of the question's" in result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict"), [
+    # the asked part written after a question that ends in a preposition, or in place of a final "what"
+    ("Which readers was the novel Small Gods written for?", "Small Gods was written for teenagers.", True),
+    ("The physicist Marie Curie is often quoted in the press regarding what?",
+     "Marie Curie is often quoted in the press regarding radium research.", True),
+    ("Glaciers carve valleys through landscapes such as?", "Glaciers carve valleys through landscapes such as fjords.",
+     True),
+    # the asked part left unnamed: some one of a kind, the question's own words, or a possessive
+    ("Which readers was the novel Small Gods written for?", "Small Gods was written for some readers.", False),
+    ("The physicist Marie Curie shared a laboratory with who?",
+     "The physicist Marie Curie shared a laboratory with another physicist.", False),
+    ("The physicist Marie Curie shared a laboratory with who?",
+     "The physicist Marie Curie shared a laboratory with a famous scientist.", False),
+    ("Which venue, also called the Salle Pleyel, did Marie Curie lecture at?",
+     "Marie Curie lectured at the Salle Pleyel.", False),
+    ("The physicist Marie Curie was best known for what discovery?",
+     "The physicist Marie Curie was best known for her discovery.", False),
+])
+def test_the_asked_part_filled_with_a_common_noun_answers_it(question, answer, verdict):
+    """Written for this test: a question whose asked part comes last ("... written for?", "... regarding what?",
+    "... such as?") is answered by a statement that writes a thing of its own there, a common noun or a name; one
+    that writes "another physicist", "a famous scientist", "her discovery" or the question's own name there
+    restates it."""
+    result = answer_relevance(question, answer)
+    assert result.verdict is verdict, result.reason
+    if not verdict:
+        assert result.kind == "restatement", result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict"), [
+    ("Between Marie Curie and Ada Lovelace, which scientist was born first?", "Ada Lovelace", True),
+    ("Between Marie Curie and Ada Lovelace, which scientist was born first?",
+     "Ada Lovelace was born before Marie Curie.", True),
+    ("Are Marie Curie and Pierre Curie both physicists?", "Marie Curie and Pierre Curie are both physicists", True),
+    ("Are Marie Curie and Pierre Curie both physicists?", "Marie Curie and Pierre Curie: Physicists", False),
+    ("What number film in the series was the first to be shot in colour?", "the twenty-first", True),
+    ("When was the chemist who discovered radium born?", "the chemist's birth date", False),
+    ("When was the chemist who discovered radium born?", "in 1867", True),
+])
+def test_options_named_with_between_polar_statements_ordinals_and_relative_clauses(question, answer, verdict):
+    """Written for this test: "Between A and B, which ...?" offers options; a statement of a yes/no question's
+    proposition answers it even without a final period; an ordinal answers "what number"; a relative "who" does not
+    stop a "when" question asking for a time."""
+    result = answer_relevance(question, answer)
+    assert result.verdict is verdict, result.reason

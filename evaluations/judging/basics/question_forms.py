@@ -122,7 +122,7 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
                 out.append(group)
     if not out and _QUOTES.search(question):  # quoted options ('… first, "Everson v. Board" or "Rasul v. Bush"?')
         return question_options(_QUOTES.sub("", question))
-    if not out and (_WHICH_ONE.search(question) or _WHO_IS_MORE.search(question)):
+    if not out and (_WHICH_ONE.search(question) or _WHO_IS_MORE.search(question) or _BETWEEN.search(question)):
         pairs = [pair for segment in _OPTION_BOUNDARY.split(question) for pair in _and_pairs(segment)]
         if len(pairs) == 1:  # "Between Kim Clijsters and Mary Pierce, who is older?"
             out.append(pairs[0])
@@ -132,7 +132,10 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
 _QUOTES = re.compile(r'["“”]')
 #: the question asks to choose between things it names: "which one", "which of the two", "who is older"
 _WHICH_ONE = re.compile(r"\bwhich\s+(?:one|of\s+(?:the|these|those|them|both))\b", re.I)
-_WHO_IS_MORE = re.compile(r"\b(?:who|which)\s+(?:is|was|are|were)\s+(?:[\w-]+\s+){0,2}?" + _COMPARES.pattern[2:], re.I)
+_WHO_IS_MORE = re.compile(r"\b(?:who|which)\s+(?:[a-z-]+\s+)?(?:is|was|are|were)\s+(?:[\w-]+\s+){0,2}?"
+                          + _COMPARES.pattern[2:], re.I)  # "which genus is more widely spread"
+#: a question that opens by naming the things to choose between ("Between Leitneria and Zinnia, which ...?")
+_BETWEEN = re.compile(r"^\W*between\b[^,?]+\band\b[^,?]+,\s*(?:who|which|what)\b", re.I)
 
 
 def _and_pairs(segment: str) -> list[tuple[str, str]]:
@@ -145,6 +148,8 @@ def _and_pairs(segment: str) -> list[tuple[str, str]]:
         if not before or not after or not before[0][:1].isupper() or not after[0][:1].isupper():
             continue
         near, far = _option(before), _option(after)
+        if near and near[-1].lower() == "between":  # "Between Kim Clijsters and ..."
+            near = near[:-1]
         if near and far and near[-1][:1].isupper() and not _QUESTION_WORD.match(near[-1]) and all(
                 stems(o) for o in (" ".join(near), " ".join(far))):
             pairs.append((" ".join(reversed(near)), " ".join(far)))

@@ -30,14 +30,19 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    given back with its asked part filled by a name or a number (``_fills_slot``: "... a personal favorite of Robert
    Smigel." to "... a personal favorite of what American television executive ...?", even with a name the question
    has: a wrong answer of the asked kind is still an answer; the question's own words re-inflected, "Neilan's" for
-   "Neilan", fill nothing), nor, with a context, an answer holding a name made of
+   "Neilan", fill nothing). Where the asked part comes last (a final "... regarding what?", or a question ending in a
+   preposition, "... published for?", "... such as?") a common noun of the answer's own fills it too ("... for
+   adults."), but not some one of a kind or a possessive ("... with another presenter.", "... for his work."), nor,
+   after a final preposition, the question's own name. A statement of a yes/no question's proposition, with or
+   without its final period, answers it (``_affirms``). Nor, with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
    "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
    not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
 2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
-     number (a digit, a number word, or a quantity word such as "several");
-   * time ("when …" at the start, "what/which year / date / month / day / century / decade / time"): the answer has
+     number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
+   * time ("when …" at the start, unless another question follows it: "When and where …", "…, who …"; a relative
+     "who" after a noun does not; "what/which year / date / month / day / century / decade / time"): the answer has
      no time marker (a digit, a number word, a month, a weekday, a time word such as "century", "during", or a
      condition: "when", "if", "while");
    * person or place ("who", "whom", "whose", "where" at the start; "what/which [adjective] country / city /
@@ -233,6 +238,7 @@ def _restates(question: str, answer: str) -> str | None:
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
     novel = {w for w in a if not similar(w, q)}
+    q = _question_stems(question, forms=False)  # the question's keywords, counted below
     if (kinds := _only_a_kind(question, answer, novel)) is not None:  # "The capital of Australia is a city."
         return f"names the asked thing only by its kind ({kinds})"
     if not a or novel:
@@ -336,7 +342,7 @@ def _embeds(question: str, answer: str) -> str | None:
         return None
     if _another_sentence_answers(question, answer):
         return None
-    if _share_from(asked, stems(answer)) < EMBED_COVER:
+    if _share_from(_question_stems(question, forms=False), stems(answer)) < EMBED_COVER:
         return None
     added = _added(question, answer)
     if _adds_a_value(added):
@@ -405,18 +411,43 @@ def _value_in(added: list[tuple[int, str]]) -> bool:
     return False
 
 
+#: a question that ends in one of these before its "?" leaves its asked part to be written after it ("Which readers
+#: was the series published for?", "... over natural terrain such as?")
+_DANGLING = frozenset("for in with as of to from by about on at into onto regarding including like than".split())
+#: words that introduce a thing as some one of its kind, not a particular one ("another presenter", "a town")
+_INDEFINITE_WORDS = frozenset("a an another some any certain other".split())
+_POSSESSIVES = frozenset("his her their its my our your".split())  # "for his work": the asked thing, unnamed
+#: an asking word this near the question's end ("... regarding what?", "... born in what year?") is where it asks;
+#: a wh-word earlier in the middle ("a social worker who writes ...") opens a relative clause
+END_SLOT = 3
+
+
 def _fills_slot(question: str, answer: str) -> str | None:
-    """The words an answer puts where the question has its wh-word, when they hold a name or a number, else None:
-    the question given back as a statement with its asked part filled ("... a personal favorite of Robert Smigel." to
-    "... a personal favorite of what American television executive ...?") answers it, right or wrong, even with a
-    name the question has. The question's and the answer's words are aligned (``difflib``); the answer's words that
-    replace the question's wh-word (or are inserted at it) are the filler. Not for a title-shaped answer (every word
-    capitalised) or a question that opens with its wh-word (its subject is asked: a new name there is news anyway)."""
+    """The words an answer puts in the question's asked part, when they hold a value, else None: the question given
+    back as a statement with its asked part filled answers it, right or wrong, even with a name the question has
+    ("... a personal favorite of Robert Smigel." to "... a personal favorite of what American television executive
+    ...?"). The asked part is the question's wh-word (its first, or the last when within ``END_SLOT`` words of the
+    end: "... quoted in the media regarding what?"), the answer's words aligned to it (``difflib``) replacing it or
+    inserted at it; or, for a question ending in a preposition (``_DANGLING``: "... published for?", "... such
+    as?"), the words the answer writes after that ending, up to a comma or the sentence's end. A filler holds a
+    value when it has a name or a number, or, after a dangling preposition or at an end slot, a keyword of its own
+    (not the question's, ``GENERIC`` or ``PLACEHOLDERS``: "adults", "divorce prevention", "dirt or grass"). A filler
+    that introduces the question's own words as some one of a kind ("another American cooking-themed series
+    presenter", "a town") names nothing. Not for a title-shaped answer (every word capitalised)."""
     if _titled(answer):
         return None
-    q, a = _TOKEN.findall(re.sub(r"^\W*(?:q|question)\s*:", "", question, flags=re.I)), _TOKEN.findall(answer)
+    bare = re.sub(r"^\W*(?:q|question)\s*:", "", question, flags=re.I)
+    q, a = _TOKEN.findall(bare), _TOKEN.findall(answer)
     low_q, low_a = [w.lower().strip(".") for w in q], [w.lower().strip(".") for w in a]
-    wh = next((i for i, w in enumerate(low_q) if w in _WH_WORDS), None)
+    if low_q and low_q[-1] in _DANGLING:  # the asked part comes after the question's last word
+        tail = q[-2:] if len(q) > 1 and low_q[-1] == "as" else q[-1:]  # "such as"
+        after = re.search(r"(?<![\w])" + r"\W+".join(map(re.escape, tail)) + r"\s+([^,;:.!?()]+)", answer, re.I)
+        return _filled(question, after.group(1).split(), dangling=True) if after else None
+    wh_at = [i for i, w in enumerate(low_q) if w in _WH_WORDS]
+    if not wh_at:
+        return None
+    end_slot = len(low_q) - wh_at[-1] <= END_SLOT and wh_at[-1] > 0
+    wh = wh_at[-1] if end_slot else wh_at[0]
     if not wh:
         return None
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, low_q, low_a, autojunk=False).get_opcodes():
@@ -424,8 +455,22 @@ def _fills_slot(question: str, answer: str) -> str | None:
             # the question's own words of the replaced span, re-inflected ("Neilan" -> "Neilan's"), fill nothing
             replaced = {_unpossessed(w) for w in low_q[i1:i2]}
             filled = [w for w in a[j1:j2] if _unpossessed(w.lower().strip(".")) not in replaced]
-            return " ".join(filled) if any(w[:1].isupper() or w[:1].isdigit() for w in filled) else None
+            return _filled(question, filled, end_slot=end_slot)
     return None
+
+
+def _filled(question: str, words: list[str], *, dangling: bool = False, end_slot: bool = False) -> str | None:
+    """``words`` joined when they hold a value (``_fills_slot``), else None."""
+    if not words:
+        return None
+    asked = _question_stems(question)
+    own = [w for w in words if (s := stems(_unpossessed(w))) and not all(similar(x, asked) for x in s)
+           and not s <= GENERIC | PLACEHOLDERS and w.lower() not in _INDEFINITE_WORDS]
+    if words[0].lower() in _INDEFINITE_WORDS and not own:  # "another American ... presenter": some one of a kind
+        return None
+    named = [w for w in (own if dangling else words) if w[:1].isupper() or w[:1].isdigit()]
+    common = (dangling or end_slot) and bool(own) and words[0].lower() not in _INDEFINITE_WORDS | _POSSESSIVES
+    return " ".join(words) if named or common else None
 
 
 _NAME_JOINERS = frozenset("of the de du la le van von da del for &".split())
@@ -475,10 +520,13 @@ def _context_name(question: str, answer: str, context: str) -> str | None:
     return None
 
 
-def _question_stems(question: str) -> frozenset[str]:
+def _question_stems(question: str, *, forms: bool = True) -> frozenset[str]:
     """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too) and without
-    possessives ("Curie's" gives "curie")."""
-    return stems(question) | stems(re.sub(r"[^\w\s]", " ", question)) | stems(_unpossessed(question))
+    possessives ("Curie's" gives "curie"); with ``forms`` (for telling whether a word is the question's, not for
+    counting its keywords) each alphabetic stem also with its final "e" dropped or added: ``lexicon.stem`` makes
+    "liv" of "lives" but keeps "live"."""
+    kw = stems(question) | stems(re.sub(r"[^\w\s]", " ", question)) | stems(_unpossessed(question))
+    return kw | {w[:-1] if w.endswith("e") else f"{w}e" for w in kw if w.isalpha() and len(w) > 3} if forms else kw
 
 
 _POSSESSIVE_END = re.compile(r"(?<=\w)['’]s?(?!\w)")
@@ -496,9 +544,21 @@ def _titled(answer: str) -> bool:
     return bool(words) and not answer.strip().endswith(".") and all(w[0].isupper() for w in words if len(w) > 3)
 
 
-def _has_number(text: str) -> bool:
-    """``lexicon.has_number``, or a quantity word ("several", "hundreds")."""
-    return has_number(normalize(text)) or bool((set(normalize(text).split()) | stems(text)) & _QUANTITY)
+#: ordinal words: "What number film ...?" is answered by "twenty-first"
+_ORDINALS = frozenset("""
+    first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth
+    fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth fiftieth sixtieth seventieth
+    eightieth ninetieth hundredth thousandth millionth
+""".split())
+
+
+def _has_number(text: str, *, ordinals: bool = False) -> bool:
+    """``lexicon.has_number``, or a quantity word ("several", "hundreds"); with ``ordinals`` also an ordinal
+    ("twenty-first", hyphenated words read part by part: a number question's "what number film")."""
+    if has_number(normalize(text)) or bool((set(normalize(text).split()) | stems(text)) & _QUANTITY):
+        return True
+    words = set(normalize(text.replace("-", " ")).split())
+    return ordinals and (has_number(" ".join(words)) or bool(words & _ORDINALS))
 
 
 def _has_time(text: str) -> bool:
@@ -512,6 +572,15 @@ def _only_numbers_or_time(text: str) -> bool:
     content = stems(text)
     return bool(content) and all(s in NUMBER_WORDS or s in _TIME_STEMS or s in _WEEKDAYS or MONTH.fullmatch(s)
                                  or re.fullmatch(r"\d+(st|nd|rd|th|s)?", s) for s in content)
+
+
+def _affirms(question: str, answer: str) -> bool:
+    """``question_forms.affirms_polar`` of an answer that lacks only its final period ("Keenen Ivory Wayans and
+    Fruit Chan are both filmmakers" to "Are ... both filmmakers?"); not of a title-shaped answer or a question."""
+    text = answer.strip()
+    if not text or text.endswith("?") or _titled(text):
+        return False
+    return affirms_polar(question, text if text[-1] in ".!" else f"{text}.")
 
 
 def _polar_ok(answer: str) -> bool:
@@ -532,8 +601,10 @@ ASKED: dict[str, Asked] = {
     "number": Asked(re.compile(r"\bhow (many|much|old)\b|\bwhat (percentage|percent|number|proportion)\b"
                                r"|\b(what|which) (is|was|are|were) the (\w+ )?(number|population|percentage|age)"
                                r" of\b", re.I),
-                    _has_number, "no number"),
-    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*\b(what|which|who|whom|where|how)\b)"
+                    functools.partial(_has_number, ordinals=True), "no number or ordinal"),
+    # "When was the actor who starred in ... born?": a relative wh-word after a noun does not make it a double question
+    "time": Asked(re.compile(r"^\W*(when|since when|until when)\b(?!.*(?:\band|\bor|,)\s+(what|which|who|whom|where|"
+                             r"how)\b)"
                              r"|\b(what|which) (year|date|month|day|century|decade|time)\b"
                              r"|\b(what|which) (is|was) the (\w+ )?(year|date|month|day|century|decade)"
                              r" (of|in|on|when)\b",
@@ -736,7 +807,7 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
-                or _fills_slot(question, answer) is not None
+                or _affirms(question, answer) or _fills_slot(question, answer) is not None
                 else _restates(question, answer) or _gives_back(question, answer) or _asks_back(question, answer))
     if restated is not None and _context_name(question, answer, context) is None:
         kind = "heading" if _titled(answer) else "restatement"
