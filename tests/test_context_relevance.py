@@ -356,3 +356,30 @@ def test_a_claim_is_held_to_the_claim_threshold_and_a_question_to_the_passage_th
     question = judge_context_relevance("Does aspirin lower fever in children?", passages, scorer=No(), params=lenient)
     assert [c.relevant for c in claim.chunks] == [True, True]
     assert [c.relevant for c in question.chunks] == [False, False]
+
+
+def test_each_wording_is_asked_under_its_own_system_prompt_whatever_scorer_a_run_passes(passage_scorer, tmp_path):
+    """A run hands the judge the embedded checker made for faithfulness (the passage system prompt). The "short"
+    wording (its instruction in ``RELEVANCE_SYSTEM``) must still be asked under its own system prompt, on the same
+    loaded model: the same P(yes) as when the judge loads its scorer itself. A served checker is left as it is."""
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, for_system
+    from evaluations.judging.grounded.context_relevance import RELEVANCE_SYSTEM, WORDINGS, ask, system_for
+
+    assert system_for(WORDINGS["short"]) == RELEVANCE_SYSTEM and system_for(WORDINGS["evidence"]) == PASSAGE_SYSTEM
+    moved = for_system(passage_scorer, RELEVANCE_SYSTEM)
+    assert moved.system == RELEVANCE_SYSTEM and moved.model is passage_scorer.model and moved.id != passage_scorer.id
+    assert for_system(passage_scorer, PASSAGE_SYSTEM) is passage_scorer
+
+    class Served:  # any checker that is not the embedded scorer
+        system = PASSAGE_SYSTEM
+
+    served = Served()
+    assert for_system(served, RELEVANCE_SYSTEM) is served
+    question = "Where was Marie Curie born?"
+    passage = "Marie Curie was born in Warsaw, then part of the Russian Empire, in 1867."
+    from evaluations.judging.correctness.embedded import VerdictCache
+
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    given, called = ask(question, passage, WORDINGS["short"], scorer=passage_scorer, cache=cache)
+    own, again = ask(question, passage, WORDINGS["short"], cache=cache)  # the judge's own scorer: the same key
+    assert called and not again and given == own and given > 0.5

@@ -44,7 +44,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
-           "YesNoScorer", "load_scorer", "cached_probability", "cached_conversation", "fan_out",
+           "YesNoScorer", "load_scorer", "for_system", "cached_probability", "cached_conversation", "fan_out",
            "is_served"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
@@ -217,6 +217,19 @@ def load_scorer(system: str, name: str | None = None, *, n_ctx: int = N_CTX, dat
     with _scorers_lock:
         if key not in _scorers:
             _scorers[key] = YesNoScorer(path, system, n_ctx=n_ctx)
+        return _scorers[key]
+
+
+def for_system(scorer: Any, system: str) -> Any:
+    """The scorer of the same embedded model file and window as ``scorer`` under ``system`` (once per process);
+    ``scorer`` itself when it is no ``YesNoScorer`` (a served checker asks under its own rubric) or already asks
+    under ``system``."""
+    if not isinstance(scorer, YesNoScorer) or scorer.system == system.strip():
+        return scorer
+    key = (str(scorer.path), system, scorer.n_ctx)
+    with _scorers_lock:
+        if key not in _scorers:
+            _scorers[key] = YesNoScorer(scorer.path, system, n_ctx=scorer.n_ctx)
         return _scorers[key]
 
 

@@ -2,7 +2,9 @@
 
 Per passage, one question to the embedded chat model through the shared yes/no scorer (``judging.checkers.yesno``, system
 prompt ``PASSAGE_SYSTEM``, ``shared = "Passage:\\n{text}\\n\\n"`` so faithfulness and context relevance share the
-passage's evaluation), ``tail`` = the fitted wording with the question, and lexical signals of the pair:
+passage's evaluation; a wording listed in ``SYSTEMS`` is asked under its own system prompt, on the same loaded
+model: ``system_for``, ``yesno.for_system``), ``tail`` = the fitted wording with the question, and lexical signals
+of the pair:
 
 * ``llm_logit``: log(p / (1 − p)) of the model's P(yes), p clipped to [1e-4, 1 − 1e-4];
 * ``term_coverage``: share of the question's informative terms (non-stopwords, stemmed) that occur in the passage;
@@ -105,7 +107,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize
 __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
     "params", "params_for", "fit", "features", "feature_matrix", "ask", "ask_in_conversation", "pieces",
-    "PARAMS_FILE", "SERVED_PARAMS_FILE", "sole_sources",
+    "PARAMS_FILE", "SERVED_PARAMS_FILE", "sole_sources", "RELEVANCE_SYSTEM", "SYSTEMS", "system_for",
     "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "set_features", "set_signal", "set_params", "fit_set",
 ]
 
@@ -126,10 +128,21 @@ WORDINGS: dict[str, str] = {
               "Answer yes or no.",
     "evidence": "Question: {question}\nIs this passage relevant to the question: does it give the answer, or "
                 "evidence for or against it? Answer yes or no.",
+    # the instruction in the system prompt (``RELEVANCE_SYSTEM``), only the question after the passage: 23 fewer tokens
+    # a check than "evidence", about the same ROC AUC of P(yes) on the labelled pairs (0.872 vs 0.874); fitted, its
+    # judge agreed less held out (0.817 vs 0.828), so "evidence" stays the shipped wording
+    "short": "Question: {question}\nAnswer yes or no.",
     # the conversation form's (``ask_in_conversation``): ``{id}`` is the passage's id as the context shows it
     "conversation": "Is passage [{id}] needed to answer the question: does it give the answer, or evidence for or "
                     "against it? Being about the same topic is not enough. Answer yes or no.",
 }
+#: the system prompt of the "short" wording: the question the judge asks, said once for every passage
+RELEVANCE_SYSTEM = ("You read a passage, then a question. Say whether the passage is relevant to the question: whether "
+                    "it gives the answer, or evidence for or against it. Use only what the passage says, not what you "
+                    "know. Answer yes or no.")
+#: wording -> the system prompt it is asked under (every other wording: ``yesno.PASSAGE_SYSTEM``, shared with
+#: faithfulness, so a text both judges ask about is read once)
+SYSTEMS: dict[str, str] = {WORDINGS["short"]: RELEVANCE_SYSTEM}
 K1, B, AVG_LEN = 1.2, 0.75, 200.0
 WINDOW = 12  # words between a question term and a value of the asked type
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -290,14 +303,22 @@ def pieces(text: str, tail: str, scorer: Any) -> list[str]:
     return out
 
 
+def system_for(wording: str) -> str:
+    """The system prompt ``wording`` is asked under on the embedded model (``SYSTEMS``)."""
+    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM
+
+    return SYSTEMS.get(wording, PASSAGE_SYSTEM)
+
+
 def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
         scorer: Any = None) -> tuple[float, bool]:
     """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
     the same duck type, e.g. ``served_checker.ServedChecker``). A passage longer than the model's window is read
     in ``pieces`` and P(yes) is the highest piece's: the passage is needed when some part of it is."""
-    from evaluations.judging.checkers.yesno import PASSAGE_SYSTEM, cached_probability, load_scorer, passage_shared
+    from evaluations.judging.checkers.yesno import cached_probability, for_system, load_scorer, passage_shared
 
-    scorer = scorer if scorer is not None else load_scorer(PASSAGE_SYSTEM)
+    system = system_for(wording)  # the embedded model asks each wording under its own system prompt
+    scorer = load_scorer(system) if scorer is None else for_system(scorer, system)
     tail = wording.format(question=question)
     asked = [cached_probability(scorer, passage_shared(piece), tail, cache) for piece in pieces(text, tail, scorer)]
     return max(p for p, _ in asked), any(called for _, called in asked)
