@@ -31,8 +31,9 @@ Sections:
   reading, and precision@5 by reading (strata weighted by size): are the qrels or the judge off?
 
 The held-out splits are for reporting only: no rule or parameter is chosen by reading them (for answer relevance
-``heldout3``, answers to held-out questions 250-299; ``heldout`` and ``heldout2`` were read after rules changed and
-are design material since). Verdicts go through the
+``heldout4``, answers to the multi-hop design questions 160-219 that nothing had used, unread; ``heldout3``, answers
+to held-out questions 250-299, read once; ``heldout`` and ``heldout2`` were read after rules changed and are design
+material since). Verdicts go through the
 user's verdict store (a re-run makes no model call). Writes ``benchmarks/results/relevance_outside.json`` (the entry
 of the section and split run is replaced, the others kept).
 """
@@ -328,9 +329,9 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3"), default="design",
-                        help="heldout2, heldout3: answer_controls only (answers to held-out questions 150-249, "
-                             "250-299)")
+    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3", "heldout4"), default="design",
+                        help="heldout2-4: answer_controls only (answers to held-out questions 150-249, 250-299, and "
+                             "to design questions 160-219 nothing had used)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
                         help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
@@ -344,7 +345,7 @@ def main() -> None:
         parser.error("--config and --no-cache are for context_multihop")
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
-    if args.split in ("heldout2", "heldout3") and args.section != "answer_controls":
+    if args.split in ("heldout2", "heldout3", "heldout4") and args.section != "answer_controls":
         parser.error(f"--split {args.split} holds labelled answers only: it is for answer_controls")
     result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
               if args.section == "context_multihop"
