@@ -213,6 +213,11 @@ _scorers_lock = threading.Lock()
 def load_scorer(system: str, name: str | None = None, *, n_ctx: int = N_CTX, data_dir: Path | None = None) -> YesNoScorer:
     """The scorer of ``system`` on embedded model ``name`` (default: the embedded judge's), once per process."""
     path = embedded_judge_path(name, data_dir) if name else embedded_judge_path(data_dir=data_dir)
+    return _scorer(Path(path), system, n_ctx)
+
+
+def _scorer(path: Path, system: str, n_ctx: int) -> YesNoScorer:
+    """The one scorer of (model file, system prompt, window) in this process."""
     key = (str(path), system, n_ctx)
     with _scorers_lock:
         if key not in _scorers:
@@ -226,11 +231,7 @@ def for_system(scorer: Any, system: str) -> Any:
     under ``system``."""
     if not isinstance(scorer, YesNoScorer) or scorer.system == system.strip():
         return scorer
-    key = (str(scorer.path), system, scorer.n_ctx)
-    with _scorers_lock:
-        if key not in _scorers:
-            _scorers[key] = YesNoScorer(scorer.path, system, n_ctx=scorer.n_ctx)
-        return _scorers[key]
+    return _scorer(scorer.path, system, scorer.n_ctx)
 
 
 def fan_out(scorer: Any, ask: Callable[[T], R], items: Sequence[T]) -> list[R]:

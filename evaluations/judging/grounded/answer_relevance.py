@@ -233,11 +233,11 @@ def _restates(question: str, answer: str) -> str | None:
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
     answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
     answer whose only keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
-    q, said = _question_stems(question), stems(_unpossessed(answer)) - GENERIC
+    forms, said = _question_stems(question), stems(_unpossessed(answer)) - GENERIC
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
-    novel = {w for w in a if not similar(w, q)}
+    novel = {w for w in a if not similar(w, forms)}
     q = _question_stems(question, forms=False)  # the question's keywords, counted below
     if (kinds := _only_a_kind(question, answer, novel)) is not None:  # "The capital of Australia is a city."
         return f"names the asked thing only by its kind ({kinds})"
@@ -385,9 +385,14 @@ def _added(question: str, answer: str) -> list[tuple[int, str]]:
     """The answer's words (with their position) that the question does not have: not similar to a question
     keyword, not ``GENERIC`` or ``PLACEHOLDERS`` (function words dropped)."""
     asked = _question_stems(question)
-    return [(i, t) for i, t in enumerate(_TOKEN.findall(answer))
-            if (s := stems(_unpossessed(t))) and not all(similar(w, asked) for w in s)
-            and not s <= GENERIC | PLACEHOLDERS]
+    return [(i, t) for i, t in enumerate(_TOKEN.findall(answer)) if _is_own(t, asked)]
+
+
+def _is_own(word: str, asked: frozenset[str]) -> bool:
+    """A word with a keyword not similar to one of the question's ``asked`` and not ``GENERIC`` or
+    ``PLACEHOLDERS``: one the answer adds (``_added``, ``_filled``)."""
+    return bool(s := stems(_unpossessed(word))) and not all(similar(w, asked) for w in s) and not (
+        s <= GENERIC | PLACEHOLDERS)
 
 
 def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> float:
@@ -464,8 +469,7 @@ def _filled(question: str, words: list[str], *, dangling: bool = False, end_slot
     if not words:
         return None
     asked = _question_stems(question)
-    own = [w for w in words if (s := stems(_unpossessed(w))) and not all(similar(x, asked) for x in s)
-           and not s <= GENERIC | PLACEHOLDERS and w.lower() not in _INDEFINITE_WORDS]
+    own = [w for w in words if _is_own(w, asked) and w.lower() not in _INDEFINITE_WORDS]
     if words[0].lower() in _INDEFINITE_WORDS and not own:  # "another American ... presenter": some one of a kind
         return None
     named = [w for w in (own if dangling else words) if w[:1].isupper() or w[:1].isdigit()]
