@@ -710,3 +710,43 @@ def test_options_named_with_between_polar_statements_ordinals_and_relative_claus
     stop a "when" question asking for a time."""
     result = answer_relevance(question, answer)
     assert result.verdict is verdict, result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # a bare yes or no to a question that asks with a wh-word answers nothing; to one that asks for an answer or a
+    # word it may be the value
+    ("Which chemist, born in Warsaw, discovered polonium?", "No.", False, "wrong_type"),
+    ("Radium was isolated by which physicist in 1910?", "yes", False, "wrong_type"),
+    ("Which element did Marie Curie name first: polonium or radium?", "No", False, "wrong_type"),
+    ("What answer does a valid proof checker give for a correct proof?", "yes", True, "relevant"),
+    ("Did Marie Curie isolate radium?", "Yes.", True, "relevant"),
+    # options written right after the asking words, and options with an en dash
+    ("Which prize Nobel Prize in Physics or Nobel Prize in Chemistry was awarded to Marie Curie first?",
+     "Nobel Prize in Physics", True, "relevant"),
+    *[("Which season ended earlier in May, 2003–04 Ligue 1 or 2011–12 Ligue 1?", answer, True, "relevant")
+      for answer in ("2011–12 Ligue 1", "Ligue 1 2011-12 ended earlier")],
+    # a heading's value after its colon picks an option
+    ("Which was discovered first: polonium or radium?", "Early Curie Discoveries: Polonium", True, "relevant"),
+    # "Do X and Y ...?": the plural subject keeps the plain verb in the statement that answers it
+    ("Do Marie Curie and Pierre Curie share a Nobel Prize?", "Marie Curie and Pierre Curie share a Nobel Prize.",
+     True, "relevant"),
+    # the asked part filled by a number word
+    ("Marie Curie is regarded as one of the five most influential what?",
+     "Marie Curie is regarded as one of the five most influential physicists.", True, "relevant"),
+    # a number word the question gives is no date
+    ("What is the birth date of the physicist who won two Nobel Prizes?",
+     "The physicist who won two Nobel Prizes was Marie Curie.", False, "wrong_type"),
+    # a compound of the question's words adds nothing
+    ("Marie Curie was a physicist that was science driven and worked in Paris in which laboratory?",
+     "Marie Curie was a science-driven physicist who worked in Paris in the laboratory.", False, "restatement"),
+    ("Marie Curie's 1903 prize was shared with a 3 person team led by which physicist?",
+     "Marie Curie's 1903 prize was shared with a 3-person team led by a physicist.", False, "restatement"),
+])
+def test_yes_or_no_to_wh_questions_inline_options_plural_do_and_compounds(question, answer, verdict, kind):
+    """Written for this test (none of these sentences is in a labelled split): a bare yes or no to a wh-question is
+    of the wrong type unless the question asks for an answer or a word; options written right after "which X" or
+    with an en dash, or named after a heading's colon, are picked; "Do X and Y share ...?" is answered by "X and Y
+    share ..."; a number word the question gives is no date; a hyphenated compound of the question's words adds
+    nothing."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

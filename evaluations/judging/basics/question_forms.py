@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from evaluations.judging.basics.lexicon import AUX_START, FILLER, VERBS, similar, stem, stems
-from evaluations.judging.basics.text import STOPWORDS, normalize
+from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
 
 __all__ = ["OPTION_MAX_WORDS", "OPTION_RUN", "COMPARATIVES", "question_options", "is_polar", "affirms_polar",
            "picks_option", "picked_option", "asks"]
@@ -21,7 +21,7 @@ OPTION_MAX_WORDS = 5  # a comma-list item of a question, or a part of an "X or Y
 OPTION_RUN = 3  # a lowercase option of a question: at most this many content words ("static IP address")
 
 _OPTION_BOUNDARY = re.compile(r"[?!;:()\[\]\"]|\.(?=\s+[a-z]|\s*$)")
-_OPTION_WORD = re.compile(r"[\w'’.&-]+")
+_OPTION_WORD = re.compile(r"[\w'’.&–-]+")  # "2009–10 La Liga": an en dash joins like a hyphen
 _OPTION_JOINERS = frozenset("of for the and de van von da del la le du & in on at to a an from with upon v. v vs. vs"
                             .split())  # "v." of "Lawrence v. Texas"
 #: the words of a comparison a wh-question asks to decide between options ("who sold the most records elvis or the
@@ -110,6 +110,12 @@ def question_options(question: str) -> tuple[tuple[str, ...], ...]:
             near, far = _option(before), _option(after)
             skipped = len(after) > 1 and after[0].lower() in ("the", "a", "an")
             own_piece = all(w.lower() in ("the", "a", "an") for w in before[len(near):])  # ", the Kessler Tower or"
+            # or the options right after the asking words: "Which Supreme court ruling United States v. Wong Kim Ark
+            # or Wickard v. Filburn was made first?" (a comparison, at most ``OPTION_RUN`` words between)
+            own_piece = own_piece or (_COMPARES.search(question) is not None and len(before) > len(near)
+                                      and before[-1].lower() in ("which", "who", "what")
+                                      and len(before) - len(near) - 1 <= OPTION_RUN
+                                      and not any(w.lower() in VERBS for w in before[len(near):]))
             if not polar and not own_piece and (stems(" ".join(after[len(far) + skipped:]))
                                                 or not _COMPARES.search(question)):
                 continue  # "imposing policies on certain peoples or regions?": no choice is asked
@@ -179,8 +185,10 @@ def affirms_polar(question: str, answer: str) -> bool:
     to "Is Paris the capital of France?", "DataPower supports SHA-2." to "Does DataPower support SHA-2?"): no "?",
     a final period, and a sentence with the question's auxiliary in declarative order (after the sentence's first
     word), or for do/does/did that auxiliary or an inflected form (-s, -ed; has, had of have) of one of the
-    question's words ("X and Y had the same nationality." to "Did X and Y have the same nationality?"). The
-    question with its auxiliary dropped ("Paris the capital of France.", ``controls.restate``) is no statement."""
+    question's words ("X and Y had the same nationality." to "Did X and Y have the same nationality?"), or for "do"
+    the question's own words (a plural subject: "X and Y belong to one family." to "Do X and Y belong to one
+    family?"). The question with any other auxiliary dropped ("Paris the capital of France.", ``controls.restate``)
+    is no statement."""
     match = AUX_START.search(question)
     if match is None or not is_polar(question) or "?" in answer or not answer.strip().endswith("."):
         return False
@@ -193,7 +201,9 @@ def affirms_polar(question: str, answer: str) -> bool:
             continue
         if aux in _DO and (any(w in _DO for w in words)
                            or any(w not in asked and w.endswith(("s", "ed")) and stem(w) in stemmed for w in words)
-                           or ("have" in asked and any(w in ("has", "had") for w in words))):
+                           or ("have" in asked and any(w in ("has", "had") for w in words))
+                           # "Do X and Y belong to ...?": a plural subject keeps the plain verb ("X and Y belong ...")
+                           or (aux == "do" and len(words) >= 3 and all(w in asked for w in words))):
             return True
         if aux not in _DO and aux in words:
             return True
@@ -212,8 +222,12 @@ def picks_option(question: str, answer: str) -> bool:
 
 
 def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | None:
-    """(the option group, index of the option) the answer picks (``picks_option``), else None."""
-    have = stems(answer)
+    """(the option group, index of the option) the answer picks (``picks_option``), else None. A heading's value
+    after its colon decides ("East Asian Chaenomeles: Wulfenia")."""
+    head, colon, value = answer.rpartition(":")
+    if colon and head.strip() and stems(value) and (picked := picked_option(question, value)) is not None:
+        return picked
+    have = stems(answer) if len(answer.split()) < 2 else stems(unhyphened(answer))  # "Coca-Cola is public."
     asked = stems(question)
     if re.search(r"\bor\b", answer, re.I) or any(not similar(w, asked) for w in have - FILLER):
         return None

@@ -14,7 +14,7 @@ import string
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "normalize", "tokens", "keywords", "split_alternatives", "looks_english"]
+__all__ = ["STOPWORDS", "normalize", "tokens", "keywords", "split_alternatives", "looks_english", "unhyphened"]
 
 #: English stopwords: function words that carry no answer content. The list is the classic
 #: SMART/NLTK-style core (articles, pronouns, auxiliaries, prepositions, conjunctions, question
@@ -53,6 +53,16 @@ def normalize(text: str) -> str:
     text = "".join(c for c in text if not _is_punct(c))
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+_WORD_HYPHEN = re.compile(r"(?<![\w./-])\w+(?:-[^\W\d_]+)+(?![\w/-]|\.\w)")
+
+
+def unhyphened(text: str) -> str:
+    """Hyphenated words split ("team-based" -> "team based", "400-acre" -> "400 acre"), so that they are the words
+    of a text that writes them apart (``normalize`` would join them); not numbers ("2009-10") nor codes
+    ("E-REG-002-025", "zos-wp.ac.impl", "/opt-ibm-log/")."""
+    return _WORD_HYPHEN.sub(lambda m: m.group().replace("-", " "), text)
 
 
 def tokens(text: str) -> list[str]:

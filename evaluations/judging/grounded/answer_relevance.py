@@ -34,11 +34,16 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    preposition, "... published for?", "... such as?") a common noun of the answer's own fills it too ("... for
    adults."), but not some one of a kind or a possessive ("... with another presenter.", "... for his work."), nor,
    after a final preposition, the question's own name. A statement of a yes/no question's proposition, with or
-   without its final period, answers it (``_affirms``). Nor, with a context, an answer holding a name made of
+   without its final period, answers it (``_affirms``; "X and Y belong to one family." to "Do X and Y belong to one
+   family?"). A hyphenated compound of the question's words is those words ("team-based" of "team based"). Nor,
+   with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
    "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
    not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
-2. ``wrong_type``: the question asks for a type the answer's form cannot be (``ASKED``, first match wins):
+2. ``wrong_type``: a bare yes or no ("No.", "Yes, it is.") to a question that asks with a wh-word and not for an
+   answer, an output or a word (``_bare_polar``: "no" to "... written by which American writer?"); or the question
+   asks for a type the answer's form cannot be (``ASKED``, first match wins; a number the question gives, in digits
+   or in words, is not the answer's: "twelve" of "... who adopted twelve orphans" is no birth date):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
    * time ("when …" at the start, unless another question follows it: "When and where …", "…, who …"; a relative
@@ -117,12 +122,12 @@ import numpy as np
 
 from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, VAGUE,
-                                                has_number, numbers_as_digits, similar, stem, stems)
+                                                VERBS, has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
-from evaluations.judging.basics.text import STOPWORDS, normalize
+from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
 
 __all__ = ["KINDS", "ASKED", "GENERIC", "FAR_MIN_WORDS", "FAR_COS", "FAR_SHARE", "NEAR_TOP", "MIN_ABOUT",
            "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
@@ -149,7 +154,7 @@ ATTRIBUTE_NOUNS = frozenset("""
 #: nouns that name the fact a question asks for, not a value of it ("Allkpop's Bergen County Location", "Edwin
 #: Meese's tenure", "Canadian Left Winger Birthdate")
 FACT_NOUNS = frozenset("""
-    location locations whereabouts birthplace birthdate birthday tenure origin origins identity residence hometown
+    location locations whereabouts birthplace birthdate birthday birth tenure origin origins identity residence hometown
 """.split())
 #: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
 #: organisation ranked ...", "... something happens."; the attribute nouns: "They share a profession."), and
@@ -233,7 +238,10 @@ def _restates(question: str, answer: str) -> str | None:
     least min(``RESTATE_WORDS``, ``RESTATE_COVER``·|kw(Q)|) of the question's keywords (at least one): a short
     answer that picks one word of the question ("concrete" to "abstract or concrete?") is not a restatement. An
     answer whose only keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did.") restates it too."""
-    forms, said = _question_stems(question), stems(_unpossessed(answer)) - GENERIC
+    # a compound of the question's words restates them ("team-based" of "team based"); a compound said alone
+    # ("NP-hard" to "... hard for the expression NP can also be stated how?") may be the asked name
+    text = _unpossessed(answer)
+    forms, said = _question_stems(question), stems(text if len(answer.split()) < 2 else unhyphened(text)) - GENERIC
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
@@ -330,6 +338,12 @@ def _embeds(question: str, answer: str) -> str | None:
     if picks_option(question, answer) or answers_polar(question, answer):
         return None
     q_words = normalize(question).split()
+    # the asked part filled ("... regarded as one of four directors." to "... regarded as one of four what?"): the
+    # answer keeps fewer wh-words than the question (or the question leaves it after a final preposition)
+    if _fills_slot(question, answer) is not None and (
+            q_words[-1:] and q_words[-1] in _DANGLING and not _ASKING.match(question)
+            or sum(w in _WH_WORDS for w in normalize(answer).split()) < sum(w in _WH_WORDS for w in q_words)):
+        return None
     wh = next((w for w in q_words if w in _WH_WORDS), None)
     asked = _question_stems(question)
     words = normalize(answer).split()
@@ -391,7 +405,7 @@ def _added(question: str, answer: str) -> list[tuple[int, str]]:
 def _is_own(word: str, asked: frozenset[str]) -> bool:
     """A word with a keyword not similar to one of the question's ``asked`` and not ``GENERIC`` or
     ``PLACEHOLDERS``: one the answer adds (``_added``, ``_filled``)."""
-    return bool(s := stems(_unpossessed(word))) and not all(similar(w, asked) for w in s) and not (
+    return bool(s := stems(unhyphened(_unpossessed(word)))) and not all(similar(w, asked) for w in s) and not (
         s <= GENERIC | PLACEHOLDERS)
 
 
@@ -472,6 +486,8 @@ def _filled(question: str, words: list[str], *, dangling: bool = False, end_slot
     own = [w for w in words if _is_own(w, asked) and w.lower() not in _INDEFINITE_WORDS]
     if words[0].lower() in _INDEFINITE_WORDS and not own:  # "another American ... presenter": some one of a kind
         return None
+    if dangling and (words[0].lower() in VERBS or AUX_START.match(words[0])):
+        return None  # "... is known as is given above.": a clause, not the asked thing
     named = [w for w in (own if dangling else words) if w[:1].isupper() or w[:1].isdigit()]
     common = (dangling or end_slot) and bool(own) and words[0].lower() not in _INDEFINITE_WORDS | _POSSESSIVES
     return " ".join(words) if named or common else None
@@ -505,10 +521,11 @@ def _has_phrase(text: str, words: Sequence[str], *, case: bool) -> bool:
 
 
 def _context_name(question: str, answer: str, context: str) -> str | None:
-    """A name the answer makes of the question's words, as the context writes it, else None: a run of capitalised
-    words (``_name_runs``) whose keywords are all the question's, one of them never capitalised there, that the
-    question does not hold as a phrase and the context does, capitalised ("Windsor Airport" to "... and which
-    airport?" over a context naming it; "University of Calcutta" to "which public state university ..."). Such an
+    """A name the answer makes of the question's words, as the context writes it, else None: a run of two or more
+    capitalised words (``_name_runs``; one word alone is a form of the question's own: "Lithuanian") whose keywords
+    are all the question's, one of them never capitalised there, that the question does not hold as a phrase and the
+    context does, capitalised ("Windsor Airport" to "... and which airport?" over a context naming it; "University
+    of Calcutta" to "which public state university ..."). Such an
     answer names a thing though it adds no word to the question's; a heading or a restatement made of the question's
     words ("Devonwood Bike Trail Airport", "Marshall Neilan's nationality") is not written so in the context, and a
     name the question has ("Bill Clinton" of "Bill and Hillary Clinton") is no new one."""
@@ -517,7 +534,7 @@ def _context_name(question: str, answer: str, context: str) -> str | None:
     asked, named = _question_stems(question), {w.lower() for w in _TOKEN.findall(question) if w[:1].isupper()}
     for run in _name_runs(answer):
         content = [w for w in run if stems(w)]
-        if (content and all(similar(s, asked) for w in content for s in stems(w))
+        if (content and len(run) > 1 and all(similar(s, asked) for w in content for s in stems(w))
                 and any(w.lower() not in named for w in content)
                 and not _has_phrase(question, run, case=False) and _has_phrase(context, run, case=True)):
             return " ".join(run)
@@ -585,6 +602,24 @@ def _affirms(question: str, answer: str) -> bool:
     if not text or text.endswith("?") or _titled(text):
         return False
     return affirms_polar(question, text if text[-1] in ".!" else f"{text}.")
+
+
+#: a wh-question that may take a yes or a no as its value: it asks for an answer, an output, a word ("What answer
+#: denotes that an algorithm has accepted an input?") or whether
+_YES_NO_ASKED = re.compile(r"\b(whether|yes|no|true or false|answers?|outputs?|responses?|repl(y|ies)|results?|"
+                           r"words?|values?|says?|said|returns?)\b", re.I)
+
+
+def _bare_polar(question: str, answer: str) -> str | None:
+    """The question's wh-word when the answer is only a yes or a no ("No.", "Yes, it is.") and the question asks
+    with a wh-word ("... written by which American writer ...?"), not with an auxiliary, and not for an answer or a
+    word that may be a yes (``_YES_NO_ASKED``): else None."""
+    if AUX_START.search(question) or _YES_NO_ASKED.search(question):
+        return None
+    if (len(normalize(answer).split()) > POLAR_MIN_WORDS or not POLARITY.search(normalize(answer))
+            or not stems(answer) - FILLER <= _POLAR_STEMS):
+        return None
+    return next((w for w in normalize(question).split() if w in _WH_WORDS), None)
 
 
 def _polar_ok(answer: str) -> bool:
@@ -810,6 +845,8 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
             and stems(answer) & stems(question)):
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
+    if (wh := _bare_polar(question, answer)) is not None:
+        return Relevance(False, "wrong_type", f"wrong_type: a bare yes or no to a question that asks {wh}")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
                 or _affirms(question, answer) or _fills_slot(question, answer) is not None
                 else _restates(question, answer) or _gives_back(question, answer) or _asks_back(question, answer))
@@ -822,8 +859,9 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
     # date to "What is the birth date of the coach of the 2014-15 team?"
     said = answer
     if asked in ("number", "time"):  # a number the question gives is no value: drop the answer's copies of them
-        given = set(re.findall(r"\d[\w'’.,-]*", question))
-        said = " ".join(t for t in answer.split() if t.strip(".,;:!?()") not in given)
+        given = set(re.findall(r"\d[\w'’.,-]*", question)) | (set(normalize(question).split()) & NUMBER_WORDS)
+        said = " ".join(t for t in answer.split() if t.strip(".,;:!?()") not in given
+                        and normalize(t) not in given)
     if asked is not None and not ASKED[asked].accepts(said) and not affirms:
         return Relevance(False, "wrong_type",
                          f"wrong_type: the question asks for a {asked}, the answer has {ASKED[asked].needs}")
