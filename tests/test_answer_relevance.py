@@ -750,3 +750,45 @@ def test_yes_or_no_to_wh_questions_inline_options_plural_do_and_compounds(questi
     nothing."""
     result = answer_relevance(question, answer)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # some one of a kind in the asked phrase's words: no name
+    ("The film Radium Girls starred which English actress and former dancer?",
+     "The film Radium Girls starred a Scottish actress and former dancer.", False, "restatement"),
+    ("The film Radium Girls starred which English actress and former dancer?",
+     "The film Radium Girls starred the English actress Joey King.", True, "relevant"),
+    # a reply cut at the token limit in the middle of one of the question's words adds nothing
+    ("Marie Curie, born in Warsaw in 1867 to a family of teachers, later studied at which university in Paris?",
+     "Marie Curie, born in Warsaw in 1867 to a family of teachers, later studied at a university in Par", False,
+     "restatement"),
+    ("Who discovered polonium?", "an element named by Marie", True, "relevant"),
+    # the question's misspelt word, spelt right, is still its word
+    ("Marie Curie collaberated with which physicist on polonium?",
+     "Marie Curie Collaborated With Physicist on Polonium", False, "heading"),
+    # a title in quotation marks that the question does not hold names a thing of the asked kind
+    ("In which book did Eve Curie write about her mother's life?",
+     'Eve Curie wrote about her mother in the book "Life of Her Mother".', True, "relevant"),
+    ("In which book did Eve Curie write about her mother?",
+     'Eve Curie wrote about her mother in the book "Eve Curie".', False, "restatement"),
+    # a noun that stands for the shared thing without naming it
+    ("What do Marie Curie and Pierre Curie have in common?", "Marie Curie and Pierre Curie have a common trait.",
+     False, "restatement"),
+])
+def test_kinds_cut_replies_misspellings_quoted_titles_and_placeholders(question, answer, verdict, kind):
+    """Written for this test: an indefinite phrase describing the asked phrase's own noun ("a Scottish actress") names
+    no one; a reply cut in the middle of one of the question's words adds nothing (a short reply ending in a name is
+    not cut); a misspelling in the question does not make the right spelling new; a quoted title the question
+    lacks is a value; "a common trait" names nothing."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+def test_a_name_the_context_writes_with_a_possessive_is_grounded():
+    """A bare name of the asked kind that the context writes as a possessive ("Rudyard Kipling's") is in the
+    context: not off topic."""
+    context = ("Baloo is a main fictional character featured in Rudyard Kipling's The Jungle Book from 1894. "
+               "Raimond Aumann was nicknamed Balu after Baloo the bear in the Jungle Book.")
+    result = answer_relevance("Raimond Aumann was nicknamed after a character from a book written by who?",
+                              "Rudyard Kipling", context)
+    assert result.verdict, result.reason

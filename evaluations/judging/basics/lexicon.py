@@ -17,7 +17,7 @@ from functools import lru_cache
 from evaluations.judging.basics.text import STOPWORDS, tokens
 
 __all__ = ["FILLER", "VAGUE", "VERBS", "YEAR", "MONTH", "NUMBER_WORDS", "POLAR_WORDS", "POLARITY", "AUX_START",
-           "stem", "stems", "similar", "has_number", "spelled_number", "numbers_as_digits"]
+           "stem", "stems", "similar", "alike", "has_number", "spelled_number", "numbers_as_digits"]
 
 #: words an answer adds without adding content (generic nouns, adjectives and discourse words)
 FILLER = frozenset(
@@ -108,6 +108,23 @@ def similar(word: str, others: frozenset[str]) -> bool:
             if k >= 0.7 * n:
                 return True
     return False
+
+
+TYPO_MIN = 6  # a stem this long one edit from another is that stem misspelt ("immigr" / "immagr")
+
+
+def alike(word: str, others: frozenset[str]) -> bool:
+    """``similar``, or one edit (a letter changed, added or dropped) from one of ``others`` when both have at least
+    ``TYPO_MIN`` letters: a misspelling ("immagrants", "Keefer") and the right spelling are one word."""
+    return similar(word, others) or len(word) >= TYPO_MIN and any(
+        len(other) >= TYPO_MIN and abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in others)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
 
 
 def has_number(text: str) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from evaluations.judging.basics.lexicon import AUX_START, FILLER, VERBS, similar, stem, stems
+from evaluations.judging.basics.lexicon import AUX_START, FILLER, VERBS, alike, similar, stem, stems
 from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
 
 __all__ = ["OPTION_MAX_WORDS", "OPTION_RUN", "COMPARATIVES", "question_options", "is_polar", "affirms_polar",
@@ -229,7 +229,7 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
         return picked
     have = stems(answer) if len(answer.split()) < 2 else stems(unhyphened(answer))  # "Coca-Cola is public."
     asked = stems(question)
-    if re.search(r"\bor\b", answer, re.I) or any(not similar(w, asked) for w in have - FILLER):
+    if re.search(r"\bor\b", answer, re.I) or any(not alike(w, asked) for w in have - FILLER):  # "Keefer"
         return None
     words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", answer) if w.lower() not in STOPWORDS]
     titled = (not answer.strip().endswith((".", "!", "?")) and bool(words)

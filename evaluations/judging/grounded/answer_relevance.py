@@ -35,7 +35,13 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    adults."), but not some one of a kind or a possessive ("... with another presenter.", "... for his work."), nor,
    after a final preposition, the question's own name. A statement of a yes/no question's proposition, with or
    without its final period, answers it (``_affirms``; "X and Y belong to one family." to "Do X and Y belong to one
-   family?"). A hyphenated compound of the question's words is those words ("team-based" of "team based"). Nor,
+   family?"). Nor is a title in quotation marks that the question does not hold, to a question asking for a title,
+   a name or an entity (``_quotes_a_name``). A hyphenated compound of the question's words is those words
+   ("team-based" of "team based"), a word one letter from a question's word of six or more is that word misspelt
+   (``lexicon.alike``: "immigrant" of "immagrant"), a long reply cut off in the middle of a question's word is that
+   word (``_uncut``: "... Prince Rain" of "Rainier"), and a word that only describes the asked phrase's noun after
+   an indefinite article names nothing ("a French aviator" to "... starred which English aviator?",
+   ``_only_a_kind``). Nor,
    with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
    "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
@@ -122,7 +128,7 @@ import numpy as np
 
 from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, VAGUE,
-                                                VERBS, has_number, numbers_as_digits, similar, stem, stems)
+                                                VERBS, alike, has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
 from evaluations.judging.correctness.semantic import embed_texts
@@ -162,6 +168,7 @@ FACT_NOUNS = frozenset("""
 PLACEHOLDERS = frozenset(stem(w) for w in """
     somebody someone something somewhere sometime somehow anybody anyone anything whoever whatever organisation
     organization body group entity individual party agency institution
+    feature aspect characteristic trait quality similarity
     among amongst within across along around behind beyond toward towards upon via per onto throughout
 """.split()) | frozenset(stem(w) for w in ATTRIBUTE_NOUNS | FACT_NOUNS)
 
@@ -186,15 +193,33 @@ _ASKS_PARTICULAR = re.compile(
     r"|what (?:is|was|are|were) the|name the)\b", re.IGNORECASE)
 
 
+ASKED_PHRASE = 3  # the words after the asking word that name what it asks for ("which English aviator and")
+
+
 def _only_a_kind(question: str, answer: str, novel: set[str]) -> str | None:
-    """The words the answer adds are only kinds of thing, each after an indefinite article ("a city"), to a
-    question asking for a particular thing: the kinds it names, else None."""
-    if not novel or not _ASKS_PARTICULAR.search(question) or not novel <= KINDS_OF_THING:
+    """The words the answer adds only introduce some one of a kind, each after an indefinite article: a kind of
+    thing ("a city"), or a word describing the question's own noun ("a French aviator" to "... starred which English
+    aviator ...?", "a famous American actress"), to a question asking for a particular thing (its asking part,
+    ``_ASKS_PARTICULAR``): those words, else None."""
+    asking = _FIRST_WH.search(question)
+    opens = _ASKS_PARTICULAR.search(question) is not None  # a kind of thing to a question opening so: "a city"
+    if not novel or not asking or not (opens or _ASKS_PARTICULAR.search(asking.group())):
         return None
     words = re.findall(r"[\w'’-]+", answer.lower())  # articles kept (``normalize`` drops them)
     introduced: dict[str, str] = {}  # stem -> the answer's word
+
+    # the noun phrase the question asks with ("which English aviator and ..."): a word the answer puts before one of
+    # its nouns describes the asked thing without naming it; not a number ("a single output") or a name's word
+    # ("A Turing machine" to "What is the term for a ... computing machine?": "machine" is not in the asked phrase)
+    phrase = stems(" ".join(normalize(asking.group()).split()[1:1 + ASKED_PHRASE]))
+
+    def describes(i: int, word: str) -> bool:
+        head = words[i + 1] if i + 1 < len(words) else ""
+        return (not has_number(word) and bool(stems(head)) and all(similar(w, phrase) for w in stems(head)))
+
     for i, word in enumerate(words):
-        if stem(word) in novel and re.search(rf"(?:^|\s){_INDEFINITE}(?:\s\w+)?$", " ".join(words[max(0, i - 3):i])):
+        if (stem(word) in novel and re.search(rf"(?:^|\s){_INDEFINITE}(?:\s\w+)?$", " ".join(words[max(0, i - 3):i]))
+                and (opens and stem(word) in KINDS_OF_THING or describes(i, word))):
             introduced.setdefault(stem(word), word)
     return ", ".join(sorted(introduced.values())) if set(introduced) == novel else None
 
@@ -245,7 +270,7 @@ def _restates(question: str, answer: str) -> str | None:
     a = said - PLACEHOLDERS
     if not a and said & VAGUE:  # "Somebody.", "Someone did.": the asked thing stood for, never named
         return f"names the asked thing only as {', '.join(sorted(said & VAGUE))}"
-    novel = {w for w in a if not similar(w, forms)}
+    novel = {w for w in a if not alike(w, forms)}
     q = _question_stems(question, forms=False)  # the question's keywords, counted below
     if (kinds := _only_a_kind(question, answer, novel)) is not None:  # "The capital of Australia is a city."
         return f"names the asked thing only by its kind ({kinds})"
@@ -335,7 +360,7 @@ def _embeds(question: str, answer: str) -> str | None:
     (``_value_in``). "The answer relates to
     where the base of the agency is.", "That depends on how many people live there." talk about the question;
     "Cheltenham is where the base of the agency is." names a place."""
-    if picks_option(question, answer) or answers_polar(question, answer):
+    if picks_option(question, answer) or answers_polar(question, answer) or _quotes_a_name(question, answer):
         return None
     q_words = normalize(question).split()
     # the asked part filled ("... regarded as one of four directors." to "... regarded as one of four what?"): the
@@ -405,8 +430,26 @@ def _added(question: str, answer: str) -> list[tuple[int, str]]:
 def _is_own(word: str, asked: frozenset[str]) -> bool:
     """A word with a keyword not similar to one of the question's ``asked`` and not ``GENERIC`` or
     ``PLACEHOLDERS``: one the answer adds (``_added``, ``_filled``)."""
-    return bool(s := stems(unhyphened(_unpossessed(word)))) and not all(similar(w, asked) for w in s) and not (
+    return bool(s := stems(unhyphened(_unpossessed(word)))) and not all(alike(w, asked) for w in s) and not (
         s <= GENERIC | PLACEHOLDERS)
+
+
+CUT_MIN_WORDS = 10
+
+
+def _uncut(question: str, answer: str) -> str:
+    """The answer with a last word cut off in the middle written whole, when it is the start of one of the question's
+    words ("... in July 1 and 12, 19" of "1983", "Prince Rain" of "Rainier"): a sentence of ``CUT_MIN_WORDS`` words
+    or more that ends without punctuation, as a reply cut at the model's token limit does (a short reply ending in a
+    name is no cut one: "an Italo-Norman named Raoul")."""
+    text = answer.rstrip()
+    tokens = _TOKEN.findall(text)
+    if len(tokens) < CUT_MIN_WORDS or not text[-1:].isalnum():
+        return answer
+    last = tokens[-1]
+    whole = next((w for w in _TOKEN.findall(question) if len(w) > len(last) >= 2 and w.lower().startswith(last.lower())
+                  and not text.lower().endswith(w.lower())), None)
+    return text[:len(text) - len(last)] + whole if whole else answer
 
 
 def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> float:
@@ -478,13 +521,31 @@ def _fills_slot(question: str, answer: str) -> str | None:
     return None
 
 
+_QUOTED = re.compile(r"(?:^|(?<=[\s(\[]))[\"“]([^\"“”]*[^\W\d_][^\"“”]*)(?:[\"”]|$)")  # an opening mark
+
+
+def _quotes_a_name(question: str, answer: str) -> str | None:
+    """A title the answer writes in quotation marks that the question does not hold, to a question asking for a
+    title, a name or an entity (``_TITLE_ASKED``, ``_ENTITY_ASKED``, ``_asks_named``): a name of the asked kind, even
+    one made of the question's words ("... made his name in the sitcom "The Future Hobbit and the Sleuth"."), else
+    None."""
+    if not (_TITLE_ASKED.search(question) or _ENTITY_ASKED.search(question) or _asks_named(question)):
+        return None
+    said = normalize(question)
+    return next((m.group(1).strip() for m in _QUOTED.finditer(answer.rstrip(" .")) if normalize(m.group(1))
+                 and not re.search(rf"(?<!\w){re.escape(normalize(m.group(1)))}(?!\w)", said)), None)
+
+
 def _filled(question: str, words: list[str], *, dangling: bool = False, end_slot: bool = False) -> str | None:
     """``words`` joined when they hold a value (``_fills_slot``), else None."""
     if not words:
         return None
     asked = _question_stems(question)
     own = [w for w in words if _is_own(w, asked) and w.lower() not in _INDEFINITE_WORDS]
-    if words[0].lower() in _INDEFINITE_WORDS and not own:  # "another American ... presenter": some one of a kind
+    # "another American ... presenter", "a French aviator": some one of a kind, unless a name of two or more
+    # capitalised words or a number follows ("a young Amy Johnson")
+    if words[0].lower() in _INDEFINITE_WORDS and not any(w[:1].isdigit() for w in words) and not any(
+            x[:1].isupper() and y[:1].isupper() for x, y in itertools.pairwise(words[1:])):
         return None
     if dangling and (words[0].lower() in VERBS or AUX_START.match(words[0])):
         return None  # "... is known as is given above.": a clause, not the asked thing
@@ -757,8 +818,8 @@ def topic(question: str, answer: str, context: str, embed: Embed) -> Topic | Non
 def _grounded(words: frozenset[str] | set[str], context: str, question: str = "") -> set[str]:
     """The keywords of ``words`` that occur in the context or the question (``lexicon.similar``; a keyword with a
     digit must occur as that number: "$1,000,000" matches "US$1,000,000", "four hundred" matches 400)."""
-    known, digits = stems(context) | (_question_stems(question) if question else frozenset()), _numerals(
-        context, keep_words=True)
+    known = stems(context) | stems(_unpossessed(context)) | (_question_stems(question) if question else frozenset())
+    digits = _numerals(context, keep_words=True)  # "Kipling's" is "Kipling": the possessive cut
     # a number as the keywords write it too ("16-year-old" is the keyword "16yearold", "0.9 s" is "09")
     digits += " " + " ".join(w for w in stems(digits) if _DIGIT.search(w))
     return {w for w in words if (re.search(rf"(?<!\d){re.escape(w)}(?!\d)", digits) if _DIGIT.search(w)
@@ -836,6 +897,7 @@ class Relevance:
 def answer_form(question: str, answer: str, answerable: bool, context: str = "") -> Relevance | None:
     """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass.
     ``context``: the text the system was given, if known (an answer naming what it holds restates nothing)."""
+    answer = _uncut(question, answer)
     if not answerable and is_refusal(answer, question):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
@@ -849,6 +911,7 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
         return Relevance(False, "wrong_type", f"wrong_type: a bare yes or no to a question that asks {wh}")
     restated = (None if picks_option(question, answer) or answers_polar(question, answer)
                 or _affirms(question, answer) or _fills_slot(question, answer) is not None
+                or _quotes_a_name(question, answer) is not None
                 else _restates(question, answer) or _gives_back(question, answer) or _asks_back(question, answer))
     if restated is not None and _context_name(question, answer, context) is None:
         kind = "heading" if _titled(answer) else "restatement"
@@ -874,7 +937,7 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     ``answerable`` False: the question has no answer, and a refusal is the relevant reply. ``embed``: texts ->
     L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
     path that file, False or None no cache)."""
-    answer = answer or ""
+    answer = _uncut(question, answer or "")
     form = answer_form(question, answer, answerable, context or "")
     if form is not None:
         return form
@@ -908,6 +971,7 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
+    cases = [(q, _uncut(q, a or ""), c, ok) for q, a, c, ok in cases]
     texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok, c or "") is None
              for t in (q, a or "", *([_added_text(q, a or "")] if _embeds(q, a or "") else []), *sentences(c or ""))]
     unique = list(dict.fromkeys(texts))
