@@ -792,3 +792,33 @@ def test_a_name_the_context_writes_with_a_possessive_is_grounded():
     result = answer_relevance("Raimond Aumann was nicknamed after a character from a book written by who?",
                               "Rudyard Kipling", context)
     assert result.verdict, result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # the question given back, then declined at the end
+    ("Which laboratory in Paris did the physicist who discovered polonium with her husband work in after 1906?",
+     "The laboratory in Paris that the physicist who discovered polonium with her husband worked in after 1906 is not "
+     "known to me.", False, "refusal"),
+    # the asking phrase kept in the answer leaves the question open, though the answer names one of its options
+    ("Skłodowska, Sklodowska or Curie, was the last Polish physicist of the old school, during which late period?",
+     "Curie was the last Polish physicist of the old school, during which late period.", False, "restatement"),
+    # the asked phrase's own words written in its place fill nothing
+    ("Pierre Curie was succeeded by which Nobel Prize-winning professor of the Sorbonne in 1906?",
+     "Pierre Curie was succeeded by Nobel Prize-winning Nobel Prize-winning professor of the Sorbonne in 1906.",
+     False, "restatement"),
+    # a time word the question has is no time
+    ("When was the physicist born who worked after Becquerel on uranium rays?",
+     "The physicist who worked after Becquerel on uranium rays was Marie Curie.", False, "wrong_type"),
+    # an ordinal in digits is the question's ordinal in words
+    ("Which element was the fourth one Marie Curie named?", "Curie's 4th Element Named", False, "heading"),
+    # a relative clause the answer keeps is no asking phrase
+    ("Polonium is an element in which Curie found what property?",
+     "Polonium is an element in which Curie found radioactivity.", True, "relevant"),
+])
+def test_declined_after_restating_kept_asking_phrases_time_words_and_ordinals(question, answer, verdict, kind):
+    """Written for this test: a refusal after the question given back is a refusal; an answer that keeps the
+    question's asking phrase ("during which late period") answers nothing, options or not; the asked phrase's own
+    words in its place fill nothing; the question's own time words are no time; "4th" is the question's
+    "fourth"; a relative "in which" kept is no asking phrase."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -72,8 +72,8 @@ from evaluations.judging.basics.question_forms import OPTION_MAX_WORDS, affirms_
 from evaluations.judging.basics.text import STOPWORDS, normalize, tokens
 from evaluations.judging.correctness import lexical
 
-__all__ = ["KINDS", "Screen", "screen", "is_refusal", "Signals", "signals", "novelty", "informative_recall",
-           "answers_polar"]
+__all__ = ["KINDS", "Screen", "screen", "is_refusal", "refusal_start", "Signals", "signals", "novelty",
+           "informative_recall", "answers_polar"]
 
 #: kind -> what it means (every list of kinds derives from this registry)
 KINDS: dict[str, str] = {
@@ -111,6 +111,14 @@ _ASKS_NUMBER = re.compile(r"\bhow (many|much|long|old|far|often|tall|big|large)\
                           r"amount|proportion|share)\b")
 _WHO = re.compile(r"^\s*(who|whom|whose)\b", re.I)
 _OR = re.compile(r"\s*(?:\bor\b|/)\s*")
+
+
+def refusal_start(answer: str) -> int | None:
+    """The number of (normalised) words before the first refusal or "I don't know" phrase of the answer
+    (``_REFUSAL``: "... is not known to me."), or None when it has none."""
+    text = normalize(answer)
+    match = _REFUSAL.search(text)
+    return None if match is None else len(text[: match.start()].split())
 
 
 def is_refusal(answer: str, question: str = "") -> bool:

@@ -130,7 +130,7 @@ from evaluations.judging.correctness.nonanswer import KINDS as NONANSWER_KINDS
 from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER_WORDS, POLAR_WORDS, POLARITY, VAGUE,
                                                 VERBS, alike, has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
-from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, screen
+from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, refusal_start, screen
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
 from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
@@ -515,7 +515,9 @@ def _fills_slot(question: str, answer: str) -> str | None:
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, low_q, low_a, autojunk=False).get_opcodes():
         if (tag in ("replace", "delete") and i1 <= wh < i2) or (tag == "insert" and i1 == wh):
             # the question's own words of the replaced span, re-inflected ("Neilan" -> "Neilan's"), fill nothing
-            replaced = {_unpossessed(w) for w in low_q[i1:i2]}
+            # nor do the asked phrase's own words written in its place ("Peabody Award-winning" to "... which
+            # Peabody Award-winning member ...?")
+            replaced = {_unpossessed(w) for w in low_q[i1:i2]} | set(low_q[wh + 1: wh + 1 + ASKED_PHRASE])
             filled = [w for w in a[j1:j2] if _unpossessed(w.lower().strip(".")) not in replaced]
             return _filled(question, filled, end_slot=end_slot)
     return None
@@ -605,10 +607,13 @@ def _context_name(question: str, answer: str, context: str) -> str | None:
 def _question_stems(question: str, *, forms: bool = True) -> frozenset[str]:
     """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too) and without
     possessives ("Curie's" gives "curie"); with ``forms`` (for telling whether a word is the question's, not for
-    counting its keywords) each alphabetic stem also with its final "e" dropped or added: ``lexicon.stem`` makes
-    "liv" of "lives" but keeps "live"."""
+    counting its keywords) each alphabetic stem also with its final "e" dropped or added (``lexicon.stem`` makes
+    "liv" of "lives" but keeps "live"), and an ordinal in words also in digits and back ("fourth", "4th")."""
     kw = stems(question) | stems(re.sub(r"[^\w\s]", " ", question)) | stems(_unpossessed(question))
-    return kw | {w[:-1] if w.endswith("e") else f"{w}e" for w in kw if w.isalpha() and len(w) > 3} if forms else kw
+    if not forms:
+        return kw
+    ordinals = {_ORDINAL_DIGITS.get(w) or _ORDINAL_WORDS.get(w) for w in kw} - {None}  # "fourth" / "4th"
+    return kw | ordinals | {w[:-1] if w.endswith("e") else f"{w}e" for w in kw if w.isalpha() and len(w) > 3}
 
 
 _POSSESSIVE_END = re.compile(r"(?<=\w)['’]s?(?!\w)")
@@ -632,6 +637,13 @@ _ORDINALS = frozenset("""
     fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth fiftieth sixtieth seventieth
     eightieth ninetieth hundredth thousandth millionth
 """.split())
+
+
+_ORDINAL_DIGITS = {w: f"{i}{'th' if 10 <= i % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(i % 10, 'th')}"
+                   for i, w in enumerate("""first second third fourth fifth sixth seventh eighth ninth tenth eleventh
+                   twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"""
+                                         .split(), 1)}
+_ORDINAL_WORDS = {digits: word for word, digits in _ORDINAL_DIGITS.items()}
 
 
 def _has_number(text: str, *, ordinals: bool = False) -> bool:
@@ -669,6 +681,33 @@ def _affirms(question: str, answer: str) -> bool:
 #: denotes that an algorithm has accepted an input?") or whether
 _YES_NO_ASKED = re.compile(r"\b(whether|yes|no|true or false|answers?|outputs?|responses?|repl(y|ies)|results?|"
                            r"words?|values?|says?|said|returns?)\b", re.I)
+
+
+def _declines_after_restating(question: str, answer: str) -> str | None:
+    """Why the answer is a refusal written after the question given back, or None: it has a refusal phrase
+    (``nonanswer.refusal_start``: "not known", "cannot be determined") and every keyword before it is the question's
+    ("The county music artist who first gained national attention as a winner on ... is not known to me."). The
+    screen takes a refusal phrase late in a long answer as said in passing; after the question's own words it is the
+    whole reply."""
+    start = refusal_start(answer)
+    if start is None or start == 0:
+        return None
+    before = " ".join(normalize(answer).split()[:start])
+    said = stems(before) - GENERIC - PLACEHOLDERS
+    if not said or any(not alike(w, _question_stems(question)) for w in said):
+        return None
+    return "the question given back, then declined"
+
+
+def _keeps_asking(question: str, answer: str) -> bool:
+    """The answer holds the question's asking phrase, its asking wh-word and the word after it, past its first
+    word ("... during which late period." to "... during which late period?"): the asked part is still open. The
+    asking wh-word is the question's first word, or its last one within ``END_SLOT`` words of its end; a wh-word in
+    the middle opens a relative clause ("a sport in which teams run ..."), which an answer may well keep."""
+    q, a = normalize(question).split(), normalize(answer).split()
+    at = [i for i, w in enumerate(q[:-1]) if w in _WH_WORDS and (i == 0 or len(q) - i <= END_SLOT)]
+    phrases = {(q[i], q[i + 1]) for i in at}
+    return any((w, a[i + 1]) in phrases for i, w in enumerate(a[:-1]) if i > 0)
 
 
 def _bare_polar(question: str, answer: str) -> str | None:
@@ -909,9 +948,14 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
                                            "ask for one)")
     if (wh := _bare_polar(question, answer)) is not None:
         return Relevance(False, "wrong_type", f"wrong_type: a bare yes or no to a question that asks {wh}")
-    restated = (None if picks_option(question, answer) or answers_polar(question, answer)
-                or _affirms(question, answer) or _fills_slot(question, answer) is not None
-                or _quotes_a_name(question, answer) is not None
+    if (declined := _declines_after_restating(question, answer)) is not None:
+        return Relevance(False, "refusal", f"refusal: {KINDS['refusal']} ({declined})")
+    # an answer that keeps the question's asking phrase ("... during which late period.") leaves it open, whatever
+    # option or proposition its words also hold
+    restated = (None if not _keeps_asking(question, answer) and (
+                    picks_option(question, answer) or answers_polar(question, answer)
+                    or _affirms(question, answer) or _fills_slot(question, answer) is not None
+                    or _quotes_a_name(question, answer) is not None)
                 else _restates(question, answer) or _gives_back(question, answer) or _asks_back(question, answer))
     if restated is not None and _context_name(question, answer, context) is None:
         kind = "heading" if _titled(answer) else "restatement"
@@ -921,8 +965,9 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
     # a number or a time must be in what the answer adds: "The coach of the 2014-15 team was Mike Jordan." gives no
     # date to "What is the birth date of the coach of the 2014-15 team?"
     said = answer
-    if asked in ("number", "time"):  # a number the question gives is no value: drop the answer's copies of them
-        given = set(re.findall(r"\d[\w'’.,-]*", question)) | (set(normalize(question).split()) & NUMBER_WORDS)
+    if asked in ("number", "time"):  # the question's own words are no value: drop the answer's copies of them
+        # (not its asking words: "when" in the answer is a condition, "... necessary when it is filled")
+        given = set(re.findall(r"\d[\w'’.,-]*", question)) | set(normalize(question).split()) - _WH_WORDS
         said = " ".join(t for t in answer.split() if t.strip(".,;:!?()") not in given
                         and normalize(t) not in given)
     if asked is not None and not ASKED[asked].accepts(said) and not affirms:
