@@ -329,10 +329,10 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"),
+    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"),
                         default="design",
-                        help="heldout2-5: answer_controls only (answers to held-out questions 150-249, 250-299, and "
-                             "to design questions 160-219 and 220-279 nothing had used)")
+                        help="heldout2-6: answer_controls only (answers to held-out questions 150-249, 250-299, and "
+                             "to design questions 160-219, 220-279 and 280-299 nothing had used)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
                         help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
