@@ -329,7 +329,7 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("--split", choices=("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"),
+    parser.add_argument("--split", choices=("design", *(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6))),
                         default="design",
                         help="heldout2-6: answer_controls only (answers to held-out questions 150-249, 250-299, and "
                              "to design questions 160-219, 220-279 and 280-299 nothing had used)")
