@@ -822,3 +822,12 @@ def test_declined_after_restating_kept_asking_phrases_time_words_and_ordinals(qu
     "fourth"; a relative "in which" kept is no asking phrase."""
     result = answer_relevance(question, answer)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+def test_the_question_given_back_then_declined_answers_a_question_marked_unanswerable():
+    """A refusal written after the question given back is the relevant reply to a question that has no answer, and
+    a refusal to one that has."""
+    question = "Which laboratory in Paris did the physicist who discovered polonium work in after 1906?"
+    answer = "The laboratory in Paris that the physicist who discovered polonium worked in after 1906 is not known."
+    assert answer_relevance(question, answer, answerable=False).verdict
+    assert answer_relevance(question, answer).kind == "refusal"

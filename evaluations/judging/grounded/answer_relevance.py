@@ -41,15 +41,18 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    (``lexicon.alike``: "immigrant" of "immagrant"), a long reply cut off in the middle of a question's word is that
    word (``_uncut``: "... Prince Rain" of "Rainier"), and a word that only describes the asked phrase's noun after
    an indefinite article names nothing ("a French aviator" to "... starred which English aviator?",
-   ``_only_a_kind``). Nor,
+   ``_only_a_kind``). The question given back and then declined ("... is not known to me.") is a ``refusal``
+   (``_declines_after_restating``), and an answer that keeps the question's asking phrase ("... during which late
+   period.", ``_keeps_asking``) answers nothing, whatever option it names. Nor,
    with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
    "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
    not a name ("actors" to "have which occupation in common?"), so ``_gives_back`` leaves it.
 2. ``wrong_type``: a bare yes or no ("No.", "Yes, it is.") to a question that asks with a wh-word and not for an
    answer, an output or a word (``_bare_polar``: "no" to "... written by which American writer?"); or the question
-   asks for a type the answer's form cannot be (``ASKED``, first match wins; a number the question gives, in digits
-   or in words, is not the answer's: "twelve" of "... who adopted twelve orphans" is no birth date):
+   asks for a type the answer's form cannot be (``ASKED``, first match wins; no word of the question but its
+   wh-words is the answer's number or time: "twelve" of "... who adopted twelve orphans" is no birth date, "after"
+   of "... who died after ..." no time):
    * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
      number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
    * time ("when …" at the start, unless another question follows it: "When and where …", "…, who …"; a relative
@@ -160,7 +163,8 @@ ATTRIBUTE_NOUNS = frozenset("""
 #: nouns that name the fact a question asks for, not a value of it ("Allkpop's Bergen County Location", "Edwin
 #: Meese's tenure", "Canadian Left Winger Birthdate")
 FACT_NOUNS = frozenset("""
-    location locations whereabouts birthplace birthdate birthday birth tenure origin origins identity residence hometown
+    location locations whereabouts birthplace birthdate birthday birth tenure origin origins identity residence
+    hometown
 """.split())
 #: stems of words that stand for the asked thing without naming it ("Somebody ranked Warsaw 32nd.", "An
 #: organisation ranked ...", "... something happens."; the attribute nouns: "They share a profession."), and
@@ -364,7 +368,8 @@ def _embeds(question: str, answer: str) -> str | None:
         return None
     q_words = normalize(question).split()
     # the asked part filled ("... regarded as one of four directors." to "... regarded as one of four what?"): the
-    # answer keeps fewer wh-words than the question (or the question leaves it after a final preposition)
+    # answer keeps fewer wh-words than the question (or the question, not opening with a wh-word, leaves the asked
+    # part after a final preposition)
     if _fills_slot(question, answer) is not None and (
             q_words[-1:] and q_words[-1] in _DANGLING and not _ASKING.match(question)
             or sum(w in _WH_WORDS for w in normalize(answer).split()) < sum(w in _WH_WORDS for w in q_words)):
@@ -447,8 +452,8 @@ def _uncut(question: str, answer: str) -> str:
     if len(tokens) < CUT_MIN_WORDS or not text[-1:].isalnum():
         return answer
     last = tokens[-1]
-    whole = next((w for w in _TOKEN.findall(question) if len(w) > len(last) >= 2 and w.lower().startswith(last.lower())
-                  and not text.lower().endswith(w.lower())), None)
+    whole = next((w for w in _TOKEN.findall(question) if len(w) > len(last) >= 2
+                  and w.lower().startswith(last.lower()) and not text.lower().endswith(w.lower())), None)
     return text[:len(text) - len(last)] + whole if whole else answer
 
 
@@ -937,7 +942,7 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
     """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass.
     ``context``: the text the system was given, if known (an answer naming what it holds restates nothing)."""
     answer = _uncut(question, answer)
-    if not answerable and is_refusal(answer, question):
+    if not answerable and (is_refusal(answer, question) or _declines_after_restating(question, answer)):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
     if screened.kind in SCREEN_KINDS and not (screened.kind == "options" and _asks_several(question)):
