@@ -3,11 +3,13 @@ for validating ``answer_relevance`` on wordings nobody here chose.
 
     python scripts/write_relevance_controls.py [--questions 160] [--seed 2026]
     python scripts/write_relevance_controls.py --split heldout --start 150 --questions 100 --name heldout2
+    python scripts/write_relevance_controls.py --split clapnq --start 200 --questions 60 --name clapnq
 
 The questions, their gold answers and their supporting passages are the multi-hop sets' (``datasets/multihop``,
 built by ``scripts/build_multihop_sets.py`` from HaluEval / HotpotQA): no rule of answer relevance was written from
-them. For each question the embedded Qwen2.5-Coder models (1.5B for even rows, 0.5B for odd ones; greedy, one
-instruction each, listed in ``TASKS``) write:
+them; ``--split clapnq`` takes CLAPNQ's answerable dev questions instead (Natural Questions with one Wikipedia
+passage and a written answer: another source and question style). For each question the embedded Qwen2.5-Coder
+models (1.5B for even rows, 0.5B for odd ones; greedy, one instruction each, listed in ``TASKS``) write:
 
 - ``restatement``: the question turned into a statement of what it asks, without the answer;
 - ``heading``: a short title for a section about the question, without the answer;
@@ -58,6 +60,18 @@ def _read(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+CLAPNQ = ROOT.parent / "shared" / "data" / "clapnq_dev" / "clapnq_dev_answerable.jsonl.gz"
+
+
+def _clapnq_sets() -> list[dict]:
+    """CLAPNQ's answerable dev questions (Natural Questions with a Wikipedia passage and a written answer; see that
+    folder's README) in the multi-hop sets' shape: the passage is the one needed, the first written answer the
+    gold."""
+    return [{"id": f"clapnq-{row['id']}", "question": row["input"], "answer": row["output"][0]["answer"],
+             "passages": [{"text": p["text"], "needed": True} for p in row["passages"]]}
+            for row in _read(CLAPNQ) if row.get("output") and row["output"][0].get("answer")]
+
+
 def _clean(text: str) -> str:
     text = text.strip().split("\n")[0].strip().strip('"').strip()
     return re.sub(r"^(sentence|title|answer)\s*:\s*", "", text, flags=re.I)
@@ -72,7 +86,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=160, help="questions per split")
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--split", choices=("design", "heldout"), help="one split of the multi-hop sets (default both)")
+    parser.add_argument("--split", choices=("design", "heldout", "clapnq"),
+                        help="one split of the multi-hop sets (default both), or CLAPNQ's answerable dev questions")
     parser.add_argument("--start", type=int, default=0, help="first question of the split to use")
     parser.add_argument("--name", help="output name (answers_<name>.jsonl.gz; default the split's)")
     args = parser.parse_args()
@@ -88,7 +103,8 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     for split in (args.split,) if args.split else ("design", "heldout"):
-        sets = _read(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")[args.start:args.start + args.questions]
+        every = _clapnq_sets() if split == "clapnq" else _read(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")
+        sets = every[args.start:args.start + args.questions]
         rng = random.Random(args.seed)
         rows, dropped = [], {}
         for n, s in enumerate(sets):

@@ -68,3 +68,13 @@ def test_the_judge_decides_a_choice_with_the_real_checker(passage_scorer, tmp_pa
     rows = [{"query": question, "generated_answer": answer, "context": [LANE, LOWE], "label": label}
             for answer, label in (("Mark Lane", True), ("Ken Lowe", False))]
     assert_rule_decides(rows, passage_scorer, tmp_path / "v.sqlite", "chosen by")
+
+
+def test_an_option_with_a_hyphenated_name_is_picked_in_a_sentence_or_alone():
+    """Written for this test: a hyphenated option ("Ada Lovelace-King") is picked whether the answer writes it alone
+    or in a sentence (the sentence's compounds are read split, so the question's must be too)."""
+    from evaluations.judging.basics.question_forms import picks_option
+
+    question = "Who was born first, Ada Lovelace-King or Mary Somerville?"
+    assert picks_option(question, "Ada Lovelace-King")
+    assert picks_option(question, "Ada Lovelace-King was born first.")

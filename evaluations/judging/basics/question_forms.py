@@ -228,7 +228,7 @@ def picked_option(question: str, answer: str) -> tuple[tuple[str, ...], int] | N
     if colon and head.strip() and stems(value) and (picked := picked_option(question, value)) is not None:
         return picked
     have = stems(answer) if len(answer.split()) < 2 else stems(unhyphened(answer))  # "Coca-Cola is public."
-    asked = stems(question)
+    asked = stems(question) | stems(unhyphened(question))  # "Calloway-Hines" read either way
     if re.search(r"\bor\b", answer, re.I) or any(not alike(w, asked) for w in have - FILLER):  # "Keefer"
         return None
     words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", answer) if w.lower() not in STOPWORDS]
