@@ -831,3 +831,14 @@ def test_the_question_given_back_then_declined_answers_a_question_marked_unanswe
     answer = "The laboratory in Paris that the physicist who discovered polonium worked in after 1906 is not known."
     assert answer_relevance(question, answer, answerable=False).verdict
     assert answer_relevance(question, answer).kind == "refusal"
+
+
+@pytest.mark.parametrize(("answer", "verdict"), [
+    ("The element that gave Marie Curie her second Nobel Prize is called radium.", True),
+    ("The element that gave Marie Curie her second Nobel Prize is called an element.", False),
+])
+def test_a_common_noun_after_a_naming_verb_names_the_asked_thing(answer, verdict):
+    """Written for this test: "... is called radium." names the asked thing though it is a lowercase common noun; the
+    question's own word after "called" names nothing."""
+    result = answer_relevance("which element gave marie curie her second nobel prize", answer)
+    assert result.verdict is verdict, result.reason

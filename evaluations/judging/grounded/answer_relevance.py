@@ -43,7 +43,8 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    an indefinite article names nothing ("a French aviator" to "... starred which English aviator?",
    ``_only_a_kind``). The question given back and then declined ("... is not known to me.") is a ``refusal``
    (``_declines_after_restating``), and an answer that keeps the question's asking phrase ("... during which late
-   period.", ``_keeps_asking``) answers nothing, whatever option it names. Nor,
+   period.", ``_keeps_asking``) answers nothing, whatever option it names. A word of the answer's own after a
+   naming verb is a value, a common noun too ("... is called melanin.", ``_calls_it``). Nor,
    with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
    "... serves Windsor, Ontario and which airport?"). A "which" question for an attribute asks for a common noun,
@@ -331,7 +332,7 @@ def _gives_back(question: str, answer: str) -> str | None:
     if not kw or _share_from(kw, _question_stems(question)) < GIVEN_BACK_SHARE:
         return None
     added = _added(question, answer)
-    if not added or _adds_a_value(added):
+    if not added or _adds_a_value(added) or _calls_it(question, answer):
         return None
     words = ", ".join(dict.fromkeys(t.lower().strip(".,") for _, t in added))
     return f"its words are the question's but for {words}: no name or number"
@@ -389,7 +390,7 @@ def _embeds(question: str, answer: str) -> str | None:
     if _share_from(_question_stems(question, forms=False), stems(answer)) < EMBED_COVER:
         return None
     added = _added(question, answer)
-    if _adds_a_value(added):
+    if _adds_a_value(added) or _calls_it(question, answer):
         return None
     return f"it holds the question as \"{wh} ...\" and adds {', '.join(t for _, t in added) or 'nothing'}"
 
@@ -465,6 +466,16 @@ def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> floa
 def _adds_a_value(added: list[tuple[int, str]]) -> bool:
     """The added words are more than ``VALUE_MAX_ADDED`` keywords, or hold a value (``_value_in``)."""
     return len({w for _, t in added for w in stems(t)}) > VALUE_MAX_ADDED or _value_in(added)
+
+
+_CALLED = re.compile(r"\b(?:called|named|termed|known as)\s+[\"'“]?([\w'’-]+)", re.I)
+
+
+def _calls_it(question: str, answer: str) -> bool:
+    """The answer names the asked thing after a naming verb with a word of its own, a common noun too ("... is
+    called melanin." to "which pigment determines the colour of human hair")."""
+    asked = _question_stems(question)
+    return any(_is_own(m.group(1), asked) for m in _CALLED.finditer(answer))
 
 
 def _value_in(added: list[tuple[int, str]]) -> bool:
