@@ -128,13 +128,13 @@ def is_refusal(answer: str, question: str = "") -> bool:
     words and ``_GENERIC`` ("Unknown.", "Its origin is unknown." to a question about the origin, but not "A term used
     originally in derision, Huguenot has unclear origins.")."""
     text = normalize(answer)
-    match = _REFUSAL.search(text)
-    if match is None:
+    start = refusal_start(answer)
+    if start is None:
         if not _HEDGE.search(text):
             return False
         asked = stems(question)
         return all(w in STOPWORDS or w in _GENERIC or stem(w) in asked for w in _HEDGE.sub(" ", text).split())
-    return len(text.split()) <= 30 or len(text[: match.start()].split()) < 12
+    return len(text.split()) <= 30 or start < 12
 
 
 @dataclass(frozen=True)

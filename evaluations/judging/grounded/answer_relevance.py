@@ -500,6 +500,7 @@ _POSSESSIVES = frozenset("his her their its my our your".split())  # "for his wo
 END_SLOT = 3
 
 
+@functools.lru_cache(maxsize=4096)
 def _fills_slot(question: str, answer: str) -> str | None:
     """The words an answer puts in the question's asked part, when they hold a value, else None: the question given
     back as a statement with its asked part filled answers it, right or wrong, even with a name the question has
@@ -620,6 +621,7 @@ def _context_name(question: str, answer: str, context: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _question_stems(question: str, *, forms: bool = True) -> frozenset[str]:
     """kw(Q), also with the question split at punctuation ("load.rules" gives "load" and "rule" too) and without
     possessives ("Curie's" gives "curie"); with ``forms`` (for telling whether a word is the question's, not for
@@ -648,17 +650,17 @@ def _titled(answer: str) -> bool:
 
 
 #: ordinal words: "What number film ...?" is answered by "twenty-first"
-_ORDINALS = frozenset("""
+_FIRST_TWENTY = tuple("""
     first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth
-    fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth fiftieth sixtieth seventieth
-    eightieth ninetieth hundredth thousandth millionth
+    fifteenth sixteenth seventeenth eighteenth nineteenth twentieth
+""".split())
+_ORDINALS = frozenset(_FIRST_TWENTY) | frozenset("""
+    thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth hundredth thousandth millionth
 """.split())
 
 
 _ORDINAL_DIGITS = {w: f"{i}{'th' if 10 <= i % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(i % 10, 'th')}"
-                   for i, w in enumerate("""first second third fourth fifth sixth seventh eighth ninth tenth eleventh
-                   twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"""
-                                         .split(), 1)}
+                   for i, w in enumerate(_FIRST_TWENTY, 1)}
 _ORDINAL_WORDS = {digits: word for word, digits in _ORDINAL_DIGITS.items()}
 
 
@@ -709,8 +711,7 @@ def _declines_after_restating(question: str, answer: str) -> str | None:
     if start is None or start == 0:
         return None
     before = " ".join(normalize(answer).split()[:start])
-    said = stems(before) - GENERIC - PLACEHOLDERS
-    if not said or any(not alike(w, _question_stems(question)) for w in said):
+    if not stems(before) - GENERIC - PLACEHOLDERS or _added(question, before):
         return None
     return "the question given back, then declined"
 
