@@ -349,8 +349,10 @@ def main() -> None:
         parser.error("--config and --no-cache are for context_multihop")
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
-    if args.split in ("heldout2", "heldout3", "heldout4") and args.section != "answer_controls":
+    if args.split not in ("design", "heldout", "heldout2") and args.section != "answer_controls":
         parser.error(f"--split {args.split} holds labelled answers only: it is for answer_controls")
+    if args.split == "heldout2" and args.section not in ("answer_controls", "context_multihop"):
+        parser.error("--split heldout2 is labelled answers (answer_controls) and multi-hop sets (context_multihop)")
     result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
               if args.section == "context_multihop"
               else run_without_labels(args.split, args.n, args.start) if args.section == "run_without_labels"

@@ -842,3 +842,37 @@ def test_a_common_noun_after_a_naming_verb_names_the_asked_thing(answer, verdict
     question's own word after "called" names nothing."""
     result = answer_relevance("which element gave marie curie her second nobel prize", answer)
     assert result.verdict is verdict, result.reason
+
+
+_MOON = ("The Moon's phases are caused by its position relative to the Earth and the Sun. Half of the Moon is always "
+         "lit by the Sun, and as it orbits the Earth we see more or less of that lit half. A full orbit takes about "
+         "29.5 days.")
+_SKIN = ("Melanin is the pigment that determines the colour of human skin. Skin color varies with the amount and the "
+         "kind of melanin that cells called melanocytes make.")
+_DRAFT = ("Wayne Gretzky was drafted by the Indianapolis Racers of the World Hockey Association in 1978 and traded to "
+          "the Edmonton Oilers the same year.")
+
+
+@pytest.mark.parametrize(("question", "answer", "context", "verdict", "kind"), [
+    # a word in -ed is no verb in a title: it adds no value the context has
+    ("what causes the different phases of the moon", "Moon Phases Explained", _MOON, False, "heading"),
+    # a British spelling in the question and an American one in the answer are one word: what the title adds is only
+    # "understanding" and "role"
+    ("which pigment determines the colour of human skin", "Understanding Skin Color: The Role of Pigments", _SKIN,
+     False, "heading"),
+    # a title with a name of its own gives a value, right or wrong, even when the context lacks it
+    ("Which team drafted Wayne Gretzky in 1978?", "Wayne Gretzky Drafted by Boston Bruins", _DRAFT, True, "relevant"),
+    # a number in a title is a value
+    ("In what year was Wayne Gretzky drafted?", "Wayne Gretzky's Draft Year: 1979", _DRAFT, True, "relevant"),
+    # "how long" asks for a number: "a period of time" gives none
+    ("How long did Franklin Roosevelt serve as president?",
+     "Franklin Roosevelt served as president for a period of time.", "", False, "wrong_type"),
+    ("How long did Franklin Roosevelt serve as president?",
+     "Franklin Roosevelt served as president for twelve years.", "", True, "relevant"),
+])
+def test_titles_with_participles_british_spellings_and_how_long(question, answer, context, verdict, kind):
+    """Written for this test: a title whose only word in -ed is a participle ("Explained") and that adds nothing
+    the context has is a heading; "colour" and "color" are one word; a title naming something of its own or a number
+    holds a value; "how long" asks for a number."""
+    result = answer_relevance(question, answer, context)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -115,9 +115,30 @@ TYPO_MIN = 6  # a stem this long one edit from another is that stem misspelt ("i
 
 def alike(word: str, others: frozenset[str]) -> bool:
     """``similar``, or one edit (a letter changed, added or dropped) from one of ``others`` when both have at least
-    ``TYPO_MIN`` letters: a misspelling ("immagrants", "Keefer") and the right spelling are one word."""
+    ``TYPO_MIN`` letters: a misspelling ("immagrants", "Keefer") and the right spelling are one word; so are a
+    British and an American spelling ("colour" and "color", "centre" and "center": ``american``)."""
     return similar(word, others) or len(word) >= TYPO_MIN and any(
-        len(other) >= TYPO_MIN and abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in others)
+        len(other) >= TYPO_MIN and abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in others
+    ) or similar(american(word), _american_all(others))
+
+
+#: British spellings and their American forms, read inside a word: "colour" -> "color", "centre" -> "center",
+#: "catalogue" -> "catalog"
+_BRITISH = ((re.compile(r"(?<=\w\w)our(?=\w*$)"), "or"), (re.compile(r"(?<=\w\w)tre$"), "ter"),
+            (re.compile(r"(?<=\w\w\w)ogue$"), "og"))
+
+
+def american(word: str) -> str:
+    """The word with its British spellings in American form (``_BRITISH``); both sides of a comparison go through
+    it, so only two words that differ by such a spelling meet."""
+    for pattern, american_form in _BRITISH:
+        word = pattern.sub(american_form, word)
+    return word
+
+
+@lru_cache(maxsize=4096)
+def _american_all(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(american(w) for w in words)
 
 
 def _one_edit(a: str, b: str) -> bool:

@@ -54,8 +54,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    asks for a type the answer's form cannot be (``ASKED``, first match wins; no word of the question but its
    wh-words is the answer's number or time: "twelve" of "... who adopted twelve orphans" is no birth date, "after"
    of "... who died after ..." no time):
-   * number ("how many", "how much", "how old", "what percentage / number / proportion"): the answer has no
-     number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
+   * number ("how many", "how much", "how old", "how long", "how far", "how tall" (unless another question
+     follows it: "How long is it and what is it called?"), "what percentage / number / proportion"): the answer has
+     no number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
    * time ("when …" at the start, unless another question follows it: "When and where …", "…, who …"; a relative
      "who" after a noun does not; "what/which year / date / month / day / century / decade / time"): the answer has
      no time marker (a digit, a number word, a month, a weekday, a time word such as "century", "during", or a
@@ -91,7 +92,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    question's occur nowhere in the context is a ``heading`` (``_ungrounded_title``: "Charles Runnington's
    Birthplace", "Allkpop's Bergen County Location": it names the fact asked for, not a value). A wrong name of the
    asked kind that the context lacks goes the same way (3 of the 18 headings labelled relevant on the design split:
-   "... in NASCAR").
+   "... in NASCAR"). A word in -ed is no verb in a title ("Moon Shapes Explained", "Thoroughbred"), unless the
+   title also names something of its own (two capitalised words or more, or a quoted title: "... Drafted by Detroit
+   Red Wings"); a number the title adds is a value; a British spelling is the American one ("colour", "color":
+   ``lexicon.american``).
    Without a context a bare value of the asked type cannot be told from an answer about something else ("Paris"
    to "what is the capital of France" shares no word with the question), so the rule does not apply, and the
    reason says so. The question echoed back is not rewarded: rules 1-2 run first, and this rule measures the
@@ -754,7 +758,9 @@ class Asked:
 
 #: asked type -> (question pattern, answer check); the first pattern that matches the question decides
 ASKED: dict[str, Asked] = {
-    "number": Asked(re.compile(r"\bhow (many|much|old)\b|\bwhat (percentage|percent|number|proportion)\b"
+    "number": Asked(re.compile(r"\bhow (many|much|old)\b"
+                               r"|\bhow (long|far|tall)\b(?!.*(?:\band|\bor|,)\s+(what|which|who|whom|where|how)\b)"
+                               r"|\bwhat (percentage|percent|number|proportion)\b"
                                r"|\b(what|which) (is|was|are|were) the (\w+ )?(number|population|percentage|age)"
                                r" of\b", re.I),
                     functools.partial(_has_number, ordinals=True), "no number or ordinal"),
@@ -886,13 +892,29 @@ def _ungrounded_title(question: str, answer: str, context: str) -> str | None:
     """Why a title-shaped answer is a heading by what it adds, or None (module docstring, rule 3): no verb, and the
     keywords it adds to the question's (``GENERIC`` and ``PLACEHOLDERS`` aside) occur nowhere in the context
     ("Charles Runnington's Birthplace", "Allkpop's Bergen County Location")."""
-    if not _titled(answer) or has_verb(answer):
+    if not _titled(answer) or has_verb(answer, participles=False):
         return None
     asked = _question_stems(question)
-    added = {w for w in stems(_numerals(answer, keep_words=False)) - GENERIC - PLACEHOLDERS if not similar(w, asked)}
-    if not added or _grounded(added, context):
+    # a word in -ed is no verb in a title ("Moon Shapes Explained"), but a title with one that names something of its
+    # own ("... Drafted by Detroit Red Wings", '... Starred in "The Last Star') gives a value, right or wrong
+    if has_verb(answer) and (_own_name(answer, asked) or _quotes_a_name(question, answer) is not None):
+        return None
+    added = {w for w in stems(_numerals(_unpossessed(answer), keep_words=False)) - GENERIC - PLACEHOLDERS
+             if not alike(w, asked)}
+    if not added or _grounded(added, context) or any(_DIGIT.search(w) for w in added):  # a number is a value
         return None
     return f"shaped like a title, it adds to the question only {', '.join(sorted(added))}, which the context never uses"
+
+
+def _own_name(answer: str, asked: frozenset[str]) -> bool:
+    """The answer holds a run of two or more capitalised words of its own, none the question's ("Detroit Red
+    Wings", "Tom Cruise")."""
+    run = 0
+    for token in _TOKEN.findall(answer):
+        run = run + 1 if token[:1].isupper() and _is_own(token, asked) else 0
+        if run >= 2:
+            return True
+    return False
 
 
 def _another_subject(question: str, answer: str) -> str | None:

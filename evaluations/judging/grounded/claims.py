@@ -159,11 +159,12 @@ def bounded(sents: Sequence[str], budget: int) -> list[str]:
 _PRONOUNS = frozenset("i you he she it we they this that there".split())
 
 
-def has_verb(text: str) -> bool:
+def has_verb(text: str, *, participles: bool = True) -> bool:
     """The text has a finite verb: an auxiliary or common verb (``_VERBS``), a past form in -ed, or any word after
-    a subject pronoun ("he likes")."""
+    a subject pronoun ("he likes"). ``participles`` False: a word in -ed does not count (in a title, "Moon Shapes
+    Explained", "Piano-Powered Songs", "Thoroughbred" are no finite verbs)."""
     words = re.findall(r"[a-z]+", text.lower())
-    if any(w in _VERBS or (len(w) > 4 and w.endswith("ed")) for w in words):
+    if any(w in _VERBS or (participles and len(w) > 4 and w.endswith("ed")) for w in words):
         return True
     return any(a in _PRONOUNS and b.endswith("s") and b not in STOPWORDS for a, b in zip(words, words[1:]))
 
