@@ -876,3 +876,29 @@ def test_titles_with_participles_british_spellings_and_how_long(question, answer
     holds a value; "how long" asks for a number."""
     result = answer_relevance(question, answer, context)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # a wh-question asks instead of answering, whatever it names
+    ("who did the dutch buy manhattan from", "Who sold Manhattan to the Dutch West India Company in 1626?", False,
+     "restatement"),
+    # a title, then the question
+    ("Did Leonardo or Michelangelo paint the Mona Lisa?", "Leonardo vs. Michelangelo: Who Painted the Mona Lisa?",
+     False, "heading"),
+    # a keyword query opening with "percentage of" asks for a number
+    ("percentage of women in the united states senate", "The United States Senate has a large percentage of women.",
+     False, "wrong_type"),
+    ("percentage of women in the united states senate", "About a quarter of the senators are women, 25 percent.", True,
+     "relevant"),
+    # a work the question only mentions is not asked for: a title about it answers no "who"
+    ("who sang the song hotel california", "Hotel California: Song of the Decade", False, "heading"),
+    # "more commonly known" asks for a name, which may look like a title
+    ("How was the European Recovery Program more commonly known?", "European Recovery Programme (The Marshall Plan)",
+     True, "relevant"),
+])
+def test_questions_given_as_answers_number_queries_and_mentioned_works(question, answer, verdict, kind):
+    """Written for this test: an answer that is itself a wh-question (alone, or after a title's colon) answers
+    nothing; "percentage of ..." asks for a number; a title answers a "who" question about a work the question
+    only mentions with nothing; a name asked as "more commonly known" may look like a title."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -10,8 +10,11 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
 1. non-answers. From the screen without gold (``nonanswer.screen(question, (), answer)``, ``SCREEN_KINDS``):
    ``empty``, ``refusal``, ``echo``, ``options`` (a hedge "A or B", unless the question asks for several things:
    "two", "three", "both", "list"), and the screen's gold-free ``heading`` (4-10 words shaped like a title) that
-   shares a word with the question, unless the question asks for a title, a name (``_TITLE_ASKED``: "book",
-   "called", …) or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title.
+   shares a word with the question, unless the question asks for a title, a name (``_TITLE_ASKED``: "called",
+   "more commonly known", a work in its asking phrase, "which 2004 novel", not one it only mentions, "who sings the
+   song ...") or an entity ("which X" / "what X", ``_ENTITY_ASKED``), whose name may look like a title, or the
+   heading names something of its own (two capitalised words of its own that the context does not write in lower
+   case, ``_own_name``: "Bedhead and Hinder: Rock Bands in the United States").
    On a question marked unanswerable a refusal is accepted (it is the answer).
    Then the question's own words given back (``_restates``; the screen's restatement and heading rules read the
    gold, so they are replaced here): with kw = ``lexicon.stems`` and novel = kw(A) − ``GENERIC`` −
@@ -24,7 +27,8 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    keywords are ``lexicon.VAGUE`` pronouns ("Somebody.", "Someone did."): ``heading`` when it is shaped like a
    title (no final period, every word of more than 3 letters capitalised), else ``restatement``. An answer that is
    one question adding no value is a restatement too (``_asks_back``: "What genre of music do Catherine and X have
-   in common?"). An answer that picks one of the options the question offers
+   in common?"), and so is one wh-question, alone or after a title's colon, whatever it names ("Who took New York
+   from the Dutch?": it asks instead of answering). An answer that picks one of the options the question offers
    (``question_forms.picks_option``: "concrete" to "abstract or concrete?", "Arthur's Magazine was started first." to
    "Which magazine was started first, Arthur's Magazine or First for Women?") is neither, and nor is the question
    given back with its asked part filled by a name or a number (``_fills_slot``: "... a personal favorite of Robert
@@ -55,8 +59,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    wh-words is the answer's number or time: "twelve" of "... who adopted twelve orphans" is no birth date, "after"
    of "... who died after ..." no time):
    * number ("how many", "how much", "how old", "how long", "how far", "how tall" (unless another question
-     follows it: "How long is it and what is it called?"), "what percentage / number / proportion"): the answer has
-     no number (a digit, a number word, a quantity word such as "several", or an ordinal: "twenty-first");
+     follows it: "How long is it and what is it called?"), "what percentage / number / proportion", a keyword query
+     opening with "percentage / number / proportion / population of"): the answer has no number (a digit, a
+     number word, a quantity word such as "several", or an ordinal: "twenty-first");
    * time ("when …" at the start, unless another question follows it: "When and where …", "…, who …"; a relative
      "who" after a noun does not; "what/which year / date / month / day / century / decade / time"): the answer has
      no time marker (a digit, a number word, a month, a weekday, a time word such as "century", "during", or a
@@ -252,9 +257,15 @@ RESTATE_COVER = 0.5
 _DIGIT = re.compile(r"\d")
 _SEVERAL = re.compile(r"\b(two|three|both|list)\b", re.I)
 #: a question that asks for a title (its answer may be shaped like a heading: the screen's heading rule then waits)
-_TITLE_ASKED = re.compile(r"\b(title|titled|called|named|name|book|novel|film|movie|song|album|poem|play|show|series|"
-                          r"episode|painting|work|article|chapter|section|heading|slogan|motto|theme|program|"
-                          r"programme|initiative|project|campaign|event|festival|report|study|law|act)\b", re.I)
+_TITLE_WORDS = (r"(book|novel|film|movie|song|album|poem|play|show|series|episode|painting|work|article|chapter|"
+                r"section|heading|slogan|motto|theme|program|programme|initiative|project|campaign|event|festival|"
+                r"report|study|law|act)s?")
+#: the question asks for a title or a name: "what is it called", "named", "more commonly known", or a work in its
+#: asking phrase ("which 2004 novel", "what song"), or in a keyword query with no wh-word ("kanye west song that
+#: starts with a piano"); a work the question only mentions ("who sings the song ...") is not asked for
+_TITLE_ASKED = re.compile(r"\b(title|titled|called|named|name|known(?!\s+(?:for|to|about|in|by)\b))\b"
+                          rf"|\b(what|which)\s+(?:[\w'’-]+\s+){{0,3}}?{_TITLE_WORDS}\b"
+                          rf"|^(?!.*\b(?:what|which|who|whom|whose|where|when|why|how)\b).*\b{_TITLE_WORDS}\b", re.I)
 #: "which X" / "what X" with X not an auxiliary: the question asks for an entity, whose name may look like a title
 _ENTITY_ASKED = re.compile(r"\b(which|what)\s+(?!(is|was|are|were|did|does|do|has|have|had|can|could|would|should|"
                            r"will|might|may|happened|happens)\b)[a-z]+", re.I)
@@ -347,8 +358,13 @@ def _asks_back(question: str, answer: str) -> str | None:
     the question back, or None: one sentence, opening with a wh-word or an auxiliary and ending in "?", whose words
     added to the question's hold no value (``_value_in``: no name, number or yes/no word). "Do you mean the 1998
     film?" names one; "Paris. That is the answer to: what is ...?" is no question."""
-    if (not answer.rstrip().endswith("?") or len(sentences(answer)) != 1
-            or not (_ASKING.match(answer) or AUX_START.search(answer)) or _value_in(added := _added(question, answer))):
+    title = answer.split(":", 1)[0]  # a title, then the question: "X vs. Y: Are They in the Same Country?"
+    asking = answer.rsplit(":", 1)[-1] if _titled(title) and not has_verb(title, participles=False) else answer
+    if not asking.rstrip().endswith("?") or len(sentences(asking)) != 1:
+        return None
+    if _ASKING.match(asking):  # a wh-question asks, whatever it names ("Who took New York from the Dutch?")
+        return "a question itself: it asks instead of answering"
+    if not AUX_START.search(asking) or _value_in(added := _added(question, answer)):
         return None
     return f"a question itself, adding {', '.join(t for _, t in added) or 'nothing'}: no name or number"
 
@@ -761,6 +777,7 @@ ASKED: dict[str, Asked] = {
     "number": Asked(re.compile(r"\bhow (many|much|old)\b"
                                r"|\bhow (long|far|tall)\b(?!.*(?:\band|\bor|,)\s+(what|which|who|whom|where|how)\b)"
                                r"|\bwhat (percentage|percent|number|proportion)\b"
+                               r"|^\W*(the )?(percentage|number|proportion|population) of\b"
                                r"|\b(what|which) (is|was|are|were) the (\w+ )?(number|population|percentage|age)"
                                r" of\b", re.I),
                     functools.partial(_has_number, ordinals=True), "no number or ordinal"),
@@ -897,7 +914,7 @@ def _ungrounded_title(question: str, answer: str, context: str) -> str | None:
     asked = _question_stems(question)
     # a word in -ed is no verb in a title ("Moon Shapes Explained"), but a title with one that names something of its
     # own ("... Drafted by Detroit Red Wings", '... Starred in "The Last Star') gives a value, right or wrong
-    if has_verb(answer) and (_own_name(answer, asked) or _quotes_a_name(question, answer) is not None):
+    if has_verb(answer) and (_own_name(answer, asked, context) or _quotes_a_name(question, answer) is not None):
         return None
     added = {w for w in stems(_numerals(_unpossessed(answer), keep_words=False)) - GENERIC - PLACEHOLDERS
              if not alike(w, asked)}
@@ -906,12 +923,14 @@ def _ungrounded_title(question: str, answer: str, context: str) -> str | None:
     return f"shaped like a title, it adds to the question only {', '.join(sorted(added))}, which the context never uses"
 
 
-def _own_name(answer: str, asked: frozenset[str]) -> bool:
+def _own_name(answer: str, asked: frozenset[str], context: str = "") -> bool:
     """The answer holds a run of two or more capitalised words of its own, none the question's ("Detroit Red
-    Wings", "Tom Cruise")."""
+    Wings", "Tom Cruise"), and none that the context writes in lower case (a title capitalises common nouns: "Art
+    Experiment")."""
+    lower = set(re.findall(r"\b[a-z][\w'’-]*", context))
     run = 0
     for token in _TOKEN.findall(answer):
-        run = run + 1 if token[:1].isupper() and _is_own(token, asked) else 0
+        run = run + 1 if token[:1].isupper() and _is_own(token, asked) and token.lower() not in lower else 0
         if run >= 2:
             return True
     return False
@@ -982,7 +1001,7 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
     if screened.kind in SCREEN_KINDS and not (screened.kind == "options" and _asks_several(question)):
         return Relevance(False, screened.kind, f"{screened.kind}: {screened.reason}")
     if (screened.kind == "heading" and not _TITLE_ASKED.search(question) and not _ENTITY_ASKED.search(question)
-            and stems(answer) & stems(question)):
+            and stems(answer) & stems(question) and not _own_name(answer, _question_stems(question), context)):
         return Relevance(False, "heading", f"heading: {KINDS['heading']} (shaped like a title; the question does not "
                                            "ask for one)")
     if (wh := _bare_polar(question, answer)) is not None:
