@@ -79,6 +79,11 @@ CASES = [
     ("Is Paris the capital of France?", [], "Paris the capital of France.", "restatement"),
     ("Does DataPower support SHA-2?", [], "DataPower support SHA-2.", "restatement"),
     ("Is Paris the capital of France?", [], "Is Paris the capital of France.", "echo"),
+    # a refusal in the third person ("they cannot provide a specific answer"), not only "I cannot ..."
+    ("who got the first nobel prize in physics", [],
+     "The user asked about the first Nobel Prize in Physics, but the assistant cannot provide a specific answer.",
+     "refusal"),
+    ("who got the first nobel prize in physics", [], "We could not provide an exact answer to that.", "refusal"),
 ]
 
 

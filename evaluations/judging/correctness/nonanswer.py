@@ -95,7 +95,9 @@ _REFUSAL = re.compile(
     r"discussed|included|indicated|disclosed|addressed)|no (?:information|answer|mention|details?|data|"
     r"relevant information)|(?:does|do|did) not (?:say|mention|specify|state|provide|contain|include|indicate|"
     r"address|answer)|doesnt (?:say|mention|specify|state|provide|contain|include)|(?:cannot|cant|can not) be "
-    r"(?:determined|answered|found)|unable to (?:answer|determine|find|provide)|not (?:possible|able) to "
+    r"(?:determined|answered|found)|(?:cannot|cant|can not|could not|couldnt) provide (?:a |an |the )?(?:specific |"
+    r"definitive |clear |exact |precise |direct )?(?:answer|response)|"
+    r"unable to (?:answer|determine|find|provide)|not (?:possible|able) to "
     r"(?:answer|determine|say)|unanswerable|not enough information|insufficient information|"
     r"(?:im|i am) (?:sorry|not sure)|as an ai|no way to (?:know|tell))\b"
 )
