@@ -329,12 +329,12 @@ SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_cont
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
-    splits = ("design", *(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6)), "clapnq", "clapnq2")
+    splits = ("design", *(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6)), "clapnq", "clapnq2", "clapnq3")
     parser.add_argument("--split", choices=splits,
                         default="design",
                         help="heldout2-6, clapnq: answer_controls only (answers to held-out questions 150-249, "
                              "250-299, to design questions 160-219, 220-279 and 280-299 nothing had used, and to "
-                             "CLAPNQ questions 200-259 and 0-59); context_multihop --split heldout2: the 100 "
+                             "CLAPNQ questions 200-259, 0-59 and 60-119); context_multihop --split heldout2: the 100 "
                              "multi-hop sets datasets/multihop/heldout2.jsonl.gz (built 2026-12-04)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
