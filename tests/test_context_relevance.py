@@ -383,3 +383,33 @@ def test_each_wording_is_asked_under_its_own_system_prompt_whatever_scorer_a_run
     given, called = ask(question, passage, WORDINGS["short"], scorer=passage_scorer, cache=cache)
     own, again = ask(question, passage, WORDINGS["short"], cache=cache)  # the judge's own scorer: the same key
     assert called and not again and given == own and given > 0.5
+
+
+def test_a_questions_passage_in_a_set_is_held_to_the_set_stages_passage_threshold():
+    """The shipped set stage carries a passage threshold below the pairs' one (fitted with it on whole design sets).
+    By hand, with a stage whose passage threshold is 0: every passage of a question asked in a set of two is
+    relevant, a passage asked alone and the passages of a claim keep the pairs' and the claim's thresholds (a model
+    that says no to everything); with no passage threshold the set keeps the pairs' threshold."""
+    from evaluations.judging.grounded.context_relevance import SetStage
+
+    class No:
+        id = "always-no"
+
+        def probability(self, shared: str, tail: str) -> tuple[float, float]:
+            return 0.0, 1.0
+
+    shipped = set_params()
+    assert isinstance(shipped, SetStage) and 0.3 <= shipped.passage_threshold < params().threshold
+    lenient = SetStage(**(shipped.model_dump() | {"passage_threshold": 0.0}))
+    none = SetStage(**(shipped.model_dump() | {"passage_threshold": None}))
+    passages = [Passage(id="a", text="Aspirin is a salicylate used to reduce fever and pain."),
+                Passage(id="b", text="The river rises near the village and flows north.")]
+    question, claim = "Does aspirin lower fever in children?", "Aspirin lowers fever in children."
+    assert [c.relevant for c in judge_context_relevance(question, passages, scorer=No(), set_stage=lenient).chunks] \
+        == [True, True]
+    alone = judge_context_relevance(question, passages[:1], scorer=No(), set_stage=lenient)
+    assert [c.relevant for c in alone.chunks] == [False]
+    assert [c.relevant for c in judge_context_relevance(claim, passages, scorer=No(), set_stage=lenient).chunks] \
+        == [False, False]
+    assert [c.relevant for c in judge_context_relevance(question, passages, scorer=No(), set_stage=none).chunks] \
+        == [False, False]
