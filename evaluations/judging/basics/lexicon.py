@@ -119,7 +119,14 @@ def alike(word: str, others: frozenset[str]) -> bool:
     British and an American spelling ("colour" and "color", "centre" and "center": ``american``)."""
     return similar(word, others) or len(word) >= TYPO_MIN and any(
         len(other) >= TYPO_MIN and abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in others
-    ) or similar(american(word), _american_all(others))
+    ) or _alike_american(word, others)
+
+
+def _alike_american(word: str, others: frozenset[str]) -> bool:
+    """``similar`` of the American forms, asked only when a British spelling changed one side (else it would only
+    repeat ``alike``'s first test)."""
+    us, others_us = american(word), _american_all(others)
+    return (us != word or others_us is not others) and similar(us, others_us)
 
 
 #: British spellings and their American forms, read inside a word: "colour" -> "color", "centre" -> "center",
@@ -128,6 +135,7 @@ _BRITISH = ((re.compile(r"(?<=\w\w)our(?=\w*$)"), "or"), (re.compile(r"(?<=\w\w)
             (re.compile(r"(?<=\w\w\w)ogue$"), "og"))
 
 
+@lru_cache(maxsize=65536)
 def american(word: str) -> str:
     """The word with its British spellings in American form (``_BRITISH``); both sides of a comparison go through
     it, so only two words that differ by such a spelling meet."""
@@ -138,7 +146,9 @@ def american(word: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _american_all(words: frozenset[str]) -> frozenset[str]:
-    return frozenset(american(w) for w in words)
+    """The words in American form: ``words`` itself when no spelling changed."""
+    changed = frozenset(american(w) for w in words)
+    return words if changed == words else changed
 
 
 def _one_edit(a: str, b: str) -> bool:
