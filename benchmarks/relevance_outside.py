@@ -368,7 +368,7 @@ def main() -> None:
         result["checker"] = f"{load_config(Path(args.config)).judge.model.provider}:" \
                             f"{load_config(Path(args.config)).judge.model.name}"
     doc[f"{args.section}:{args.split}" + (f"@{args.start}" if args.start else "") + (":served" if args.config else "")
-        ] = result
+        + (":timing" if args.no_cache else "")] = result  # a timing run leaves the split's read in place
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

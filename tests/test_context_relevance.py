@@ -413,3 +413,35 @@ def test_a_questions_passage_in_a_set_is_held_to_the_set_stages_passage_threshol
         == [False, False]
     assert [c.relevant for c in judge_context_relevance(question, passages, scorer=No(), set_stage=none).chunks] \
         == [False, False]
+
+
+def test_a_set_is_read_side_by_side_in_one_pass_with_each_passages_own_probability(tmp_path):
+    """The passages of a retrieved set (a HotpotQA question of the design split, read with gzip/json) are read side
+    by side in one decode of the embedded model, each in a sequence of its own after the system prompt: the P(yes)
+    of each is the one it gets read alone, up to the rounding of batched arithmetic (logits within 0.5; over 100
+    design passages the largest difference measured was 0.25), and a question asked alone afterwards gets exactly
+    its P(yes) of before (the extra sequences leave nothing behind in the model's cache)."""
+    import gzip
+    import json
+
+    from evaluations.judging.checkers.yesno import load_scorer, passage_shared
+    from evaluations.judging.correctness.embedded import VerdictCache
+    from evaluations.judging.grounded.context_relevance import ask_set, system_for
+
+    with gzip.open(REPO / "datasets" / "multihop" / "design.jsonl.gz", "rt", encoding="utf-8") as f:
+        first = json.loads(f.readline())
+    texts = [p["text"] for p in first["passages"][:4]]
+    wording = params().wording
+    scorer = load_scorer(system_for(wording))
+    tail = wording.format(question=first["question"])
+    alone = [scorer.probability(passage_shared(t), tail)[0] for t in texts]
+    decodes = scorer.calls
+    cache = VerdictCache(tmp_path / "v.sqlite")
+    together = ask_set(first["question"], texts + [" "], wording, cache=cache)
+    assert scorer.calls == decodes + 1  # one decode for the four, the blank passage not asked
+    assert together[-1] is None and all(called for _, called in together[:-1])
+    for (p, _), q in zip(together, alone):
+        assert abs(math.log(p / (1 - p)) - math.log(q / (1 - q))) < 0.5, (p, q)
+    assert scorer.probability(passage_shared(texts[0]), tail)[0] == alone[0]
+    again = ask_set(first["question"], texts, wording, cache=cache)
+    assert [p for p, _ in again] == [p for p, _ in together[:-1]] and not any(called for _, called in again)

@@ -398,25 +398,36 @@ def _unloadable(path: Path, exc: Exception) -> EvaluationsError:
     return EvaluationsError(f"llama-cpp-python could not load the model: {exc}", where=where, fix=fix)
 
 
-def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512) -> Any:
+def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, sequences: int = 1) -> Any:
     """``llama_cpp.Llama`` for ``path`` without the extra (AMX/repack) weight buffers.
 
     llama.cpp built natively on a CPU with AMX repacks Q4_K weights into AMX buffers, and evaluating a
     batch of more than one token then crashes (SIGSEGV) where the kernel does not grant the AMX tile state.
     ``Llama()`` has no argument for ``use_extra_bufts``, so the public ``llama_model_default_params`` is
     wrapped while the model loads (under a lock).
+
+    ``sequences`` > 1: the context holds that many sequences in one KV cache of ``n_ctx`` cells shared by all
+    (``n_seq_max``, ``kv_unified``; ``llama_context_default_params`` wrapped the same way), so one decode can read
+    several prompts side by side after a prefix they share (``judging.checkers.yesno``).
     """
     llama_cpp = require_llama_cpp()
     api = llama_cpp.llama_cpp
-    original = api.llama_model_default_params
+    original, context_original = api.llama_model_default_params, api.llama_context_default_params
 
     def defaults() -> Any:
         params = original()
         params.use_extra_bufts = False
         return params
 
+    def context_defaults() -> Any:
+        params = context_original()
+        if sequences > 1:
+            params.n_seq_max, params.kv_unified = sequences, True
+        return params
+
     with _LOAD_LOCK:
         api.llama_model_default_params = defaults
+        api.llama_context_default_params = context_defaults
         try:
             return llama_cpp.Llama(
                 model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads, n_threads_batch=n_threads,
@@ -425,4 +436,4 @@ def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512) ->
         except (ValueError, RuntimeError) as exc:
             raise _unloadable(path, exc) from None
         finally:
-            api.llama_model_default_params = original
+            api.llama_model_default_params, api.llama_context_default_params = original, context_original
