@@ -83,6 +83,9 @@ def main() -> None:
     parser.add_argument("--heldout2", type=int, default=0,
                         help="sets of a second held-out split, drawn from rows 2,000 on that the first did not take "
                              "(drawn after it, so design and heldout keep their bytes)")
+    parser.add_argument("--heldout3", type=int, default=0,
+                        help="sets of a third held-out split, from rows 2,000 on that neither held-out split took "
+                             "(drawn after them: give --heldout2 100 too, so the earlier files keep their bytes)")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     if args.wheel.suffix == ".whl":
@@ -98,12 +101,14 @@ def main() -> None:
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
     taken = set(heldout)
     heldout2 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout2))
+    taken |= set(heldout2)
+    heldout3 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout3))
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
     index = (vectorizer, vectorizer.fit_transform([t for _, t in pool]))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2)):
+    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2), ("heldout3", heldout3)):
         if not indices:
             continue
         sets = build(rows, indices, pool, index, args.seed)
