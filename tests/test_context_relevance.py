@@ -272,6 +272,20 @@ def test_set_features_by_hand():
                         [False, False])[:, 1].tolist() == [1.0, 0.0]
 
 
+def test_pair_gain_and_pronoun_cover_by_hand():
+    """The two signals of the bridge's hops, by hand. The question's informative terms are band, billy, latham, join
+    and 1974 (5; "what", "did", "in" are stopwords). "He then joined The Dillards in 1974." holds join and 1974
+    (2/5) and opens with a pronoun; "The Dillards are ... band ..." holds band (1/5) and its subject, Dillards, is
+    named by the first: read together they hold 3/5, a gain of 3/5 - 2/5 over the better alone, for both. The
+    distractor holds latham (1/5) and is tied to neither; an opening phrase before the pronoun still counts."""
+    question = "What band did Billy Latham join in 1974?"
+    texts = ["He then joined The Dillards in 1974.", "The Dillards are an American bluegrass band from Salem, Missouri.",
+             "Latham Park is a football ground in Newtown.", "In 1974, they joined a tour of Europe."]
+    rows = [dict(zip(SET_FEATURES, row)) for row in set_features(question, texts, [0.2] * 4, [False] * 4)]
+    assert [r["pair_gain"] for r in rows] == pytest.approx([0.2, 0.2, 0.0, 0.0])
+    assert [r["pronoun_cover"] for r in rows] == pytest.approx([0.4, 0.0, 0.0, 0.4])
+
+
 def test_the_set_stage_joins_a_bridge_passage_without_a_model_call():
     """A model that says yes only to the anchor: the bridge passage (about the film the anchor names) is joined
     by the set stage with the shipped parameters, the distractor is not, and the stage makes no model call."""

@@ -83,7 +83,16 @@ Zemeckis (born 1952) is ...", ``_SUBJECT``), less the question's words:
   that passage has: the bridge of a multi-hop question, a passage about the entity a relevant passage names ("...
   directed by Robert Zemeckis" then "Robert Zemeckis (born 1952) is ...");
 * ``mentions``: the same the other way round: p1 of a relevant passage × the share of its subject words this
-  passage has.
+  passage has;
+* ``pair_gain``: over the other passages tied to this one by a subject (all of one's subject words are in the
+  other), the largest gain in ``term_coverage`` of the question by the two read together over the better of the two
+  alone: the two hops of a bridge question when neither is called relevant ("The music for the game was composed
+  by Nobuo Uematsu." and "Nobuo Uematsu (born 1959) is a Japanese video game composer, best known for ... Final
+  Fantasy");
+* ``pronoun_cover``: the passage's ``term_coverage`` when it opens with a pronoun (he, she, it, they or their
+  possessives, after at most an opening phrase and a comma: "In 2016, she also appeared ..."), else 0: a sentence
+  cut from a paragraph about someone it does not name, whom the question may name ("He then joined The Dillards in
+  1974." for "... the band that Billy Ray Latham joined in 1974").
 
 p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
 the set signals is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
@@ -129,8 +138,10 @@ SUBJECT_WORDS = 4  # a passage's subject is a name of at most this many words
 #: "The Southern Baptist Theological Seminary (SBTS), in Louisville, ...") is about that name: its subject
 _SUBJECT = re.compile(r"^(?:The\s+)?((?:[A-Z][\w'’.&-]*\s+){0,5}?[A-Z][\w'’.&-]*)"
                       r"\s*(?:\(|,|\s(?:is|was|are|were|has|had)\b)")
-SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked",
-                                 "mentions")
+SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked", "mentions", "pair_gain",
+                                 "pronoun_cover")
+#: a passage that opens with a pronoun, after at most a short opening phrase and a comma ("In 2016, she ...")
+_PRONOUN_FIRST = re.compile(r"^(?:[A-Z][^,]{0,40},\s+)?(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 FEATURES: tuple[str, ...] = ("llm_logit", "term_coverage", "phrase_coverage", "tf_saturation", "answer_type")
 #: the yes/no questions tried (the fitted one is ``ContextParams.wording``); ``{question}`` is the user's question
 WORDINGS: dict[str, str] = {
@@ -296,6 +307,11 @@ def features(question: str, passage: str, p_yes: float) -> list[float]:
     saturation = (sum(tf * (K1 + 1) / (tf + norm) for tf in counts.values()) / (K1 + 1) / len(unique)
                   if unique else 0.0)
     return [float(llm_logit(p_yes)), coverage, phrase, saturation, _answer_type(question, passage)]
+
+
+def _coverage(question: str, text: str) -> float:
+    """``term_coverage``: the share of the question's informative terms that occur in ``text``."""
+    return features(question, text, 0.5)[1]
 
 
 def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Sequence[float]) -> np.ndarray:
@@ -537,6 +553,7 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
         found = _SUBJECT.match(text.strip())
         words_of = name_word_list(found.group(1)) if found else []
         subjects.append({w for w in words_of if len(w) > 2} - asked if len(words_of) <= SUBJECT_WORDS else set())
+    cover = [_coverage(question, text) for text in texts]
     rows = []
     for j in range(len(texts)):
         only = any(held[j][i] > 0 and all(held[o][i] == 0 for o in range(len(texts)) if o != j) for i in telling)
@@ -545,8 +562,13 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
                      default=0.0)
         mentions = max((p1[k] * len(subjects[k] & words[j]) / len(subjects[k]) for k in others if subjects[k]),
                        default=0.0)
+        tied = [k for k in range(len(texts)) if k != j and ((subjects[k] and subjects[k] <= words[j])
+                                                            or (subjects[j] and subjects[j] <= words[k]))]
+        pair_gain = max((_coverage(question, f"{texts[j]} {texts[k]}") - max(cover[j], cover[k]) for k in tied),
+                        default=0.0)
+        pronoun = cover[j] if _PRONOUN_FIRST.match(texts[j].strip()) else 0.0
         rows.append([float(llm_logit(p1[j])), max((held[j][i] for i in telling), default=0.0), float(only), linked,
-                     mentions])
+                     mentions, pair_gain, pronoun])
     return np.array(rows, dtype=np.float64).reshape(len(texts), len(SET_FEATURES))
 
 
