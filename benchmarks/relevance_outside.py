@@ -335,8 +335,8 @@ def main() -> None:
                         help="heldout2-6, clapnq: answer_controls only (answers to held-out questions 150-249, "
                              "250-299, to design questions 160-219, 220-279 and 280-299 nothing had used, and to "
                              "CLAPNQ questions 200-259, 0-59 and 60-119); context_multihop --split heldout2 / "
-                             "heldout3: the 100 multi-hop sets of datasets/multihop/heldout2.jsonl.gz (built 2026-12-04) / "
-                             "heldout3.jsonl.gz (built 2026-12-05)")
+                             "heldout3: the 100 multi-hop sets of datasets/multihop/heldout2.jsonl.gz (built "
+                             "2026-12-04) / heldout3.jsonl.gz (built 2026-12-05)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
                         help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
