@@ -441,6 +441,7 @@ def test_a_set_is_read_side_by_side_in_one_pass_with_each_passages_own_probabili
     from evaluations.judging.checkers.yesno import load_scorer, passage_shared
     from evaluations.judging.correctness.embedded import VerdictCache
     from evaluations.judging.grounded.context_relevance import ask_set, system_for
+    from evaluations.models.meter import metered
 
     with gzip.open(REPO / "datasets" / "multihop" / "design.jsonl.gz", "rt", encoding="utf-8") as f:
         first = json.loads(f.readline())
@@ -451,8 +452,10 @@ def test_a_set_is_read_side_by_side_in_one_pass_with_each_passages_own_probabili
     alone = [scorer.probability(passage_shared(t), tail)[0] for t in texts]
     decodes = scorer.calls
     cache = VerdictCache(tmp_path / "v.sqlite")
-    together = ask_set(first["question"], texts + [" "], wording, cache=cache)
+    with metered() as meter:
+        together = ask_set(first["question"], texts + [" "], wording, cache=cache)
     assert scorer.calls == decodes + 1  # one decode for the four, the blank passage not asked
+    assert meter.calls == 4  # a run's judge cost counts the questions read
     assert together[-1] is None and all(called for _, called in together[:-1])
     for (p, _), q in zip(together, alone):
         assert abs(math.log(p / (1 - p)) - math.log(q / (1 - q))) < 0.5, (p, q)

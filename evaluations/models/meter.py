@@ -3,7 +3,8 @@
 ``metered()`` opens a ``CallMeter`` for the code it wraps (a context variable: worker threads started with
 ``anyio.to_thread`` and coroutines sent through an anyio portal see the same meter); the places that run a model
 call ``count_calls`` when they actually run it, never when the answer came from a cache: a forward pass of an
-embedded judge model (``judging.correctness.embedded``, ``judging.checkers.yesno``), a request sent to a served
+embedded judge model (``judging.correctness.embedded``, ``judging.checkers.yesno``: one per question, the questions
+read side by side in one batched pass included), a request sent to a served
 model (``models.cache.CachedModel``: each live request, retries included), a text embedded by the judges' MiniLM
 (``judging.correctness.semantic``: one per text, batched or not). Outside ``metered()`` counting does nothing.
 """

@@ -24,11 +24,12 @@ one cache store (``VerdictCache``), so a re-run makes no model call.
 Several questions at once (``probabilities``, ``cached_probabilities``: the passages of a retrieved set) are read
 side by side in one batched pass: the prompts' common token prefix (the system prompt) once in sequence 0, then each
 prompt's own tokens in a sequence of its own that shares the prefix's cells (``llama_memory_seq_cp``), all in one
-``llama_decode`` with logits at each prompt's last token, as far as ``BATCH`` tokens, ``SEQUENCES`` and the window
-hold; the extra sequences are removed after. The context is made with ``SEQUENCES`` sequences in one KV cache
-(``models.llamacpp.load_llama``). Each prompt is the tokens it has when asked alone and attends only to its own
-sequence, so its P(yes) is the same up to the rounding of batched arithmetic: over 100 HotpotQA passages the logits
-differed by at most 0.25 (a P(yes) of 0.5 by 0.06). Each llama.cpp decode has a fixed cost, and prompt reading on 2
+``llama_decode`` with logits at each prompt's last token, as far as ``SEQUENCES`` and the window hold (a decode
+may hold the whole window: llama.cpp reads it in physical batches of 512); the extra sequences are removed after.
+The context is made with ``SEQUENCES`` sequences in one KV cache (``models.llamacpp.load_llama``). Each prompt is
+the tokens it has when asked alone and attends only to its own sequence, so its P(yes) is the same up to the rounding
+of batched arithmetic: over 100 HotpotQA passages the logits differed by at most 0.25 (a P(yes) of 0.5 by 0.06; the
+first prompt of a decode is exact). Each llama.cpp decode has a fixed cost, and prompt reading on 2
 cores runs at ~130 tokens a second whatever the batch: a 10-passage set read side by side took 0.84 s a passage
 against 1.04 s one by one.
 """
@@ -60,7 +61,6 @@ __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "pas
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
 MIN_PASSAGE_TOKENS = 32  # the least of the window a passage must have beside the question and claim to be judged
-BATCH = 2048  # tokens one decode may hold (split by llama.cpp into physical batches of 512)
 SEQUENCES = 16  # sequences of the judge model's context: a shared prefix and up to 15 prompts read side by side
 STATES = 16  # passages whose evaluated prefix state is kept per model (a state of ~400 tokens is ~11 MB)
 PASSAGE_SYSTEM = (
@@ -158,16 +158,11 @@ class _Model:
         """The next-token logits after prefix + each of ``rests``: the prefix is read once (``prime``), then the
         rests side by side, each in a sequence of its own that shares the prefix's cells, as many in one decode as
         the batch, the sequences and the window hold (``SEQUENCES``). The same logits as reading each prompt alone,
-        in fewer decodes (each has a fixed cost). A rest too long for one batch is read alone (``evaluate``)."""
+        in fewer decodes (each has a fixed cost). Each prompt fits the window, so each rest fits a decode."""
         api, llm = self._llama_cpp, self.llm
         self.prime(prefix)
         out: list[np.ndarray | None] = [None] * len(rests)
         for group in self._groups(len(prefix), rests):
-            if len(group) == 1 and len(rests[group[0]]) > llm.n_batch:
-                self.evaluate(prefix, rests[group[0]])
-                out[group[0]] = self._logits(-1)
-                self.prime(prefix)
-                continue
             memory, total = self._memory(), sum(len(rests[i]) for i in group)
             batch = api.llama_batch_init(total, 0, 1)
             try:
@@ -191,7 +186,7 @@ class _Model:
                     api.llama_memory_seq_rm(memory, seq, -1, -1)
                 api.llama_batch_free(batch)
             self.calls += 1
-            count_calls()
+            count_calls(len(group))  # a run's judge cost counts questions read, batched or not (``models.meter``)
         return [logits for logits in out if logits is not None]
 
     def _groups(self, shared: int, rests: Sequence[list[int]]) -> list[list[int]]:
@@ -224,7 +219,7 @@ def _model(path: Path, n_ctx: int) -> _Model:
     key = (str(path), n_ctx)
     with _models_lock:
         if key not in _models:
-            _models[key] = _Model(load_llama(path, n_ctx=n_ctx, n_threads=n_threads(), n_batch=BATCH,
+            _models[key] = _Model(load_llama(path, n_ctx=n_ctx, n_threads=n_threads(), n_batch=n_ctx,
                                              sequences=SEQUENCES), require_llama_cpp())
         return _models[key]
 
