@@ -102,19 +102,17 @@ def main() -> None:
     rng = random.Random(args.seed)
     design = sorted(rng.sample([i for i in usable if i < 2000], args.design))
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
-    taken = set(heldout)
-    heldout2 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout2))
-    taken |= set(heldout2)
-    heldout3 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout3))
-    taken |= set(heldout3)
-    heldout4 = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], args.heldout4))
+    splits, taken = [("design", design), ("heldout", heldout)], set(heldout)
+    for name in ("heldout2", "heldout3", "heldout4"):  # each drawn after the ones before, from rows none took
+        indices = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], getattr(args, name)))
+        splits.append((name, indices))
+        taken |= set(indices)
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, min_df=1)
     index = (vectorizer, vectorizer.fit_transform([t for _, t in pool]))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, indices in (("design", design), ("heldout", heldout), ("heldout2", heldout2), ("heldout3", heldout3),
-                          ("heldout4", heldout4)):
+    for name, indices in splits:
         if not indices:
             continue
         sets = build(rows, indices, pool, index, args.seed)

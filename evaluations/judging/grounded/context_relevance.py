@@ -297,8 +297,7 @@ def features(question: str, passage: str, p_yes: float) -> list[float]:
     """The FEATURES of one (question, passage) pair given the model's P(yes)."""
     asked, seen = _terms(question), _terms(passage)
     unique = list(dict.fromkeys(asked))
-    present = set(seen)
-    coverage = sum(t in present for t in unique) / len(unique) if unique else 0.0
+    coverage = _share(unique, set(seen))
     pairs = {(a, b) for a, b in zip(asked, asked[1:]) if a != b}
     near = {(a, b) for a, b in zip(seen, seen[1:])} | {(a, c) for a, c in zip(seen, seen[2:])}
     phrase = len(pairs & near) / len(pairs) if pairs else coverage
@@ -309,9 +308,9 @@ def features(question: str, passage: str, p_yes: float) -> list[float]:
     return [float(llm_logit(p_yes)), coverage, phrase, saturation, _answer_type(question, passage)]
 
 
-def _coverage(question: str, text: str) -> float:
-    """``term_coverage``: the share of the question's informative terms that occur in ``text``."""
-    return features(question, text, 0.5)[1]
+def _share(unique: Sequence[str], present: set[str]) -> float:
+    """``term_coverage``: the share of the question's informative terms (``unique``) among a text's (``present``)."""
+    return sum(t in present for t in unique) / len(unique) if unique else 0.0
 
 
 def feature_matrix(questions: Sequence[str], passages: Sequence[str], p_yes: Sequence[float]) -> np.ndarray:
@@ -346,15 +345,23 @@ def system_for(wording: str) -> str:
     return SYSTEMS.get(wording, PASSAGE_SYSTEM)
 
 
+def _scorer_for(wording: str, scorer: Any) -> Any:
+    """The scorer ``wording`` is asked through: the embedded model under the wording's own system prompt
+    (``system_for``; ``scorer`` None: the shared one), or ``scorer`` itself when it asks under its own rubric."""
+    from evaluations.judging.checkers.yesno import for_system, load_scorer
+
+    system = system_for(wording)
+    return load_scorer(system) if scorer is None else for_system(scorer, system)
+
+
 def ask(question: str, text: str, wording: str, *, cache: VerdictCache | None = None,
         scorer: Any = None) -> tuple[float, bool]:
     """(P(yes), whether the model ran) of ``wording`` about one passage, through the shared scorer (or ``scorer``:
     the same duck type, e.g. ``served_checker.ServedChecker``). A passage longer than the model's window is read
     in ``pieces`` and P(yes) is the highest piece's: the passage is needed when some part of it is."""
-    from evaluations.judging.checkers.yesno import cached_probability, for_system, load_scorer, passage_shared
+    from evaluations.judging.checkers.yesno import cached_probability, passage_shared
 
-    system = system_for(wording)  # the embedded model asks each wording under its own system prompt
-    scorer = load_scorer(system) if scorer is None else for_system(scorer, system)
+    scorer = _scorer_for(wording, scorer)
     tail = wording.format(question=question)
     asked = [cached_probability(scorer, passage_shared(piece), tail, cache) for piece in pieces(text, tail, scorer)]
     return max(p for p, _ in asked), any(called for _, called in asked)
@@ -366,11 +373,9 @@ def ask_set(question: str, texts: Sequence[str], wording: str, *, cache: Verdict
     questions not in the verdict store are read side by side in one batched pass (``yesno.cached_probabilities``:
     the system prompt once, as few decodes as the batch holds; the P(yes) of each prompt read alone, up to the
     rounding of batched arithmetic); a served checker is asked at once up to its width (``yesno.fan_out``)."""
-    from evaluations.judging.checkers.yesno import (cached_probabilities, fan_out, for_system, load_scorer,
-                                                    passage_shared)
+    from evaluations.judging.checkers.yesno import cached_probabilities, fan_out, passage_shared
 
-    system = system_for(wording)
-    scorer = load_scorer(system) if scorer is None else for_system(scorer, system)
+    scorer = _scorer_for(wording, scorer)
     if not hasattr(scorer, "probabilities"):
         return fan_out(scorer, lambda text: ask(question, text, wording, cache=cache, scorer=scorer)
                        if text.strip() else None, texts)
@@ -553,7 +558,8 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
         found = _SUBJECT.match(text.strip())
         words_of = name_word_list(found.group(1)) if found else []
         subjects.append({w for w in words_of if len(w) > 2} - asked if len(words_of) <= SUBJECT_WORDS else set())
-    cover = [_coverage(question, text) for text in texts]
+    asked_terms, terms = list(dict.fromkeys(_terms(question))), [set(_terms(text)) for text in texts]
+    cover = [_share(asked_terms, mine) for mine in terms]  # term_coverage; of two read together, of their union
     rows = []
     for j in range(len(texts)):
         only = any(held[j][i] > 0 and all(held[o][i] == 0 for o in range(len(texts)) if o != j) for i in telling)
@@ -564,7 +570,7 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
                        default=0.0)
         tied = [k for k in range(len(texts)) if k != j and ((subjects[k] and subjects[k] <= words[j])
                                                             or (subjects[j] and subjects[j] <= words[k]))]
-        pair_gain = max((_coverage(question, f"{texts[j]} {texts[k]}") - max(cover[j], cover[k]) for k in tied),
+        pair_gain = max((_share(asked_terms, terms[j] | terms[k]) - max(cover[j], cover[k]) for k in tied),
                         default=0.0)
         pronoun = cover[j] if _PRONOUN_FIRST.match(texts[j].strip()) else 0.0
         rows.append([float(llm_logit(p1[j])), max((held[j][i] for i in telling), default=0.0), float(only), linked,
