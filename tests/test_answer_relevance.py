@@ -49,8 +49,9 @@ def _rates(file: str, limit: int = LIMIT) -> dict[str, tuple[float, int]]:
 def test_held_out_sets_every_control_category_on_a_sample(file, n_min):
     """CLAPNQ (Wikipedia passage) and WixQA (help-centre article), neither used to fit the off-topic score: every
     non-answer category rejected, every form of the gold accepted, another question's gold included: each category
-    at 90% of its controls built from the first 40 questions (95% of those of the first 300: benchmark section
-    answer_relevance_controls)."""
+    at 90% of its controls built from the first 40 questions (95% of those of the first 300, benchmark section
+    answer_relevance_controls, but WixQA's question given back beside a remark, 0.931: "Many people ask this." uses
+    words its help articles use)."""
     rates = _rates(file)
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
@@ -75,10 +76,11 @@ def test_squad_controls_and_its_other_gold_from_the_same_article():
 
 
 def test_without_a_context_another_questions_gold_cannot_be_told_from_an_answer():
-    """EVOUNA NQ has no context: every other category at 95%, but another question's gold (a bare value) is only
-    rejected by the asked-type rule ("1995" to "who …"): measured 0.19 on the first 300 questions (benchmark section
-    answer_relevance_controls), reported apart, never counted as passing. Here the controls of the first 40: every
-    other category at 90%, other_gold below 0.5."""
+    """EVOUNA NQ has no context: every other category at 95% but two, measured on the first 300 questions (benchmark
+    section answer_relevance_controls). Another question's gold (a bare value) is only rejected by the asked-type
+    rule ("1995" to "who …"): 0.21, reported apart, never counted as passing. The question given back beside a
+    remark: 0.923 (277 of 300), as without a context a remark before it ("Thanks for asking.") reads as a short value
+    does. Here the controls of the first 40: every other category at 90%, other_gold below 0.5."""
     rates = _rates("evouna/NQ.jsonl.gz")
     for category in NEGATIVE + POSITIVE:
         rate, n = rates[category]
@@ -901,4 +903,46 @@ def test_questions_given_as_answers_number_queries_and_mentioned_works(question,
     nothing; "percentage of ..." asks for a number; a title answers a "who" question about a work the question
     only mentions with nothing; a name asked as "more commonly known" may look like a title."""
     result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+MONTREAL = "Montreal was captured by the British in 1760 after a short siege. The war in North America ended in 1763."
+FORT = ("Tanaghrisson, a Mingo chief, travelled to the French fort and threatened Marin, who dismissed him. The "
+        "French went on building forts along the river.")
+
+
+@pytest.mark.parametrize(("question", "answer", "context", "verdict", "kind"), [
+    # the question given back whole beside a remark, before or after it, with or without a context
+    ("When was Montreal captured?", "Good question! When was Montreal captured?", MONTREAL, False, "echo"),
+    ("When was Montreal captured?", "Hmm, when was Montreal captured?", MONTREAL, False, "echo"),
+    ("When was Montreal captured?", "When was Montreal captured? That is what I need to find out.", MONTREAL, False,
+     "echo"),
+    ("When was Montreal captured?", "I'd like to know that too: when was Montreal captured?", MONTREAL, False, "echo"),
+    ("Who captured Montreal in the war?", "Who captured Montreal in the war? I will need to check.", "", False,
+     "echo"),
+    ("who captured montreal in the war", "You asked: who captured montreal in the war", "", False, "echo"),
+    # beside the question, an answer: judged by what it says
+    ("When was Montreal captured?", "When was Montreal captured? In 1760.", MONTREAL, True, "relevant"),
+    ("When was Montreal captured?", "Good question! When was Montreal captured? It was taken in 1760.", MONTREAL,
+     True, "relevant"),
+    ("When was Montreal captured?", "You asked: When was Montreal captured? Answer: 1760", MONTREAL, True,
+     "relevant"),
+    ("What native chief travelled to the French fort and threatened Marin?",
+     "Tanaghrisson. (What native chief travelled to the French fort and threatened Marin?)", FORT, True, "relevant"),
+    ("Who captured Montreal in the war?", "Who captured Montreal in the war? I don't know.", MONTREAL, False, "echo"),
+    # a question without "?" whose words go on in the same sentence is completed, not given back
+    ("the latin phrase parens patriae was used to refer to",
+     "The Latin phrase parens patriae was used to refer to the state as the guardian of those who cannot act.", "",
+     True, "relevant"),
+    # a part opening in lower case goes on with the sentence before it: the question given back inside a wrapper
+    ("I want to know how to add a subscribe form to my site.",
+     "The information about I want to know how to add a subscribe form to my site. is given above.", "", False,
+     "restatement"),
+])
+def test_the_question_given_back_beside_a_remark_is_judged_by_what_is_left(question, answer, context, verdict, kind):
+    """Written for this test: an answer that holds the question whole and still asking it (its "?", or all of a
+    question that has none, standing as a sentence) is judged by what it says beside it, asides dropped (a lead-in
+    before a colon or comma, a part with no keyword, a short part with no word of the context's, or without a
+    context one that speaks of the asking); nothing left, or a non-answer left, is an echo."""
+    result = answer_relevance(question, answer, context)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -7,6 +7,13 @@ the question passes.
 
 The rules, checked in this order (the first that applies rejects the answer; ``KINDS`` is the registry):
 
+0. the question given back beside other words (``_beside_echo``): an answer holding ≥ ``EMBED_COVER`` of the
+   question's words in a row that still ask (a "?" ends them, or they are all of a question without one, standing
+   as a sentence) is judged by what it says beside them, asides dropped (``_aside``: a lead-in before a colon or a
+   comma, a part with no keyword, a short part none of whose words the context or the question has, or without a
+   context one that speaks of the asking, "I will need to check."). Nothing left, or a non-answer left, is an
+   ``echo`` ("Good question! When was Montreal captured?"); "When was Montreal captured? In 1760." is "In 1760.".
+
 1. non-answers. From the screen without gold (``nonanswer.screen(question, (), answer)``, ``SCREEN_KINDS``):
    ``empty``, ``refusal``, ``echo``, ``options`` (a hedge "A or B", unless the question asks for several things:
    "two", "three", "both", "list"), and the screen's gold-free ``heading`` (4-10 words shaped like a title) that
@@ -420,10 +427,71 @@ def _embeds(question: str, answer: str) -> str | None:
 ADDED_MEANING = 0.2
 
 
+#: a part of an answer beside the question given back says nothing of its own when it has at most this many words,
+#: no number, no yes or no, no name but its first word, and either leads in to what follows ("You asked:", "Hmm,"),
+#: has no keyword ("That is the question here."), or has no word of the question's or the context's and is judged
+#: with a context ("Thanks for asking.") or speaks of the asking ("I will need to check.", "Many people ask this."):
+#: an aside (``_aside``). Without a context a short value ("never made.") reads as such a remark does: only the
+#: remarks that speak of the asking are told.
+ASIDE_MAX_WORDS = 6
+#: words by which a remark speaks of the asking itself: the speaker, the asker, the question ("this", "that")
+_SPEAKING = frozenset("i me my we us our you your this these those".split())
+
+
+def _parts(text: str) -> list[str]:
+    """The text's sentences, each also cut after a colon ("You asked: who ...?", "Answer: 1760")."""
+    return [p.strip() for part in sentences(text) for p in re.split(r"(?<=:)\s+", part) if len(p.strip()) > 1]
+
+
+def _aside(part: str, question: str, context: str) -> bool:
+    """Whether a part of an answer beside the question given back says nothing of its own (``ASIDE_MAX_WORDS``)."""
+    words = _TOKEN.findall(part)
+    if not 0 < len(words) <= ASIDE_MAX_WORDS or any(w[:1].isupper() for w in words[1:]) \
+            or has_number(normalize(part)) or POLARITY.search(normalize(part)):
+        return False
+    if part.rstrip().endswith((":", ",")) or not stems(part) - GENERIC:  # a lead-in, or no keyword at all
+        return True
+    return not _grounded(stems(part), context, question) and (
+        bool(context.strip()) or bool(_SPEAKING & set(normalize(part).split())))
+
+
+def _beside_echo(question: str, answer: str, context: str = "") -> str | None:
+    """What an answer that gives the question back says beside it and beside asides ("" for nothing), or None when
+    it does not give it back beside other words. It gives it back when it holds at least ``EMBED_COVER`` of the
+    question's words in a row that still ask: a "?" ends them, or they are all of a question that has none and stand
+    as a sentence (not "... was used to refer to the Latin alphabet.", "The answer relates to who ..."). "Good
+    question! When was Montreal captured?", "Hmm, when was it captured?", "When was it captured? I will need to
+    check." are no answer; "When was Montreal captured? In 1760." is judged by "In 1760."."""
+    q_words = normalize(question).split()
+    tokens = [(m.start(), m.end(), w) for m in re.finditer(r"\S+", answer) for w in normalize(m.group()).split()]
+    if len(q_words) < 3 or len(tokens) <= len(q_words) * EMBED_COVER:
+        return None
+    run = SequenceMatcher(None, q_words, [w for _, _, w in tokens], autojunk=False).find_longest_match(
+        0, len(q_words), 0, len(tokens))
+    if run.size < EMBED_COVER * len(q_words):
+        return None
+    start, end = tokens[run.b][0], tokens[run.b + run.size - 1][1]
+    after = tokens[run.b + run.size][0] if run.b + run.size < len(tokens) else len(answer)  # the next word's start
+    gap = answer[end:after]  # what ends the run: punctuation, or words normalize drops ("a")
+    asks = answer[:end].rstrip(" )]\"'”’").endswith("?") or "?" in gap or (  # a question without "?": its
+        run.size == len(q_words) and "?" not in question and (after == len(answer) or re.search(r"[.!\n]", gap))
+        and re.search(r"(^|[.!?:,\n])$", answer[:start].rstrip(" (\"'“‘")))  # words standing as a sentence
+    before, left = answer[:start].strip(), (gap.replace("?", " ", 1) + answer[after:]).strip()
+    if not asks or not _TOKEN.search(before + " " + left):
+        return None
+    return " ".join(part for part in (*_parts(before), *_parts(left)) if not _aside(part, question, context))
+
+
 def _another_sentence_answers(question: str, answer: str) -> bool:
     """An answer of several sentences one of which adds words and takes less than half of its keywords from the
-    question: that one may answer it ("beneath the liver. That is the answer to: where is the gall bladder?")."""
-    parts = sentences(answer)
+    question: that one may answer it ("beneath the liver. That is the answer to: where is the gall bladder?"). A
+    part that opens in lower case goes on with the sentence before it ("... to my site. is given above.")."""
+    parts: list[str] = []
+    for part in sentences(answer):
+        if parts and part[:1].islower():
+            parts[-1] += " " + part
+        else:
+            parts.append(part)
     if len(parts) < 2:
         return False
     asked = _question_stems(question)
@@ -1041,10 +1109,21 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
     path that file, False or None no cache)."""
     answer = _uncut(question, answer or "")
+    embed = embed or functools.partial(embed_texts, cache_path=cache)
+    if (rest := _beside_echo(question, answer, context or "")) is None:
+        return _judged(question, answer, context, answerable, embed)
+    if not rest:  # judged by what it says beside the question given back
+        return Relevance(False, "echo", f"echo: {KINDS['echo']}, with nothing of its own beside it")
+    judged = _judged(question, rest, context, answerable, embed)
+    return judged if judged.verdict else Relevance(
+        False, "echo", f"echo: {KINDS['echo']}, and the rest is no answer ({judged.reason})")
+
+
+def _judged(question: str, answer: str, context: str | None, answerable: bool, embed: Embed) -> Relevance:
+    """``answer_relevance`` of an answer that does not give the question back beside other words."""
     form = answer_form(question, answer, answerable, context or "")
     if form is not None:
         return form
-    embed = embed or functools.partial(embed_texts, cache_path=cache)
     embedded = None if _context_name(question, answer, context or "") else _embedded(question, answer, embed)
     if embedded is not None:
         return Relevance(False, "restatement", f"restatement: {KINDS['restatement']} ({embedded})")
@@ -1075,8 +1154,9 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
     cases = [(q, _uncut(q, a or ""), c, ok) for q, a, c, ok in cases]
-    texts = [t for q, a, c, ok in cases if answer_form(q, a or "", ok, c or "") is None
-             for t in (q, a or "", *([_added_text(q, a or "")] if _embeds(q, a or "") else []), *sentences(c or ""))]
+    judged = [(q, _beside_echo(q, a, c or "") or a, c, ok) for q, a, c, ok in cases]  # the text each verdict reads
+    texts = [t for q, a, c, ok in judged if answer_form(q, a, ok, c or "") is None
+             for t in (q, a, *([_added_text(q, a)] if _embeds(q, a) else []), *sentences(c or ""))]
     unique = list(dict.fromkeys(texts))
     vectors = embed_texts(unique, cache_path=cache, progress=progress)
     row = {t: i for i, t in enumerate(unique)}

@@ -4,12 +4,14 @@ Built from answerable questions with gold answers (``questions.QAItem``), determ
 is the registry (kind, builder, description); every list of categories derives from it.
 
 Negative controls (the judge must say incorrect): ``echo``, ``restatement``, ``restatement_worded`` (the question
-given back inside one of ten wordings, ``WORDINGS``: "Regarding …, the document has the details."), ``heading``,
+given back inside one of ten wordings, ``WORDINGS``: "Regarding …, the document has the details."), ``echo_wrapped``
+(the question given back whole beside one of eight remarks, ``REMARKS``: "Good question: …"), ``heading``,
 ``refusal``, ``off_topic_sentence`` (the first sentence of another question's passage), ``other_gold`` (another question's gold that shares no keyword with this one's), ``empty``, ``options`` ("A or
 B": the question's own options when it offers them, else this gold or another question's gold).
 Positive controls (the judge must say correct): ``gold_bare``, ``gold_sentence`` (the gold inside a sentence),
 ``gold_detail`` (the gold plus the passage sentence that contains it, else plus another gold alternative in
-brackets, else plus the restated question as context), ``paraphrase`` (rule-based: a date or number written
+brackets, else plus the restated question as context), ``gold_after_question`` (the question given back, then the
+gold), ``paraphrase`` (rule-based: a date or number written
 another way — "October 10, 2023" -> "10 October 2023", "1,000" -> "1000", "3" -> "three" — else another gold
 alternative, else "It is G."). The paraphrase is only as varied as these rules: it checks format tolerance, not
 synonymy.
@@ -54,7 +56,8 @@ from evaluations.judging.labels.questions import QAItem
 from evaluations.judging.basics.text import STOPWORDS, keywords
 
 __all__ = ["CATEGORIES", "NO_CONTROLS", "PASSAGE_CONTROLS", "Control", "build_controls", "build_passage_controls",
-           "run_controls", "ControlReport", "restate", "restate_worded", "WORDINGS", "heading", "paraphrase", "swap_fact"]
+           "run_controls", "ControlReport", "restate", "restate_worded", "WORDINGS", "echo_wrapped", "REMARKS",
+           "heading", "paraphrase", "swap_fact"]
 
 REFUSALS = ("I don't know.", "The context does not say.", "I cannot answer that from the information given.",
             "There is no information about this in the documents.", "Sorry, I am not able to answer this question.")
@@ -184,6 +187,28 @@ WORDINGS = (
 )
 
 
+#: remarks around the question given back whole (``echo_wrapped``); ``{question}`` is the question as asked
+REMARKS = (
+    "Good question: {question}",
+    "{question} I will need to check.",
+    "Let me restate it: {question}",
+    "{question} That is the question here.",
+    "Hmm, {question}",
+    "Thanks for asking. {question}",
+    "{question} Many people ask this.",
+    "Before answering, note the question: {question}",
+)
+
+
+def echo_wrapped(question: str) -> str:
+    """The question given back whole, with one of ``REMARKS`` before or after it (one per question, seeded by it)."""
+    rng = _own_rng(question)
+    rng.integers(len(WORDINGS))  # restate_worded's draw, so that the two differ in step
+    asked = question.strip()
+    asked = asked if asked.endswith("?") else asked + "?"
+    return REMARKS[int(rng.integers(len(REMARKS)))].format(question=asked)
+
+
 def _own_rng(question: str) -> np.random.Generator:
     """A generator seeded by the question (CRC-32): the later categories draw from it, so adding them left the
     draws of the earlier ones as they were."""
@@ -226,6 +251,8 @@ CATEGORIES: dict[str, tuple[str, Builder, str]] = {
     "heading": ("negative", lambda i, r, p: heading(i.question), "a heading made of the question's words"),
     "restatement_worded": ("negative", lambda i, r, p: restate_worded(i.question),
                            "the question given back inside another wording (\"The answer relates to ...\")"),
+    "echo_wrapped": ("negative", lambda i, r, p: echo_wrapped(i.question),
+                     "the question given back whole beside a remark (\"Good question: ...\")"),
     "refusal": ("negative", lambda i, r, p: REFUSALS[int(r.integers(len(REFUSALS)))], "a refusal to answer"),
     "other_gold": ("negative", lambda i, r, p: _other(i, r, p).references[0], "another question's gold answer"),
     "off_topic_sentence": ("negative", _off_topic_sentence,
@@ -236,6 +263,9 @@ CATEGORIES: dict[str, tuple[str, Builder, str]] = {
     "gold_sentence": ("positive", lambda i, r, p: f"The answer is {i.references[0].rstrip('.')}.",
                       "the gold answer in a sentence"),
     "gold_detail": ("positive", _gold_detail, "the gold answer with extra correct detail"),
+    "gold_after_question": ("positive", lambda i, r, p: f"{i.question.strip().rstrip('?. ')}? "
+                                                         f"{i.references[0].rstrip('.')}.",
+                            "the question given back, then the gold answer"),
     "paraphrase": ("positive", lambda i, r, p: paraphrase(i), "the gold answer written another way"),
 }
 
