@@ -946,3 +946,19 @@ def test_the_question_given_back_beside_a_remark_is_judged_by_what_is_left(quest
     context one that speaks of the asking); nothing left, or a non-answer left, is an echo."""
     result = answer_relevance(question, answer, context)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # a run of capitalised words whose initials spell one of the question's words is that word
+    ("where is the headquarters of the un", "The headquarters of the United Nations.", False, "restatement"),
+    ("who founded the nba", "Maurice Podoloff founded the National Basketball Association in 1946.", True,
+     "relevant"),
+    # one wh-question asks, whatever part of the question its words fill
+    ("who sang the opening of the show for what", "Who sang the opening of the show for the first season?", False,
+     "restatement"),
+])
+def test_initials_spell_the_questions_word_and_a_wh_question_asks(question, answer, verdict, kind):
+    """Written for this test: "United Nations" gives back the question's "un"; a name beside it still answers; an
+    answer that is one wh-question asks instead of answering even where its words fill the asked part."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -50,11 +50,13 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    a name or an entity (``_quotes_a_name``). A hyphenated compound of the question's words is those words
    ("team-based" of "team based"), a word one letter from a question's word of six or more is that word misspelt
    (``lexicon.alike``: "immigrant" of "immagrant"), a long reply cut off in the middle of a question's word is that
-   word (``_uncut``: "... Prince Rain" of "Rainier"), and a word that only describes the asked phrase's noun after
+   word (``_uncut``: "... Prince Rain" of "Rainier"), a run of capitalised words whose initials spell a word of the
+   question is that word (``_as_asked``: "United States" of "us"), and a word that only describes the asked phrase's noun after
    an indefinite article names nothing ("a French aviator" to "... starred which English aviator?",
    ``_only_a_kind``). The question given back and then declined ("... is not known to me.") is a ``refusal``
    (``_declines_after_restating``), and an answer that keeps the question's asking phrase ("... during which late
-   period.", ``_keeps_asking``) answers nothing, whatever option it names. A word of the answer's own after a
+   period.", ``_keeps_asking``) or is one wh-question (``_one_wh_question``) answers nothing, whatever option it
+   names or part it fills. A word of the answer's own after a
    naming verb is a value, a common noun too ("... is called melanin.", ``_calls_it``). Nor,
    with a context, an answer holding a name made of
    the question's words that the context writes and the question does not (``_context_name``: "Windsor Airport" to
@@ -360,6 +362,12 @@ def _gives_back(question: str, answer: str) -> str | None:
     return f"its words are the question's but for {words}: no name or number"
 
 
+def _one_wh_question(answer: str) -> bool:
+    """The answer is one wh-question ("Who sings at the beginning of Nice for the first time?"): it asks, whatever
+    part of the question its words fill or option they pick."""
+    return answer.rstrip().endswith("?") and len(sentences(answer)) == 1 and bool(_ASKING.match(answer))
+
+
 def _asks_back(question: str, answer: str) -> str | None:
     """Why an answer that is itself a question ("What genre of music do Catherine and X have in common?") gives
     the question back, or None: one sentence, opening with a wh-word or an auxiliary and ending in "?", whose words
@@ -544,6 +552,26 @@ def _uncut(question: str, answer: str) -> str:
     whole = next((w for w in _TOKEN.findall(question) if len(w) > len(last) >= 2
                   and w.lower().startswith(last.lower()) and not text.lower().endswith(w.lower())), None)
     return text[:len(text) - len(last)] + whole if whole else answer
+
+
+#: words inside a run of capitalised words that its initials skip ("United States of America" is "USA")
+_INITIALS_SKIP = frozenset("of and the for".split())
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:(?:of|and|the|for)\s+)?[A-Z][\w'’-]*)+")
+
+
+def _as_asked(question: str, answer: str) -> str:
+    """The answer as the question writes it: cut last word written whole (``_uncut``), and a run of capitalised
+    words whose initials spell one of the question's words (not a wh-word) written as that word ("United States"
+    for "us", "National Basketball Association" for "NBA"): "Wild horses are found in the United States." gives
+    "where are wild horses found in the us" back."""
+    answer = _uncut(question, answer)
+    asked = {w.lower(): w for w in re.findall(r"\b[A-Za-z]{2,5}\b", question) if w.lower() not in _WH_WORDS}
+
+    def spelt(run: re.Match) -> str:  # (a run the question writes too stays: "Portal Server" of "... PS ...")
+        initials = "".join(w[0] for w in run.group().split() if w not in _INITIALS_SKIP).lower()
+        return run.group() if run.group().lower() in question.lower() else asked.get(initials, run.group())
+
+    return _CAPITALISED_RUN.sub(spelt, answer) if asked else answer
 
 
 def _share_from(words: frozenset[str] | set[str], asked: frozenset[str]) -> float:
@@ -1062,7 +1090,7 @@ class Relevance:
 def answer_form(question: str, answer: str, answerable: bool, context: str = "") -> Relevance | None:
     """Rules 1 and 2 (the answer's form: non-answers, restatements, the asked type), or None when they pass.
     ``context``: the text the system was given, if known (an answer naming what it holds restates nothing)."""
-    answer = _uncut(question, answer)
+    answer = _as_asked(question, answer)
     if not answerable and (is_refusal(answer, question) or _declines_after_restating(question, answer)):
         return Relevance(True, "relevant", "declines a question marked unanswerable")
     screened = screen(question, (), answer)
@@ -1076,9 +1104,9 @@ def answer_form(question: str, answer: str, answerable: bool, context: str = "")
         return Relevance(False, "wrong_type", f"wrong_type: a bare yes or no to a question that asks {wh}")
     if (declined := _declines_after_restating(question, answer)) is not None:
         return Relevance(False, "refusal", f"refusal: {KINDS['refusal']} ({declined})")
-    # an answer that keeps the question's asking phrase ("... during which late period.") leaves it open, whatever
-    # option or proposition its words also hold
-    restated = (None if not _keeps_asking(question, answer) and (
+    # an answer that keeps the question's asking phrase ("... during which late period.") or is itself a wh-question
+    # leaves it open, whatever option or proposition its words also hold
+    restated = (None if not _keeps_asking(question, answer) and not _one_wh_question(answer) and (
                     picks_option(question, answer) or answers_polar(question, answer)
                     or _affirms(question, answer) or _fills_slot(question, answer) is not None
                     or _quotes_a_name(question, answer) is not None)
@@ -1108,7 +1136,7 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     ``answerable`` False: the question has no answer, and a refusal is the relevant reply. ``embed``: texts ->
     L2-normalised vectors (default: ``semantic.embed_texts``, cached on disk: ``cache`` True the default file, a
     path that file, False or None no cache)."""
-    answer = _uncut(question, answer or "")
+    answer = _as_asked(question, answer or "")
     embed = embed or functools.partial(embed_texts, cache_path=cache)
     if (rest := _beside_echo(question, answer, context or "")) is None:
         return _judged(question, answer, context, answerable, embed)
@@ -1153,7 +1181,7 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
-    cases = [(q, _uncut(q, a or ""), c, ok) for q, a, c, ok in cases]
+    cases = [(q, _as_asked(q, a or ""), c, ok) for q, a, c, ok in cases]
     judged = [(q, _beside_echo(q, a, c or "") or a, c, ok) for q, a, c, ok in cases]  # the text each verdict reads
     texts = [t for q, a, c, ok in judged if answer_form(q, a, ok, c or "") is None
              for t in (q, a, *([_added_text(q, a)] if _embeds(q, a) else []), *sentences(c or ""))]
