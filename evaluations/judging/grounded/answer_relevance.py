@@ -51,9 +51,9 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    ("team-based" of "team based"), a word one letter from a question's word of six or more is that word misspelt
    (``lexicon.alike``: "immigrant" of "immagrant"), a long reply cut off in the middle of a question's word is that
    word (``_uncut``: "... Prince Rain" of "Rainier"), a run of capitalised words whose initials spell a word of the
-   question is that word (``_as_asked``: "United States" of "us"), and a word that only describes the asked phrase's noun after
-   an indefinite article names nothing ("a French aviator" to "... starred which English aviator?",
-   ``_only_a_kind``). The question given back and then declined ("... is not known to me.") is a ``refusal``
+   question is that word (``_as_asked``: "United States" of "us"), and a word that only describes the asked
+   phrase's noun after an indefinite article names nothing ("a French aviator" to "... starred which English
+   aviator?", ``_only_a_kind``). The question given back and then declined ("... is not known to me.") is a ``refusal``
    (``_declines_after_restating``), and an answer that keeps the question's asking phrase ("... during which late
    period.", ``_keeps_asking``) or is one wh-question (``_one_wh_question``) answers nothing, whatever option it
    names or part it fills. A word of the answer's own after a
