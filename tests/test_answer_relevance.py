@@ -962,3 +962,27 @@ def test_initials_spell_the_questions_word_and_a_wh_question_asks(question, answ
     answer that is one wh-question asks instead of answering even where its words fill the asked part."""
     result = answer_relevance(question, answer)
     assert (result.verdict, result.kind) == (verdict, kind), result.reason
+
+
+POST = ("Why does the transaction time out when I delete a virtual portal? Transaction timeout occurs when I try to "
+        "delete a virtual portal on Portal 8.5.0.0 CF12; the log at /opt/IBM/wp_profile/logs shows WTRN0006W.")
+
+
+@pytest.mark.parametrize(("question", "answer", "verdict", "kind"), [
+    # a yes/no question kept in its asking order inside a wrapper is still asked
+    ("is the last game of thrones book written", "It concerns is the last game of thrones book written.", False,
+     "restatement"),
+    ("is the last game of thrones book written", "The last Game of Thrones book is not written yet.", True,
+     "relevant"),
+    # a whole support post given back inside a wrapper: its own versions and paths are no value of the answer's
+    (POST, f"Regarding {POST[0].lower()}{POST[1:]} The document has the details.", False, "restatement"),
+    (POST, "Increase the transaction timeout of the portal server to 300 seconds before deleting it.", True,
+     "relevant"),
+])
+def test_a_yes_no_question_in_asking_order_and_a_whole_post_given_back_are_restatements(question, answer, verdict,
+                                                                                         kind):
+    """Written for this test: a wrapper around a yes/no question that keeps its opening words in order ("is the last
+    ...") answers nothing, a statement of it does; a support post given back whole inside a wrapper is judged by
+    the wrapper's words, not by the versions and paths the post holds."""
+    result = answer_relevance(question, answer)
+    assert (result.verdict, result.kind) == (verdict, kind), result.reason

@@ -400,7 +400,8 @@ def _embeds(question: str, answer: str) -> str | None:
     (``_value_in``). "The answer relates to
     where the base of the agency is.", "That depends on how many people live there." talk about the question;
     "Cheltenham is where the base of the agency is." names a place."""
-    if picks_option(question, answer) or answers_polar(question, answer) or _quotes_a_name(question, answer):
+    if not _keeps_asking(question, answer) and (
+            picks_option(question, answer) or answers_polar(question, answer) or _quotes_a_name(question, answer)):
         return None
     q_words = normalize(question).split()
     # the asked part filled ("... regarded as one of four directors." to "... regarded as one of four what?"): the
@@ -415,16 +416,17 @@ def _embeds(question: str, answer: str) -> str | None:
     words = normalize(answer).split()
     embedded = wh is not None and any(w == wh and any(similar(x, asked) for x in stems(" ".join(words[i + 1:i + 4])))
                                       for i, w in enumerate(words) if i > 0)
-    if not embedded and q_words:  # the question's words in a row, wrapped ("That depends on I want to ...")
-        run = SequenceMatcher(None, q_words, words, autojunk=False).find_longest_match(0, len(q_words), 0, len(words))
-        embedded = run.size >= EMBED_COVER * len(q_words) and run.size < len(words)
-    if not embedded or not asked:
+    held = _question_run(question, answer)  # the question's words in a row, wrapped ("That depends on I want ...")
+    if not (embedded or held) or not asked:
         return None
-    if _another_sentence_answers(question, answer):
+    # the words around a whole question given back are what the answer adds (a long post's own "ibm.box.com" or
+    # "7.7" inside the run is no value of the answer's)
+    outside = answer if held is None or held[0] < len(q_words) else answer[:held[1]] + " " + answer[held[3]:]
+    if _another_sentence_answers(question, outside):
         return None
-    if _share_from(_question_stems(question, forms=False), stems(answer)) < EMBED_COVER:
+    if _share_from(_question_stems(question, forms=False), _question_stems(answer, forms=False)) < EMBED_COVER:
         return None
-    added = _added(question, answer)
+    added = _added(question, outside)
     if _adds_a_value(added) or _calls_it(question, answer):
         return None
     return f"it holds the question as \"{wh} ...\" and adds {', '.join(t for _, t in added) or 'nothing'}"
@@ -463,6 +465,22 @@ def _aside(part: str, question: str, context: str) -> bool:
         bool(context.strip()) or bool(_SPEAKING & set(normalize(part).split())))
 
 
+def _question_run(question: str, answer: str) -> tuple[int, int, int, int] | None:
+    """Where the answer holds at least ``EMBED_COVER`` of the question's (normalised) words in a row, beside more
+    words: (the run's length in words, its first character, the end of its last word, the start of the word after
+    it or the answer's end), or None."""
+    q_words = normalize(question).split()
+    tokens = [(m.start(), m.end(), w) for m in re.finditer(r"\S+", answer) for w in normalize(m.group()).split()]
+    if not q_words or len(tokens) <= len(q_words) * EMBED_COVER:
+        return None
+    run = SequenceMatcher(None, q_words, [w for _, _, w in tokens], autojunk=False).find_longest_match(
+        0, len(q_words), 0, len(tokens))
+    if run.size < EMBED_COVER * len(q_words):
+        return None
+    after = tokens[run.b + run.size][0] if run.b + run.size < len(tokens) else len(answer)  # the next word's start
+    return run.size, tokens[run.b][0], tokens[run.b + run.size - 1][1], after
+
+
 def _beside_echo(question: str, answer: str, context: str = "") -> str | None:
     """What an answer that gives the question back says beside it and beside asides ("" for nothing), or None when
     it does not give it back beside other words. It gives it back when it holds at least ``EMBED_COVER`` of the
@@ -471,18 +489,12 @@ def _beside_echo(question: str, answer: str, context: str = "") -> str | None:
     question! When was Montreal captured?", "Hmm, when was it captured?", "When was it captured? I will need to
     check." are no answer; "When was Montreal captured? In 1760." is judged by "In 1760."."""
     q_words = normalize(question).split()
-    tokens = [(m.start(), m.end(), w) for m in re.finditer(r"\S+", answer) for w in normalize(m.group()).split()]
-    if len(q_words) < 3 or len(tokens) <= len(q_words) * EMBED_COVER:
+    if len(q_words) < 3 or (held := _question_run(question, answer)) is None:
         return None
-    run = SequenceMatcher(None, q_words, [w for _, _, w in tokens], autojunk=False).find_longest_match(
-        0, len(q_words), 0, len(tokens))
-    if run.size < EMBED_COVER * len(q_words):
-        return None
-    start, end = tokens[run.b][0], tokens[run.b + run.size - 1][1]
-    after = tokens[run.b + run.size][0] if run.b + run.size < len(tokens) else len(answer)  # the next word's start
+    size, start, end, after = held
     gap = answer[end:after]  # what ends the run: punctuation, or words normalize drops ("a")
     asks = answer[:end].rstrip(" )]\"'”’").endswith("?") or "?" in gap or (  # a question without "?": its
-        run.size == len(q_words) and "?" not in question and (after == len(answer) or re.search(r"[.!\n]", gap))
+        size == len(q_words) and "?" not in question and (after == len(answer) or re.search(r"[.!\n]", gap))
         and re.search(r"(^|[.!?:,\n])$", answer[:start].rstrip(" (\"'“‘")))  # words standing as a sentence
     before, left = answer[:start].strip(), (gap.replace("?", " ", 1) + answer[after:]).strip()
     if not asks or not _TOKEN.search(before + " " + left):
@@ -833,14 +845,19 @@ def _declines_after_restating(question: str, answer: str) -> str | None:
 
 
 def _keeps_asking(question: str, answer: str) -> bool:
-    """The answer holds the question's asking phrase, its asking wh-word and the word after it, past its first
-    word ("... during which late period." to "... during which late period?"): the asked part is still open. The
+    """The answer holds the question's asking phrase, its asking wh-word and the word after it, or a yes/no
+    question's first three words, past its first word ("... during which late period." to "... during which late
+    period?"; "It concerns is the last book written."): the asked part is still open. The
     asking wh-word is the question's first word, or its last one within ``END_SLOT`` words of its end; a wh-word in
     the middle opens a relative clause ("a sport in which teams run ..."), which an answer may well keep."""
     q, a = normalize(question).split(), normalize(answer).split()
     at = [i for i, w in enumerate(q[:-1]) if w in _WH_WORDS and (i == 0 or len(q) - i <= END_SLOT)]
     phrases = {(q[i], q[i + 1]) for i in at}
-    return any((w, a[i + 1]) in phrases for i, w in enumerate(a[:-1]) if i > 0)
+    if any((w, a[i + 1]) in phrases for i, w in enumerate(a[:-1]) if i > 0):
+        return True
+    # a yes/no question's opening in its asking order ("It concerns is the last book written."): still asked
+    return len(q) >= 3 and bool(AUX_START.match(question.strip())) and any(
+        a[i:i + 3] == q[:3] for i in range(1, len(a) - 2))
 
 
 def _bare_polar(question: str, answer: str) -> str | None:
