@@ -478,7 +478,10 @@ def _question_run(question: str, answer: str) -> tuple[int, int, int, int] | Non
     if run.size < EMBED_COVER * len(q_words):
         return None
     after = tokens[run.b + run.size][0] if run.b + run.size < len(tokens) else len(answer)  # the next word's start
-    return run.size, tokens[run.b][0], tokens[run.b + run.size - 1][1], after
+    start = tokens[run.b][0]
+    while (word := re.search(r"\S+\s*$", answer[:start])) and not normalize(word.group()).split():
+        start = word.start()  # the words normalize drops that open it ("The" of "The Suez Canal ...") go with it
+    return run.size, start, tokens[run.b + run.size - 1][1], after
 
 
 def _beside_echo(question: str, answer: str, context: str = "") -> str | None:
@@ -577,10 +580,14 @@ def _as_asked(question: str, answer: str) -> str:
     for "us", "National Basketball Association" for "NBA"): "Wild horses are found in the United States." gives
     "where are wild horses found in the us" back."""
     answer = _uncut(question, answer)
-    asked = {w.lower(): w for w in re.findall(r"\b[A-Za-z]{2,5}\b", question) if w.lower() not in _WH_WORDS}
+    # a short word of the question that may be initials: written in capitals, no function word, or one after "the"
+    # ("the us"; not "show me", "what is")
+    asked = {m.group(2).lower(): m.group(2) for m in re.finditer(r"(\bthe\s+)?\b([A-Za-z]{2,5})\b", question, re.I)
+             if m.group(2).lower() not in _WH_WORDS
+             and (m.group(2).isupper() or m.group(2).lower() not in STOPWORDS or m.group(1))}
 
     def spelt(run: re.Match) -> str:  # (a run the question writes too stays: "Portal Server" of "... PS ...")
-        initials = "".join(w[0] for w in run.group().split() if w not in _INITIALS_SKIP).lower()
+        initials = "".join(w[0] for w in run.group().split() if w.lower() not in _INITIALS_SKIP).lower()
         return run.group() if run.group().lower() in question.lower() else asked.get(initials, run.group())
 
     return _CAPITALISED_RUN.sub(spelt, answer) if asked else answer
