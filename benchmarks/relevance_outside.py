@@ -335,8 +335,9 @@ def main() -> None:
                         help="heldout2-6, clapnq: answer_controls only (answers to held-out questions 150-249, "
                              "250-299, to design questions 160-219, 220-279 and 280-299 nothing had used, and to "
                              "CLAPNQ questions 200-259, 0-59 and 60-119); context_multihop --split heldout2 / "
-                             "heldout3 / heldout4: the 100 multi-hop sets of datasets/multihop/heldout2.jsonl.gz "
-                             "(built 2026-12-04) / heldout3.jsonl.gz / heldout4.jsonl.gz (built 2026-12-05)")
+                             "heldout3 / heldout4 / heldout5: the 100 multi-hop sets of "
+                             "datasets/multihop/heldout2.jsonl.gz (built 2026-12-04) / heldout3.jsonl.gz / "
+                             "heldout4.jsonl.gz / heldout5.jsonl.gz (built 2026-12-05)")
     parser.add_argument("--n", type=int, default=30, help="sets / questions / claims to take")
     parser.add_argument("--start", type=int, default=0,
                         help="context_multihop, run_without_labels, scifact_p5: the first set / question / claim to "
@@ -350,7 +351,7 @@ def main() -> None:
         parser.error("--config and --no-cache are for context_multihop")
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
-    multihop = ("design", "heldout", "heldout2", "heldout3", "heldout4")
+    multihop = ("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
     if args.split not in multihop and args.section != "answer_controls":
         parser.error(f"--split {args.split} holds labelled answers only: it is for answer_controls")
     if args.split in multihop[2:] and args.section not in ("answer_controls", "context_multihop"):

@@ -89,6 +89,9 @@ def main() -> None:
     parser.add_argument("--heldout4", type=int, default=0,
                         help="sets of a fourth held-out split, drawn after the third the same way (give --heldout2 "
                              "100 --heldout3 100 too)")
+    parser.add_argument("--heldout5", type=int, default=0,
+                        help="sets of a fifth held-out split, drawn after the fourth the same way (give --heldout2 "
+                             "100 --heldout3 100 --heldout4 100 too)")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     if args.wheel.suffix == ".whl":
@@ -103,7 +106,8 @@ def main() -> None:
     design = sorted(rng.sample([i for i in usable if i < 2000], args.design))
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
     splits, taken = [("design", design), ("heldout", heldout)], set(heldout)
-    for name in ("heldout2", "heldout3", "heldout4"):  # each drawn after the ones before, from rows none took
+    # each drawn after the ones before, from rows none took
+    for name in ("heldout2", "heldout3", "heldout4", "heldout5"):
         indices = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], getattr(args, name)))
         splits.append((name, indices))
         taken |= set(indices)

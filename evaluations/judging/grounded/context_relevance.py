@@ -92,19 +92,26 @@ Zemeckis (born 1952) is ...", ``_SUBJECT``), less the question's words:
 * ``pronoun_cover``: the passage's ``term_coverage`` when it opens with a pronoun (he, she, it, they or their
   possessives, after at most an opening phrase and a comma: "In 2016, she also appeared ..."), else 0: a sentence
   cut from a paragraph about someone it does not name, whom the question may name ("He then joined The Dillards in
-  1974." for "... the band that Billy Ray Latham joined in 1974").
+  1974." for "... the band that Billy Ray Latham joined in 1974");
+* ``gain_over_relevant``: the ``term_coverage`` of the question by the other passages called relevant and this
+  one together, less theirs without it: what is still asked that this passage holds (a passage adding nothing to
+  what the relevant ones already cover is not needed).
+
+The first and the last weigh a joining; the other six are the set signals (``SET_SIGNALS``), which tie a passage
+to the question or to a relevant passage.
 
 p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
-the set signals is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
+the set signals (``SET_SIGNALS``) is above 0 and p_set ≥ the set threshold (a list of two passages or more; one passage alone has
 nothing to be read beside). The set stage only adds: it makes no model call, and a passage tied to no name of the
 question and to no relevant passage keeps its verdict. In a set of two passages or more, a question's passage is
 relevant from the stage's own passage threshold on (``SetStage.passage_threshold``, when lower than the passage
 model's: that one was fitted on single pairs for accuracy, this one with the stage for balanced accuracy over whole
 sets, where 2 passages of 10 are needed). Fitted by ``scripts/fit_context_sets.py`` on the first 200 sets of the
 design split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed passages, 8 hard distractors): on
-question-grouped 5-fold cross-validation, balanced accuracy 0.878 at the passage model's threshold 0.52 and 0.881 at
-0.42 (fitted on sets 0-99 and read on 100-199, and the other way round, 0.881 / 0.883; before ``pair_gain`` and
-``pronoun_cover`` 0.870 at 0.44 and 0.871 / 0.874); the held-out splits are for reporting only.
+question-grouped 5-fold cross-validation, balanced accuracy 0.885 at the passage model's threshold 0.52 and 0.896 at
+0.43 (fitted on sets 0-99 and read on 100-199, and the other way round, 0.889 / 0.891; before
+``gain_over_relevant`` 0.881 at 0.42 and 0.881 / 0.883; before ``pair_gain`` and ``pronoun_cover`` 0.870 at 0.44
+and 0.871 / 0.874); the held-out splits are for reporting only.
 """
 
 from __future__ import annotations
@@ -127,7 +134,8 @@ __all__ = [
     "FEATURES", "WORDINGS", "ChunkVerdict", "ContextRelevance", "ContextParams", "judge_context_relevance",
     "params", "params_for", "fit", "features", "feature_matrix", "ask", "ask_set", "ask_in_conversation", "pieces",
     "PARAMS_FILE", "SERVED_PARAMS_FILE", "sole_sources", "RELEVANCE_SYSTEM", "SYSTEMS", "system_for",
-    "SET_FEATURES", "SET_PARAMS_FILE", "SetParams", "SetStage", "set_features", "set_signal", "set_params", "fit_set",
+    "SET_FEATURES", "SET_SIGNALS", "SET_PARAMS_FILE", "SetParams", "SetStage", "set_features", "set_signal",
+    "set_params", "fit_set",
 ]
 
 PARAMS_FILE = "context_relevance.json"
@@ -139,7 +147,10 @@ SUBJECT_WORDS = 4  # a passage's subject is a name of at most this many words
 _SUBJECT = re.compile(r"^(?:The\s+)?((?:[A-Z][\w'’.&-]*\s+){0,5}?[A-Z][\w'’.&-]*)"
                       r"\s*(?:\(|,|\s(?:is|was|are|were|has|had)\b)")
 SET_FEATURES: tuple[str, ...] = ("p1_logit", "name_share", "only_holder", "linked", "mentions", "pair_gain",
-                                 "pronoun_cover")
+                                 "pronoun_cover", "gain_over_relevant")
+#: the set signals: a passage may be joined only when one of these is above 0 (``set_signal``); ``p1_logit`` and
+#: ``gain_over_relevant`` weigh a joining, they tie a passage to nothing
+SET_SIGNALS: tuple[str, ...] = ("name_share", "only_holder", "linked", "mentions", "pair_gain", "pronoun_cover")
 #: a passage that opens with a pronoun, after at most a short opening phrase and a comma ("In 2016, she ...")
 _PRONOUN_FIRST = re.compile(r"^(?:[A-Z][^,]{0,40},\s+)?(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 FEATURES: tuple[str, ...] = ("llm_logit", "term_coverage", "phrase_coverage", "tf_saturation", "answer_type")
@@ -416,9 +427,8 @@ def ask_in_conversation(question: str, passages: Sequence[Passage], wording: str
 
 # -- parameters ------------------------------------------------------------------------------------------------
 def set_signal(x: np.ndarray) -> np.ndarray:
-    """Rows of ``set_features`` with a set signal above 0 (every feature but ``p1_logit``): the passages the set
-    stage may join."""
-    return np.any(x[:, 1:] > 0, axis=1)
+    """Rows of ``set_features`` with a set signal (``SET_SIGNALS``) above 0: the passages the set stage may join."""
+    return np.any(x[:, [SET_FEATURES.index(f) for f in SET_SIGNALS]] > 0, axis=1)
 
 
 _loaded: dict[tuple[str, str, int], BaseModel] = {}
@@ -573,8 +583,10 @@ def set_features(question: str, texts: Sequence[str], p1: Sequence[float], relev
         pair_gain = max((_share(asked_terms, terms[j] | terms[k]) - max(cover[j], cover[k]) for k in tied),
                         default=0.0)
         pronoun = cover[j] if _PRONOUN_FIRST.match(texts[j].strip()) else 0.0
+        known = set().union(*(terms[k] for k in others))  # the question's terms the relevant passages hold
+        gain = _share(asked_terms, known | terms[j]) - _share(asked_terms, known)
         rows.append([float(llm_logit(p1[j])), max((held[j][i] for i in telling), default=0.0), float(only), linked,
-                     mentions, pair_gain, pronoun])
+                     mentions, pair_gain, pronoun, gain])
     return np.array(rows, dtype=np.float64).reshape(len(texts), len(SET_FEATURES))
 
 
