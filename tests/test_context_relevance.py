@@ -286,14 +286,17 @@ def test_pair_gain_and_pronoun_cover_by_hand():
     assert [r["pronoun_cover"] for r in rows] == pytest.approx([0.4, 0.0, 0.0, 0.4])
 
 
+LATHAM = ["He then joined The Dillards in 1974.", "The Dillards are an American bluegrass band from Salem, Missouri.",
+          "Latham Park is a football ground in Newtown.", "In 1974, they joined a tour of Europe."]
+
+
 def test_gain_over_the_relevant_passages_by_hand():
     """The weight of a joining, by hand, on the set above with the first passage called relevant: the first alone
     holds join and 1974 (2/5) and no other passage is relevant (0.4); the Dillards band passage adds band (3/5 -
     2/5), the football ground adds latham (3/5 - 2/5), the tour in 1974 adds nothing the first does not hold (0). It
     is no set signal: a passage tied to nothing is not joined on it."""
     question = "What band did Billy Latham join in 1974?"
-    texts = ["He then joined The Dillards in 1974.", "The Dillards are an American bluegrass band from Salem, Missouri.",
-             "Latham Park is a football ground in Newtown.", "In 1974, they joined a tour of Europe."]
+    texts = LATHAM
     x = set_features(question, texts, [0.6, 0.3, 0.2, 0.25], [True, False, False, False])
     rows = [dict(zip(SET_FEATURES, row)) for row in x]
     assert [r["gain_over_relevant"] for r in rows] == pytest.approx([0.4, 0.2, 0.2, 0.0])
