@@ -512,8 +512,8 @@ def judge_context_relevance(question: str, passages: Sequence[Passage], *, cache
     else:
         asked = ask_set(question, [p.text for p in passages], fitted.wording, cache=cache, scorer=scorer)
     stage = set_params() if set_stage is True else (set_stage or None)
-    if not asks(question) or len(passages) < 2:  # a set of one passage has nothing to read it beside
-        stage = None
+    if not asks(question) or sum(a is not None for a in asked) < 2:  # one passage with text (beside items without
+        stage = None  # any) has nothing to be read beside
     chunks, calls, threshold = [], 0, fitted.threshold_for(question)
     if stage is not None and getattr(stage, "passage_threshold", None) is not None:
         threshold = min(threshold, stage.passage_threshold)
