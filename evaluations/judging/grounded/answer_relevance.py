@@ -444,7 +444,7 @@ ADDED_MEANING = 0.2
 #: an aside (``_aside``). Without a context a short value ("never made.") reads as such a remark does: only the
 #: remarks that speak of the asking are told.
 ASIDE_MAX_WORDS = 6
-#: words by which a remark speaks of the asking itself: the speaker, the asker, the question ("this", "that")
+#: words by which a remark speaks of the asking itself: the speaker, the asker, the question ("this")
 _SPEAKING = frozenset("i me my we us our you your this these those".split())
 
 
