@@ -14,6 +14,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import multihop_probe
 from judge_samples import read_jsonl_gz, scifact_pairs
@@ -482,3 +483,10 @@ def test_a_set_is_read_side_by_side_in_one_pass_with_each_passages_own_probabili
     assert scorer.probability(passage_shared(texts[0]), tail)[0] == alone[0]
     again = ask_set(first["question"], texts, wording, cache=cache)
     assert [p for p, _ in again] == [p for p, _ in together[:-1]] and not any(called for _, called in again)
+    # the next-token logits those prompts end on (``next_logits``, what a reading of another token than yes/no
+    # uses): softmax over yes and no of each row is the P(yes) of the batched pass
+    rows = scorer.next_logits([(passage_shared(t), tail) for t in texts])
+    assert len(rows) == 4 and len({r.shape for r in rows}) == 1 and rows[0].shape[0] > 1000
+    for row, (p, _) in zip(rows, together):
+        yes, no = (float(np.exp(row[ids] - row.max()).sum()) for ids in (scorer.yes_ids, scorer.no_ids))
+        assert abs(yes / (yes + no) - p) < 1e-4

@@ -287,6 +287,11 @@ class YesNoScorer:
         """``probability(shared, tail)`` of each (shared, tail) of ``asks``, read side by side: the prompts' common
         token prefix (the system prompt at least) once, then what differs in each, as many in one decode as fit
         (``_Model.side_by_side``). Each prompt is the tokens ``probability`` reads, so the P(yes) are its."""
+        return [self._yes(row) for row in self.next_logits(asks)]
+
+    def next_logits(self, asks: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+        """The next-token logits after each (shared, tail) of ``asks`` (the prompts ``probability`` reads), read
+        side by side: the prompts' common token prefix once, then what differs in each."""
         prompts = [self._prompt(shared, tail)[0] for shared, tail in asks]
         if not prompts:
             return []
@@ -294,8 +299,7 @@ class YesNoScorer:
         for prompt in prompts[1:]:
             common = next((i for i, (a, b) in enumerate(zip(prompts[0][:common], prompt)) if a != b), common)
         with self.model.lock:
-            logits = self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts])
-        return [self._yes(row) for row in logits]
+            return list(self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts]))
 
     def _prompt(self, shared: str, tail: str) -> tuple[list[int], int]:
         """The tokens of one question (``probability``) and where its shared part ends; ``InputTooLong`` when
