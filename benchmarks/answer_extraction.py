@@ -24,7 +24,8 @@ judge, ``answer_relevance_batch``), with seconds per answer.
     python benchmarks/answer_extraction.py --split writers [--n 1000] [--generate]
 
 ``writers`` is design material (its rows were read while writing this probe); ``writers2``, its held-out half, was
-read once, after ``NAMING_THRESHOLD`` was set. Writes ``benchmarks/results/answer_extraction.json`` (the entry of
+read once, after ``NAMING_THRESHOLD`` was set; ``writers3`` (68 more questions, the same brief) is unread, for the
+judge that ships the screen. Writes ``benchmarks/results/answer_extraction.json`` (the entry of
 the split run is replaced, the others kept).
 """
 
