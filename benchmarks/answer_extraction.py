@@ -19,7 +19,7 @@ readings of that one prompt:
   rules, and for a question that asks for a short value (``DESCRIPTIVE`` does not match it) the extraction too.
 
 Reported per kind and label (share the verdict gets right, Wilson 95% interval) beside ``rules`` (the shipped
-judge, ``answer_relevance_batch``), with seconds per answer.
+judge, ``answer_relevance_batch``), with seconds per answer of the naming pass, the model's load included.
 
     python benchmarks/answer_extraction.py --split writers [--n 1000] [--generate]
 
@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from judge_samples import read_jsonl_gz  # noqa: E402  (the tests' reader of gzipped JSON lines)
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from relevance_outside import _wilson, labelled_answers  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "answer_extraction.json"
 MAX_TOKENS = 24
@@ -68,12 +68,6 @@ SHOTS = (  # (question, reply, what to write), written for this probe
 DESCRIPTIVE = re.compile(r"\b(why|how(?!\s+(many|much|long|old|far|often|tall|big|large))|difference|differ|mean|"
                          r"meaning|impact|effect|consequences?|happens?|explain|describe|help|trouble|need)\b", re.I)
 POLAR = frozenset("yes no yep nope yeah".split())
-
-
-def _wilson(k: int, n: int) -> list[float]:
-    from statsmodels.stats.proportion import proportion_confint
-
-    return [round(float(x), 4) for x in proportion_confint(k, n, method="wilson")]
 
 
 def extractor():
@@ -126,11 +120,7 @@ def answers(question: str, reply: str, copy: str) -> bool:
 def run(split: str, n: int, generate: bool = False) -> dict:
     from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
 
-    folder = ROOT / "datasets" / "relevance"
-    labels = {r["id"]: r["label"] for r in map(json.loads, (folder / f"labels_{split}.jsonl").open())}
-    rows = [r for r in read_jsonl_gz(folder / f"answers_{split}.jsonl.gz") if r["id"] in labels]
-    keep = set(list(dict.fromkeys(r["question"] for r in rows))[:n])
-    rows = [r for r in rows if r["question"] in keep]
+    questions, rows = labelled_answers(split, n)
     rules = answer_relevance_batch([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])
     started = time.perf_counter()
     named = naming()
@@ -145,18 +135,18 @@ def run(split: str, n: int, generate: bool = False) -> dict:
         verdicts["extraction"] = [answers(r["question"], r["answer"], c) for r, c in zip(rows, copies)]
         verdicts["hybrid"] = [rule.verdict and (e or bool(DESCRIPTIVE.search(r["question"][:300])))
                               for r, rule, e in zip(rows, rules, verdicts["extraction"])]
-    out: dict = {"questions": len(keep), "answers": len(rows), "naming_threshold": NAMING_THRESHOLD,
+    out: dict = {"questions": len(questions), "answers": len(rows), "naming_threshold": NAMING_THRESHOLD,
                  "seconds_per_answer_naming": round(seconds, 3)}
     for name, said in verdicts.items():
         kinds: dict[str, dict] = {}
         for r, s in zip(rows, said):
-            kind = f"{r['kind']}:{'relevant' if labels[r['id']] else 'not_relevant'}"
+            kind = f"{r['kind']}:{'relevant' if r['label'] else 'not_relevant'}"
             k = kinds.setdefault(kind, {"n": 0, "right": 0})
             k["n"] += 1
-            k["right"] += s == labels[r["id"]]
+            k["right"] += s == r["label"]
         for k in kinds.values():
             k["rate"], k["ci95"] = round(k["right"] / k["n"], 4), _wilson(k["right"], k["n"])
-        right = sum(s == labels[r["id"]] for r, s in zip(rows, said))
+        right = sum(s == r["label"] for r, s in zip(rows, said))
         out[name] = {"accuracy": round(right / len(rows), 4), "kinds": dict(sorted(kinds.items()))}
     return out
 

@@ -58,9 +58,9 @@ RESULTS = ROOT / "benchmarks" / "results" / "relevance_outside.json"
 
 
 def _wilson(k: int, n: int) -> list[float | None]:
-    from statsmodels.stats.proportion import proportion_confint
+    from evaluations.judging.validation.agreement import wilson
 
-    return [round(float(x), 4) for x in proportion_confint(k, n, method="wilson")] if n else [None, None]
+    return [round(x, 4) for x in wilson(k, n)] if n else [None, None]
 
 
 def _overlap(question: str, passage: str) -> bool:
@@ -115,15 +115,22 @@ def context_multihop(split: str, n: int, config: str | None = None, *, fresh: bo
             "goal": "balanced accuracy >= 0.85 at <= 0.5 s a passage"}
 
 
+def labelled_answers(split: str, n: int) -> tuple[list[str], list[dict]]:
+    """The first ``n`` questions of ``datasets/relevance/answers_{split}.jsonl.gz`` and their labelled answers, each
+    row with its ``label`` from ``labels_{split}.jsonl`` (answers without a label left out)."""
+    folder = ROOT / "datasets" / "relevance"
+    labels = {row["id"]: row["label"] for row in map(json.loads, (folder / f"labels_{split}.jsonl").open())}
+    rows = [r | {"label": labels[r["id"]]} for r in read_jsonl_gz(folder / f"answers_{split}.jsonl.gz")
+            if r["id"] in labels]
+    questions = list(dict.fromkeys(r["question"] for r in rows))[:n]
+    keep = set(questions)
+    return questions, [r for r in rows if r["question"] in keep]
+
+
 def answer_controls(split: str, n: int) -> dict:
     from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
 
-    folder = ROOT / "datasets" / "relevance"
-    labels = {row["id"]: row["label"] for row in map(json.loads, (folder / f"labels_{split}.jsonl").open())}
-    rows = [r | {"label": labels[r["id"]]} for r in read_jsonl_gz(folder / f"answers_{split}.jsonl.gz") if r["id"] in labels]
-    questions = list(dict.fromkeys(r["question"] for r in rows))[:n]
-    keep = set(questions)
-    rows = [r for r in rows if r["question"] in keep]
+    questions, rows = labelled_answers(split, n)
     started = time.perf_counter()
     verdicts = answer_relevance_batch([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])
     kinds: dict[str, dict] = {}  # (kind, label) -> how often the judge agreed: the kinds as labelled, not as asked
