@@ -1,6 +1,7 @@
 """Answer relevance by naming: can the embedded model be made to *name* the answer a reply gives? (issue 44)
 
-A probe, not a shipped judge. The shipped answer-relevance judge is a stack of wording rules (and MiniLM): on
+The probe the naming screen of answer relevance came from (``judging.grounded.naming``, shipped on 2026-12-05;
+``naming`` below is that screen). Before it, the answer-relevance judge was a stack of wording rules (and MiniLM): on
 answers written by other writers than the embedded Qwen models (``datasets/relevance/answers_writers*``, written
 by helper agents in ten kinds, each labelled blind under ``RUBRIC.md``) it rejects few restatements, vague
 sentences and refusals in wordings it was not written from. Yes/no questions to the embedded Qwen-1.5B ("Does the
@@ -44,26 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import _wilson, labelled_answers  # noqa: E402
 
+from evaluations.judging.grounded.naming import SHOTS, SYSTEM, Naming  # noqa: E402
+from evaluations.judging.grounded.naming import THRESHOLD as NAMING_THRESHOLD  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "answer_extraction.json"
 MAX_TOKENS = 24
-NAMING_THRESHOLD = 0.15
-NONE_SPELLINGS = ("N", "NON", "None", "NONE", " NONE")
-SYSTEM = ("You find the answer inside a reply. Given a question and a reply, copy the words of the reply that answer "
-          "the question: a name, place, date, number, choice, yes or no, reason or way, even if it looks wrong or is "
-          "said casually. Write NONE only when the reply gives no answer: it repeats or describes the question, says "
-          "it does not know or cannot find it, is a title, or talks about something else.")
-SHOTS = (  # (question, reply, what to write), written for this probe
-    ("When did the museum open?", "It opened its doors in 1998, after years of delay.", "1998"),
-    ("When did the museum open?", "You would like to know the year the museum first opened.", "NONE"),
-    ("Who wrote the report?", "Probably Dana Li, if I remember right.", "Dana Li"),
-    ("Who wrote the report?", "Sorry, I have no details about who authored it.", "NONE"),
-    ("Why did the bridge close?", "Cracks were found in its main support, so it was shut.",
-     "Cracks were found in its main support"),
-    ("Why did the bridge close?", "The bridge is one of the busiest crossings in the region.", "NONE"),
-    ("How do I reset my password?", "Open Settings, choose Security, then click Reset.",
-     "Open Settings, choose Security, then click Reset"),
-    ("How do I reset my password?", "Resetting Your Account Password", "NONE"),
-)
 #: a question that asks for a description, a reason or a way (or states a problem): the extraction is not used
 DESCRIPTIVE = re.compile(r"\b(why|how(?!\s+(many|much|long|old|far|often|tall|big|large))|difference|differ|mean|"
                          r"meaning|impact|effect|consequences?|happens?|explain|describe|help|trouble|need)\b", re.I)
@@ -89,23 +75,9 @@ def extractor():
 
 
 def naming():
-    """[(question, reply)] -> P(named) of each, read side by side on the embedded judge model (module docstring)."""
-    import numpy as np
-
-    from evaluations.judging.checkers.yesno import load_scorer
-
-    system = SYSTEM + "\n\nExamples:\n" + "\n".join(f"Question: {q}\nReply: {a}\nCopy: {e}\n" for q, a, e in SHOTS)
-    scorer = load_scorer(system)
-    none = sorted({scorer.tokens(w)[0] for w in NONE_SPELLINGS})
-
-    def named(pairs: list[tuple[str, str]]) -> list[float]:
-        out = []
-        for logits in scorer.next_logits([("", f"Question: {q[:600]}\nReply: {a}") for q, a in pairs]):
-            p = np.exp(logits - logits.max())
-            out.append(float(1 - p[none].sum() / p.sum()))
-        return out
-
-    return named
+    """[(question, reply)] -> P(named) of each, read side by side on the embedded judge model: the shipped screen
+    (``judging.grounded.naming.Naming``), without the verdict store."""
+    return Naming().probabilities
 
 
 def answers(question: str, reply: str, copy: str) -> bool:

@@ -127,12 +127,20 @@ def labelled_answers(split: str, n: int) -> tuple[list[str], list[dict]]:
     return questions, [r for r in rows if r["question"] in keep]
 
 
-def answer_controls(split: str, n: int) -> dict:
-    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+def _judge(cases: list[tuple[str, str, str, bool]], rules_only: bool) -> list:
+    """The shipped answer-relevance judge (the rules, then the naming screen, its P(named) in the user's verdict
+    store), or with ``rules_only`` the rules alone."""
+    from evaluations.judging.correctness.embedded import verdict_cache
+    from evaluations.judging.grounded.answer_relevance import judge_answer_relevance
+    from evaluations.judging.grounded.naming import Naming
 
+    return judge_answer_relevance(cases, None if rules_only else Naming(cache=verdict_cache(True)))
+
+
+def answer_controls(split: str, n: int, rules_only: bool = False) -> dict:
     questions, rows = labelled_answers(split, n)
     started = time.perf_counter()
-    verdicts = answer_relevance_batch([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])
+    verdicts = _judge([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows], rules_only)
     kinds: dict[str, dict] = {}  # (kind, label) -> how often the judge agreed: the kinds as labelled, not as asked
     for r, v in zip(rows, verdicts):
         name = f"{r['kind']}:{'relevant' if r['label'] else 'not_relevant'}"
@@ -292,7 +300,7 @@ def fit_claim_threshold(split: str, n: int) -> dict:
             "curve": {str(t): round(v, 4) for t, v in scores.items()}}
 
 
-def run_without_labels(split: str, n: int, start: int = 0) -> dict:
+def run_without_labels(split: str, n: int, start: int = 0, rules_only: bool = False) -> dict:
     """Two systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
     the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
     context the set; ``random_documents`` is given 5 passages of other questions (seeded) and answers with the
@@ -301,7 +309,6 @@ def run_without_labels(split: str, n: int, start: int = 0) -> dict:
     any period, which made bare fragments of some ("Russell P.", "U.S.", "The Lorax (also known as Dr.")."""
     import random
 
-    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
     from evaluations.judging.grounded.claims import sentences
 
     sets = read_jsonl_gz(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz")
@@ -317,7 +324,7 @@ def run_without_labels(split: str, n: int, start: int = 0) -> dict:
     started = time.perf_counter()
     out = {}
     for name, cases in (("top_passage", top), ("random_documents", rand)):
-        verdicts = answer_relevance_batch(cases)
+        verdicts = _judge(cases, rules_only)
         kinds: dict[str, int] = {}
         for v in verdicts:
             kinds[v.kind] = kinds.get(v.kind, 0) + 1
@@ -353,11 +360,16 @@ def main() -> None:
                              "take (a later range of a split is a fresh sample when the earlier ones have been read)")
     parser.add_argument("--config", help="context_multihop: a config whose judge.model is a served checker (the "
                                          "conversation form); the result is kept under its own key")
+    parser.add_argument("--rules-only", action="store_true",
+                        help="answer_controls, run_without_labels: the answer-relevance rules without the naming "
+                             "screen (kept under the key's ':rules')")
     parser.add_argument("--no-cache", action="store_true",
                         help="context_multihop: ask every passage afresh (no verdict store), to time the judge")
     args = parser.parse_args()
     if (args.config or args.no_cache) and args.section != "context_multihop":
         parser.error("--config and --no-cache are for context_multihop")
+    if args.rules_only and args.section not in ("answer_controls", "run_without_labels"):
+        parser.error("--rules-only is for answer_controls and run_without_labels")
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
     multihop = ("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
@@ -368,8 +380,10 @@ def main() -> None:
                      "(context_multihop)")
     result = (context_multihop(args.split, args.n, args.config, fresh=args.no_cache, start=args.start)
               if args.section == "context_multihop"
-              else run_without_labels(args.split, args.n, args.start) if args.section == "run_without_labels"
+              else run_without_labels(args.split, args.n, args.start, args.rules_only)
+              if args.section == "run_without_labels"
               else scifact_p5(args.split, args.n, args.start) if args.section == "scifact_p5"
+              else answer_controls(args.split, args.n, args.rules_only) if args.section == "answer_controls"
               else SECTIONS[args.section](args.split, args.n))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     result |= {"split": args.split, **({"start": args.start} if args.start else {}), "commit": commit.strip(),
@@ -381,7 +395,8 @@ def main() -> None:
         result["checker"] = f"{load_config(Path(args.config)).judge.model.provider}:" \
                             f"{load_config(Path(args.config)).judge.model.name}"
     doc[f"{args.section}:{args.split}" + (f"@{args.start}" if args.start else "") + (":served" if args.config else "")
-        + (":timing" if args.no_cache else "")] = result  # a timing run leaves the split's read in place
+        + (":timing" if args.no_cache else "")  # a timing run leaves the split's read in place
+        + (":rules" if args.rules_only else "")] = result
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

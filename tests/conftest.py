@@ -84,10 +84,11 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True, scope="session")
 def _reference_free_judges_off_by_default():
-    """Runs of the suite (and the CLI processes they start) do not load the embedded judge model for faithfulness
-    and context relevance unless a test asks for them (``judge.reference_free``, ``--reference-free``)."""
+    """Runs of the suite (and the CLI processes they start) do not load the embedded judge model for the
+    reference-free judges (faithfulness, context relevance, answer relevance's naming screen) unless a test asks
+    for them (``judge.reference_free``, ``--reference-free``, ``EVALUATIONS_REFERENCE_FREE``)."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    mp.setenv("EVALUATIONS_REFERENCE_FREE", "none")
     yield
     mp.undo()
 

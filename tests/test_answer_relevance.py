@@ -38,7 +38,7 @@ POSITIVE = [c for c, (kind, _, _) in CATEGORIES.items() if kind == "positive"]
 
 def _rates(file: str, limit: int = LIMIT) -> dict[str, tuple[float, int]]:
     items = load_questions(SHARED / file, limit=limit)
-    report = run_controls(build_controls(items), {"answer_relevance": JUDGES["answer_relevance"](0.0)})
+    report = run_controls(build_controls(items), {"answer_relevance": JUDGES["answer_relevance_rules"](0.0)})
     return {r.category: (r.rate, r.n) for r in report.judges["answer_relevance"]}
 
 
@@ -331,7 +331,8 @@ def test_a_run_reports_answer_relevance_as_a_score_outside_the_disagreement_coun
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(1, 5)))
     (tmp_path / "relsys.py").write_text(SYSTEM)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
+           "EVALUATIONS_REFERENCE_FREE": "answer_relevance"}
     proc = run_evaluations(["run", str(data), "--corpus", str(corpus),
                            "--system", "relsys:answer", "--out", str(out), "--no-progress"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
@@ -384,7 +385,7 @@ def test_answer_relevance_is_no_primary_judge_candidate():
         Config.model_validate({"judge": {"primary": "answer_relevance"}})
 
 
-def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_path):
+def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_path, monkeypatch):
     """Query a: the last of two attempts (Bram Stoker, in its context) is relevant; b: an answer about a mountain
     with a context about Canberra is off topic; c: no query logged (not applicable, kind no_query). Mean 1/2, Wilson CI
     of 1/2."""
@@ -402,6 +403,7 @@ def test_score_log_judges_each_querys_last_answer_with_its_logged_context(tmp_pa
 
     from evaluations.cli.root import cli as main
 
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
     result = CliRunner().invoke(main, ["score", str(path), "--format", "log", "--json"])
     assert result.exit_code == 0, result.output
     relevance = json.loads(result.stdout)["answer_relevance"]

@@ -118,8 +118,13 @@ def test_a_judge_gguf_that_is_not_a_gguf_file_stops_the_run_before_any_case(caps
     assert_one_error(code, output, f"environment variable EVALUATIONS_JUDGE_GGUF ({fake}): not a GGUF model file",
                      "fix: point EVALUATIONS_JUDGE_GGUF at a GGUF model file")
     assert not (tmp_path / "out").exists()
-    # no judge of this run loads a model: the variable does not matter
+    # answer relevance's naming screen reads the embedded judge model too
     monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, f"environment variable EVALUATIONS_JUDGE_GGUF ({fake}): not a GGUF model file")
+    assert not (tmp_path / "out").exists()
+    # no judge of this run loads a model: the variable does not matter
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "none")
     code, output = run_cli(capsys, *args)
     assert code == 0, output
 

@@ -115,7 +115,7 @@ def _one_error(err: str, where: Path) -> None:
 
 
 def test_a_bad_out_folder_is_one_error_and_nothing_is_written(tmp_path, cli, monkeypatch):
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")  # no judge model needed here
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")  # a judge to run (one short answer)
     log = _tiny_log(tmp_path)
     blocker = tmp_path / "a-file"
     blocker.write_text("x")

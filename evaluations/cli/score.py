@@ -146,7 +146,7 @@ def score(file, fmt, qrels, golden, corpus, ks, config_path, tiers, bins, judges
                     prices=dict(config.prices), bins=bins,
                     tiers=[t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
                     reference_free=judges, cache=config.cache.enabled, texts=texts, tools=tools,
-                    cache_dir=str(config.judge_cache_dir()),
+                    cache_dir=str(config.judge_cache_dir()), data_dir=str(config.data_dir()),
                     progress=lambda done, total: bar.update(task, completed=done, total=total))
             if tools and "reference_free" in summary:  # the model the judges asked, named as a run's metadata names it
                 summary["reference_free_judge"] = checker_label(config)

@@ -211,10 +211,10 @@ def reference_free_evaluators(config: Config, *, answers: bool, retrieval: bool,
         made.append(Faithfulness(**cache, texts=texts, scorer=scorer, decompose=decompose))
     if "context_relevance" in tools:
         made.append(ContextRelevance(**cache, texts=texts, scorer=tools["context_relevance"][0]))
-    if "answer_relevance" in wanted:  # no checker: the non-answer signals and MiniLM (``judging.grounded.answer_relevance``)
+    if "answer_relevance" in wanted:  # the rules (MiniLM) and the naming screen on the embedded judge model
         from evaluations.evaluators.relevance import AnswerRelevance
 
-        made.append(AnswerRelevance(**cache))
+        made.append(AnswerRelevance(**cache, data_dir=str(config.data_dir())))
     return made
 
 
@@ -228,7 +228,7 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     (``served_checker.embedded_checker``), and the deterministic splitter. Checked here, before any case: each
     judge's parameters file (``judging.basics.fitted``; one EvaluationsError, never a failed judge in every case), an
     unreachable server, and the embedded model's file (its parts missing, or a data folder that cannot be created:
-    ``models.gguf``), assembled here."""
+    ``models.gguf``), assembled here (also for answer relevance, whose naming screen reads it)."""
     from evaluations.core.config import LLMModel
     from evaluations.judging.correctness.embedded import embedded_judge_path
     from evaluations.judging.correctness.llm import embedded_judge_name
@@ -237,6 +237,8 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
 
     chosen = set(judges)
     wanted = [judge for judge in refittable() if judge in chosen]
+    if "answer_relevance" in chosen:  # its naming screen reads the default embedded judge model, served judge or not
+        embedded_judge_path(data_dir=config.data_dir())
     model = config.judge.model or LLMModel(provider="embedded")
     for judge in wanted:  # its parameters file read and checked before any model loads or case runs
         JUDGES[judge].refit.check(served=model.provider != "embedded")

@@ -335,7 +335,8 @@ def _check_judge_inputs(config: Config, options: RunOptions, qa: QAPlan | None) 
             if evaluator.combined and combined_params_path().is_file():
                 load_model(combined_params_path())
     served = config.judge.model is not None and config.judge.model.provider != "embedded"
-    if embedded_llm or (wanted & {"faithfulness", "context_relevance"} and not served):
+    # answer relevance's naming screen reads the embedded judge model whichever model judge.model names
+    if embedded_llm or "answer_relevance" in wanted or (wanted & {"faithfulness", "context_relevance"} and not served):
         gguf = env_file("EVALUATIONS_JUDGE_GGUF")
         if gguf is not None:
             from evaluations.models.gguf import check_gguf_file

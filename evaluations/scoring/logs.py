@@ -39,7 +39,8 @@ Figures (N = queries, A = attempts):
   answers every query is one to answer, and a last attempt that logged no answer gave an empty one (faithfulness
   not applicable, answer relevance 0, as for a run's system returning ""); ``scores`` are the spans' logged
   scores.
-* answer relevance (``judging.grounded.answer_relevance``, no gold needed; when ``reference_free`` lists it, as
+* answer relevance (``judging.grounded.answer_relevance.judge_answer_relevance``: the rules and the naming screen,
+  no gold needed; when ``reference_free`` lists it, as
   ``judge.reference_free`` does by default) of each query's last attempt that logged its ``query`` and did not
   fail, with the text of its ``context`` spans (else of all ``retrieved`` spans) as the context: 1 or 0 per
   query, the mean with n and a 95% CI (``results.reference_free.score_summary``: ``not_applicable``, ``failed``
@@ -73,7 +74,9 @@ from evaluations.core.errors import EvaluationsError, field_errors
 from evaluations.core.types import corpus_text
 from evaluations.judging.correctness.lexical import keyword_correct
 from evaluations.judging.grounded.grounding import context_waste
-from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+from evaluations.judging.grounded.answer_relevance import judge_answer_relevance
+from evaluations.judging.grounded.naming import Naming
+from evaluations.judging.correctness.embedded import verdict_cache
 from evaluations.judging.correctness.semantic import cache_file
 from evaluations.results import measures
 from evaluations.results.confidence import calibration
@@ -302,12 +305,12 @@ def _context_text(record: LogRecord) -> str:
 
 
 def _relevance(finals: list[CaseRecord], lasts: list[LogRecord], answering: bool,
-               cache: Path | None) -> dict[str, Any]:
+               cache: Path | None, naming: Naming) -> dict[str, Any]:
     """Answer relevance of each query's last attempt (module docstring; the answer ``_judged_answer`` gives), set
-    in ``finals``' judges; ``cache``: the embedding cache file (None: none)."""
+    in ``finals``' judges; ``cache``: the embedding cache file (None: none); ``naming``: the naming screen."""
     judged = [(f, a, answer) for f, a in zip(finals, lasts) if (answer := _judged_answer(a, answering)) is not None]
-    results = answer_relevance_batch([(a.query or "", answer, _context_text(a), True) for _, a, answer in judged],
-                                     cache=cache)
+    results = judge_answer_relevance([(a.query or "", answer, _context_text(a), True) for _, a, answer in judged],
+                                     naming, cache=cache)
     for (final, _, _), result in zip(judged, results):
         final.judges["answer_relevance"] = 1.0 if result.verdict else 0.0
         final.judge_reasons["answer_relevance"] = result.reason
@@ -432,7 +435,7 @@ def _mean(values: list[float]) -> float | None:
 def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: list[int] | None = None,
                prices: dict[str, Any] | None = None, tiers: list[str] | None = None, bins: int = 10,
                reference_free: Sequence[str] = (), cache: bool = True, texts: Mapping[str, str] | None = None,
-               tools: Mapping[str, Any] | None = None, cache_dir: str | None = None,
+               tools: Mapping[str, Any] | None = None, cache_dir: str | None = None, data_dir: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[CaseRecord]]:
     """The summary of one log file (module docstring) and each query's outcome as the ``CaseRecord`` the figures
     are made from (its last attempt: the answer, the context ids, the judges' values, labels and evidence: claims,
@@ -440,8 +443,9 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
     to run (``cache`` False: verdicts neither read from nor written to the verdict store; ``cache_dir``: the folder
     of the verdict store and the embedding cache, ``Config.judge_cache_dir``, None the default one); ``texts``: the
     corpus (id -> text) spans logged as ids are read from; ``tools``: the judges' checkers
-    (``reference_free_tools``; default: the default embedded judge model); ``progress``: called with (queries
-    judged, queries) after each query (the judges' model calls are the slow part)."""
+    (``reference_free_tools``; default: the default embedded judge model); ``data_dir``: where the embedded judge
+    model's file is, which answer relevance's naming screen reads (None: the default); ``progress``: called with
+    (queries judged, queries) after each query (the judges' model calls are the slow part)."""
     records = read_logs(path)
     if texts is not None:
         records = [(where, _with_corpus(record, texts)) for where, record in records]
@@ -490,7 +494,8 @@ def score_logs(path: str | Path, *, gold: dict[str, Gold] | None = None, ks: lis
         "calibration": calibration(totals.confidences, totals.outcomes, bins),
     }
     if "answer_relevance" in reference_free:
-        summary["answer_relevance"] = _relevance(finals, lasts, answering, cache_file(cache, cache_dir))
+        naming = Naming(cache=verdict_cache(cache, cache_dir), data_dir=data_dir)
+        summary["answer_relevance"] = _relevance(finals, lasts, answering, cache_file(cache, cache_dir), naming)
     # the judges asked for have their entry even when no query got a verdict (every one failed); the answer judges
     # only where a query was one to answer (not in a log of retrieval only)
     asked = [n for n in reference_free if n == "context_relevance" or any(measures.to_answer(r) for r in finals)]

@@ -131,9 +131,15 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    none of the question's and says no yes or no (``_another_subject``: "Nicholls is a suburb of Canberra." to "Are
    Sherwood Stewart and Ekaterina Makarova from the same country?"), with or without a context: ``off_topic``.
 
-Anything else is ``relevant``. Validated without labels by ``evaluations judge-check --judges answer_relevance``
-(``judging.validation.controls``: non-answer controls must be rejected, gold answers in every form accepted); the measured
-rates are in ``docs/answers-and-judges.md``.
+Anything else the rules accept. ``answer_relevance`` and ``answer_relevance_batch`` are these rules alone. The
+shipped judge (``judge_answer_relevance``: runs, ``score --format log``, ``judge-check`` and ``judge-agreement``'s
+``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept
+to an answerable question: the embedded judge model is asked to copy the words that answer the question, and an
+answer whose first token is most likely NONE is ``no_answer`` (a refusal, a restatement or a vague sentence in
+wordings the rules were not written from). Anything else is ``relevant``. Validated without labels by ``evaluations
+judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls must be rejected, gold
+answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates are in
+``docs/answers-and-judges.md``.
 """
 
 from __future__ import annotations
@@ -153,6 +159,7 @@ from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER
                                                 VERBS, alike, has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, refusal_start, screen
+from evaluations.judging.grounded.naming import Naming
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
 from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
@@ -160,6 +167,7 @@ from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
 __all__ = ["KINDS", "ASKED", "GENERIC", "FAR_MIN_WORDS", "FAR_COS", "FAR_SHARE", "NEAR_TOP", "MIN_ABOUT",
            "TOPIC_WEIGHTS", "TOPIC_BIAS", "TOPIC_THRESHOLD",
            "POLAR_MIN_WORDS", "Relevance", "Topic", "topic", "sentences", "answer_relevance_batch",
+           "judge_answer_relevance",
            "answer_relevance", "answer_form", "asked_type"]
 
 #: rejection kind -> what it means: the screen's non-answer kinds, then this judge's own ("relevant" is the pass)
@@ -168,6 +176,7 @@ KINDS: dict[str, str] = {
     "wrong_type": "the answer's form cannot be the asked type",
     "off_topic": "an answer about something else: neither its words nor its meaning are those of the context "
                  "near the question",
+    "no_answer": "the judge model finds no answer to the question in it to name (the naming screen)",
 }
 POLAR_MIN_WORDS = 4
 #: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
@@ -1217,3 +1226,23 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
         return vectors[[row[t] for t in batch]]
 
     return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases]
+
+
+def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], naming: Naming | None, *,
+                           cache: bool | Path | None = True,
+                           progress: Callable[[int], None] | None = None) -> list[Relevance]:
+    """The shipped judge: ``answer_relevance_batch`` (the rules), then the naming screen (``judging.grounded.naming``)
+    on every answer the rules accept to a question with an answer: one batched pass of the embedded judge model, its
+    P(named) kept in ``naming``'s verdict store. ``naming`` None: the rules alone (the judge
+    ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
+    results = answer_relevance_batch(cases, cache=cache, progress=progress)
+    if naming is None:
+        return results
+    asked = [i for i, ((q, _, _, ok), r) in enumerate(zip(cases, results)) if r.verdict and ok and q.strip()]
+    named = naming.names([(cases[i][0], cases[i][1] or "") for i in asked])
+    for i, (ok, p) in zip(asked, named):
+        if not ok:
+            results[i] = Relevance(False, "no_answer", f"no_answer: {KINDS['no_answer']} (P(named) {p:.2f} < "
+                                                       f"{naming.threshold:g}); the rules had accepted it: "
+                                                       f"{results[i].reason}")
+    return results

@@ -265,13 +265,21 @@ def _combined(examples: Sequence[LabelledAnswer], progress: Progress | None = No
 
 
 def _relevance(examples: Sequence[LabelledAnswer], progress: Progress | None = None, *, cache: bool = True,
-               config: Config | None = None) -> np.ndarray:
-    """``judging.grounded.answer_relevance``: reference-free, from the question, the answer and the example's context (the
-    references are not read: its label is "addresses the question", not "correct")."""
-    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+               config: Config | None = None, naming: bool = True) -> np.ndarray:
+    """``judging.grounded.answer_relevance.judge_answer_relevance``: reference-free, from the question, the answer
+    and the example's context (the references are not read: its label is "addresses the question", not
+    "correct"); ``naming`` False: the rules alone (``answer_relevance_rules``: no model call)."""
+    from evaluations.core.config import Config
+    from evaluations.judging.correctness.embedded import verdict_cache
+    from evaluations.judging.grounded.answer_relevance import judge_answer_relevance
+    from evaluations.judging.grounded.naming import Naming
 
+    config = config or Config()
+    screen = Naming(cache=verdict_cache(cache, config.judge_cache_dir()), data_dir=config.data_dir()) if naming \
+        else None
     cases = [(e.question, e.answer, e.context, e.answerable) for e in examples]
-    verdicts = np.array([r.verdict for r in answer_relevance_batch(cases, cache=_embedding_cache(cache, config))],
+    verdicts = np.array([r.verdict for r in judge_answer_relevance(cases, screen,
+                                                                   cache=_embedding_cache(cache, config))],
                         dtype=bool)
     if progress is not None:
         progress(len(examples))
@@ -281,7 +289,9 @@ def _relevance(examples: Sequence[LabelledAnswer], progress: Progress | None = N
 #: judge name -> factory(keyword_threshold, cache=True, config=None) -> batch judge. ``semantic``, ``offline`` and
 #: ``answer_relevance`` embed texts; ``llm`` and ``combined`` run the embedded LLM judge. Embeddings and verdicts
 #: are cached on disk in ``config.judge_cache_dir()`` (default ``Config()``) unless ``cache=False``.
-#: ``answer_relevance`` does not read the references: its label is "addresses the question", not "correct".
+#: ``answer_relevance`` does not read the references: its label is "addresses the question", not "correct"; it
+#: asks the embedded judge model (its naming screen) about the answers its rules accept, ``answer_relevance_rules``
+#: (the rules alone) asks no model.
 #: A batch judge returns one verdict per example (bool, or float with NaN = the judge failed: not judged).
 JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "llm": lambda _t, cache=True, config=None: functools.partial(_llm, cache=cache, config=config),
@@ -293,10 +303,12 @@ JUDGES: dict[str, Callable[..., BatchJudge]] = {
     "semantic": lambda _t, cache=True, config=None: functools.partial(_semantic, cache=cache, config=config),
     "offline": lambda _t, cache=True, config=None: functools.partial(_offline, cache=cache, config=config),
     "answer_relevance": lambda _t, cache=True, config=None: functools.partial(_relevance, cache=cache, config=config),
+    "answer_relevance_rules": lambda _t, cache=True, config=None: functools.partial(_relevance, cache=cache,
+                                                                                    config=config, naming=False),
 }
 
 #: the judges of ``JUDGES`` that never read the gold answer (the others compare the answer with it)
-REFERENCE_FREE = frozenset({"answer_relevance"})
+REFERENCE_FREE = frozenset({"answer_relevance", "answer_relevance_rules"})
 
 
 def check_references(examples: Sequence[LabelledAnswer], judges: Sequence[str]) -> None:

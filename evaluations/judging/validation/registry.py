@@ -13,7 +13,8 @@ containment
 semantic, offline      reads it    no           offline:   ``agreement`` (MiniLM; the calibrated judge)
                                                 calibrate
 llm, combined          reads it    no           no         ``agreement`` (the embedded or served LLM judge)
-answer_relevance       no          its context  no         ``agreement``
+answer_relevance,      no          its context  no         ``agreement`` (the rules, then the naming screen on
+answer_relevance_rules                                      the embedded judge model; ``_rules``: no model)
 faithfulness           no          yes          yes        ``passage_judges`` (alias ``groundedness``)
 context_relevance      no          yes          yes        ``passage_judges``
 =====================  ==========  ===========  =========  ===================================================
