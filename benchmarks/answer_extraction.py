@@ -17,7 +17,10 @@ readings of that one prompt:
 * ``extraction`` (``--generate``; greedy, at most ``MAX_TOKENS`` tokens): the reply answers when the copy is not
   NONE and holds a word (stem) the reply has and the question has not (so a copy of the question's own words, or
   a value the model brought from its own knowledge, does not count), or is a bare yes or no; ``hybrid``: the
-  rules, and for a question that asks for a short value (``DESCRIPTIVE`` does not match it) the extraction too.
+  rules, and for a question that asks for a short value (``DESCRIPTIVE`` does not match it) the extraction too;
+  ``naming_copy`` (twenty-third session): the screen, then the copy of each answer it keeps: rejected when the
+  model copied words (not NONE, not yes or no) that hold nothing of the reply's beyond the question's (a
+  restatement); ``--screened-only`` extracts from those answers alone.
 
 Reported per kind and label (share the verdict gets right, Wilson 95% interval) beside ``rules`` (the shipped
 judge, ``answer_relevance_batch``), with seconds per answer of the naming pass, the model's load included.
@@ -25,9 +28,9 @@ judge, ``answer_relevance_batch``), with seconds per answer of the naming pass, 
     python benchmarks/answer_extraction.py --split writers [--n 1000] [--generate]
 
 ``writers`` is design material (its rows were read while writing this probe); ``writers2``, its held-out half, was
-read once, after ``NAMING_THRESHOLD`` was set; ``writers3`` (68 more questions, the same brief) is unread, for the
-judge that ships the screen. Writes ``benchmarks/results/answer_extraction.json`` (the entry of
-the split run is replaced, the others kept).
+read once, after ``NAMING_THRESHOLD`` was set; ``writers3`` (68 more questions, the same brief) was read once by
+the shipped screen (``relevance_outside.py answer_controls``). Writes ``benchmarks/results/answer_extraction.json``
+(the entry of the split run is replaced, the others kept).
 """
 
 from __future__ import annotations
@@ -89,7 +92,14 @@ def answers(question: str, reply: str, copy: str) -> bool:
     return not copy.upper().startswith("NONE") and bool((stems(copy) - stems(question)) & stems(reply))
 
 
-def run(split: str, n: int, generate: bool = False) -> dict:
+def copies_only_the_question(question: str, reply: str, copy: str) -> bool:
+    """The model copied words (not NONE, not a bare yes or no) but none the reply has beyond the question's."""
+    if copy.upper().startswith("NONE") or copy.strip(" .!").lower() in POLAR:
+        return False
+    return not answers(question, reply, copy)
+
+
+def run(split: str, n: int, generate: bool = False, all_rows: bool = True) -> dict:
     from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
 
     questions, rows = labelled_answers(split, n)
@@ -103,10 +113,16 @@ def run(split: str, n: int, generate: bool = False) -> dict:
                 "naming": [rule.verdict and p >= NAMING_THRESHOLD for rule, p in zip(rules, p_named)]}
     if generate:
         extract = extractor()
-        copies = [extract(r["question"], r["answer"]) for r in rows]
-        verdicts["extraction"] = [answers(r["question"], r["answer"], c) for r, c in zip(rows, copies)]
-        verdicts["hybrid"] = [rule.verdict and (e or bool(DESCRIPTIVE.search(r["question"][:300])))
-                              for r, rule, e in zip(rows, rules, verdicts["extraction"])]
+        copies = [extract(r["question"], r["answer"]) if (all_rows or kept) else "NONE"
+                  for r, kept in zip(rows, verdicts["naming"])]
+        if all_rows:
+            verdicts["extraction"] = [answers(r["question"], r["answer"], c) for r, c in zip(rows, copies)]
+            verdicts["hybrid"] = [rule.verdict and (e or bool(DESCRIPTIVE.search(r["question"][:300])))
+                                  for r, rule, e in zip(rows, rules, verdicts["extraction"])]
+        # the screen, and a copy that holds only the question's words is a restatement (a NONE copy is not read:
+        # the model writes NONE for descriptive golds)
+        verdicts["naming_copy"] = [kept and not copies_only_the_question(r["question"], r["answer"], c)
+                                   for r, kept, c in zip(rows, verdicts["naming"], copies)]
     out: dict = {"questions": len(questions), "answers": len(rows), "naming_threshold": NAMING_THRESHOLD,
                  "seconds_per_answer_naming": round(seconds, 3)}
     for name, said in verdicts.items():
@@ -129,14 +145,16 @@ def main() -> None:
                         "(writers: design; writers2: held out, read once)")
     parser.add_argument("--n", type=int, default=1000, help="the first N questions of the split")
     parser.add_argument("--generate", action="store_true", help="also the greedy extraction (0.6 s an answer)")
+    parser.add_argument("--screened-only", action="store_true",
+                        help="with --generate: extract only from the answers the screen keeps (naming_copy alone)")
     args = parser.parse_args()
-    result = run(args.split, args.n, args.generate)
+    result = run(args.split, args.n, args.generate, all_rows=not args.screened_only)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     result |= {"split": args.split, "commit": commit.strip(), "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     doc[args.split] = result
     RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
-    for name in (n for n in ("rules", "naming", "extraction", "hybrid") if n in result):
+    for name in (n for n in ("rules", "naming", "extraction", "hybrid", "naming_copy") if n in result):
         print(f"{name}: {result[name]['accuracy']}  " + "  ".join(
             f"{k} {v['right']}/{v['n']}" for k, v in result[name]["kinds"].items()))
     print(f"{result['seconds_per_answer_naming']} s an answer (naming)")

@@ -18,7 +18,9 @@ Sections:
   the same questions, ``scripts/write_relevance_controls.py``) with their labels read under the rubric
   (``labels_{split}.jsonl``), each judged with its question's two supporting passages as the context: per kind and
   label, the share the judge rejects (labelled not relevant) or accepts (labelled relevant), with Wilson 95%
-  intervals. Goal: ≥ 0.95 each.
+  intervals. Goal: ≥ 0.95 each. The judge is the shipped one (``judge_answer_relevance``: the rules, then the naming
+  screen on the embedded model, its P(named) in the user's verdict store); ``--rules-only`` the rules alone (the
+  entry's key then ends in ``:rules``; the entries before 2026-12-05 are the rules alone and are kept so).
 * ``run_without_labels``: two systems over the multi-hop sets judged for answer relevance as a run without labels
   would be: one answers with the first sentence of a needed passage (its context the set), one is given 5 random
   passages of other questions and answers with the first sentence of one. Goal: random ≤ 0.10, top ≥ 0.80.

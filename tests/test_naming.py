@@ -82,4 +82,25 @@ def test_unanswerable_questions_and_long_replies():
     long = "The Marrow River flows through it. " + "It is a long and winding river with many bends. " * 400
     [p] = naming.probabilities([(question, long)])
     assert p >= THRESHOLD
+    # one answer at a time (a run's case) keeps the state of the system prompt and its worked examples, not of the
+    # whole prompt: the next case's answer reads only its own tokens
+    assert tuple(naming.scorer.header) in naming.scorer.model.states
     assert naming.probabilities([(question, long[:REPLY_CHARS] + " And then the Sava.")]) == [p]
+    # a reply of more tokens than characters' worth (CJK: about a token a character) is cut to the window
+    [wide] = naming.probabilities([("河流" * 300 + "?", "马罗河流经首都。" * 150)])
+    assert 0.0 <= wide <= 1.0
+
+
+def test_golds_that_begin_like_none_are_named():
+    """Gold answers of EVOUNA TQ's first 300 questions whose first token is one "NONE" could begin with ("N":
+    "Nikkei", "Niger Republic"): a screen that counted such a token as NONE rejected them. Every one is accepted
+    (the rules accept them too), with no context, as the judge-check controls ask."""
+    from evaluations.judging.labels.questions import load_questions
+
+    items = load_questions(FOLDER.parents[2] / "shared" / "data" / "evouna" / "TQ.jsonl.gz", limit=300)
+    naming = Naming()
+    n = naming.scorer.tokens("N")[0]
+    golds = [(q.question, q.references[0]) for q in items if naming.scorer.tokens(q.references[0])[0] == n]
+    assert len(golds) >= 3  # four: Nikkei, Niger Republic, NZ, Neville Chamberlain and Winston Churchill
+    judged = judge_answer_relevance([(q, a, "", True) for q, a in golds], naming)
+    assert [r.kind for r in judged] == ["relevant"] * len(golds), [(g, r.reason) for g, r in zip(golds, judged)]

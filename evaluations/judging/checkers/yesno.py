@@ -268,6 +268,11 @@ class YesNoScorer:
         """``shared`` cut (at a token boundary, from the end) so that the prompt fits the window."""
         return self._cut(shared, self.text_tokens(shared), self.room(tail))
 
+    def fit_tail(self, tail: str) -> str:
+        """``tail`` cut (at a token boundary, from the end) so that it can be asked with no shared text: it leaves
+        ``MIN_PASSAGE_TOKENS`` of the window, as ``probability`` requires."""
+        return self._cut(tail, self.text_tokens(tail), self.room("") - MIN_PASSAGE_TOKENS)
+
     def _cut(self, shared: str, tokens: list[int], room: int) -> str:
         if len(tokens) <= room:
             return shared
@@ -291,11 +296,14 @@ class YesNoScorer:
 
     def next_logits(self, asks: Sequence[tuple[str, str]]) -> list[np.ndarray]:
         """The next-token logits after each (shared, tail) of ``asks`` (the prompts ``probability`` reads), read
-        side by side: the prompts' common token prefix once, then what differs in each."""
-        prompts = [self._prompt(shared, tail)[0] for shared, tail in asks]
-        if not prompts:
+        side by side: the prompts' common token prefix once (at most the system prompt and the shared text, whose
+        state is kept for the next call: a lone prompt's own tail is not), then what differs in each."""
+        split = [self._prompt(shared, tail) for shared, tail in asks]
+        if not split:
             return []
-        common = min(len(p) for p in prompts) - 1  # each prompt keeps a token of its own, for its logits
+        prompts = [p for p, _ in split]
+        # each prompt keeps a token of its own, for its logits
+        common = min(min(len(p) - 1, shared) for p, shared in split)
         for prompt in prompts[1:]:
             common = next((i for i, (a, b) in enumerate(zip(prompts[0][:common], prompt)) if a != b), common)
         with self.model.lock:

@@ -8,7 +8,8 @@ labelled split). Nothing is generated: one forward pass reads the first token of
 
     P(named) = 1 − Σ_{t ∈ NONE} softmax(l)_t,
 
-with l the next-token logits and NONE the first tokens of ``NONE_SPELLINGS``. The answer is rejected (kind
+with l the next-token logits and NONE the tokens of ``NONE_SPELLINGS`` (each one token: a first token that only
+begins NONE, such as "N", also begins names). The answer is rejected (kind
 ``no_answer``) when P(named) < ``THRESHOLD``. The threshold was read off design splits only (``answers_writers``,
 ``design``, ``clapnq3``, ``heldout3`` of ``datasets/relevance``) at the least cost to their gold answers
 (``benchmarks/answer_extraction.py``).
@@ -38,7 +39,9 @@ THRESHOLD = 0.15
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
-NONE_SPELLINGS = ("N", "NON", "None", "NONE", " NONE")
+#: the spellings of NONE the model writes as one token (a first token "N" or "NON" also begins "Nikkei" or "Nonsuch":
+#: a probe that counted them rejected every answer starting with N)
+NONE_SPELLINGS = ("NONE", " NONE", "None", " None")
 SYSTEM = ("You find the answer inside a reply. Given a question and a reply, copy the words of the reply that answer "
           "the question: a name, place, date, number, choice, yes or no, reason or way, even if it looks wrong or is "
           "said casually. Write NONE only when the reply gives no answer: it repeats or describes the question, says "
@@ -84,12 +87,15 @@ class Naming:
         if self._scorer is None:
             from evaluations.judging.checkers.yesno import load_scorer
 
-            self._scorer = load_scorer(system_prompt(), data_dir=Path(self.data_dir) if self.data_dir else None)
-            self._none = sorted({self._scorer.tokens(w)[0] for w in NONE_SPELLINGS})
+            scorer = load_scorer(system_prompt(), data_dir=Path(self.data_dir) if self.data_dir else None)
+            self._none = sorted({ids[0] for ids in map(scorer.tokens, NONE_SPELLINGS) if len(ids) == 1})
+            self._scorer = scorer
         return self._scorer
 
     def key(self, question: str, answer: str) -> str:
-        return hashlib.sha256(json.dumps(["naming", self.scorer.id, prompt(question, answer)]).encode()).hexdigest()
+        scorer = self.scorer  # loads the NONE tokens too
+        return hashlib.sha256(json.dumps(["naming", scorer.id, self._none, prompt(question, answer)]).encode()
+                              ).hexdigest()
 
     def probabilities(self, pairs: Sequence[tuple[str, str]],
                       progress: Callable[[int], None] | None = None) -> list[float]:
@@ -101,8 +107,9 @@ class Naming:
         missing = [i for i, p in enumerate(out) if p is None]
         for start in range(0, len(missing), BATCH):
             chunk = missing[start:start + BATCH]
-            # the prompt as the shared text: cut from its end (the reply's) when it overflows the window
-            logits = self.scorer.next_logits([(prompt(*pairs[i]), "") for i in chunk])
+            # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept
+            # (the next case's answer reuses it); cut from its end (the reply's) when it overflows the window
+            logits = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(*pairs[i]))) for i in chunk])
             for i, row in zip(chunk, logits):
                 p = _named(row, self._none)
                 out[i] = p
