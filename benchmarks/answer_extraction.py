@@ -152,7 +152,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     result |= {"split": args.split, "commit": commit.strip(), "date": dt.date.today().isoformat()}
     doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    doc[args.split] = result
+    doc[args.split + (":screened" if args.screened_only else "")] = result
     RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
     for name in (n for n in ("rules", "naming", "extraction", "hybrid", "naming_copy") if n in result):
         print(f"{name}: {result[name]['accuracy']}  " + "  ".join(

@@ -688,7 +688,8 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     """``judge-agreement --judges faithfulness,context_relevance --judge openai:NAME``: the reference-free judges
     ask the served model (as a run with ``judge.model`` on it does), so a served judge can be checked against
     labels; their questions go through the model-call cache (a second pass asks the server nothing and gives the
-    same verdicts). A dead server is one error naming its URL, before any example."""
+    same verdicts), and ``score --format log`` with ``judge.model`` on that server asks the same questions of the
+    same row (from that cache). A dead server is one error naming its URL, before any example."""
     import sqlite3
 
     from evaluations.cli.root import main
@@ -730,6 +731,38 @@ def test_judge_agreement_with_a_served_judge_asks_that_server(qwen_server, tmp_p
     code, again = agreement("--judge", f"openai:{qwen_server.model_id}")
     assert CALL_STATS["chat"].misses - live == asked  # the second pass: all from the cache
     assert [j["accuracy"] for j in json.loads(again)["judges"]] == [j["accuracy"] for j in json.loads(out)["judges"]]
+
+    # ``score --format log`` with ``judge.model`` on the same server and call cache, on the same answer and passage
+    # logged: the summary names the served judge, its judges apply to the row, and the questions they ask are the
+    # ones judge-agreement asked (read from the cache: a score of a log asks what judge-agreement asks)
+    from click.testing import CliRunner
+
+    from evaluations.cli.root import cli as score_main
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": rows[0]["query"], "answer": supported,
+                               "retrieved": [{"id": "d1", "text": passage}]}) + "\n", encoding="utf-8")
+    served_config = tmp_path / "judge.yaml"
+    served_config.write_text(f"{NO_RETRIES}  model: {{provider: openai, name: {qwen_server.model_id}, "
+                             f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {cache}\n", encoding="utf-8")
+    def score() -> dict:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
+            result = CliRunner().invoke(score_main, ["score", str(log), "--format", "log", "--json", "--config",
+                                                     str(served_config)])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    before = CALL_STATS["chat"].misses + CALL_STATS["chat"].hits
+    summary = score()
+    assert summary["reference_free_judge"] == f"openai:{qwen_server.model_id}"
+    metrics = summary["reference_free"]["metrics"]
+    assert metrics["faithfulness"]["n"] == 1 and metrics["context_relevance"]["n"] == 1
+    assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
+    # the answer and the passage asked at least once each, of the server or of the cache judge-agreement filled
+    assert CALL_STATS["chat"].misses + CALL_STATS["chat"].hits - before >= 2
+    scored = CALL_STATS["chat"].misses
+    assert score()["reference_free"]["metrics"] == metrics and CALL_STATS["chat"].misses == scored  # all cached
 
     dead = tmp_path / "dead.yaml"
     dead.write_text(f"providers:\n  openai:\n    base_url: {closed_port_url()}\n", encoding="utf-8")
@@ -789,47 +822,6 @@ def test_calibrate_judge_refits_context_relevance_through_a_served_checker(qwen_
         current["accuracy"]["value"], abs=1e-4)
     assert doc["training_data"]["rows"] == current["n"] == 4
     assert "checker calls made: 0" in out  # judge-agreement asked the same questions: all cached
-
-
-def test_score_log_with_a_served_judge_asks_a_real_server(qwen_server, tmp_path, monkeypatch):
-    """``score --format log`` with ``judge.model`` on llama.cpp's real server: every logged answer's claims come
-    from the server's decomposition and are checked there, every logged passage is asked there, the summary names
-    the served judge; a second pass on the same call cache asks the server nothing and gives the same numbers."""
-    from click.testing import CliRunner
-
-    from evaluations.cli.root import cli as main
-
-    # one logged row: each request to the real model costs seconds, and what is tested is that the log's judges ask
-    # the real server and read its replies
-    (passage, supported, _), = _statements(1)
-    rows = [{"query_id": "q1", "query": "What does the passage say?", "answer": supported,
-             "retrieved": [{"id": "d1", "text": passage}]}]
-    log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    config = tmp_path / "judge.yaml"
-    config.write_text(f"{NO_RETRIES}  model: {{provider: openai, name: {qwen_server.model_id}, "
-                      f"base_url: '{qwen_server.base_url}'}}\ncache:\n  path: {tmp_path / 'calls.sqlite'}\n",
-                      encoding="utf-8")
-    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "faithfulness,context_relevance")
-
-    def score() -> dict:
-        result = CliRunner().invoke(main, ["score", str(log), "--format", "log", "--json", "--config", str(config)])
-        assert result.exit_code == 0, result.output
-        return json.loads(result.stdout)
-
-    live = CALL_STATS["chat"].misses
-    summary = score()
-    asked = CALL_STATS["chat"].misses - live
-    assert summary["reference_free_judge"] == f"openai:{qwen_server.model_id}"
-    metrics = summary["reference_free"]["metrics"]
-    assert metrics["faithfulness"]["n"] == 1 and metrics["context_relevance"]["n"] == 1
-    assert 0.0 <= metrics["faithfulness"]["mean"] <= 1.0
-    # the answer asked about at least once (its decomposition, or its claim's check when the 0.5B model's tool call
-    # fails and the judge falls back to its sentences), and the passage asked for relevance
-    assert asked >= len(rows) + 1, asked
-    again = score()
-    assert CALL_STATS["chat"].misses - live == asked  # all from the call cache
-    assert again["reference_free"]["metrics"] == metrics
 
 
 def test_a_command_that_asked_a_served_checker_exits(tmp_path):
