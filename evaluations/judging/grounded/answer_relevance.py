@@ -131,15 +131,15 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
    none of the question's and says no yes or no (``_another_subject``: "Nicholls is a suburb of Canberra." to "Are
    Sherwood Stewart and Ekaterina Makarova from the same country?"), with or without a context: ``off_topic``.
 
-Anything else the rules accept. ``answer_relevance`` and ``answer_relevance_batch`` are these rules alone. The
-shipped judge (``judge_answer_relevance``: runs, ``score --format log``, ``judge-check`` and ``judge-agreement``'s
-``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept
-to an answerable question: the embedded judge model is asked to copy the words that answer the question, and an
-answer whose first token is most likely NONE is ``no_answer`` (a refusal, a restatement or a vague sentence in
-wordings the rules were not written from). Anything else is ``relevant``. Validated without labels by ``evaluations
-judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls must be rejected, gold
-answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates are in
-``docs/answers-and-judges.md``.
+Anything else the rules accept. ``answer_relevance`` and ``answer_relevance_batch`` are these rules alone. The shipped
+judge (``judge_answer_relevance``: runs, ``score --format log``, ``judge-check`` and ``judge-agreement``'s
+``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept to
+an answerable question: the embedded judge model is asked to copy the words that answer the question, and an answer
+whose first token is most likely NONE is ``no_answer`` (refusals in wordings the rules were not written from; most
+restatements and vague sentences in such wordings still pass it). Anything else is ``relevant``. Validated without
+labels by ``evaluations judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls
+must be rejected, gold answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates
+are in ``docs/answers-and-judges.md``.
 """
 
 from __future__ import annotations

@@ -17,8 +17,11 @@ begins NONE, such as "N", also begins names). The answer is rejected (kind
 Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(named) is kept in the
 verdict store (``VerdictCache``) under (``naming``, the scorer's id, the prompt), so a re-run makes no model call.
 The question is cut to ``QUESTION_CHARS`` characters, the reply to ``REPLY_CHARS`` (its answer is near its start)
-and the prompt to the model's window. The screen always reads the embedded judge model, whichever model ``judge.model`` names for the other
-judges (as the rules always read the embedded MiniLM).
+and the prompt to the model's window. The screen always reads the embedded judge model, whichever model
+``judge.model`` names for the other judges (as the rules always read the embedded MiniLM).
+
+What it takes (``benchmarks/NOTES.md``, twenty-third session): refusals in wordings the rules were not written from
+(66 of 68 on a held-out split other writers wrote); most of their restatements and vague sentences still pass.
 """
 
 from __future__ import annotations
