@@ -56,7 +56,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 __all__ = ["N_CTX", "MIN_PASSAGE_TOKENS", "InputTooLong", "PASSAGE_SYSTEM", "passage_shared", "char_budget",
-           "YesNoScorer", "load_scorer", "for_system", "cached_probability", "cached_probabilities",
+           "YesNoScorer", "load_scorer", "for_system", "cached_probability", "cached_probabilities", "cached_batch",
            "cached_conversation", "fan_out", "is_served"]
 
 N_CTX = 2048  # the window of the reference-free judges' model (system + passage + claim/question)
@@ -403,22 +403,38 @@ def cached_probabilities(scorer: Any, asks: Sequence[tuple[str, str]],
     """``cached_probability`` of each (shared, tail) of ``asks``; the ones not in the verdict store are asked
     together (``YesNoScorer.probabilities``: side by side, in as few decodes as fit), or one by one through a scorer
     without that method (a served checker, a cache-only stand-in)."""
-    keys = [_key(["yesno", scorer.id, shared, tail]) for shared, tail in asks]
-    out: list[tuple[float, bool] | None] = [None] * len(asks)
+    def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
+        together = getattr(scorer, "probabilities", None)
+        asked = (together([asks[i] for i in missing]) if together is not None
+                 else [scorer.probability(*asks[i]) for i in missing])
+        return [(p, {"yes_no_mass": mass}) for p, mass in asked]
+
+    return cached_batch([_key(["yesno", scorer.id, shared, tail]) for shared, tail in asks], ask, cache)
+
+
+def cached_batch(keys: Sequence[str], ask: Callable[[list[int]], Sequence[tuple[float, dict[str, Any]]]],
+                 cache: VerdictCache | None, *, batch: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[tuple[float, bool]]:
+    """(value, whether it was asked) for each of ``keys``: the verdict store's entry if any; the indices without one
+    asked together, ``batch`` at a time (None: all at once), by ``ask(indices)`` -> (value, what to store beside it)
+    each, and stored after each batch (an interrupted pass keeps what it read); ``progress`` called with each
+    batch's size."""
+    out: list[tuple[float, bool] | None] = [None] * len(keys)
     if cache is not None:
         for i, key in enumerate(keys):
             hit = cache.get(key)
             if hit is not None:
                 out[i] = (hit, False)
     missing = [i for i, got in enumerate(out) if got is None]
-    if missing:
-        together = getattr(scorer, "probabilities", None)
-        asked = (together([asks[i] for i in missing]) if together is not None
-                 else [scorer.probability(*asks[i]) for i in missing])
-        for i, (p, mass) in zip(missing, asked):
-            out[i] = (p, True)
+    step = batch or max(len(missing), 1)
+    for start in range(0, len(missing), step):
+        chunk = missing[start:start + step]
+        for i, (value, info) in zip(chunk, ask(chunk)):
+            out[i] = (value, True)
             if cache is not None:
-                cache.put(keys[i], p, {"yes_no_mass": mass})
+                cache.put(keys[i], value, info)
+        if progress is not None:
+            progress(len(chunk))
     return [got for got in out if got is not None]
 
 

@@ -103,24 +103,16 @@ class Naming:
     def probabilities(self, pairs: Sequence[tuple[str, str]],
                       progress: Callable[[int], None] | None = None) -> list[float]:
         """P(named) of each (question, answer): the verdict store's where it has one, the rest read side by side."""
-        out: list[float | None] = [None] * len(pairs)
-        keys = [self.key(q, a) for q, a in pairs] if pairs else []
-        if self.cache is not None:
-            out = [self.cache.get(k) for k in keys]
-        missing = [i for i, p in enumerate(out) if p is None]
-        for start in range(0, len(missing), BATCH):
-            chunk = missing[start:start + BATCH]
+        from evaluations.judging.checkers.yesno import cached_batch
+
+        def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
             # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept
             # (the next case's answer reuses it); cut from its end (the reply's) when it overflows the window
-            logits = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(*pairs[i]))) for i in chunk])
-            for i, row in zip(chunk, logits):
-                p = _named(row, self._none)
-                out[i] = p
-                if self.cache is not None:
-                    self.cache.put(keys[i], p, {"judge": "answer_relevance_naming"})
-            if progress is not None:
-                progress(len(chunk))
-        return [float(p) for p in out if p is not None]
+            logits = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(*pairs[i]))) for i in missing])
+            return [(_named(row, self._none), {"judge": "answer_relevance_naming"}) for row in logits]
+
+        keys = [self.key(q, a) for q, a in pairs]
+        return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
 
     def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float]]:
         """(P(named) ≥ threshold, P(named)) of each pair."""
