@@ -1,0 +1,171 @@
+"""The sheets behind a split of answers written by other writers (``datasets/relevance/answers_writers*``).
+
+Three steps, each a subcommand; the writing and the labelling between them are done by people or helper agents
+reading the briefs (``datasets/relevance/WRITING_BRIEF.md``; ``RUBRIC.md`` with the hard cases of ``LABELS.md``):
+
+* ``questions OUT``: picks answerable questions from seven files of ``../shared/data`` (``SOURCES``: each file,
+  its short name, the answerable question it starts from and how many it takes), skipping every question an
+  answer split already holds (by its ``source`` or its wording), and writes ``OUT/questions.json`` and two writing
+  sheets ``OUT/write_sheet_{0,1}.json`` (the questions of each source shuffled with the source's name as seed and
+  dealt alternately);
+* ``blind OUT``: reads the writers' ``OUT/written_{0,1}.jsonl`` (checks ten kinds per question, valid JSON), and
+  writes two labelling sheets ``OUT/label_sheet_{0,1}.jsonl`` holding only a blind row id, the question and the
+  answer, all answers shuffled (seed 7) and halved, with the map back in ``OUT/label_map.json``;
+* ``merge OUT NAME``: reads the labellers' ``OUT/labels_{0,1}.jsonl`` (in their sheet's order) and writes
+  ``datasets/relevance/answers_NAME.jsonl.gz`` and ``labels_NAME.jsonl``; prints labels by kind.
+
+    python scripts/writer_sheets.py questions /tmp/w4 --first 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from evaluations.judging.labels.questions import load_questions  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+RELEVANCE = ROOT / "datasets" / "relevance"
+#: file under ../shared/data, short name, first answerable question (0-based, file order), how many (writers4)
+SOURCES = [("squad2_dev_cs224n/questions.jsonl.gz", "squad", 2600, 16),
+           ("techqa_rag_eval_sample/techqa_rag_eval_sample480.jsonl.gz", "techqa", 350, 10),
+           ("clapnq_dev/clapnq_dev_answerable.jsonl.gz", "clapnq", 290, 10),
+           ("repliqa_samples/repliqa3_news_questions50.jsonl.gz", "repliqa", 46, 4),
+           ("wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz", "wixqa", 110, 12),
+           ("evouna/NQ.jsonl.gz", "nq", 2200, 8),
+           ("evouna/TQ.jsonl.gz", "tq", 1700, 8)]
+KINDS = ("restatement_a", "restatement_b", "echo_wrapped", "heading", "refusal", "vague", "off_topic",
+         "context_other", "gold_sentence", "gold_casual")
+
+
+def _used() -> tuple[set[str], set[str]]:
+    """The sources and the wordings of every question an answer split of ``datasets/relevance`` holds."""
+    sources, wordings = set(), set()
+    for path in RELEVANCE.glob("answers_*.jsonl.gz"):
+        for row in map(json.loads, gzip.open(path, "rt")):
+            wordings.add(row["question"].strip().lower())
+            sources.add(row.get("source", ""))
+    return sources, wordings
+
+
+def questions(out: Path, first: int) -> None:
+    sources, wordings = _used()
+    picked, sheets = [], ([], [])
+    number = first
+    for file, short, start, count in SOURCES:
+        items = [i for i in load_questions(DATA / file) if i.answerable][start:]
+        fresh = [i for i in items if i.group not in sources and i.question.strip().lower() not in wordings][:count]
+        if len(fresh) < count:
+            raise SystemExit(f"{file}: only {len(fresh)} unused answerable questions from {start}")
+        rows = []
+        for item in fresh:
+            rows.append({"qid": f"{short}-{number}", "source": item.group, "question": item.question,
+                         "gold": list(item.references), "context": item.context})
+            number += 1
+        picked += rows
+        dealt = rows[:]
+        random.Random(short).shuffle(dealt)
+        for k, row in enumerate(dealt):
+            sheets[k % 2].append({key: row[key] for key in ("qid", "question", "gold", "context")})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "questions.json").write_text(json.dumps(picked, indent=1, ensure_ascii=False))
+    for k, sheet in enumerate(sheets):
+        random.Random(k).shuffle(sheet)
+        (out / f"write_sheet_{k}.json").write_text(json.dumps(sheet, indent=1, ensure_ascii=False))
+    print(f"{len(picked)} questions; sheets of {len(sheets[0])} and {len(sheets[1])}")
+
+
+def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> list[dict]:
+    by_qid = {q["qid"]: q for q in json.loads((out / "questions.json").read_text())}
+    rows = []
+    for k in (0, 1):
+        sheet = [q["qid"] for q in json.loads((out / f"write_sheet_{k}.json").read_text())]
+        got: dict[str, dict[str, str]] = collections.defaultdict(dict)
+        for n, line in enumerate((out / f"written_{k}.jsonl").read_text().splitlines(), 1):
+            if line.strip():
+                row = json.loads(line)
+                if row["qid"] not in sheet or row["kind"] not in KINDS or row["kind"] in got[row["qid"]]:
+                    raise SystemExit(f"written_{k}.jsonl:{n}: unexpected or repeated {row['qid']} {row['kind']}")
+                got[row["qid"]][row["kind"]] = row["answer"]
+        for qid in sheet:
+            if set(got[qid]) != set(KINDS):
+                raise SystemExit(f"written_{k}.jsonl: {qid} lacks {sorted(set(KINDS) - set(got[qid]))}")
+            rows += [{**by_qid[qid], "kind": kind, "answer": got[qid][kind], "writer": writers[k]}
+                     for kind in KINDS]
+    return rows
+
+
+def blind(out: Path) -> None:
+    rows = _written(out)
+    order = list(range(len(rows)))
+    random.Random(7).shuffle(order)
+    half = (len(order) + 1) // 2
+    mapping = {}
+    for k, part in enumerate((order[:half], order[half:])):
+        with (out / f"label_sheet_{k}.jsonl").open("w") as f:
+            for n, i in enumerate(part, 1):
+                row_id = f"b{k}-{n:03d}"
+                mapping[row_id] = i
+                f.write(json.dumps({"row": row_id, "question": rows[i]["question"], "answer": rows[i]["answer"]},
+                                   ensure_ascii=False) + "\n")
+    (out / "label_map.json").write_text(json.dumps(mapping))
+    print(f"{len(rows)} answers; labelling sheets of {half} and {len(rows) - half}")
+
+
+def merge(out: Path, name: str, writers: list[str], labellers: list[str]) -> None:
+    rows = _written(out, (writers[0], writers[1]))
+    mapping = json.loads((out / "label_map.json").read_text())
+    labels: dict[int, dict] = {}
+    for k in (0, 1):
+        sheet = [json.loads(line)["row"] for line in (out / f"label_sheet_{k}.jsonl").open()]
+        got = [json.loads(line) for line in (out / f"labels_{k}.jsonl").open() if line.strip()]
+        if [g["row"] for g in got] != sheet or any(not isinstance(g["label"], bool) for g in got):
+            raise SystemExit(f"labels_{k}.jsonl does not follow its sheet's rows, or a label is not true/false")
+        for g in got:
+            labels[mapping[g["row"]]] = {"label": g["label"], "reason": g.get("reason", ""), "labeller": labellers[k]}
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["qid"], rows[i]["kind"]))
+    with gzip.open(RELEVANCE / f"answers_{name}.jsonl.gz", "wt") as f:
+        for i in order:
+            r = rows[i]
+            f.write(json.dumps({"id": f"{r['qid']}:{r['kind']}", "question": r["question"],
+                                "context": [r["context"]] if r["context"] else [], "kind": r["kind"],
+                                "answer": r["answer"], "writer": r["writer"], "source": r["source"],
+                                "gold": r["gold"]}, ensure_ascii=False) + "\n")
+    with (RELEVANCE / f"labels_{name}.jsonl").open("w") as f:
+        for i in order:
+            f.write(json.dumps({"id": f"{rows[i]['qid']}:{rows[i]['kind']}", **labels[i]}, ensure_ascii=False) + "\n")
+    counts = collections.Counter((rows[i]["kind"], labels[i]["label"]) for i in order)
+    for kind in KINDS:
+        print(f"{kind}: {counts[(kind, True)]} relevant, {counts[(kind, False)]} not")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    q = sub.add_parser("questions")
+    q.add_argument("out", type=Path)
+    q.add_argument("--first", type=int, default=400, help="the number of the first question id")
+    sub.add_parser("blind").add_argument("out", type=Path)
+    m = sub.add_parser("merge")
+    m.add_argument("out", type=Path)
+    m.add_argument("name")
+    m.add_argument("--writers", nargs=2, default=["writer-0", "writer-1"])
+    m.add_argument("--labellers", nargs=2, default=["labeller-0", "labeller-1"])
+    args = parser.parse_args()
+    if args.step == "questions":
+        questions(args.out, args.first)
+    elif args.step == "blind":
+        blind(args.out)
+    else:
+        merge(args.out, args.name, args.writers, args.labellers)
+
+
+if __name__ == "__main__":
+    main()
