@@ -55,11 +55,12 @@ def _used() -> tuple[set[str], set[str]]:
     return sources, wordings
 
 
-def questions(out: Path, first: int) -> None:
+def questions(out: Path, first: int, starts: dict[str, tuple[int, int]]) -> None:
     sources, wordings = _used()
     picked, sheets = [], ([], [])
     number = first
     for file, short, start, count in SOURCES:
+        start, count = starts.get(short, (start, count))
         items = [i for i in load_questions(DATA / file) if i.answerable][start:]
         fresh = [i for i in items if i.group not in sources and i.question.strip().lower() not in wordings][:count]
         if len(fresh) < count:
@@ -152,6 +153,8 @@ def main() -> None:
     q = sub.add_parser("questions")
     q.add_argument("out", type=Path)
     q.add_argument("--first", type=int, default=400, help="the number of the first question id")
+    q.add_argument("--from", dest="starts", default="", help="another split's questions: SHORT:START:COUNT,... "
+                   "(e.g. squad:2700:16; a source not named keeps SOURCES' start and count)")
     sub.add_parser("blind").add_argument("out", type=Path)
     m = sub.add_parser("merge")
     m.add_argument("out", type=Path)
@@ -160,7 +163,9 @@ def main() -> None:
     m.add_argument("--labellers", nargs=2, default=["labeller-0", "labeller-1"])
     args = parser.parse_args()
     if args.step == "questions":
-        questions(args.out, args.first)
+        starts = {short: (int(start), int(count)) for short, start, count in
+                  (part.split(":") for part in args.starts.split(",") if part)}
+        questions(args.out, args.first, starts)
     elif args.step == "blind":
         blind(args.out)
     else:
