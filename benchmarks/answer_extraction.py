@@ -49,9 +49,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import _wilson, labelled_answers  # noqa: E402
 
 from evaluations.judging.grounded.naming import SHOTS, SYSTEM, Naming  # noqa: E402
-from evaluations.judging.grounded.naming import THRESHOLD as NAMING_THRESHOLD  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "answer_extraction.json"
+#: the threshold on P(named) the naming screen used from 2026-12-05 until its probe replaced it (twenty-fourth session)
+NAMING_THRESHOLD = 0.15
 MAX_TOKENS = 24
 #: a question that asks for a description, a reason or a way (or states a problem): the extraction is not used
 DESCRIPTIVE = re.compile(r"\b(why|how(?!\s+(many|much|long|old|far|often|tall|big|large))|difference|differ|mean|"
@@ -78,9 +79,10 @@ def extractor():
 
 
 def naming():
-    """[(question, reply)] -> P(named) of each, read side by side on the embedded judge model: the shipped screen
-    (``judging.grounded.naming.Naming``), without the verdict store."""
-    return Naming().probabilities
+    """[(question, reply)] -> P(named) of each, read side by side on the embedded judge model
+    (``judging.grounded.naming.Naming.readings``), without the verdict store."""
+    reader = Naming(reader=True)
+    return lambda pairs: [p for p, _ in reader.readings(pairs)]
 
 
 def answers(question: str, reply: str, copy: str) -> bool:

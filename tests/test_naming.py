@@ -1,9 +1,9 @@
 """The naming screen of answer relevance (``judging.grounded.naming``) on the real embedded judge model.
 
-The sample is the first questions of ``datasets/relevance/answers_writers`` (answers written by helper agents in
-ten kinds, each labelled blind under ``datasets/relevance/RUBRIC.md``; design material of the screen): the expected
-verdicts are those labels, never the judge's. The screen's figures over whole splits (and the held-out ones) are
-``benchmarks/relevance_outside.py answer_controls``.
+The sample is the first questions of ``datasets/relevance/answers_writers2`` (answers written by helper agents in
+ten kinds, each labelled blind under ``datasets/relevance/RUBRIC.md``; a split the screen's probe was not fitted on,
+``scripts/fit_answer_probe.py``): the expected verdicts are those labels, never the judge's. The screen's figures
+over whole splits (and the held-out ones) are ``benchmarks/relevance_outside.py answer_controls``.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 from evaluations.judging.correctness.embedded import VerdictCache
 from evaluations.judging.grounded.answer_relevance import answer_relevance_batch, judge_answer_relevance
 from evaluations.judging.checkers.yesno import MIN_PASSAGE_TOKENS
-from evaluations.judging.grounded.naming import REPLY_CHARS, THRESHOLD, Naming, prompt
+from evaluations.judging.grounded.naming import REPLY_CHARS, Naming, Probe, features, load_probe, prompt
 
 FOLDER = Path(__file__).resolve().parents[1] / "datasets" / "relevance"
-QUESTIONS = 3  # the first three questions of the design split: 30 answers
+QUESTIONS = 3  # the first three questions of the split: 30 answers
 
 
-def _labelled(split: str = "writers", questions: int = QUESTIONS) -> list[dict]:
+def _labelled(split: str = "writers2", questions: int = QUESTIONS) -> list[dict]:
     labels = {r["id"]: r["label"] for r in map(json.loads, (FOLDER / f"labels_{split}.jsonl").open())}
     with gzip.open(FOLDER / f"answers_{split}.jsonl.gz", "rt", encoding="utf-8") as f:
         rows = [r | {"label": labels[r["id"]]} for r in map(json.loads, f) if r["id"] in labels]
@@ -40,23 +40,30 @@ def judged(tmp_path_factory):
     return rows, cases, naming, answer_relevance_batch(cases), judge_answer_relevance(cases, naming)
 
 
-def test_the_screen_rejects_what_the_rules_let_through_and_keeps_every_labelled_answer(judged):
+def test_the_screen_rejects_what_the_rules_let_through_and_keeps_most_labelled_answers(judged):
     rows, _, _, rules, screened = judged
-    assert len(rows) == 10 * QUESTIONS and sum(r["label"] for r in rows) >= QUESTIONS  # golds, mostly
+    assert len(rows) == 10 * QUESTIONS and sum(r["label"] for r in rows) >= 2 * QUESTIONS  # the golds
     for row, rule, final in zip(rows, rules, screened):
         if not rule.verdict:  # the screen reads only what the rules accept
             assert final == rule
-        elif row["label"]:  # labelled relevant (a gold in a sentence, casually): still accepted
-            assert final.verdict, row
-        elif row["kind"] == "refusal":  # a refusal in the writer's own words, passed by the rules
-            assert not final.verdict and final.kind == "no_answer", row
-            assert "the rules had accepted it" in final.reason and f"< {THRESHOLD:g}" in final.reason
-    # the screen is what takes the refusals the rules miss: at least one here (labels say every one is none)
-    refusals = [(rule.verdict, final.verdict) for row, rule, final in zip(rows, rules, screened)
-                if row["kind"] == "refusal"]
-    assert any(rule for rule, _ in refusals) and not any(final for _, final in refusals)
+        elif not final.verdict:
+            assert final.kind == "no_answer" and "the rules had accepted it" in final.reason, final
+            assert "P(answers)" in final.reason
+    by_kind: dict[str, list[tuple[bool, bool, bool]]] = {}
+    for row, rule, final in zip(rows, rules, screened):
+        by_kind.setdefault(row["kind"], []).append((row["label"], rule.verdict, final.verdict))
+    # refusals in the writer's own words, and the question given back in two wordings: the rules pass some, the
+    # screen takes every refusal and most restatements (labels say none of them answers)
+    assert not any(final for _, _, final in by_kind["refusal"])
+    restated = by_kind["restatement_a"] + by_kind["restatement_b"]
+    assert not any(label for label, _, _ in restated)
+    assert sum(final for _, _, final in restated) <= 2 < sum(rule for _, rule, _ in restated)
+    # the golds, in a sentence and casually: at most one of the six lost (the screen keeps about 0.9 of the relevant
+    # answers the rules keep, split by split, benchmarks/NOTES.md)
+    golds = by_kind["gold_sentence"] + by_kind["gold_casual"]
+    assert all(label for label, _, _ in golds) and sum(final for _, _, final in golds) >= len(golds) - 1
     agree = [sum(v.verdict == r["label"] for v, r in zip(said, rows)) for said in (rules, screened)]
-    assert agree[1] > agree[0]
+    assert agree[1] >= agree[0] + 5
 
 
 def test_a_re_run_reads_the_verdict_store_and_calls_no_model(judged):
@@ -82,7 +89,7 @@ def test_unanswerable_questions_and_long_replies():
     # a reply longer than the model's window is read from its start (``REPLY_CHARS``), never an error
     long = "The Marrow River flows through it. " + "It is a long and winding river with many bends. " * 400
     [p] = naming.probabilities([(question, long)])
-    assert p >= THRESHOLD
+    assert p >= naming.threshold
     # one answer at a time (a run's case) keeps the state of the system prompt and its worked examples, not of the
     # whole prompt: the next case's answer reads only its own tokens
     assert tuple(naming.scorer.header) in naming.scorer.model.states
@@ -112,3 +119,56 @@ def test_golds_that_begin_like_none_are_named():
     assert len(golds) >= 3  # four: Nikkei, Niger Republic, NZ, Neville Chamberlain and Winston Churchill
     judged = judge_answer_relevance([(q, a, "", True) for q, a in golds], naming)
     assert [r.kind for r in judged] == ["relevant"] * len(golds), [(g, r.reason) for g, r in zip(golds, judged)]
+
+
+def test_the_probe_is_the_logistic_model_its_file_states():
+    """``Probe.probability`` against scikit-learn's ``predict_proba`` with the shipped file's parameters (the oracle),
+    on inputs spread around the file's means."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    probe = load_probe()
+    p = probe.params
+    mean, scale = np.asarray(p.mean), np.asarray(p.scale)
+    x = mean + np.random.default_rng(0).normal(size=(6, len(mean))) * scale
+    oracle = LogisticRegression()
+    oracle.classes_, oracle.coef_, oracle.intercept_ = np.array([0, 1]), np.array([p.coef]), np.array([p.intercept])
+    expected = oracle.predict_proba((x - mean) / scale)[:, 1]
+    assert np.allclose([probe.probability(row) for row in x], expected, atol=1e-9)
+    assert len(set(np.round(expected, 3))) > 1  # the inputs reach different probabilities
+    # the inputs of one reading: its hidden state, then logit P(named) (clipped as every fitted judge clips it)
+    assert features(np.ones(3), 0.5).tolist() == [1.0, 1.0, 1.0, 0.0]
+    assert abs(features(np.ones(1), 1.0)[-1] - np.log(0.9999 / 0.0001)) < 1e-9
+
+
+def test_a_bad_probe_file_is_one_clear_error(tmp_path):
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.judging.basics.shipped import shipped_path
+    from evaluations.judging.grounded.naming import PROBE_FILE
+
+    doc = json.loads(shipped_path(PROBE_FILE).read_text())
+    params = doc["params"]
+    bad = {
+        "missing.json": None,
+        "not_json.json": "{not json",
+        "short.json": {**params, "coef": params["coef"][:-1]},
+        "order.json": {**params, "features": params["features"][::-1]},
+        "scale.json": {**params, "scale": [0.0] + params["scale"][1:]},
+        "no_scorer.json": {k: v for k, v in params.items() if k != "scorer"},
+    }
+    for name, content in bad.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_text(content if isinstance(content, str) else json.dumps({"params": content}))
+        with pytest.raises(EvaluationsError) as caught:
+            load_probe(path)
+        assert caught.value.where and name in caught.value.where, name
+        assert caught.value.fix, name
+    # a probe fitted on another model's (or prompt's) hidden states is refused before any pair is read
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"params": {**params, "scorer": "0123456789abcdef"}}))
+    naming = Naming(probe_path=other)
+    assert isinstance(naming.probe, Probe)
+    with pytest.raises(EvaluationsError) as caught:
+        naming.probabilities([("When did it open?", "In 1998.")])
+    assert "another judge model or prompt" in caught.value.message and "EVALUATIONS_JUDGE_GGUF" in caught.value.fix

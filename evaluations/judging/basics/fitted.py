@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["JUDGES_ENV", "best_threshold", "check_model", "default_output_path", "default_params_path", "llm_logit",
+__all__ = ["JUDGES_ENV", "LogisticParams", "best_threshold", "check_model", "default_output_path", "default_params_path", "llm_logit",
            "params_fix", "read_json", "read_params"]
 
 #: the folder of a user's own fitted parameters (``default_params_path``)
@@ -111,6 +111,22 @@ def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], 
 
 
 # -- shared by every fitted judge ------------------------------------------------------------------------
+class LogisticParams(BaseModel):
+    """A fitted logistic model: standardisation, weights and threshold over ``features``."""
+
+    features: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    threshold: float
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """σ(b + ((X − μ) / s) · w) for rows of X in ``features`` order."""
+        z = self.intercept + ((np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.coef)
+        return 1.0 / (1.0 + np.exp(-z))
+
+
 def llm_logit(p: float | np.ndarray) -> float | np.ndarray:
     """log(p / (1 − p)) with p clipped to [1e-4, 1 − 1e-4]."""
     q = np.clip(p, 1e-4, 1 - 1e-4)

@@ -154,14 +154,27 @@ class _Model:
         while len(self.states) > STATES:
             self.states.popitem(last=False)
 
-    def side_by_side(self, prefix: list[int], rests: Sequence[list[int]]) -> list[np.ndarray]:
+    def side_by_side(self, prefix: list[int], rests: Sequence[list[int]], hidden: bool = False) -> list[Any]:
         """The next-token logits after prefix + each of ``rests``: the prefix is read once (``prime``), then the
         rests side by side, each in a sequence of its own that shares the prefix's cells, as many in one decode as
         the batch, the sequences and the window hold (``SEQUENCES``). The same logits as reading each prompt alone,
-        in fewer decodes (each has a fixed cost). Each prompt fits the window, so each rest fits a decode."""
+        in fewer decodes (each has a fixed cost). Each prompt fits the window, so each rest fits a decode.
+        ``hidden``: (logits, the model's last hidden state at that position) of each, read in the same decodes
+        (llama.cpp's embeddings output, on for these decodes only)."""
         api, llm = self._llama_cpp, self.llm
         self.prime(prefix)
-        out: list[np.ndarray | None] = [None] * len(rests)
+        out: list[Any] = [None] * len(rests)
+        if hidden:
+            api.llama_set_embeddings(llm.ctx, True)
+        try:
+            self._decode_groups(prefix, rests, out, hidden)
+        finally:
+            if hidden:
+                api.llama_set_embeddings(llm.ctx, False)
+        return [logits for logits in out if logits is not None]
+
+    def _decode_groups(self, prefix: list[int], rests: Sequence[list[int]], out: list[Any], hidden: bool) -> None:
+        api, llm = self._llama_cpp, self.llm
         for group in self._groups(len(prefix), rests):
             memory, total = self._memory(), sum(len(rests[i]) for i in group)
             batch = api.llama_batch_init(total, 0, 1)
@@ -180,14 +193,13 @@ class _Model:
                     raise JudgeFailed(f"llama.cpp could not read {len(group)} prompts side by side (llama_decode "
                                       f"returned {code})")
                 for i, index in zip(group, last):
-                    out[i] = self._logits(index)
+                    out[i] = (self._logits(index), self._hidden(index)) if hidden else self._logits(index)
             finally:
                 for seq in range(1, len(group) + 1):
                     api.llama_memory_seq_rm(memory, seq, -1, -1)
                 api.llama_batch_free(batch)
             self.calls += 1
             count_calls(len(group))  # a run's judge cost counts questions read, batched or not (``models.meter``)
-        return [logits for logits in out if logits is not None]
 
     def _groups(self, shared: int, rests: Sequence[list[int]]) -> list[list[int]]:
         """Indices of ``rests`` in runs read by one decode: at most the batch's tokens, ``SEQUENCES`` - 1 of them,
@@ -209,6 +221,10 @@ class _Model:
     def _logits(self, index: int) -> np.ndarray:
         ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, index)
         return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).astype(np.float64)
+
+    def _hidden(self, index: int) -> np.ndarray:
+        ptr = self._llama_cpp.llama_get_embeddings_ith(self.llm.ctx, index)
+        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_embd(),)).astype(np.float64)
 
 
 _models: dict[tuple[str, int], _Model] = {}
@@ -294,10 +310,11 @@ class YesNoScorer:
         (``_Model.side_by_side``). Each prompt is the tokens ``probability`` reads, so the P(yes) are its."""
         return [self._yes(row) for row in self.next_logits(asks)]
 
-    def next_logits(self, asks: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+    def next_logits(self, asks: Sequence[tuple[str, str]], hidden: bool = False) -> list[Any]:
         """The next-token logits after each (shared, tail) of ``asks`` (the prompts ``probability`` reads), read
         side by side: the prompts' common token prefix once (at most the system prompt and the shared text, whose
-        state is kept for the next call: a lone prompt's own tail is not), then what differs in each."""
+        state is kept for the next call: a lone prompt's own tail is not), then what differs in each. ``hidden``:
+        (logits, last hidden state) of each (``_Model.side_by_side``)."""
         split = [self._prompt(shared, tail) for shared, tail in asks]
         if not split:
             return []
@@ -307,7 +324,7 @@ class YesNoScorer:
         for prompt in prompts[1:]:
             common = next((i for i, (a, b) in enumerate(zip(prompts[0][:common], prompt)) if a != b), common)
         with self.model.lock:
-            return list(self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts]))
+            return list(self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts], hidden))
 
     def _prompt(self, shared: str, tail: str) -> tuple[list[int], int]:
         """The tokens of one question (``probability``) and where its shared part ends; ``InputTooLong`` when

@@ -134,9 +134,10 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
 Anything else the rules accept. ``answer_relevance`` and ``answer_relevance_batch`` are these rules alone. The shipped
 judge (``judge_answer_relevance``: runs, ``score --format log``, ``judge-check`` and ``judge-agreement``'s
 ``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept to
-an answerable question: the embedded judge model is asked to copy the words that answer the question, and an answer
-whose first token is most likely NONE is ``no_answer`` (refusals in wordings the rules were not written from; most
-restatements and vague sentences in such wordings still pass it). Anything else is ``relevant``. Validated without
+an answerable question: the embedded judge model is asked to copy the words that answer the question, and a logistic
+probe on its reading (its hidden state where the copy would start, and P(the copy is NONE)) rejects an answer whose
+reading holds none as ``no_answer`` (refusals, most restatements, questions given back and headings in wordings the
+rules were not written from; about a third of vague sentences). Anything else is ``relevant``. Validated without
 labels by ``evaluations judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls
 must be rejected, gold answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates
 are in ``docs/answers-and-judges.md``.
@@ -176,7 +177,7 @@ KINDS: dict[str, str] = {
     "wrong_type": "the answer's form cannot be the asked type",
     "off_topic": "an answer about something else: neither its words nor its meaning are those of the context "
                  "near the question",
-    "no_answer": "the judge model finds no answer to the question in it to name (the naming screen)",
+    "no_answer": "the judge model's reading of it holds no answer to the question (the naming screen)",
 }
 POLAR_MIN_WORDS = 4
 #: words that say nothing about the topic: the screen's filler, and generic nouns a sentence wraps a value in
@@ -1233,7 +1234,7 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """The shipped judge: ``answer_relevance_batch`` (the rules), then the naming screen (``judging.grounded.naming``)
     on every answer the rules accept to a question with an answer: one batched pass of the embedded judge model, its
-    P(named) kept in ``naming``'s verdict store. ``naming`` None: the rules alone (the judge
+    P(answers) kept in ``naming``'s verdict store. ``naming`` None: the rules alone (the judge
     ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
     results = answer_relevance_batch(cases, cache=cache, progress=progress)
     if naming is None:
@@ -1242,7 +1243,7 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
     named = naming.names([(cases[i][0], cases[i][1] or "") for i in asked])
     for i, (ok, p) in zip(asked, named):
         if not ok:
-            results[i] = Relevance(False, "no_answer", f"no_answer: {KINDS['no_answer']} (P(named) {p:.2f} < "
-                                                       f"{naming.threshold:g}); the rules had accepted it: "
+            results[i] = Relevance(False, "no_answer", f"no_answer: {KINDS['no_answer']} (P(answers) {p:.2f} < "
+                                                       f"{naming.threshold:.3g}); the rules had accepted it: "
                                                        f"{results[i].reason}")
     return results

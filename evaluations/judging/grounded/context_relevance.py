@@ -125,7 +125,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from evaluations.judging.correctness.embedded import VerdictCache
-from evaluations.judging.basics.fitted import llm_logit
+from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 from evaluations.judging.basics.passages import Passage
 from evaluations.judging.basics.question_forms import asks
 from evaluations.judging.basics.text import STOPWORDS, normalize
@@ -207,21 +207,8 @@ class ContextRelevance(BaseModel):
     model_calls: int  # forward passes made for this verdict (0 when all cached)
 
 
-class SetParams(BaseModel):
-    """A fitted logistic model: standardisation, weights and threshold over ``features`` (the set stage's are
-    ``SET_FEATURES``)."""
-
-    features: list[str]
-    mean: list[float]
-    scale: list[float]
-    coef: list[float]
-    intercept: float
-    threshold: float
-
-    def probability(self, x: np.ndarray) -> np.ndarray:
-        """σ(b + ((X − μ) / s) · w) for rows of X in ``features`` order."""
-        z = self.intercept + ((np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.coef)
-        return 1.0 / (1.0 + np.exp(-z))
+class SetParams(LogisticParams):
+    """A fitted logistic model (``fitted.LogisticParams``; the set stage's features are ``SET_FEATURES``)."""
 
 
 class ContextParams(SetParams):

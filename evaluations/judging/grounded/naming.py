@@ -1,31 +1,42 @@
-"""The naming screen of ``answer_relevance``: does the embedded judge model find an answer to name in the reply?
+"""The naming screen of ``answer_relevance``: does the embedded judge model's reading of the reply hold an answer?
 
 The wording rules of ``answer_relevance`` reject the non-answers they were written from; a refusal, a restatement or
 a vague sentence in another writer's words passes them. After the rules accept an answer to an answerable question,
 the embedded judge model (Qwen2.5-Coder-1.5B-Instruct) is asked to *copy* the words of the reply that answer the
 question, or to write NONE (``SYSTEM``, with eight worked examples, ``SHOTS``, written for the screen from no
-labelled split). Nothing is generated: one forward pass reads the first token of the reply it would write,
+labelled split). Nothing is generated: one forward pass gives two readings at the position where the model would
+start its copy,
 
     P(named) = 1 − Σ_{t ∈ NONE} softmax(l)_t,
 
 with l the next-token logits and NONE the tokens of ``NONE_SPELLINGS`` (each one token: a first token that only
-begins NONE, such as "N", also begins names). The answer is rejected (kind
-``no_answer``) when P(named) < ``THRESHOLD``. The threshold was read off design splits only (``answers_writers``,
-``design``, ``clapnq3``, ``heldout3`` of ``datasets/relevance``) at the least cost to their gold answers
-(``benchmarks/answer_extraction.py``).
+begins NONE, such as "N", also begins names), and h, the model's last hidden state there (llama.cpp's embeddings
+output, 1,536 numbers): what the model has read of the question and the reply, just before it says what the reply
+answers. A logistic probe (``judges/answer_relevance_probe.json``, fitted by ``scripts/fit_answer_probe.py`` on
+labelled answers of ``datasets/relevance``: other writers' splits and Qwen-written ones, the held-out splits left
+out) reads (h, logit P(named)) and gives
 
-Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(named) is kept in the
-verdict store (``VerdictCache``) under (``naming``, the scorer's id, the prompt), so a re-run makes no model call.
-The question is cut to ``QUESTION_CHARS`` characters, the reply to ``REPLY_CHARS`` (its answer is near its start)
-and the prompt to the model's window. The screen always reads the embedded judge model, whichever model
-``judge.model`` names for the other judges (as the rules always read the embedded MiniLM).
+    P(answers) = σ(intercept + Σ coef_j · (x_j − mean_j) / scale_j);
 
-What it takes (``benchmarks/NOTES.md``, twenty-third session): refusals in wordings the rules were not written from
-(66 of 68 on a held-out split other writers wrote); most of their restatements and vague sentences still pass.
+the answer is rejected (kind ``no_answer``) when P(answers) < the probe's threshold (set so that, read split by split
+with the probe fitted on the other splits, 97% of the labelled relevant answers the rules accept pass). No verdict
+rests on a list of phrasings: the probe reads what the model made of the pair.
+
+Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(answers) is kept in the
+verdict store (``VerdictCache``, P(named) beside it) under (``naming``, the scorer's id, the probe's id, the prompt),
+so a re-run makes no model call. The question is cut to ``QUESTION_CHARS`` characters, the reply to ``REPLY_CHARS``
+(its answer is near its start) and the prompt to the model's window. The screen always reads the embedded judge
+model, whichever model ``judge.model`` names for the other judges (as the rules always read the embedded MiniLM):
+the probe was fitted on its hidden states.
+
+What it takes (``benchmarks/NOTES.md``, twenty-fourth session): refusals, and most restatements, questions given
+back and headings in wordings the rules were not written from; about a third of vague sentences and half of the
+other facts of a passage; it costs a few of the relevant answers the rules accept.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -35,10 +46,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "THRESHOLD", "QUESTION_CHARS", "REPLY_CHARS", "Naming", "prompt",
-           "system_prompt"]
+from evaluations.judging.basics.fitted import LogisticParams
 
-THRESHOLD = 0.15
+__all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming", "Probe",
+           "features", "prompt", "system_prompt"]
+
+PROBE_FILE = "answer_relevance_probe.json"
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
@@ -73,51 +86,154 @@ def prompt(question: str, answer: str) -> str:
     return f"Question: {question[:QUESTION_CHARS]}\nReply: {answer[:REPLY_CHARS]}"
 
 
+class ProbeParams(LogisticParams):
+    """A fitted logistic probe (``fitted.LogisticParams``): ``features`` are ``hidden_0`` … ``hidden_{n-1}`` (the
+    model's last hidden state) and ``logit_p_named``; ``scorer``: the id of the scorer (model and system prompt)
+    whose hidden states it was fitted on."""
+
+    scorer: str
+
+
+def feature_names(width: int) -> list[str]:
+    return [f"hidden_{i}" for i in range(width)] + ["logit_p_named"]
+
+
+def features(hidden: np.ndarray, p_named: float) -> np.ndarray:
+    """The probe's inputs of one reading: the hidden state, then logit P(named) (``fitted.llm_logit``)."""
+    from evaluations.judging.basics.fitted import llm_logit
+
+    return np.concatenate([np.asarray(hidden, dtype=np.float64), [float(llm_logit(p_named))]])
+
+
+@dataclass(frozen=True)
+class Probe:
+    """``ProbeParams`` as arrays; ``id``: a hash of the file's parameters (part of each verdict-store key)."""
+
+    params: ProbeParams
+    id: str
+
+    def probability(self, x: np.ndarray) -> float:
+        return float(self.params.probability(x)[0])
+
+
+def _width_problem(params: ProbeParams) -> str | None:
+    if params.features != feature_names(len(params.features) - 1):
+        return "features must be hidden_0 … hidden_{n-1}, then logit_p_named, in that order"
+    return None
+
+
+def load_probe(path: Path | None = None) -> Probe:
+    """The probe in ``path`` (default: ``$EVALUATIONS_JUDGES_DIR/answer_relevance_probe.json`` if there, else the
+    shipped ``judges/answer_relevance_probe.json``), checked (``fitted.read_params``)."""
+    from evaluations.judging.basics.fitted import default_params_path
+
+    path = Path(path) if path else default_params_path(PROBE_FILE)
+    try:
+        version = path.stat().st_mtime_ns
+    except OSError:
+        version = 0
+    return _read_probe(str(path), version)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_probe(name: str, version: int) -> Probe:
+    """The probe in the file ``name`` as of ``version`` (its mtime): read and checked once per file version."""
+    from evaluations.judging.basics.fitted import read_params
+
+    path = Path(name)
+    width = sum(1 for _ in _features_of(path))
+    params = read_params(path, ProbeParams, what="answer-relevance probe", known=feature_names(max(width - 1, 0)),
+                         unwrap=lambda doc: doc.get("params", doc), extra=_width_problem,
+                         refit="python scripts/fit_answer_probe.py")
+    digest = hashlib.sha256(json.dumps(params.model_dump(), sort_keys=True).encode()).hexdigest()[:16]
+    return Probe(params, digest)
+
+
+def _features_of(path: Path) -> list[str]:
+    """The feature names a probe file declares (none when it cannot be read: ``read_params`` then says why)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        names = doc.get("params", doc).get("features")
+        return names if isinstance(names, list) else []
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
 @dataclass
 class Naming:
-    """P(named) of (question, answer) pairs on the embedded judge model (module docstring). ``cache``: the verdict
+    """P(answers) of (question, answer) pairs on the embedded judge model (module docstring). ``cache``: the verdict
     store (a ``VerdictCache``; None: none); ``data_dir``: where the embedded model's file is assembled (None: the
-    default). The model loads at the first pair not in the store."""
+    default); ``probe_path``: the probe's file (None: ``load_probe``'s default); ``reader``: only ``readings``, no
+    probe (what the probe is fitted from). The model loads at the first pair not in the store; the probe file is
+    read (and checked) when the screen is made."""
 
     cache: Any = None
     data_dir: Path | str | None = None
-    threshold: float = THRESHOLD
+    probe_path: Path | str | None = None
+    reader: bool = False
     _scorer: Any = field(default=None, init=False, repr=False)
     _none: list[int] = field(default_factory=list, init=False, repr=False)
+    probe: Probe | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.reader:
+            self.probe = load_probe(Path(self.probe_path) if self.probe_path else None)
+
+    @property
+    def threshold(self) -> float:
+        return self._probe().params.threshold
+
+    def _probe(self) -> Probe:
+        if self.probe is None:
+            raise ValueError("a Naming(reader=True) reads the model only; it has no probe")
+        return self.probe
 
     @property
     def scorer(self) -> Any:
         if self._scorer is None:
+            from evaluations.core.errors import EvaluationsError
             from evaluations.judging.checkers.yesno import load_scorer
 
             scorer = load_scorer(system_prompt(), data_dir=Path(self.data_dir) if self.data_dir else None)
+            if self.probe is not None and scorer.id != self.probe.params.scorer:
+                raise EvaluationsError(
+                    f"the answer-relevance probe was fitted on another judge model or prompt (scorer "
+                    f"{self.probe.params.scorer}, this one {scorer.id})", where=str(scorer.path),
+                    fix="unset EVALUATIONS_JUDGE_GGUF (the screen reads the shipped embedded model), or fit a probe "
+                        "for this model with scripts/fit_answer_probe.py into $EVALUATIONS_JUDGES_DIR")
             self._none = sorted({ids[0] for ids in map(scorer.tokens, NONE_SPELLINGS) if len(ids) == 1})
             self._scorer = scorer
         return self._scorer
 
     def key(self, question: str, answer: str) -> str:
         scorer = self.scorer  # loads the NONE tokens too
-        return hashlib.sha256(json.dumps(["naming", scorer.id, self._none, prompt(question, answer)]).encode()
-                              ).hexdigest()
+        return hashlib.sha256(json.dumps(["naming", scorer.id, self._none, self._probe().id, prompt(question, answer)]
+                                         ).encode()).hexdigest()
+
+    def readings(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, np.ndarray]]:
+        """(P(named), last hidden state) of each (question, answer), read side by side, no verdict store (the
+        probe's inputs: ``scripts/fit_answer_probe.py``)."""
+        # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept (the
+        # next case's answer reuses it); cut from its end (the reply's) when it overflows the window
+        rows = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(q, a))) for q, a in pairs], hidden=True)
+        return [(_named(logits, self._none), hidden) for logits, hidden in rows]
 
     def probabilities(self, pairs: Sequence[tuple[str, str]],
                       progress: Callable[[int], None] | None = None) -> list[float]:
-        """P(named) of each (question, answer): the verdict store's where it has one, the rest read side by side."""
+        """P(answers) of each (question, answer): the verdict store's where it has one, the rest read side by side."""
         from evaluations.judging.checkers.yesno import cached_batch
 
         def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
-            # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept
-            # (the next case's answer reuses it); cut from its end (the reply's) when it overflows the window
-            logits = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(*pairs[i]))) for i in missing])
-            return [(_named(row, self._none), {"judge": "answer_relevance_naming"}) for row in logits]
+            read = self.readings([pairs[i] for i in missing])
+            return [(self._probe().probability(features(hidden, p)), {"judge": "answer_relevance_naming",
+                                                                    "p_named": round(p, 6)}) for p, hidden in read]
 
         keys = [self.key(q, a) for q, a in pairs]
         return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
 
     def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float]]:
-        """(P(named) ≥ threshold, P(named)) of each pair."""
+        """(P(answers) ≥ the probe's threshold, P(answers)) of each pair."""
         return [(p >= self.threshold, p) for p in self.probabilities(pairs)]
-
 
 def _named(logits: np.ndarray, none: list[int]) -> float:
     p = np.exp(logits - logits.max())
