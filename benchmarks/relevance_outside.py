@@ -19,8 +19,10 @@ Sections:
   (``labels_{split}.jsonl``), each judged with its question's two supporting passages as the context: per kind and
   label, the share the judge rejects (labelled not relevant) or accepts (labelled relevant), with Wilson 95%
   intervals. Goal: ≥ 0.95 each. The judge is the shipped one (``judge_answer_relevance``: the rules, then the naming
-  screen on the embedded model, its P(named) in the user's verdict store); ``--rules-only`` the rules alone (the
-  entry's key then ends in ``:rules``; the entries before 2026-12-05 are the rules alone and are kept so).
+  screen on the embedded model and its probe, its P(answers) in the user's verdict store); ``--rules-only`` the rules
+  alone (the entry's key then ends in ``:rules``; the entries before 2026-12-05 are the rules alone and are kept so).
+  The probe was fitted on some splits (``scripts/fit_answer_probe.py``): their figures here are in-sample; the
+  file ``judges/answer_relevance_probe.json`` holds each one's figure when left out of the fit.
 * ``run_without_labels``: two systems over the multi-hop sets judged for answer relevance as a run without labels
   would be: one answers with the first sentence of a needed passage (its context the set), one is given 5 random
   passages of other questions and answers with the first sentence of one. Goal: random ≤ 0.10, top ≥ 0.80.
@@ -130,7 +132,7 @@ def labelled_answers(split: str, n: int) -> tuple[list[str], list[dict]]:
 
 
 def _judge(cases: list[tuple[str, str, str, bool]], rules_only: bool) -> list:
-    """The shipped answer-relevance judge (the rules, then the naming screen, its P(named) in the user's verdict
+    """The shipped answer-relevance judge (the rules, then the naming screen, its P(answers) in the user's verdict
     store), or with ``rules_only`` the rules alone."""
     from evaluations.judging.correctness.embedded import verdict_cache
     from evaluations.judging.grounded.answer_relevance import judge_answer_relevance

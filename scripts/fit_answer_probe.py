@@ -1,6 +1,6 @@
 """Fit the probe of answer relevance's naming screen (``judges/answer_relevance_probe.json``; issue 44).
 
-    python scripts/fit_answer_probe.py [--splits writers,writers3,...] [--c 0.003] [--keep 0.97] [--out FILE]
+    python scripts/fit_answer_probe.py [--splits writers,writers3,...] [--c 0.003] [--keep 0.98] [--out FILE]
 
 Reads the labelled answers of ``datasets/relevance`` (``answers_<split>.jsonl.gz`` with ``labels_<split>.jsonl``,
 labelled blind under ``RUBRIC.md``), reads each (question, answer) through the naming prompt on the embedded judge
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", default=",".join(SPLITS))
     parser.add_argument("--c", type=float, default=0.003)
-    parser.add_argument("--keep", type=float, default=0.97)
+    parser.add_argument("--keep", type=float, default=0.98)
     parser.add_argument("--out", type=Path, default=ROOT / "judges" / PROBE_FILE)
     args = parser.parse_args()
     naming = Naming(reader=True)  # the model's readings only: no probe file is needed to fit one

@@ -184,7 +184,9 @@ class _Model:
                     api.llama_memory_seq_cp(memory, 0, seq, 0, len(prefix))
                     for pos, token in enumerate(rests[i]):
                         batch.token[at], batch.pos[at], batch.n_seq_id[at] = token, len(prefix) + pos, 1
-                        batch.seq_id[at][0], batch.logits[at] = seq, pos == len(rests[i]) - 1
+                        # with the embeddings output on, llama.cpp outputs every token (and warns of each batch
+                        # that does not ask it to): every token is marked so
+                        batch.seq_id[at][0], batch.logits[at] = seq, hidden or pos == len(rests[i]) - 1
                         at += 1
                     last.append(at - 1)
                 batch.n_tokens = at

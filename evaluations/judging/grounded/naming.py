@@ -19,7 +19,7 @@ out) reads (h, logit P(named)) and gives
     P(answers) = σ(intercept + Σ coef_j · (x_j − mean_j) / scale_j);
 
 the answer is rejected (kind ``no_answer``) when P(answers) < the probe's threshold (set so that, read split by split
-with the probe fitted on the other splits, 97% of the labelled relevant answers the rules accept pass). No verdict
+with the probe fitted on the other splits, 98% of the labelled relevant answers the rules accept pass). No verdict
 rests on a list of phrasings: the probe reads what the model made of the pair.
 
 Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(answers) is kept in the
