@@ -1,14 +1,15 @@
 """Answer relevance by naming: can the embedded model be made to *name* the answer a reply gives? (issue 44)
 
 The probe the naming screen of answer relevance came from (``judging.grounded.naming``, shipped on 2026-12-05;
-``naming`` below is that screen). Before it, the answer-relevance judge was a stack of wording rules (and MiniLM): on
-answers written by other writers than the embedded Qwen models (``datasets/relevance/answers_writers*``, written
-by helper agents in ten kinds, each labelled blind under ``RUBRIC.md``) it rejects few restatements, vague
-sentences and refusals in wordings it was not written from. Yes/no questions to the embedded Qwen-1.5B ("Does the
-reply give an answer?", with or without worked examples) say yes to restatements too (``benchmarks/NOTES.md``,
-twenty-second session). This probe asks the model to *copy* the words of the reply that answer the question, or
-to write NONE (``SYSTEM``, then eight worked examples, ``SHOTS``, written for this probe from no split). Two
-readings of that one prompt:
+``naming`` below is that screen as first shipped, a threshold on P(named); since the twenty-fourth session the screen
+reads a probe of the model's hidden state instead, ``scripts/fit_answer_probe.py``). Before it, the answer-relevance
+judge was a stack of wording rules (and MiniLM): on answers written by other writers than the embedded Qwen models
+(``datasets/relevance/answers_writers*``, written by helper agents in ten kinds, each labelled blind under
+``RUBRIC.md``) it rejects few restatements, vague sentences and refusals in wordings it was not written from. Yes/no
+questions to the embedded Qwen-1.5B ("Does the reply give an answer?", with or without worked examples) say yes to
+restatements too (``benchmarks/NOTES.md``, twenty-second session). This probe asks the model to *copy* the words of the
+reply that answer the question, or to write NONE (``SYSTEM``, then eight worked examples, ``SHOTS``, written for this
+probe from no split). Two readings of that one prompt:
 
 * ``naming`` (one forward pass, batched and cached like every yes/no verdict, ``YesNoScorer.next_logits``):
   P(named) = 1 − the probability of the first token spelling NONE ("N", "NON", "None", "NONE"); the verdict is
