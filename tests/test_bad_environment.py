@@ -105,6 +105,25 @@ def test_an_unusable_offline_judge_file_stops_the_run_before_any_case(capsys, mo
     assert code == 0, output
 
 
+def test_an_unusable_answer_relevance_probe_stops_the_run_before_any_case(capsys, monkeypatch, tmp_path):
+    """The naming screen's probe (``judges/answer_relevance_probe.json``) in $EVALUATIONS_JUDGES_DIR, with a feature
+    list that is not the hidden state's: one error naming the file, before any case, when a run judges answer
+    relevance."""
+    judges = tmp_path / "judges"
+    judges.mkdir()
+    probe = judges / "answer_relevance_probe.json"
+    shipped = json.loads((Path(__file__).resolve().parents[1] / "judges" / probe.name).read_text())
+    shipped["params"]["features"] = shipped["params"]["features"][::-1]
+    probe.write_text(json.dumps(shipped))
+    monkeypatch.setenv("EVALUATIONS_JUDGES_DIR", str(judges))
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    args = _system_run(tmp_path, monkeypatch)
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, str(probe), "invalid answer-relevance probe parameters",
+                     "fix: move it out of $EVALUATIONS_JUDGES_DIR")
+    assert not (tmp_path / "out").exists()
+
+
 # -- D10: $EVALUATIONS_JUDGE_GGUF ----------------------------------------------------------------------------------
 
 def test_a_judge_gguf_that_is_not_a_gguf_file_stops_the_run_before_any_case(capsys, monkeypatch, tmp_path):

@@ -238,6 +238,9 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     chosen = set(judges)
     wanted = [judge for judge in refittable() if judge in chosen]
     if "answer_relevance" in chosen:  # its naming screen reads the default embedded judge model, served judge or not
+        from evaluations.judging.grounded.naming import load_probe
+
+        load_probe()  # and its probe's file, checked
         embedded_judge_path(data_dir=config.data_dir())
     model = config.judge.model or LLMModel(provider="embedded")
     for judge in wanted:  # its parameters file read and checked before any model loads or case runs

@@ -1233,13 +1233,14 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
                            cache: bool | Path | None = True,
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """The shipped judge: ``answer_relevance_batch`` (the rules), then the naming screen (``judging.grounded.naming``)
-    on every answer the rules accept to a question with an answer: one batched pass of the embedded judge model, its
-    P(answers) kept in ``naming``'s verdict store. ``naming`` None: the rules alone (the judge
-    ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
+    on every answer of at least ``naming.MIN_WORDS`` words the rules accept to a question with an answer: one
+    batched pass of the embedded judge model, its P(answers) kept in ``naming``'s verdict store. ``naming`` None: the
+    rules alone (the judge ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
     results = answer_relevance_batch(cases, cache=cache, progress=progress)
     if naming is None:
         return results
-    asked = [i for i, ((q, _, _, ok), r) in enumerate(zip(cases, results)) if r.verdict and ok and q.strip()]
+    asked = [i for i, ((q, a, _, ok), r) in enumerate(zip(cases, results))
+             if r.verdict and ok and q.strip() and naming.reads(a or "")]
     named = naming.names([(cases[i][0], cases[i][1] or "") for i in asked])
     for i, (ok, p) in zip(asked, named):
         if not ok:

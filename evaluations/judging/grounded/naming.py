@@ -1,11 +1,11 @@
 """The naming screen of ``answer_relevance``: does the embedded judge model's reading of the reply hold an answer?
 
-The wording rules of ``answer_relevance`` reject the non-answers they were written from; a refusal, a restatement or
-a vague sentence in another writer's words passes them. After the rules accept an answer to an answerable question,
-the embedded judge model (Qwen2.5-Coder-1.5B-Instruct) is asked to *copy* the words of the reply that answer the
-question, or to write NONE (``SYSTEM``, with eight worked examples, ``SHOTS``, written for the screen from no
-labelled split). Nothing is generated: one forward pass gives two readings at the position where the model would
-start its copy,
+The wording rules of ``answer_relevance`` reject the non-answers they were written from; a refusal, a restatement or a
+vague sentence in another writer's words passes them. After the rules accept an answer to an answerable question (one of
+``MIN_WORDS`` words or more: a bare value or label is not read), the embedded judge model (Qwen2.5-Coder-1.5B-Instruct)
+is asked to *copy* the words of the reply that answer the question, or to write NONE (``SYSTEM``, with eight worked
+examples, ``SHOTS``, written for the screen from no labelled split). Nothing is generated: one forward pass gives two
+readings at the position where the model would start its copy,
 
     P(named) = 1 − Σ_{t ∈ NONE} softmax(l)_t,
 
@@ -48,10 +48,14 @@ import numpy as np
 
 from evaluations.judging.basics.fitted import LogisticParams
 
-__all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming", "Probe",
-           "features", "prompt", "system_prompt"]
+__all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "MIN_WORDS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming",
+           "Probe", "features", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
+#: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
+#: the value as much as its kind (judge-check's first 30 questions: 0.13 of SQuAD's and 0.14 of EVOUNA's bare golds
+#: rejected, "Sunset Blvd" to a question about a Lloyd Webber musical), and a restatement or vague sentence is longer
+MIN_WORDS = 3
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
@@ -230,6 +234,11 @@ class Naming:
 
         keys = [self.key(q, a) for q, a in pairs]
         return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
+
+    @staticmethod
+    def reads(answer: str) -> bool:
+        """Whether the screen reads ``answer`` (``MIN_WORDS``)."""
+        return len(answer.split()) >= MIN_WORDS
 
     def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float]]:
         """(P(answers) ≥ the probe's threshold, P(answers)) of each pair."""
