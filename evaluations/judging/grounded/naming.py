@@ -111,7 +111,7 @@ def features(hidden: np.ndarray, p_named: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Probe:
-    """``ProbeParams`` as arrays; ``id``: a hash of the file's parameters (part of each verdict-store key)."""
+    """A probe file's ``ProbeParams``; ``id``: a hash of its parameters (part of each verdict-store key)."""
 
     params: ProbeParams
     id: str
