@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import subprocess
 import sys
@@ -31,16 +30,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from relevance_outside import labelled_answers  # noqa: E402  (every labelled answer of a split, in file order)
 
-FOLDER = ROOT / "datasets" / "relevance"
 SPLITS = ("writers", "writers3", "writers5", "writers6", "design", "heldout2", "clapnq", "clapnq2", "clapnq3")
-
-
-def labelled(split: str) -> list[dict]:
-    labels = {r["id"]: r["label"] for r in map(json.loads, (FOLDER / f"labels_{split}.jsonl").open())}
-    with gzip.open(FOLDER / f"answers_{split}.jsonl.gz", "rt", encoding="utf-8") as f:
-        return [r | {"label": labels[r["id"]]} for r in map(json.loads, f) if r["id"] in labels]
 
 
 def readings(split: str, rows: list[dict], naming) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +84,7 @@ def main() -> None:
     scorer = naming.scorer
     data = {}
     for split in args.splits.split(","):
-        rows = labelled(split)
+        rows = labelled_answers(split, 10**9)[1]
         p, e = readings(split, rows, naming)
         x = np.array([features(h, q) for h, q in zip(e, p)])
         rules = np.array([r.verdict for r in answer_relevance_batch(

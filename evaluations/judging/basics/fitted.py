@@ -86,12 +86,13 @@ def read_json(path: Path, what: str, fix: str, *, missing_fix: str | None = None
                                fix=fix) from None
 
 
-def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], refit: str,
-                unwrap: Callable[[dict], Any] = lambda doc: doc,
+def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str] | Callable[[P], Sequence[str]],
+                refit: str, unwrap: Callable[[dict], Any] = lambda doc: doc,
                 extra: Callable[[P], str | None] = lambda _: None) -> P:
     """The parameters in ``path`` as ``model``, checked (module docstring). ``what``: the judge, for messages;
-    ``known``: the features the judge computes; ``refit``: the command that writes the file; ``unwrap``: where the
-    parameters sit in the file's object; ``extra``: a further check of the judge's own fields."""
+    ``known``: the features the judge computes (or a function of the parameters read giving them, for a judge whose
+    width is its model's); ``refit``: the command that writes the file; ``unwrap``: where the parameters sit in the
+    file's object; ``extra``: a further check of the judge's own fields."""
     fix = params_fix(path, path.name, refit)
     where = str(path)
     doc = read_json(path, f"{what} parameters", fix)
@@ -104,7 +105,7 @@ def read_params(path: Path, model: type[P], *, what: str, known: Sequence[str], 
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise EvaluationsError(f"invalid {what} parameters: {key}: {first['msg']}", where=where, fix=fix) from None
-    problem = check_model(params, known) or extra(params)
+    problem = check_model(params, known(params) if callable(known) else known) or extra(params)
     if problem:
         raise EvaluationsError(f"invalid {what} parameters: {problem}", where=where, fix=fix)
     return params

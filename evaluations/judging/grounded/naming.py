@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluations.judging.basics.fitted import LogisticParams
+from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
 __all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "MIN_WORDS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming",
            "Probe", "features", "prompt", "system_prompt"]
@@ -104,8 +104,6 @@ def feature_names(width: int) -> list[str]:
 
 def features(hidden: np.ndarray, p_named: float) -> np.ndarray:
     """The probe's inputs of one reading: the hidden state, then logit P(named) (``fitted.llm_logit``)."""
-    from evaluations.judging.basics.fitted import llm_logit
-
     return np.concatenate([np.asarray(hidden, dtype=np.float64), [float(llm_logit(p_named))]])
 
 
@@ -144,23 +142,12 @@ def _read_probe(name: str, version: int) -> Probe:
     """The probe in the file ``name`` as of ``version`` (its mtime): read and checked once per file version."""
     from evaluations.judging.basics.fitted import read_params
 
-    path = Path(name)
-    width = sum(1 for _ in _features_of(path))
-    params = read_params(path, ProbeParams, what="answer-relevance probe", known=feature_names(max(width - 1, 0)),
+    params = read_params(Path(name), ProbeParams, what="answer-relevance probe",
+                         known=lambda p: feature_names(max(len(p.features) - 1, 0)),
                          unwrap=lambda doc: doc.get("params", doc), extra=_width_problem,
                          refit="python scripts/fit_answer_probe.py")
     digest = hashlib.sha256(json.dumps(params.model_dump(), sort_keys=True).encode()).hexdigest()[:16]
     return Probe(params, digest)
-
-
-def _features_of(path: Path) -> list[str]:
-    """The feature names a probe file declares (none when it cannot be read: ``read_params`` then says why)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        names = doc.get("params", doc).get("features")
-        return names if isinstance(names, list) else []
-    except (OSError, ValueError, AttributeError):
-        return []
 
 
 @dataclass
