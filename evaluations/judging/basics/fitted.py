@@ -22,8 +22,8 @@ from pydantic import BaseModel, ValidationError
 
 from evaluations.core.errors import EvaluationsError
 
-__all__ = ["JUDGES_ENV", "LogisticParams", "best_threshold", "check_model", "default_output_path", "default_params_path", "llm_logit",
-           "params_fix", "read_json", "read_params"]
+__all__ = ["JUDGES_ENV", "LogisticParams", "best_threshold", "check_model", "default_output_path",
+           "default_params_path", "llm_logit", "params_fix", "read_json", "read_params"]
 
 #: the folder of a user's own fitted parameters (``default_params_path``)
 JUDGES_ENV = "EVALUATIONS_JUDGES_DIR"
