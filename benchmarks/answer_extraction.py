@@ -1,8 +1,9 @@
 """Answer relevance by naming: can the embedded model be made to *name* the answer a reply gives? (issue 44)
 
 The probe the naming screen of answer relevance came from (``judging.grounded.naming``, shipped on 2026-12-05;
-``naming`` below is that screen as first shipped, a threshold on P(named); since the twenty-fourth session the screen
-reads a probe of the model's hidden state instead, ``scripts/fit_answer_probe.py``). Before it, the answer-relevance
+``naming`` below is that screen as first shipped, a threshold on P(named); in the twenty-fourth session the screen
+read a probe of the model's hidden state at this prompt instead, and since the twenty-fifth at a yes/no rubric
+prompt, ``scripts/fit_answer_probe.py``). Before it, the answer-relevance
 judge was a stack of wording rules (and MiniLM): on answers written by other writers than the embedded Qwen models
 (``datasets/relevance/answers_writers*``, written by helper agents in ten kinds, each labelled blind under
 ``RUBRIC.md``) it rejects few restatements, vague sentences and refusals in wordings it was not written from. Yes/no
@@ -49,7 +50,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import _wilson, labelled_answers  # noqa: E402
 
-from evaluations.judging.grounded.naming import SHOTS, SYSTEM, Naming  # noqa: E402
+#: the copy prompt the naming screen read from 2026-12-05 until the twenty-fifth session (its rubric prompt since)
+SYSTEM = ("You find the answer inside a reply. Given a question and a reply, copy the words of the reply that answer "
+          "the question: a name, place, date, number, choice, yes or no, reason or way, even if it looks wrong or is "
+          "said casually. Write NONE only when the reply gives no answer: it repeats or describes the question, says "
+          "it does not know or cannot find it, is a title, or talks about something else.")
+SHOTS = (  # (question, reply, what to write), written for the screen
+    ("When did the museum open?", "It opened its doors in 1998, after years of delay.", "1998"),
+    ("When did the museum open?", "You would like to know the year the museum first opened.", "NONE"),
+    ("Who wrote the report?", "Probably Dana Li, if I remember right.", "Dana Li"),
+    ("Who wrote the report?", "Sorry, I have no details about who authored it.", "NONE"),
+    ("Why did the bridge close?", "Cracks were found in its main support, so it was shut.",
+     "Cracks were found in its main support"),
+    ("Why did the bridge close?", "The bridge is one of the busiest crossings in the region.", "NONE"),
+    ("How do I reset my password?", "Open Settings, choose Security, then click Reset.",
+     "Open Settings, choose Security, then click Reset"),
+    ("How do I reset my password?", "Resetting Your Account Password", "NONE"),
+)
+#: the spellings of NONE the model writes as one token (a first token "N" also begins "Nikkei")
+NONE_SPELLINGS = ("NONE", " NONE", "None", " None")
 
 RESULTS = ROOT / "benchmarks" / "results" / "answer_extraction.json"
 #: the threshold on P(named) the naming screen used from 2026-12-05 until its probe replaced it (twenty-fourth session)
@@ -81,9 +100,21 @@ def extractor():
 
 def naming():
     """[(question, reply)] -> P(named) of each, read side by side on the embedded judge model
-    (``judging.grounded.naming.Naming.readings``), without the verdict store."""
-    reader = Naming(reader=True)
-    return lambda pairs: [p for p, _ in reader.readings(pairs)]
+    (``YesNoScorer.next_logits``), without the verdict store: 1 − the probability of a token spelling NONE."""
+    import numpy as np
+
+    from evaluations.judging.checkers.yesno import load_scorer
+
+    system = SYSTEM + "\n\nExamples:\n" + "\n".join(f"Question: {q}\nReply: {a}\nCopy: {e}\n" for q, a, e in SHOTS)
+    scorer = load_scorer(system)
+    none = sorted({ids[0] for ids in map(scorer.tokens, NONE_SPELLINGS) if len(ids) == 1})
+
+    def named(logits: np.ndarray) -> float:
+        p = np.exp(logits - logits.max())
+        return float(1 - p[none].sum() / p.sum())
+
+    return lambda pairs: [named(row) for row in scorer.next_logits(
+        [("", scorer.fit_tail(f"Question: {q[:600]}\nReply: {a[:1200]}")) for q, a in pairs])]
 
 
 def answers(question: str, reply: str, copy: str) -> bool:

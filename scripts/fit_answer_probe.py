@@ -4,18 +4,19 @@
 
 Reads the labelled answers of ``datasets/relevance`` (``answers_<split>.jsonl.gz`` with ``labels_<split>.jsonl``,
 labelled blind under ``RUBRIC.md``), reads each (question, answer) through the naming prompt on the embedded judge
-model (``Naming.readings``: P(named) and the last hidden state; kept in ``<cache dir>/answer_probe/`` per split and
+model (``Naming.readings``: P(yes) and the last hidden state; kept in ``<cache dir>/answer_probe/`` per split and
 scorer, so a refit reads no model) and fits a logistic regression (scikit-learn, L2, ``C``, features standardised)
-of the label on (hidden state, logit P(named)), every answer of the splits weighted alike.
+of the label on (hidden state, logit P(yes)), every answer of the splits weighted alike.
 
 The threshold is read without looking at the answers it is applied to: each split is scored by a probe fitted on
 the other splits, and the threshold is the (1 − ``keep``) quantile of those scores over the labelled relevant
 answers the rules accept (so about ``keep`` of them pass). The file records the splits, C, keep, and per split the
 share of labels the rules and the screen agree with when that split was left out.
 
-The default splits are design material: other writers' ``writers``, ``writers3``, ``writers5``, ``writers6`` and the
-Qwen-written ``design``, ``heldout2``, ``clapnq``, ``clapnq2``, ``clapnq3``. Left out, to report on: ``writers4``
-(held out, unread), ``writers2``, ``heldout3``, ``heldout5``, ``clapnq4`` (read before, never fitted on).
+The default splits are design material: other writers' ``writers``, ``writers3``, ``writers5``, ``writers6``,
+``writers8`` and the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``. Left out, to report on:
+``writers7`` (held out, unread), ``writers4`` (held out until the twenty-fourth session read it once), ``writers2``,
+``heldout3``, ``heldout5``, ``clapnq3``, ``clapnq4`` (read before, not fitted on).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import labelled_answers  # noqa: E402  (every labelled answer of a split, in file order)
 
-SPLITS = ("writers", "writers3", "writers5", "writers6", "design", "heldout2", "clapnq", "clapnq2", "clapnq3")
+SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "heldout2", "clapnq", "clapnq2")
 
 
 def readings(split: str, rows: list[dict], naming) -> tuple[np.ndarray, np.ndarray]:
-    """(P(named), hidden states) of the split's rows, from the feature cache or the model."""
+    """(P(yes), hidden states) of the split's rows, from the feature cache or the model."""
     from rich.progress import Progress
 
     from evaluations.judging.correctness.embedded import default_verdict_cache
@@ -53,8 +54,8 @@ def readings(split: str, rows: list[dict], naming) -> tuple[np.ndarray, np.ndarr
         task = bar.add_task(f"reading {split}", total=len(rows))
         for start in range(0, len(rows), 64):
             chunk = rows[start:start + 64]
-            for named, hidden in naming.readings([(r["question"], r["answer"]) for r in chunk]):
-                p.append(named)
+            for yes, hidden in naming.readings([(r["question"], r["answer"]) for r in chunk]):
+                p.append(yes)
                 e.append(hidden.astype(np.float32))
             bar.advance(task, len(chunk))
     path.parent.mkdir(parents=True, exist_ok=True)

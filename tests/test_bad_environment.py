@@ -148,6 +148,23 @@ def test_a_judge_gguf_that_is_not_a_gguf_file_stops_the_run_before_any_case(caps
     assert code == 0, output
 
 
+def test_a_judge_gguf_the_answer_relevance_probe_was_not_fitted_on_stops_the_run_before_any_case(capsys, monkeypatch,
+                                                                                                  tmp_path):
+    """$EVALUATIONS_JUDGE_GGUF naming a real model other than the one the shipped probe read (the 0.5B Qwen): the
+    probe reads hidden states of its own model, so the run stops at start-up with the variable in the fix, not at
+    its first answer-relevance case."""
+    from evaluations.models.llamacpp import gguf_path
+
+    monkeypatch.setenv("EVALUATIONS_JUDGE_GGUF", str(gguf_path("qwen2.5-coder-0.5b")))
+    monkeypatch.setenv("EVALUATIONS_LLM_THREADS", "1")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    args = _system_run(tmp_path, monkeypatch)
+    code, output = run_cli(capsys, *args)
+    assert_one_error(code, output, "the answer-relevance probe was fitted on another judge model or prompt",
+                     "unset EVALUATIONS_JUDGE_GGUF")
+    assert not (tmp_path / "out").exists()
+
+
 # -- D4: HF_HUB_OFFLINE ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value", ["abc", "2"])

@@ -72,7 +72,7 @@ def test_a_re_run_reads_the_verdict_store_and_calls_no_model(judged):
     again = judge_answer_relevance(cases, Naming(cache=naming.cache))
     assert again == screened and naming.scorer.calls == before
     # without a store the model is asked again, and says the same up to the rounding of batched arithmetic (the
-    # stored P(named) were read 50 side by side, these 3)
+    # stored readings were made 30 side by side, these 3)
     pairs = [(q, a) for q, a, _, _ in cases[:3]]
     fresh = Naming().probabilities(pairs)
     assert naming.scorer.calls > before
@@ -105,10 +105,11 @@ def test_unanswerable_questions_and_long_replies():
     assert len(scorer.text_tokens(cut)) <= scorer.room("") - MIN_PASSAGE_TOKENS
 
 
-def test_golds_that_begin_like_none_are_named():
+def test_golds_without_a_context_that_once_read_as_none_are_accepted():
     """Gold answers of EVOUNA TQ's first 300 questions whose first token is one "NONE" could begin with ("N":
-    "Nikkei", "Niger Republic"): a screen that counted such a token as NONE rejected them. Every one is accepted
-    (the rules accept them too), with no context, as the judge-check controls ask."""
+    "Nikkei", "Niger Republic"): the screen's first prompt (copy the answer or write NONE) rejected them when it
+    counted such a token as NONE. Every one is accepted (the rules accept them too), with no context, as the
+    judge-check controls ask."""
     from evaluations.judging.labels.questions import load_questions
 
     items = load_questions(FOLDER.parents[2] / "shared" / "data" / "evouna" / "TQ.jsonl.gz", limit=300)
@@ -135,7 +136,7 @@ def test_the_probe_is_the_logistic_model_its_file_states():
     expected = oracle.predict_proba((x - mean) / scale)[:, 1]
     assert np.allclose([probe.probability(row) for row in x], expected, atol=1e-9)
     assert len(set(np.round(expected, 3))) > 1  # the inputs reach different probabilities
-    # the inputs of one reading: its hidden state, then logit P(named) (clipped as every fitted judge clips it)
+    # the inputs of one reading: its hidden state, then logit P(yes) (clipped as every fitted judge clips it)
     assert features(np.ones(3), 0.5).tolist() == [1.0, 1.0, 1.0, 0.0]
     assert abs(features(np.ones(1), 1.0)[-1] - np.log(0.9999 / 0.0001)) < 1e-9
 

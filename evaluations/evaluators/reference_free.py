@@ -228,7 +228,8 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     (``served_checker.embedded_checker``), and the deterministic splitter. Checked here, before any case: each
     judge's parameters file (``judging.basics.fitted``; one EvaluationsError, never a failed judge in every case), an
     unreachable server, and the embedded model's file (its parts missing, or a data folder that cannot be created:
-    ``models.gguf``), assembled here (also for answer relevance, whose naming screen reads it)."""
+    ``models.gguf``), assembled here (also for answer relevance, whose naming screen reads it; a model file of
+    ``$EVALUATIONS_JUDGE_GGUF`` is loaded here, so a probe fitted on another model stops the run before any case)."""
     from evaluations.core.config import LLMModel
     from evaluations.judging.correctness.embedded import embedded_judge_path
     from evaluations.judging.correctness.llm import embedded_judge_name
@@ -238,10 +239,11 @@ def reference_free_tools(config: Config, judges: Iterable[str]) -> dict[str, Too
     chosen = set(judges)
     wanted = [judge for judge in refittable() if judge in chosen]
     if "answer_relevance" in chosen:  # its naming screen reads the default embedded judge model, served judge or not
-        from evaluations.judging.grounded.naming import load_probe
+        from evaluations.judging.grounded.naming import Naming
 
-        load_probe()  # and its probe's file, checked
+        naming = Naming(data_dir=config.data_dir())  # its probe's file read and checked
         embedded_judge_path(data_dir=config.data_dir())
+        naming.check_model()
     model = config.judge.model or LLMModel(provider="embedded")
     for judge in wanted:  # its parameters file read and checked before any model loads or case runs
         JUDGES[judge].refit.check(served=model.provider != "embedded")

@@ -306,6 +306,10 @@ class YesNoScorer:
             logits = model._logits(-1)
         return self._yes(logits)
 
+    def yes(self, logits: np.ndarray) -> float:
+        """P(yes) of next-token ``logits`` (of ``next_logits``), as ``probability`` reads it."""
+        return self._yes(logits)[0]
+
     def probabilities(self, asks: Sequence[tuple[str, str]]) -> list[tuple[float, float]]:
         """``probability(shared, tail)`` of each (shared, tail) of ``asks``, read side by side: the prompts' common
         token prefix (the system prompt at least) once, then what differs in each, as many in one decode as fit

@@ -3,35 +3,35 @@
 The wording rules of ``answer_relevance`` reject the non-answers they were written from; a refusal, a restatement or a
 vague sentence in another writer's words passes them. After the rules accept an answer to an answerable question (one of
 ``MIN_WORDS`` words or more: a bare value or label is not read), the embedded judge model (Qwen2.5-Coder-1.5B-Instruct)
-is asked to *copy* the words of the reply that answer the question, or to write NONE (``SYSTEM``, with eight worked
-examples, ``SHOTS``, written for the screen from no labelled split). Nothing is generated: one forward pass gives two
-readings at the position where the model would start its copy,
-
-    P(named) = 1 − Σ_{t ∈ NONE} softmax(l)_t,
-
-with l the next-token logits and NONE the tokens of ``NONE_SPELLINGS`` (each one token: a first token that only
-begins NONE, such as "N", also begins names), and h, the model's last hidden state there (llama.cpp's embeddings
-output, 1,536 numbers): what the model has read of the question and the reply, just before it says what the reply
-answers. A logistic probe (``judges/answer_relevance_probe.json``, fitted by ``scripts/fit_answer_probe.py`` on
-labelled answers of ``datasets/relevance``: other writers' splits and Qwen-written ones, the held-out splits left
-out) reads (h, logit P(named)) and gives
+is asked whether the reply gives what the question asks for (``SYSTEM``: the information asked, even if wrong, against
+a restatement, a description of the question, talk around the subject, another fact, a refusal, a title or another
+subject; ten worked examples, ``SHOTS``, written for the screen from no labelled split). Nothing is generated: one
+forward pass gives two readings at the position where the model would say yes or no: P(yes) (``YesNoScorer.yes``)
+and h, the model's last hidden state there (llama.cpp's embeddings output, 1,536 numbers): what the model has read
+of the question and the reply, just before it decides. A logistic probe (``judges/answer_relevance_probe.json``,
+fitted by ``scripts/fit_answer_probe.py`` on labelled answers of ``datasets/relevance``: other writers' splits and
+Qwen-written ones, the held-out splits left out) reads (h, logit P(yes)) and gives
 
     P(answers) = σ(intercept + Σ coef_j · (x_j − mean_j) / scale_j);
 
 the answer is rejected (kind ``no_answer``) when P(answers) < the probe's threshold (set so that, read split by split
 with the probe fitted on the other splits, 98% of the labelled relevant answers the rules accept pass). No verdict
-rests on a list of phrasings: the probe reads what the model made of the pair.
+rests on a list of phrasings: the probe reads what the model made of the pair. (The model's own yes is not enough:
+it says yes to many restatements; its hidden state still tells them apart, and a linear read of it carries to
+wordings it was not fitted on.)
 
 Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(answers) is kept in the
-verdict store (``VerdictCache``, P(named) beside it) under (``naming``, the scorer's id, the probe's id, the prompt),
-so a re-run makes no model call. The question is cut to ``QUESTION_CHARS`` characters, the reply to ``REPLY_CHARS``
-(its answer is near its start) and the prompt to the model's window. The screen always reads the embedded judge
-model, whichever model ``judge.model`` names for the other judges (as the rules always read the embedded MiniLM):
-the probe was fitted on its hidden states.
+verdict store (``VerdictCache``, P(yes) beside it) under (``naming``, the scorer's id, the probe's id, the prompt), so
+a re-run makes no model call. The question is cut to ``QUESTION_CHARS`` characters, the reply to ``REPLY_CHARS`` (its
+answer is near its start) and the prompt to the model's window. The screen always reads the embedded judge model,
+whichever model ``judge.model`` names for the other judges (as the rules always read the embedded MiniLM): the probe
+was fitted on its hidden states.
 
-What it takes (``benchmarks/NOTES.md``, twenty-fourth session): refusals, and most restatements, questions given
-back and headings in wordings the rules were not written from; about a third of vague sentences and half of the
-other facts of a passage; it costs a few of the relevant answers the rules accept.
+What it takes (``benchmarks/NOTES.md``, twenty-fifth session): refusals, the question given back, off-topic
+sentences, most restatements and headings in wordings the rules were not written from, about half of the vague
+sentences and more of the other facts of a passage; it costs a few of the relevant answers the rules accept. (Until
+the twenty-fifth session the prompt asked the model to copy the reply's answer or write NONE; the probe of that
+reading rejected fewer: ``benchmarks/answer_extraction.py`` keeps it.)
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import numpy as np
 
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
-__all__ = ["SYSTEM", "SHOTS", "NONE_SPELLINGS", "MIN_WORDS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming",
+__all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming",
            "Probe", "features", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
@@ -59,52 +59,51 @@ MIN_WORDS = 3
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
-#: the spellings of NONE the model writes as one token (a first token "N" or "NON" also begins "Nikkei" or "Nonsuch":
-#: a probe that counted them rejected every answer starting with N)
-NONE_SPELLINGS = ("NONE", " NONE", "None", " None")
-SYSTEM = ("You find the answer inside a reply. Given a question and a reply, copy the words of the reply that answer "
-          "the question: a name, place, date, number, choice, yes or no, reason or way, even if it looks wrong or is "
-          "said casually. Write NONE only when the reply gives no answer: it repeats or describes the question, says "
-          "it does not know or cannot find it, is a title, or talks about something else.")
-SHOTS = (  # (question, reply, what to write), written for the screen
-    ("When did the museum open?", "It opened its doors in 1998, after years of delay.", "1998"),
-    ("When did the museum open?", "You would like to know the year the museum first opened.", "NONE"),
-    ("Who wrote the report?", "Probably Dana Li, if I remember right.", "Dana Li"),
-    ("Who wrote the report?", "Sorry, I have no details about who authored it.", "NONE"),
-    ("Why did the bridge close?", "Cracks were found in its main support, so it was shut.",
-     "Cracks were found in its main support"),
-    ("Why did the bridge close?", "The bridge is one of the busiest crossings in the region.", "NONE"),
-    ("How do I reset my password?", "Open Settings, choose Security, then click Reset.",
-     "Open Settings, choose Security, then click Reset"),
-    ("How do I reset my password?", "Resetting Your Account Password", "NONE"),
+SYSTEM = ("You judge whether a reply answers a question. Say yes when the reply gives the information the question "
+          "asks for: the date, name, place, number, choice, yes or no, reason or steps asked about, even if it may be "
+          "wrong or is said casually. Say no when the reply only repeats, rewords or describes the question, talks "
+          "around the subject without giving the asked-for information, gives some other fact about the subject, "
+          "says it does not know, is a title, or is about something else.")
+SHOTS = (  # (question, reply, verdict), written for the screen
+    ("In what year did the ferry service start?", "Ferries began crossing in 1923, run by a local family.", "yes"),
+    ("In what year did the ferry service start?", "The ferry service's start date is what you are after.", "no"),
+    ("In what year did the ferry service start?", "The ferry service has a long and storied past on the lake.", "no"),
+    ("Who designed the clock tower?", "I believe it was an engineer called Ravi Mehta.", "yes"),
+    ("Who designed the clock tower?", "The clock tower stands 40 metres tall and chimes hourly.", "no"),
+    ("Who designed the clock tower?", "I could not find anything about its designer.", "no"),
+    ("How many players are on a team?", "Each side fields eleven.", "yes"),
+    ("How do I export my contacts?", "Exporting Contacts: A Guide", "no"),
+    ("How do I export my contacts?", "Go to Contacts, tap the menu and pick Export to file.", "yes"),
+    ("Why was the match delayed?", "Heavy rain flooded the pitch, so kick-off was pushed back.", "yes"),
 )
+ASK = "Does the reply give what the question asks for?"
 
 
 def system_prompt() -> str:
     """The system prompt: ``SYSTEM`` and the worked examples."""
-    return SYSTEM + "\n\nExamples:\n" + "\n".join(f"Question: {q}\nReply: {a}\nCopy: {e}\n" for q, a, e in SHOTS)
+    return SYSTEM + "\n\nExamples:\n" + "\n".join(f"Question: {q}\nReply: {a}\nAnswer: {e}\n" for q, a, e in SHOTS)
 
 
 def prompt(question: str, answer: str) -> str:
     """The user turn of one answer."""
-    return f"Question: {question[:QUESTION_CHARS]}\nReply: {answer[:REPLY_CHARS]}"
+    return f"Question: {question[:QUESTION_CHARS]}\nReply: {answer[:REPLY_CHARS]}\n{ASK}"
 
 
 class ProbeParams(LogisticParams):
     """A fitted logistic probe (``fitted.LogisticParams``): ``features`` are ``hidden_0`` … ``hidden_{n-1}`` (the
-    model's last hidden state) and ``logit_p_named``; ``scorer``: the id of the scorer (model and system prompt)
+    model's last hidden state) and ``logit_p_yes``; ``scorer``: the id of the scorer (model and system prompt)
     whose hidden states it was fitted on."""
 
     scorer: str
 
 
 def feature_names(width: int) -> list[str]:
-    return [f"hidden_{i}" for i in range(width)] + ["logit_p_named"]
+    return [f"hidden_{i}" for i in range(width)] + ["logit_p_yes"]
 
 
-def features(hidden: np.ndarray, p_named: float) -> np.ndarray:
-    """The probe's inputs of one reading: the hidden state, then logit P(named) (``fitted.llm_logit``)."""
-    return np.concatenate([np.asarray(hidden, dtype=np.float64), [float(llm_logit(p_named))]])
+def features(hidden: np.ndarray, p_yes: float) -> np.ndarray:
+    """The probe's inputs of one reading: the hidden state, then logit P(yes) (``fitted.llm_logit``)."""
+    return np.concatenate([np.asarray(hidden, dtype=np.float64), [float(llm_logit(p_yes))]])
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ class Probe:
 
 def _width_problem(params: ProbeParams) -> str | None:
     if params.features != feature_names(len(params.features) - 1):
-        return "features must be hidden_0 … hidden_{n-1}, then logit_p_named, in that order"
+        return "features must be hidden_0 … hidden_{n-1}, then logit_p_yes, in that order"
     return None
 
 
@@ -163,7 +162,6 @@ class Naming:
     probe_path: Path | str | None = None
     reader: bool = False
     _scorer: Any = field(default=None, init=False, repr=False)
-    _none: list[int] = field(default_factory=list, init=False, repr=False)
     probe: Probe | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -182,32 +180,43 @@ class Naming:
     @property
     def scorer(self) -> Any:
         if self._scorer is None:
-            from evaluations.core.errors import EvaluationsError
             from evaluations.judging.checkers.yesno import load_scorer
 
             scorer = load_scorer(system_prompt(), data_dir=Path(self.data_dir) if self.data_dir else None)
-            if self.probe is not None and scorer.id != self.probe.params.scorer:
-                raise EvaluationsError(
-                    f"the answer-relevance probe was fitted on another judge model or prompt (scorer "
-                    f"{self.probe.params.scorer}, this one {scorer.id})", where=str(scorer.path),
-                    fix="unset EVALUATIONS_JUDGE_GGUF (the screen reads the shipped embedded model), or fit a probe "
-                        "for this model with scripts/fit_answer_probe.py into $EVALUATIONS_JUDGES_DIR")
-            self._none = sorted({ids[0] for ids in map(scorer.tokens, NONE_SPELLINGS) if len(ids) == 1})
+            self._probe_fits(scorer)
             self._scorer = scorer
         return self._scorer
 
+    def _probe_fits(self, scorer: Any) -> None:
+        from evaluations.core.errors import EvaluationsError
+
+        if self.probe is not None and scorer.id != self.probe.params.scorer:
+            raise EvaluationsError(
+                f"the answer-relevance probe was fitted on another judge model or prompt (scorer "
+                f"{self.probe.params.scorer}, this one {scorer.id})", where=str(scorer.path),
+                fix="unset EVALUATIONS_JUDGE_GGUF (the screen reads the shipped embedded model), or fit a probe "
+                    "for this model with scripts/fit_answer_probe.py into $EVALUATIONS_JUDGES_DIR")
+
+    def check_model(self) -> None:
+        """Refuse, before any pair is read, a probe fitted on another model than the one ``$EVALUATIONS_JUDGE_GGUF``
+        names (that model is loaded here); without the variable the screen reads the shipped model its shipped probe
+        was fitted on (loaded, and checked, at the first pair judged)."""
+        from evaluations.core.env import env_file
+
+        if self.probe is not None and env_file("EVALUATIONS_JUDGE_GGUF") is not None:
+            self._probe_fits(self.scorer)
+
     def key(self, question: str, answer: str) -> str:
-        scorer = self.scorer  # loads the NONE tokens too
-        return hashlib.sha256(json.dumps(["naming", scorer.id, self._none, self._probe().id, prompt(question, answer)]
+        return hashlib.sha256(json.dumps(["naming", self.scorer.id, self._probe().id, prompt(question, answer)]
                                          ).encode()).hexdigest()
 
     def readings(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, np.ndarray]]:
-        """(P(named), last hidden state) of each (question, answer), read side by side, no verdict store (the
+        """(P(yes), last hidden state) of each (question, answer), read side by side, no verdict store (the
         probe's inputs: ``scripts/fit_answer_probe.py``)."""
         # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept (the
         # next case's answer reuses it); cut from its end (the reply's) when it overflows the window
         rows = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(q, a))) for q, a in pairs], hidden=True)
-        return [(_named(logits, self._none), hidden) for logits, hidden in rows]
+        return [(self.scorer.yes(logits), hidden) for logits, hidden in rows]
 
     def probabilities(self, pairs: Sequence[tuple[str, str]],
                       progress: Callable[[int], None] | None = None) -> list[float]:
@@ -217,7 +226,7 @@ class Naming:
         def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
             read = self.readings([pairs[i] for i in missing])
             return [(self._probe().probability(features(hidden, p)), {"judge": "answer_relevance_naming",
-                                                                    "p_named": round(p, 6)}) for p, hidden in read]
+                                                                    "p_yes": round(p, 6)}) for p, hidden in read]
 
         keys = [self.key(q, a) for q, a in pairs]
         return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
@@ -230,7 +239,3 @@ class Naming:
     def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float]]:
         """(P(answers) ≥ the probe's threshold, P(answers)) of each pair."""
         return [(p >= self.threshold, p) for p in self.probabilities(pairs)]
-
-def _named(logits: np.ndarray, none: list[int]) -> float:
-    p = np.exp(logits - logits.max())
-    return float(1 - p[none].sum() / p.sum())
