@@ -15,7 +15,7 @@ share of labels the rules and the screen agree with when that split was left out
 
 The default splits are design material: other writers' ``writers``, ``writers3``, ``writers5``, ``writers6``,
 ``writers8`` and the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``. Left out, to report on:
-``writers7`` (held out, unread), ``writers4`` (held out until the twenty-fourth session read it once), ``writers2``,
+``writers9`` (held out), ``writers7`` (held out, read twice), ``writers4`` (read once before), ``writers2``,
 ``heldout3``, ``heldout5``, ``clapnq3``, ``clapnq4`` (read before, not fitted on).
 """
 

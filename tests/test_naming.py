@@ -18,7 +18,7 @@ import pytest
 from evaluations.judging.correctness.embedded import VerdictCache
 from evaluations.judging.grounded.answer_relevance import answer_relevance_batch, judge_answer_relevance
 from evaluations.judging.checkers.yesno import MIN_PASSAGE_TOKENS
-from evaluations.judging.grounded.naming import Naming, Probe, features, load_probe, prompt
+from evaluations.judging.grounded.naming import REPLY_CHARS, Naming, Probe, features, load_probe, prompt
 
 FOLDER = Path(__file__).resolve().parents[1] / "datasets" / "relevance"
 QUESTIONS = 3  # the first three questions of the split: 30 answers
@@ -66,6 +66,29 @@ def test_the_screen_rejects_what_the_rules_let_through_and_keeps_most_labelled_a
     assert agree[1] >= agree[0] + 5
 
 
+def test_the_screen_overrules_the_off_topic_rule_only_where_the_model_reads_an_answer():
+    """Rule 4 (``off_topic``: MiniLM's meaning far from the question, or words the context lacks) rejects casual
+    golds; the screen reads an answer the rules reject as off-topic too, and accepts it at ``OVERRULES``. Two
+    questions of ``writers2`` (not fitted on) where it does so: the writers' casual golds (labelled relevant) are
+    accepted, and the answers rule 4 rejected that are labelled not relevant stay rejected."""
+    rows = [r for r in _labelled(questions=17) if r["question"].startswith(("What actions does sustainable",
+                                                                             "What modern city did Khanbaliq"))]
+    assert len(rows) == 20
+    rules = answer_relevance_batch([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])
+    rows, rules = zip(*[(r, v) for r, v in zip(rows, rules) if v.kind == "off_topic"])  # only these are asked here
+    judged = judge_answer_relevance([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows],
+                                    Naming())
+    casual = [i for i, r in enumerate(rows) if r["kind"] == "gold_casual"]
+    assert [rules[i].kind for i in casual] == ["off_topic"] * 2 and all(rows[i]["label"] for i in casual)
+    for i in casual:
+        assert judged[i].verdict and "overruling off_topic" in judged[i].reason, judged[i]
+    # what the rules rejected as off-topic and the labels say is not relevant stays rejected (the writers'
+    # off-topic sentences among them)
+    kept = [(r, v) for r, v in zip(rows, judged) if not r["label"]]
+    assert {r["kind"] for r, _ in kept} >= {"off_topic"}
+    assert all(v.kind == "off_topic" for _, v in kept), [(r["answer"], v.reason) for r, v in kept]
+
+
 def test_a_re_run_reads_the_verdict_store_and_calls_no_model(judged):
     _, cases, naming, _, screened = judged
     before = naming.scorer.calls
@@ -86,10 +109,12 @@ def test_unanswerable_questions_and_long_replies():
     refusal = "That is not something I am able to tell you from what I have."
     [marked] = judge_answer_relevance([(question, refusal, "", False)], naming)
     assert marked.verdict  # a refusal is the answer to a question marked unanswerable: the screen is not asked
-    # a reply longer than the model's window is read from its start (``REPLY_CHARS``), never an error
+    # a reply longer than the model's window is read from its start (``REPLY_CHARS``), never an error: the same
+    # reading as its first REPLY_CHARS characters. (The probe reads such a reply as less of an answer than its first
+    # sentence alone: the answers it was fitted on are 1-3 sentences; benchmarks/NOTES.md, twenty-fifth session.)
     long = "The Marrow River flows through it. " + "It is a long and winding river with many bends. " * 400
-    [p] = naming.probabilities([(question, long)])
-    assert p >= naming.threshold
+    [p, first] = Naming().probabilities([(question, long), (question, long[:REPLY_CHARS])])
+    assert 0 < p < 1 and abs(math.log(p / (1 - p)) - math.log(first / (1 - first))) < 0.5  # batched arithmetic
     # one answer at a time (a run's case) keeps the state of the system prompt and its worked examples, not of the
     # whole prompt: the next case's answer reads only its own tokens
     assert tuple(naming.scorer.header) in naming.scorer.model.states

@@ -48,14 +48,19 @@ import numpy as np
 
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
-__all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS", "Naming",
-           "Probe", "features", "prompt", "system_prompt"]
+__all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS",
+           "Naming", "Probe", "features", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
 #: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
 #: the value as much as its kind (judge-check's first 30 questions: 0.13 of SQuAD's and 0.14 of EVOUNA's bare golds
 #: rejected, "Sunset Blvd" to a question about a Lloyd Webber musical), and a restatement or vague sentence is longer
 MIN_WORDS = 3
+#: P(answers) at which the screen overrules the rules' ``off_topic`` (an answer whose meaning MiniLM puts far from
+#: the question, or whose words the context lacks): the answers other writers wrote, each split scored by a probe
+#: fitted on the others, keep 0.953 of their golds instead of 0.904, and reject 0.997 of off-topic sentences instead
+#: of 1.000 (Qwen-written splits: off-topic 0.988, another question's answer 0.977; benchmarks/NOTES.md)
+OVERRULES = 0.5
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
