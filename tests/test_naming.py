@@ -113,8 +113,9 @@ def test_unanswerable_questions_and_long_replies():
     # reading as its first REPLY_CHARS characters. (The probe reads such a reply as less of an answer than its first
     # sentence alone: the answers it was fitted on are 1-3 sentences; benchmarks/NOTES.md, twenty-fifth session.)
     long = "The Marrow River flows through it. " + "It is a long and winding river with many bends. " * 400
-    [p, first] = Naming().probabilities([(question, long), (question, long[:REPLY_CHARS])])
-    assert 0 < p < 1 and abs(math.log(p / (1 - p)) - math.log(first / (1 - first))) < 0.5  # batched arithmetic
+    assert prompt(question, long) == prompt(question, long[:REPLY_CHARS])
+    [p] = naming.probabilities([(question, long)])
+    assert 0 < p < 1
     # one answer at a time (a run's case) keeps the state of the system prompt and its worked examples, not of the
     # whole prompt: the next case's answer reads only its own tokens
     assert tuple(naming.scorer.header) in naming.scorer.model.states
