@@ -33,10 +33,10 @@ __all__ = ["AnswerRelevance"]
 class AnswerRelevance(MeasuredJudge, Evaluator[RetrievalInputs, CaseOutput, CaseMetadata]):
     """``answer_relevance`` (score 1/0) and ``answer_relevance_kind`` (label) of the case's answer: the rules, then
     the naming screen on the embedded judge model (``judging.grounded.answer_relevance.judge_answer_relevance``), run
-    in a worker thread. ``cache``: the judge's embeddings (``judging.correctness.semantic``) and the screen's P(named)
-    (the verdict store) cached on disk in ``cache_dir`` (``Config.judge_cache_dir``; None: the default folder);
-    ``data_dir``: where the embedded judge model's file is (None: the default). Its cost per case (texts embedded
-    and model calls, 0 from the caches): ``answer_relevance_cost`` (``evaluators.cost``)."""
+    in a worker thread. ``cache``: the judge's embeddings (``judging.correctness.semantic``) and the screen's
+    P(answers) (the verdict store) cached on disk in ``cache_dir`` (``Config.judge_cache_dir``; None: the default
+    folder); ``data_dir``: where the embedded judge model's file is (None: the default). Its cost per case (texts
+    embedded and model calls, 0 from the caches) is measured as each judge's is (``evaluators.cost.MeasuredJudge``)."""
 
     COST_NAME = "answer_relevance"
     cache: bool = True
