@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import _wilson, labelled_answers  # noqa: E402
 
+from evaluations.judging.grounded.naming import QUESTION_CHARS, REPLY_CHARS  # noqa: E402
+
 #: the copy prompt the naming screen read from 2026-12-05 until the twenty-fifth session (its rubric prompt since)
 SYSTEM = ("You find the answer inside a reply. Given a question and a reply, copy the words of the reply that answer "
           "the question: a name, place, date, number, choice, yes or no, reason or way, even if it looks wrong or is "
@@ -91,7 +93,7 @@ def extractor():
         opening += [{"role": "user", "content": f"Question: {q}\nReply: {a}"}, {"role": "assistant", "content": e}]
 
     def extract(question: str, reply: str) -> str:
-        turn = {"role": "user", "content": f"Question: {question[:600]}\nReply: {reply}"}
+        turn = {"role": "user", "content": f"Question: {question[:QUESTION_CHARS]}\nReply: {reply}"}
         out = llm.create_chat_completion([*opening, turn], temperature=0, max_tokens=MAX_TOKENS)
         return out["choices"][0]["message"]["content"].strip()
 
@@ -114,7 +116,7 @@ def naming():
         return float(1 - p[none].sum() / p.sum())
 
     return lambda pairs: [named(row) for row in scorer.next_logits(
-        [("", scorer.fit_tail(f"Question: {q[:600]}\nReply: {a[:1200]}")) for q, a in pairs])]
+        [("", scorer.fit_tail(f"Question: {q[:QUESTION_CHARS]}\nReply: {a[:REPLY_CHARS]}")) for q, a in pairs])]
 
 
 def answers(question: str, reply: str, copy: str) -> bool:
