@@ -43,6 +43,18 @@ SOURCES = [("squad2_dev_cs224n/questions.jsonl.gz", "squad", 2600, 16),
            ("evouna/TQ.jsonl.gz", "tq", 1700, 8)]
 KINDS = ("restatement_a", "restatement_b", "echo_wrapped", "heading", "refusal", "vague", "off_topic",
          "context_other", "gold_sentence", "gold_casual")
+#: the kinds of a split of long replies (``questions --kinds long``; ``LONG_BRIEF.md``): four of 4-8 sentences that
+#: give the gold answer at the start, in the middle, at the end, or as a retrieval system's cited reply; six of as
+#: many sentences that never give it
+LONG_KINDS = ("gold_first", "gold_middle", "gold_end", "gold_rag", "restatement_long", "refusal_long", "vague_long",
+              "context_other_long", "off_topic_long", "outline")
+KIND_SETS = {"short": KINDS, "long": LONG_KINDS}
+
+
+def _kinds(out: Path) -> tuple[str, ...]:
+    """The kinds of the split being made in ``out`` (``OUT/kinds.json``, written by ``questions``)."""
+    path = out / "kinds.json"
+    return tuple(json.loads(path.read_text())) if path.exists() else KINDS
 
 
 def _used() -> tuple[set[str], set[str]]:
@@ -55,7 +67,7 @@ def _used() -> tuple[set[str], set[str]]:
     return sources, wordings
 
 
-def questions(out: Path, first: int, starts: dict[str, tuple[int, int]]) -> None:
+def questions(out: Path, first: int, starts: dict[str, tuple[int, int]], kinds: str = "short") -> None:
     sources, wordings = _used()
     picked, sheets = [], ([], [])
     number = first
@@ -76,6 +88,7 @@ def questions(out: Path, first: int, starts: dict[str, tuple[int, int]]) -> None
         for k, row in enumerate(dealt):
             sheets[k % 2].append({key: row[key] for key in ("qid", "question", "gold", "context")})
     out.mkdir(parents=True, exist_ok=True)
+    (out / "kinds.json").write_text(json.dumps(list(KIND_SETS[kinds])))
     (out / "questions.json").write_text(json.dumps(picked, indent=1, ensure_ascii=False))
     for k, sheet in enumerate(sheets):
         random.Random(k).shuffle(sheet)
@@ -85,21 +98,21 @@ def questions(out: Path, first: int, starts: dict[str, tuple[int, int]]) -> None
 
 def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> list[dict]:
     by_qid = {q["qid"]: q for q in json.loads((out / "questions.json").read_text())}
-    rows = []
+    rows, kinds = [], _kinds(out)
     for k in (0, 1):
         sheet = [q["qid"] for q in json.loads((out / f"write_sheet_{k}.json").read_text())]
         got: dict[str, dict[str, str]] = collections.defaultdict(dict)
         for n, line in enumerate((out / f"written_{k}.jsonl").read_text().splitlines(), 1):
             if line.strip():
                 row = json.loads(line)
-                if row["qid"] not in sheet or row["kind"] not in KINDS or row["kind"] in got[row["qid"]]:
+                if row["qid"] not in sheet or row["kind"] not in kinds or row["kind"] in got[row["qid"]]:
                     raise SystemExit(f"written_{k}.jsonl:{n}: unexpected or repeated {row['qid']} {row['kind']}")
                 got[row["qid"]][row["kind"]] = row["answer"]
         for qid in sheet:
-            if set(got[qid]) != set(KINDS):
-                raise SystemExit(f"written_{k}.jsonl: {qid} lacks {sorted(set(KINDS) - set(got[qid]))}")
+            if set(got[qid]) != set(kinds):
+                raise SystemExit(f"written_{k}.jsonl: {qid} lacks {sorted(set(kinds) - set(got[qid]))}")
             rows += [{**by_qid[qid], "kind": kind, "answer": got[qid][kind], "writer": writers[k]}
-                     for kind in KINDS]
+                     for kind in kinds]
     return rows
 
 
@@ -143,7 +156,7 @@ def merge(out: Path, name: str, writers: list[str], labellers: list[str]) -> Non
         for i in order:
             f.write(json.dumps({"id": f"{rows[i]['qid']}:{rows[i]['kind']}", **labels[i]}, ensure_ascii=False) + "\n")
     counts = collections.Counter((rows[i]["kind"], labels[i]["label"]) for i in order)
-    for kind in KINDS:
+    for kind in _kinds(out):
         print(f"{kind}: {counts[(kind, True)]} relevant, {counts[(kind, False)]} not")
 
 
@@ -155,6 +168,8 @@ def main() -> None:
     q.add_argument("--first", type=int, default=400, help="the number of the first question id")
     q.add_argument("--from", dest="starts", default="", help="another split's questions: SHORT:START:COUNT,... "
                    "(e.g. squad:2700:16; a source not named keeps SOURCES' start and count)")
+    q.add_argument("--kinds", choices=sorted(KIND_SETS), default="short",
+                   help="the kinds each question gets: short (WRITING_BRIEF.md) or long replies (LONG_BRIEF.md)")
     sub.add_parser("blind").add_argument("out", type=Path)
     m = sub.add_parser("merge")
     m.add_argument("out", type=Path)
@@ -165,7 +180,7 @@ def main() -> None:
     if args.step == "questions":
         starts = {short: (int(start), int(count)) for short, start, count in
                   (part.split(":") for part in args.starts.split(",") if part)}
-        questions(args.out, args.first, starts)
+        questions(args.out, args.first, starts, args.kinds)
     elif args.step == "blind":
         blind(args.out)
     else:

@@ -110,8 +110,7 @@ def test_unanswerable_questions_and_long_replies():
     [marked] = judge_answer_relevance([(question, refusal, "", False)], naming)
     assert marked.verdict  # a refusal is the answer to a question marked unanswerable: the screen is not asked
     # a reply longer than the model's window is read from its start (``REPLY_CHARS``), never an error: the same
-    # reading as its first REPLY_CHARS characters. (The probe reads such a reply as less of an answer than its first
-    # sentence alone: the answers it was fitted on are 1-3 sentences; benchmarks/NOTES.md, twenty-fifth session.)
+    # reading as its first REPLY_CHARS characters
     long = "The Marrow River flows through it. " + "It is a long and winding river with many bends. " * 400
     assert prompt(question, long) == prompt(question, long[:REPLY_CHARS])
     [p] = naming.probabilities([(question, long)])
@@ -129,6 +128,37 @@ def test_unanswerable_questions_and_long_replies():
     cut = scorer.fit_tail(wide)
     assert cut.endswith(" ...") and wide.startswith(cut[:-4].rstrip("\ufffd"))
     assert len(scorer.text_tokens(cut)) <= scorer.room("") - MIN_PASSAGE_TOKENS
+
+
+def test_a_long_reply_is_read_by_the_long_replies_probe(tmp_path):
+    """Read whole by the probe of short replies, a reply of 4-8 sentences reads as more of an answer than a short
+    one, whatever it says; a reply of more than ``LONG_SENTENCES`` sentences is read by the file's ``long`` probe
+    (fitted with long replies) and held to its threshold. Six replies to the first question of
+    ``datasets/relevance/answers_long`` (long replies written by helper agents, labelled blind): the labelled golds
+    (the answer first, the answer last) are accepted; the verdict on each reply the rules accept follows the long
+    probe's threshold, and what it rejects says so."""
+    from evaluations.judging.grounded.naming import LONG_SENTENCES, is_long
+
+    kinds = ("gold_first", "gold_end", "restatement_long", "vague_long", "context_other_long", "outline")
+    rows = [r for r in _labelled("long", questions=1) if r["kind"] in kinds]
+    naming = Naming(cache=VerdictCache(tmp_path / "store.sqlite"))
+    long = naming.probe.params.long
+    assert long is not None and long.threshold > naming.threshold
+    assert len(rows) == len(kinds) and all(is_long(r["answer"]) for r in rows)
+    assert naming.threshold_for(rows[0]["answer"]) == long.threshold
+    assert naming.threshold_for(" ".join(["The bridge opened in 1932."] * LONG_SENTENCES)) == naming.threshold
+    cases = [(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows]
+    rules, judged = answer_relevance_batch(cases), judge_answer_relevance(cases, naming)
+    assert [v.verdict for r, v in zip(rows, judged) if r["label"]] == [True, True]
+    read = [(r, v) for r, v, rule in zip(rows, judged, rules) if rule.verdict]
+    calls = naming.scorer.calls
+    p = naming.probabilities([(r["question"], r["answer"]) for r, _ in read])  # from the verdict store
+    assert naming.scorer.calls == calls and len(read) >= 4
+    for (_, v), q in zip(read, p):
+        assert v.verdict == (q >= long.threshold), (q, v)
+        if not v.verdict:
+            assert f"< {long.threshold:.3g})" in v.reason
+    assert any(not v.verdict for r, v in read if not r["label"])
 
 
 def test_golds_without_a_context_that_once_read_as_none_are_accepted():

@@ -93,9 +93,9 @@ def _run(args: list[str], env: dict[str, str], tmp: Path) -> subprocess.Complete
 
 @pytest.fixture(scope="module")
 def squad_runs(tmp_path_factory) -> dict:
-    """Questions-only runs (rows of id and query) with a callable system: ``copy``, ``unrelated``, ``cached``
-    (copy again, same verdict cache), ``refitted`` (copy, another checker's parameters) and ``refuse`` (no answer
-    faithfulness applies to)."""
+    """Questions-only runs (rows of id and query) with a callable system: ``copy``, ``unrelated``, ``refitted``
+    (copy again, same verdict cache, its context-relevance parameters said to be fitted through another checker:
+    the cached re-run) and ``refuse`` (no answer faithfulness applies to)."""
     tmp = tmp_path_factory.mktemp("reference_free")
     rows, plan, corpus = _squad_plan()
     (tmp / "questions.jsonl").write_text("".join(json.dumps({"id": r["id"], "query": r["question"]}) + "\n"
@@ -110,13 +110,14 @@ def squad_runs(tmp_path_factory) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp)]),
            "EVALUATIONS_CACHE_DIR": str(tmp / "judge_cache"), "EVALUATIONS_CACHE_PATH": str(tmp / "calls.sqlite")}
     out = {}
-    # "refitted": the cached run again, its parameters in a judges folder that records another checker
+    # "refitted": the copy run again (a cached re-run), its parameters in a judges folder that records another
+    # checker (the same weights: the same verdicts, from the cache)
     judges = tmp / "judges"
     judges.mkdir()
     doc = json.loads((ROOT / "judges" / "context_relevance.json").read_text())
     (judges / "context_relevance.json").write_text(json.dumps({**doc, "checker": "openai:elsewhere (checker id x)"}))
     outputs = {}
-    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("cached", "copy"), ("refitted", "copy"),
+    for name, system in (("copy", "copy"), ("unrelated", "unrelated"), ("refitted", "copy"),
                          ("refuse", "refuse")):
         extra = {"EVALUATIONS_JUDGES_DIR": str(judges)} if name == "refitted" else {}
         proc = _run(["run", str(tmp / "questions.jsonl"), "--corpus", str(tmp / "corpus.jsonl"), "--system",
@@ -217,24 +218,24 @@ def test_an_item_without_text_is_judged_not_relevant_at_its_own_rank(squad_runs)
 
 
 def test_a_cached_rerun_makes_no_model_call_and_gives_the_same_verdicts(squad_runs):
-    first, again = (_summary(squad_runs["dirs"][k]) for k in ("copy", "cached"))
+    first, again = (_summary(squad_runs["dirs"][k]) for k in ("copy", "refitted"))
     assert first["reference_free"]["model_calls"] > 0
     assert again["reference_free"]["model_calls"] == 0
     assert again["reference_free"]["metrics"] == first["reference_free"]["metrics"]
     # the console says what the judges spent: the first run its forward passes, the re-run none (it printed nothing)
     assert f"reference-free judges: {first['reference_free']['model_calls']} model calls\n" in \
         squad_runs["outputs"]["copy"], squad_runs["outputs"]["copy"][-2000:]
-    assert "reference-free judges: 0 model calls (every verdict from the cache)" in squad_runs["outputs"]["cached"]
+    assert "reference-free judges: 0 model calls (every verdict from the cache)" in squad_runs["outputs"]["refitted"]
     claims = [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]] for r in _records(squad_runs["dirs"]["copy"])]
     assert claims == [[(c["claim"], c["supported"], c["p"]) for c in r["claims"]]
-                      for r in _records(squad_runs["dirs"]["cached"])]
+                      for r in _records(squad_runs["dirs"]["refitted"])]
 
 
 def test_a_run_records_its_judge_parameters_and_notes_another_checker(squad_runs):
     """Each run keeps which parameters file every reference-free judge read and the checker it was fitted through;
     a run asking the embedded model with parameters fitted through another checker says so (and its verdicts,
-    from the same weights, are the cached run's)."""
-    for name, context_file, fitted in (("cached", ROOT / "judges" / "context_relevance.json", "embedded"),
+    from the same weights, are the first run's)."""
+    for name, context_file, fitted in (("copy", ROOT / "judges" / "context_relevance.json", "embedded"),
                                        ("refitted", squad_runs["tmp"] / "judges" / "context_relevance.json",
                                         "openai:elsewhere")):
         meta = json.loads((squad_runs["dirs"][name] / "report.json").read_text())["experiment_metadata"]
@@ -248,9 +249,9 @@ def test_a_run_records_its_judge_parameters_and_notes_another_checker(squad_runs
     notes = " ".join(squad_runs["outputs"]["refitted"].split())
     assert ("note: context_relevance: its parameters were fitted through openai:elsewhere, the verdicts come from "
             "embedded") in notes
-    assert "fitted through" not in squad_runs["outputs"]["cached"]
+    assert "fitted through" not in squad_runs["outputs"]["copy"]
     assert _summary(squad_runs["dirs"]["refitted"])["metrics"]["context_relevance"] == \
-        _summary(squad_runs["dirs"]["cached"])["metrics"]["context_relevance"]
+        _summary(squad_runs["dirs"]["copy"])["metrics"]["context_relevance"]
 
 
 def test_compare_and_gate_use_faithfulness_like_any_metric(squad_runs, cli):
@@ -351,7 +352,7 @@ def test_gate_reads_groundedness_and_zero_tolerance_on_reference_free_verdicts(s
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - {metric: groundedness, min: 0.5}\n"
                      "zero_tolerance: [answer_relevance, groundedness, context_relevance]\n")
-    code, out, err = cli(["gate", str(dirs["copy"]), "--rules", str(rules), "--baseline", str(dirs["cached"]),
+    code, out, err = cli(["gate", str(dirs["copy"]), "--rules", str(rules), "--baseline", str(dirs["copy"]),
                           "--json"])
     assert code == 0, (out, err)
     code, out, err = cli(["gate", str(dirs["unrelated"]), "--rules", str(rules), "--baseline", str(dirs["copy"]),

@@ -1235,20 +1235,20 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
     """The shipped judge: ``answer_relevance_batch`` (the rules), then the naming screen (``judging.grounded.naming``)
     on every answer of at least ``naming.MIN_WORDS`` words the rules accept, or reject as ``off_topic``, to a question
     with an answer: one batched pass of the embedded judge model, its P(answers) kept in ``naming``'s verdict store.
-    An accepted answer below the probe's threshold is ``no_answer``; an ``off_topic`` one at ``naming.OVERRULES``
-    or above is relevant (rule 4 reads MiniLM's meaning and the context's words, and rejects casual answers the
-    model reads as answers: "That'd be 1946."). ``naming`` None: the rules alone (the judge
-    ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
+    An accepted answer below the probe's threshold (a long reply's: ``Naming.threshold_for``) is ``no_answer``; an
+    ``off_topic`` one at ``naming.OVERRULES`` or above is relevant (rule 4 reads MiniLM's meaning and the context's
+    words, and rejects casual answers the model reads as answers: "That'd be 1946."). ``naming`` None: the rules
+    alone (the judge ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
     results = answer_relevance_batch(cases, cache=cache, progress=progress)
     if naming is None:
         return results
     asked = [i for i, ((q, a, _, ok), r) in enumerate(zip(cases, results))
              if (r.verdict or r.kind == "off_topic") and ok and q.strip() and naming.reads(a or "")]
     named = naming.names([(cases[i][0], cases[i][1] or "") for i in asked])
-    for i, (ok, p) in zip(asked, named):
+    for i, (ok, p, limit) in zip(asked, named):
         if results[i].verdict and not ok:
             results[i] = Relevance(False, "no_answer", f"no_answer: {KINDS['no_answer']} (P(answers) {p:.2f} < "
-                                                       f"{naming.threshold:.3g}); the rules had accepted it: "
+                                                       f"{limit:.3g}); the rules had accepted it: "
                                                        f"{results[i].reason}")
         elif not results[i].verdict and p >= OVERRULES:
             results[i] = Relevance(True, "relevant", f"relevant: the judge model reads an answer in it (P(answers) "

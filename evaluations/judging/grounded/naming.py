@@ -15,7 +15,10 @@ Qwen-written ones, the held-out splits left out) reads (h, logit P(yes)) and giv
     P(answers) = σ(intercept + Σ coef_j · (x_j − mean_j) / scale_j);
 
 the answer is rejected (kind ``no_answer``) when P(answers) < the probe's threshold (set so that, read split by split
-with the probe fitted on the other splits, 98% of the labelled relevant answers the rules accept pass). No verdict
+with the probe fitted on the other splits, 98% of the labelled relevant answers the rules accept pass). A reply of
+more than ``LONG_SENTENCES`` sentences is read by a second probe of the same form (the file's ``long``), fitted with
+long replies too (4-8 sentences, ``datasets/relevance/answers_long*``), its threshold keeping 96% of their relevant
+answers: read whole by the first, talk around the subject reads as more of an answer the longer it is. No verdict
 rests on a list of phrasings: the probe reads what the model made of the pair. (The model's own yes is not enough:
 it says yes to many restatements; its hidden state still tells them apart, and a linear read of it carries to
 wordings it was not fitted on.)
@@ -49,7 +52,8 @@ import numpy as np
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
 __all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS",
-           "Naming", "Probe", "features", "prompt", "system_prompt"]
+           "LONG_SENTENCES",
+           "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
 #: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
@@ -63,6 +67,11 @@ MIN_WORDS = 3
 OVERRULES = 0.5
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
+#: a reply of more sentences (``claims.sentences``: lines, bullets, sentence ends) is long: the probe file's ``long``
+#: probe reads it. Read whole by the probe of short replies, a long reply reads as more of an answer than a short
+#: one, whatever it says: five sentences around the subject pass where one would not (``benchmarks/NOTES.md``,
+#: twenty-sixth session)
+LONG_SENTENCES = 3
 BATCH = 64  # prompts handed to one ``next_logits`` call (it decodes as many side by side as the context holds)
 SYSTEM = ("You judge whether a reply answers a question. Say yes when the reply gives the information the question "
           "asks for: the date, name, place, number, choice, yes or no, reason or steps asked about, even if it may be "
@@ -89,6 +98,13 @@ def system_prompt() -> str:
     return SYSTEM + "\n\nExamples:\n" + "\n".join(f"Question: {q}\nReply: {a}\nAnswer: {e}\n" for q, a, e in SHOTS)
 
 
+def is_long(answer: str) -> bool:
+    """Whether ``answer`` has more than ``LONG_SENTENCES`` sentences (``claims.sentences``)."""
+    from evaluations.judging.grounded.claims import sentences
+
+    return len(sentences(answer)) > LONG_SENTENCES
+
+
 def prompt(question: str, answer: str) -> str:
     """The user turn of one answer."""
     return f"Question: {question[:QUESTION_CHARS]}\nReply: {answer[:REPLY_CHARS]}\n{ASK}"
@@ -97,9 +113,15 @@ def prompt(question: str, answer: str) -> str:
 class ProbeParams(LogisticParams):
     """A fitted logistic probe (``fitted.LogisticParams``): ``features`` are ``hidden_0`` … ``hidden_{n-1}`` (the
     model's last hidden state) and ``logit_p_yes``; ``scorer``: the id of the scorer (model and system prompt)
-    whose hidden states it was fitted on."""
+    whose hidden states it was fitted on; ``long``: the probe of a reply of more than ``LONG_SENTENCES`` sentences,
+    on the same features (fitted with long replies; None: this one reads every reply)."""
 
     scorer: str
+    long: LogisticParams | None = None
+
+    def for_reply(self, long: bool) -> LogisticParams:
+        """The parameters that read a reply: ``long``'s for a long one when there are such."""
+        return self.long if long and self.long is not None else self
 
 
 def feature_names(width: int) -> list[str]:
@@ -118,13 +140,16 @@ class Probe:
     params: ProbeParams
     id: str
 
-    def probability(self, x: np.ndarray) -> float:
-        return float(self.params.probability(x)[0])
+    def probability(self, x: np.ndarray, long: bool = False) -> float:
+        """P(answers) of one reading's features ``x``; ``long``: of a long reply (``is_long``)."""
+        return float(self.params.for_reply(long).probability(x)[0])
 
 
 def _width_problem(params: ProbeParams) -> str | None:
     if params.features != feature_names(len(params.features) - 1):
         return "features must be hidden_0 … hidden_{n-1}, then logit_p_yes, in that order"
+    if params.long is not None and params.long.features != params.features:
+        return "the long replies' probe must read the same features as the probe, in the same order"
     return None
 
 
@@ -176,6 +201,10 @@ class Naming:
     @property
     def threshold(self) -> float:
         return self._probe().params.threshold
+
+    def threshold_for(self, answer: str) -> float:
+        """The threshold ``answer`` is held to: the long replies' probe's when it is long (``LONG_SENTENCES``)."""
+        return self._probe().params.for_reply(is_long(answer)).threshold
 
     def _probe(self) -> Probe:
         if self.probe is None:
@@ -230,8 +259,9 @@ class Naming:
 
         def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
             read = self.readings([pairs[i] for i in missing])
-            return [(self._probe().probability(features(hidden, p)), {"judge": "answer_relevance_naming",
-                                                                    "p_yes": round(p, 6)}) for p, hidden in read]
+            return [(self._probe().probability(features(hidden, p), is_long(pairs[i][1])),
+                     {"judge": "answer_relevance_naming", "p_yes": round(p, 6)})
+                    for i, (p, hidden) in zip(missing, read)]
 
         keys = [self.key(q, a) for q, a in pairs]
         return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
@@ -241,6 +271,7 @@ class Naming:
         """Whether the screen reads ``answer`` (``MIN_WORDS``)."""
         return len(answer.split()) >= MIN_WORDS
 
-    def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float]]:
-        """(P(answers) ≥ the probe's threshold, P(answers)) of each pair."""
-        return [(p >= self.threshold, p) for p in self.probabilities(pairs)]
+    def names(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, float, float]]:
+        """(P(answers) ≥ the probe's threshold for the answer, P(answers), that threshold) of each pair."""
+        limits = [self.threshold_for(a) for _, a in pairs]
+        return [(p >= t, p, t) for p, t in zip(self.probabilities(pairs), limits)]
