@@ -52,8 +52,7 @@ import numpy as np
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
 __all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS",
-           "LONG_SENTENCES",
-           "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
+           "LONG_SENTENCES", "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
 #: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
