@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from evaluations.judging.basics.lexicon import stems
 from evaluations.judging.correctness.embedded import VerdictCache
-from evaluations.judging.grounded.answer_relevance import answer_relevance_batch, judge_answer_relevance
+from evaluations.judging.grounded.answer_relevance import GENERIC, answer_relevance_batch, judge_answer_relevance
 from evaluations.judging.checkers.yesno import MIN_PASSAGE_TOKENS
-from evaluations.judging.grounded.naming import REPLY_CHARS, Naming, Probe, features, load_probe, prompt
+from evaluations.judging.grounded.naming import (OVERRULE_KEYWORDS, OVERRULES, REPLY_CHARS, Naming, Probe, features,
+                                                 load_probe, prompt)
 
 FOLDER = Path(__file__).resolve().parents[1] / "datasets" / "relevance"
 QUESTIONS = 3  # the first three questions of the split: 30 answers
@@ -66,22 +68,51 @@ def test_the_screen_rejects_what_the_rules_let_through_and_keeps_most_labelled_a
     assert agree[1] >= agree[0] + 5
 
 
+def test_the_screen_reads_the_reply_beside_the_question_given_back(judged):
+    """"When was Montreal captured? In 1760." is judged by the rules as "In 1760.", and so the screen reads it: the
+    labelled golds with the question given back before them are read as the golds alone (the verdict store holds
+    those readings: no model call), but for a gold whose lead-in the rules drop as an aside ("Plants: 1892 ...",
+    "Honestly? Depends ..."): they are accepted as the golds are."""
+    rows, cases, naming, _, screened = judged
+    golds = [i for i, r in enumerate(rows) if r["label"] and len(r["answer"].split()) >= 3]
+    assert len(golds) >= 4
+    before = naming.scorer.calls
+    after = judge_answer_relevance([(q, f"{q.strip().rstrip('?')}? {a}", c, ok) for q, a, c, ok in
+                                    (cases[i] for i in golds)], Naming(cache=naming.cache))
+    led = [i for i in golds if any(rows[i]["answer"].startswith(f"{w}{p}") for w in ("Plants", "Honestly")
+                                   for p in ":?")]
+    assert 0 < len(led) < len(golds) and naming.scorer.calls <= before + len(led)
+    for i, got in zip(golds, after):
+        assert got.verdict == screened[i].verdict, (rows[i]["answer"], got.reason, screened[i].reason)
+    assert sum(got.verdict for got in after) >= len(golds) - 1
+
+
 def test_the_screen_overrules_the_off_topic_rule_only_where_the_model_reads_an_answer():
-    """Rule 4 (``off_topic``: MiniLM's meaning far from the question, or words the context lacks) rejects casual
-    golds; the screen reads an answer the rules reject as off-topic too, and accepts it at ``OVERRULES``. Two
-    questions of ``writers2`` (not fitted on) where it does so: the writers' casual golds (labelled relevant) are
-    accepted, and the answers rule 4 rejected that are labelled not relevant stay rejected."""
+    """Rules 3-4 (``off_topic``: MiniLM's meaning far from the question, or words the context lacks) reject casual
+    golds; the screen reads an answer the rules reject as off-topic too, and accepts it at ``OVERRULES`` when it has
+    at most ``OVERRULE_KEYWORDS`` keywords (a longer one is judged by its words). Two questions of ``writers2`` (not
+    fitted on): the writers' short casual gold (labelled relevant) is accepted; their long one (14 keywords, labelled
+    relevant too) stays rejected, the cap's cost; and the answers the rules rejected that are labelled not relevant
+    stay rejected."""
     rows = [r for r in _labelled(questions=17) if r["question"].startswith(("What actions does sustainable",
                                                                              "What modern city did Khanbaliq"))]
     assert len(rows) == 20
     rules = answer_relevance_batch([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])
     rows, rules = zip(*[(r, v) for r, v in zip(rows, rules) if v.kind == "off_topic"])  # only these are asked here
+    naming = Naming()
     judged = judge_answer_relevance([(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows],
-                                    Naming())
+                                    naming)
     casual = [i for i, r in enumerate(rows) if r["kind"] == "gold_casual"]
     assert [rules[i].kind for i in casual] == ["off_topic"] * 2 and all(rows[i]["label"] for i in casual)
+    size = {i: len(stems(rows[i]["answer"]) - GENERIC) for i in casual}
+    assert sorted(size.values())[0] <= OVERRULE_KEYWORDS < sorted(size.values())[1]
+    read = naming.probabilities([(rows[i]["question"], rows[i]["answer"]) for i in casual])
+    assert min(read) >= OVERRULES  # the model reads an answer in both
     for i in casual:
-        assert judged[i].verdict and "overruling off_topic" in judged[i].reason, judged[i]
+        if size[i] <= OVERRULE_KEYWORDS:
+            assert judged[i].verdict and "overruling off_topic" in judged[i].reason, judged[i]
+        else:
+            assert judged[i] == rules[i]
     # what the rules rejected as off-topic and the labels say is not relevant stays rejected (the writers'
     # off-topic sentences among them)
     kept = [(r, v) for r, v in zip(rows, judged) if not r["label"]]

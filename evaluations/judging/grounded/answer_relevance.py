@@ -160,7 +160,7 @@ from evaluations.judging.basics.lexicon import (AUX_START, FILLER, MONTH, NUMBER
                                                 VERBS, alike, has_number, numbers_as_digits, similar, stem, stems)
 from evaluations.judging.basics.question_forms import affirms_polar, is_polar, picks_option
 from evaluations.judging.correctness.nonanswer import answers_polar, is_refusal, refusal_start, screen
-from evaluations.judging.grounded.naming import OVERRULES, Naming
+from evaluations.judging.grounded.naming import OVERRULE_KEYWORDS, OVERRULES, Naming
 from evaluations.judging.correctness.semantic import embed_texts
 from evaluations.judging.grounded.claims import has_verb
 from evaluations.judging.basics.text import STOPWORDS, normalize, unhyphened
@@ -1229,6 +1229,18 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
     return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases]
 
 
+def _keywords(answer: str) -> int:
+    """How many keywords an answer has (kw(A) − ``GENERIC``, numbers as digits)."""
+    return len(stems(_digits(answer)) - GENERIC)
+
+
+def _screened_text(question: str, answer: str, context: str) -> str:
+    """What the naming screen reads of an answer: what the rules judged, the answer beside the question it gives
+    back, asides dropped (``_beside_echo``: "When was Montreal captured? In 1760." is read as "In 1760.", "1760.
+    That is the answer to: when was Montreal captured" as "1760."), else the answer."""
+    return _beside_echo(question, _as_asked(question, answer), context) or answer
+
+
 def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], naming: Naming | None, *,
                            cache: bool | Path | None = True,
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
@@ -1236,21 +1248,24 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
     on every answer of at least ``naming.MIN_WORDS`` words the rules accept, or reject as ``off_topic``, to a question
     with an answer: one batched pass of the embedded judge model, its P(answers) kept in ``naming``'s verdict store.
     An accepted answer below the probe's threshold (a long reply's: ``Naming.threshold_for``) is ``no_answer``; an
-    ``off_topic`` one at ``naming.OVERRULES`` or above is relevant (rule 4 reads MiniLM's meaning and the context's
-    words, and rejects casual answers the model reads as answers: "That'd be 1946."). ``naming`` None: the rules
-    alone (the judge ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
+    ``off_topic`` one of at most ``naming.OVERRULE_KEYWORDS`` keywords at ``naming.OVERRULES`` or above is relevant
+    (rules 3-4 read MiniLM's meaning and the context's words, and reject casual answers the model reads as answers:
+    "That'd be 1946."; a longer answer is judged by its words). The screen reads what the rules judged: the answer
+    beside the question given back (``_screened_text``). ``naming`` None: the rules alone (the judge
+    ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
     results = answer_relevance_batch(cases, cache=cache, progress=progress)
     if naming is None:
         return results
-    asked = [i for i, ((q, a, _, ok), r) in enumerate(zip(cases, results))
-             if (r.verdict or r.kind == "off_topic") and ok and q.strip() and naming.reads(a or "")]
-    named = naming.names([(cases[i][0], cases[i][1] or "") for i in asked])
+    read = [_screened_text(q, a or "", c or "") for q, a, c, _ in cases]
+    asked = [i for i, ((q, _, _, ok), r) in enumerate(zip(cases, results))
+             if (r.verdict or r.kind == "off_topic") and ok and q.strip() and naming.reads(read[i])]
+    named = naming.names([(cases[i][0], read[i]) for i in asked])
     for i, (ok, p, limit) in zip(asked, named):
         if results[i].verdict and not ok:
             results[i] = Relevance(False, "no_answer", f"no_answer: {KINDS['no_answer']} (P(answers) {p:.2f} < "
                                                        f"{limit:.3g}); the rules had accepted it: "
                                                        f"{results[i].reason}")
-        elif not results[i].verdict and p >= OVERRULES:
+        elif not results[i].verdict and p >= OVERRULES and _keywords(read[i]) <= OVERRULE_KEYWORDS:
             results[i] = Relevance(True, "relevant", f"relevant: the judge model reads an answer in it (P(answers) "
                                                      f"{p:.2f} >= {OVERRULES}), overruling {results[i].reason}")
     return results

@@ -51,8 +51,8 @@ import numpy as np
 
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
-__all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "PROBE_FILE", "QUESTION_CHARS", "REPLY_CHARS",
-           "LONG_SENTENCES", "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
+__all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "OVERRULE_KEYWORDS", "PROBE_FILE", "QUESTION_CHARS",
+           "REPLY_CHARS", "LONG_SENTENCES", "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
 #: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
@@ -64,6 +64,12 @@ MIN_WORDS = 3
 #: fitted on the others, keep 0.953 of their golds instead of 0.904, and reject 0.997 of off-topic sentences instead
 #: of 1.000 (Qwen-written splits: off-topic 0.988, another question's answer 0.977; benchmarks/NOTES.md)
 OVERRULES = 0.5
+#: the screen overrules the off-topic rules only on an answer of at most this many keywords (kw(A) − ``GENERIC``),
+#: where their evidence is thin: a casual answer's few words ("That'd be 1946.", "Twice, I believe.") say little of
+#: its subject. A longer answer the rules find about something else is judged by its words: the probe reads a fluent
+#: answer to another question as an answer (judge-check's other golds and off-topic sentences, 15-96 keywords, were
+#: overruled at P 0.50-0.99). The writers' golds it overrules have 2-13 keywords but one (twenty-seventh session)
+OVERRULE_KEYWORDS = 13
 QUESTION_CHARS = 600
 REPLY_CHARS = 1200  # a reply's answer is near its start: the rest is not read (a long reply costs no more)
 #: a reply of more sentences (``claims.sentences``: lines, bullets, sentence ends) is long: the probe file's ``long``
