@@ -133,11 +133,13 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
 
 Anything else the rules accept. ``answer_relevance`` and ``answer_relevance_batch`` are these rules alone. The shipped
 judge (``judge_answer_relevance``: runs, ``score --format log``, ``judge-check`` and ``judge-agreement``'s
-``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept to
-an answerable question: the embedded judge model is asked to copy the words that answer the question, and a logistic
-probe on its reading (its hidden state where the copy would start, and P(the copy is NONE)) rejects an answer whose
-reading holds none as ``no_answer`` (refusals, most restatements, questions given back and headings in wordings the
-rules were not written from; about a third of vague sentences). Anything else is ``relevant``. Validated without
+``answer_relevance``) then asks the naming screen (``judging.grounded.naming``) about every answer the rules accept, or
+reject as ``off_topic``, to an answerable question, read as the rules read it (beside the question it gives back):
+the embedded judge model is asked whether the reply gives what the question asks for, and a logistic probe on its
+reading (its hidden state where it would say yes or no, and P(yes)) rejects an accepted answer whose reading holds
+none as ``no_answer`` (refusals, most restatements, questions given back and headings in wordings the rules were not
+written from; about half of vague sentences), and accepts an off-topic one of few keywords whose reading holds one
+(a casual answer: "That'd be 1946."). Anything else keeps the rules' verdict. Validated without
 labels by ``evaluations judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls
 must be rejected, gold answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates
 are in ``docs/answers-and-judges.md``.
