@@ -1258,9 +1258,9 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
     results = answer_relevance_batch(cases, cache=cache, progress=progress)
     if naming is None:
         return results
-    read = [_screened_text(q, a or "", c or "") for q, a, c, _ in cases]
-    asked = [i for i, ((q, _, _, ok), r) in enumerate(zip(cases, results))
-             if (r.verdict or r.kind == "off_topic") and ok and q.strip() and naming.reads(read[i])]
+    read = {i: _screened_text(q, a or "", c or "") for i, ((q, a, c, ok), r) in enumerate(zip(cases, results))
+            if (r.verdict or r.kind == "off_topic") and ok and q.strip()}  # only the answers it may change
+    asked = [i for i, text in read.items() if naming.reads(text)]
     named = naming.names([(cases[i][0], read[i]) for i in asked])
     for i, (ok, p, limit) in zip(asked, named):
         if results[i].verdict and not ok:
