@@ -7,7 +7,7 @@ and paraphrased (label 1), of 300 answerable questions per file (``judging.valid
 passes rules 1-2 and which have a context. Each example's signals are ``relevance.topic``'s; the model is
 scikit-learn's ``LogisticRegression(C=10)`` with each (dataset, label) weighted equally; the threshold is the one
 (step 0.05) that maximises the smallest per-category rate on the fit datasets. Prints the constants to paste into
-``judging/grounded/answer_relevance.py``, then the diagnostic of the docs' last row: each gold answer (bare) with the context of
+``judging/grounded/answer_relevance/topic.py``, then the diagnostic of the docs' last row: each gold answer (bare) with the context of
 another question of its file (question k gets the passage of question (7k + 13) mod n), which the judge should accept.
 Run from the repository root: ``python scripts/fit_answer_relevance.py``.
 """

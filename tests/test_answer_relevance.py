@@ -460,7 +460,7 @@ def test_a_number_written_in_words_is_the_number_the_context_writes_in_digits_an
     """"About four hundred people." to a context that says 400 was found nowhere in it and rejected as off-topic
     (a probe written for it, 2026-12-04): a number spelled out in the answer or in the context is matched as
     digits. The expected numbers are written by hand; a run of words that is not one number stays words."""
-    from evaluations.judging.grounded.answer_relevance import _numerals
+    from evaluations.judging.grounded.answer_relevance.words import numerals
 
     question = "How many employees were affected by the move?"
     digits = ("Northwind Tools moved its headquarters from San Jose to Austin in 2021. Executives cited lower taxes "
@@ -471,7 +471,7 @@ def test_a_number_written_in_words_is_the_number_the_context_writes_in_digits_an
         assert answer_relevance(question, answer, context).verdict, (answer, context)
         assert topic_found(question, answer, context) >= 1
     assert topic_found(question, "About four hundred and one people.", digits) == 0  # 401 is not 400
-    assert {t: _numerals(t, keep_words=False) for t in (
+    assert {t: numerals(t, keep_words=False) for t in (
         "four hundred", "twenty-five years", "two thousand and ten", "seven hundred fifty thousand", "one of them",
         "a hundred men", "two three", "twenty thirty")} == {
         "four hundred": "400", "twenty-five years": "25 years", "two thousand and ten": "2010",
