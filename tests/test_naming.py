@@ -123,8 +123,10 @@ def test_the_screen_overrules_the_off_topic_rule_only_where_the_model_reads_an_a
 def test_a_re_run_reads_the_verdict_store_and_calls_no_model(judged):
     _, cases, naming, _, screened = judged
     before = naming.scorer.calls
-    again = judge_answer_relevance(cases, Naming(cache=naming.cache))
+    fresh = Naming(cache=naming.cache)
+    again = judge_answer_relevance(cases, fresh)
     assert again == screened and naming.scorer.calls == before
+    assert not fresh.loaded  # every key is worked out without the model: it is not even loaded
     # without a store the model is asked again, and says the same up to the rounding of batched arithmetic (the
     # stored readings were made 30 side by side, these 3)
     pairs = [(q, a) for q, a, _, _ in cases[:3]]

@@ -226,6 +226,11 @@ class Naming:
             self._scorer = scorer
         return self._scorer
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded (a fully cached re-run loads none)."""
+        return self._scorer is not None
+
     def _probe_fits(self, scorer: Any) -> None:
         from evaluations.core.errors import EvaluationsError
 
@@ -246,7 +251,11 @@ class Naming:
             self._probe_fits(self.scorer)
 
     def key(self, question: str, answer: str) -> str:
-        return hashlib.sha256(json.dumps(["naming", self.scorer.id, self._probe().id, prompt(question, answer)]
+        """The verdict-store key of a pair: the scorer the probe was fitted on (the model read must be that one:
+        ``_probe_fits``, when it loads), the probe and the prompt. Worked out without the model, so a fully cached
+        re-run loads none."""
+        probe = self._probe()
+        return hashlib.sha256(json.dumps(["naming", probe.params.scorer, probe.id, prompt(question, answer)]
                                          ).encode()).hexdigest()
 
     def readings(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, np.ndarray]]:
