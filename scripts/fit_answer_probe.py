@@ -17,9 +17,11 @@ more of an answer, whatever it says). The file records the splits, C, keep, and 
 share of labels the rules and the screen agree with when that split was left out.
 
 The default splits are design material: other writers' ``writers``, ``writers3``, ``writers5``, ``writers6``,
-``writers8``, the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``, judge-check's untemplated
-controls to unused TechQA and WixQA questions in ``tech`` (long technical golds; twenty-eighth session), and the long
-replies of ``long`` and ``long3``. Left out, to report on: ``long2`` (long replies, held out),
+``writers8``, the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``, and the long replies of
+``long`` and ``long3``. ``tech`` (judge-check's untemplated controls to unused TechQA and WixQA questions: long
+technical golds) is not among them yet: given as it is (``--splits``), its golds, which the other splits' probe reads
+low, drag the threshold down to 0.047 and the writers' splits lose 0.08-0.11 of agreement (``benchmarks/NOTES.md``,
+twenty-eighth session). Left out, to report on: ``long2`` (long replies, held out),
 ``writers9`` (held out), ``writers7`` (held out, read twice), ``writers4`` (read once before), ``writers2``,
 ``heldout3``, ``heldout5``, ``clapnq3``, ``clapnq4`` (read before, not fitted on).
 """
@@ -40,7 +42,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import labelled_answers  # noqa: E402  (every labelled answer of a split, in file order)
 
 SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "heldout2", "clapnq", "clapnq2",
-          "tech", "long", "long3")
+          "long", "long3")
 LONG_SPLITS = ("long", "long3")  # long replies (LONG_BRIEF.md): each answer weighs --long-weight in the fit
 #: chosen on the two long splits, each left out of a fit on the short splits and the other (twenty-sixth session):
 #: weights 0 / 1 / 3 / 5 gave ROC AUC 0.954 / 0.972 / 0.978 / 0.979 and 0.918 / 0.943 / 0.953 / 0.956
