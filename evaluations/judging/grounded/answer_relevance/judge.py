@@ -151,8 +151,17 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
                            progress: Callable[[int], None] | None = None) -> list[Relevance]:
     """``answer_relevance`` of many (question, answer, context, answerable) cases, the texts of every case that
     reaches the off-topic rule embedded in one batch (``semantic.embed_texts``)."""
+    return _rules(cases, cache, progress)[0]
+
+
+def _rules(cases: Sequence[tuple[str, str, str | None, bool]], cache: bool | Path | None,
+           progress: Callable[[int], None] | None) -> tuple[list[Relevance], list[str | None]]:
+    """``answer_relevance_batch``'s verdicts, and for each case what it says beside the question it gives back
+    (``beside_echo``, asides dropped: "When was Montreal captured? In 1760." says "In 1760."; None when it does not
+    give the question back beside other words): the text the rules judged, which the naming screen reads."""
     cases = [(q, as_asked(q, a or ""), c, ok) for q, a, c, ok in cases]
-    judged = [(q, beside_echo(q, a, c or "") or a, c, ok) for q, a, c, ok in cases]  # the text each verdict reads
+    rests = [beside_echo(q, a, c or "") for q, a, c, ok in cases]
+    judged = [(q, rest or a, c, ok) for (q, a, c, ok), rest in zip(cases, rests)]  # the text each verdict reads
     texts = [t for q, a, c, ok in judged if answer_form(q, a, ok, c or "") is None
              for t in (q, a, *([added_text(q, a)] if embeds(q, a) else []), *sentences(c or ""))]
     unique = list(dict.fromkeys(texts))
@@ -162,19 +171,12 @@ def answer_relevance_batch(cases: Sequence[tuple[str, str, str | None, bool]], *
     def lookup(batch: Sequence[str]) -> np.ndarray:
         return vectors[[row[t] for t in batch]]
 
-    return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases]
+    return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases], rests
 
 
 def _keywords(answer: str) -> int:
     """How many keywords an answer has (kw(A) − ``GENERIC``, numbers as digits)."""
     return len(stems(plain_digits(answer)) - GENERIC)
-
-
-def _screened_text(question: str, answer: str, context: str) -> str:
-    """What the naming screen reads of an answer: what the rules judged, the answer beside the question it gives
-    back, asides dropped (``beside_echo``: "When was Montreal captured? In 1760." is read as "In 1760.", "1760.
-    That is the answer to: when was Montreal captured" as "1760."), else the answer."""
-    return beside_echo(question, as_asked(question, answer), context) or answer
 
 
 def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], naming: Naming | None, *,
@@ -187,12 +189,12 @@ def judge_answer_relevance(cases: Sequence[tuple[str, str, str | None, bool]], n
     ``off_topic`` one of at most ``naming.OVERRULE_KEYWORDS`` keywords at ``naming.OVERRULES`` or above is relevant
     (rules 3-4 read MiniLM's meaning and the context's words, and reject casual answers the model reads as answers:
     "That'd be 1946."; a longer answer is judged by its words). The screen reads what the rules judged: the answer
-    beside the question given back (``_screened_text``). ``naming`` None: the rules alone (the judge
+    beside the question given back (``_rules``), else the answer as given. ``naming`` None: the rules alone (the judge
     ``answer_relevance_rules`` of ``judge-check``, and the rule tests)."""
-    results = answer_relevance_batch(cases, cache=cache, progress=progress)
+    results, rests = _rules(cases, cache, progress)
     if naming is None:
         return results
-    read = {i: _screened_text(q, a or "", c or "") for i, ((q, a, c, ok), r) in enumerate(zip(cases, results))
+    read = {i: rest or a or "" for i, ((q, a, c, ok), r, rest) in enumerate(zip(cases, results, rests))
             if (r.verdict or r.kind == "off_topic") and ok and q.strip()}  # only the answers it may change
     asked = [i for i, text in read.items() if naming.reads(text)]
     named = naming.names([(cases[i][0], read[i]) for i in asked])
