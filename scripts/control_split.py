@@ -6,14 +6,13 @@ answers (TechQA's and WixQA's golds run to several sentences; the writers' split
 
 For each file (``FILES``) the answerable questions with gold after judge-check's first ``--skip`` (those are what
 ``benchmarks/results/answer_relevance_judge_check.json`` reads) and not used by any answer split of
-``datasets/relevance`` (matched by question text), the first ``--questions`` of them, get the controls of ``KINDS``
-(those not worded by a template). Each row: ``id``, ``question``, ``context`` (the question's passage, as a
-one-item list), ``kind`` (the control's category), ``answer``, ``construction`` (what the control is built to be:
-not a label; another question's gold can be of the asked kind, which the rubric calls relevant), ``writer``
-(``controls``), ``source`` (file:question id), ``gold``. The labels are read blind under ``RUBRIC.md`` into
-``labels_<name>.jsonl`` (``LABELS.md``): ``--sheets K`` also writes K shuffled label sheets
-(``label_sheet_<k>.jsonl``: blind id, question, answer) and the key mapping blind ids back (``sheet_key.json``) to
-``--sheet-dir``.
+``datasets/relevance`` (``writer_sheets.used_questions``: by source or wording), the first ``--questions`` of them,
+get the controls of ``KINDS`` (those not worded by a template). Each row: ``id``, ``question``, ``context`` (the
+question's passage, as a one-item list), ``kind`` (the control's category), ``answer``, ``construction`` (what the
+control is built to be: not a label; another question's gold can be of the asked kind, which the rubric calls
+relevant), ``writer`` (``controls``), ``source`` (file:question id), ``gold``. The labels are read blind under
+``RUBRIC.md`` into ``labels_<name>.jsonl`` (``LABELS.md``); ``--sheets DIR`` also writes the two blind labelling
+sheets of ``writer_sheets.write_label_sheets`` there.
 """
 
 from __future__ import annotations
@@ -21,30 +20,18 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import random
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-OUT = ROOT / "datasets" / "relevance"
-DATA = ROOT.parent / "shared" / "data"
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+from writer_sheets import DATA, RELEVANCE as OUT, used_questions, write_label_sheets  # noqa: E402
+
 FILES = ("techqa_rag_eval_sample/techqa_rag_eval_sample480.jsonl.gz",
          "wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz")
 #: the controls not built from a template of wording (judge-check's "The answer is …", "Regarding …, the document
 #: has the details." are left out: a probe fitted on them would learn the templates judge-check then reads)
 KINDS = ("gold_bare", "gold_detail", "gold_after_question", "other_gold", "off_topic_sentence")
-
-
-def _used_questions(name: str) -> set[str]:
-    """The questions of every answer split but ``name``'s own (a rewrite reads the same questions)."""
-    used = set()
-    for path in OUT.glob("answers_*.jsonl.gz"):
-        if path.name == f"answers_{name}.jsonl.gz":
-            continue
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            used |= {json.loads(line)["question"].strip() for line in fh if line.strip()}
-    return used
 
 
 def main() -> None:
@@ -56,15 +43,16 @@ def main() -> None:
     parser.add_argument("--skip", type=int, default=60, help="judge-check's first answerable questions of each file")
     parser.add_argument("--questions", type=int, default=40, help="questions per file")
     parser.add_argument("--seed", type=int, default=28)
-    parser.add_argument("--sheets", type=int, default=0)
-    parser.add_argument("--sheet-dir", type=Path, default=Path("/tmp/control_split"))
+    parser.add_argument("--sheets", type=Path, metavar="DIR",
+                        help="also write the blind labelling sheets there (writer_sheets.write_label_sheets)")
     args = parser.parse_args()
-    used = _used_questions(args.name)
+    sources, wordings = used_questions(but=args.name)
     rows = []
     for file in FILES:
         (_, items), = read_questions([DATA / file]).files
         answerable = [i for i in items if i.answerable and i.references]
-        fresh = [i for i in answerable[args.skip:] if i.question.strip() not in used][:args.questions]
+        fresh = [i for i in answerable[args.skip:]
+                 if i.group not in sources and i.question.strip().lower() not in wordings][:args.questions]
         for control in build_controls(fresh, seed=args.seed):
             if control.category not in KINDS:
                 continue
@@ -83,19 +71,7 @@ def main() -> None:
         fh.write(body)
     print(f"{args.name}: {len(rows)} answers")
     if args.sheets:
-        order = list(range(len(rows)))
-        random.Random(7).shuffle(order)
-        args.sheet_dir.mkdir(parents=True, exist_ok=True)
-        key = {}
-        for k in range(args.sheets):
-            part = order[k::args.sheets]
-            with (args.sheet_dir / f"label_sheet_{k}.jsonl").open("w") as fh:
-                for n in part:
-                    blind = f"b{n * 7919 % 100003:05d}"
-                    key[blind] = rows[n]["id"]
-                    fh.write(json.dumps({"blind": blind, "question": rows[n]["question"],
-                                         "answer": rows[n]["answer"]}, ensure_ascii=False) + "\n")
-        (args.sheet_dir / "sheet_key.json").write_text(json.dumps(key))
+        write_label_sheets(args.sheets, rows)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,17 @@ def _params(model, names: list[str], threshold: float) -> dict:
             "intercept": round(float(lr.intercept_[0]), 6), "threshold": round(threshold, 6)}
 
 
+def _split_weight(text: str) -> tuple[str, float]:
+    """``--weight``'s SPLIT=W."""
+    split, sep, weight = text.partition("=")
+    try:
+        if sep and split:
+            return split, float(weight)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r}: expected SPLIT=W, a split's name and a number (tech=0.25)")
+
+
 def main() -> None:
     from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
     from evaluations.judging.grounded.naming import PROBE_FILE, Naming, feature_names, features, is_long
@@ -123,14 +134,14 @@ def main() -> None:
     parser.add_argument("--keep", type=float, default=0.98)
     parser.add_argument("--long-keep", type=float, default=LONG_KEEP)
     parser.add_argument("--long-weight", type=float, default=LONG_WEIGHT)
-    parser.add_argument("--weight", action="append", default=[], metavar="SPLIT=W",
+    parser.add_argument("--weight", action="append", default=[], metavar="SPLIT=W", type=_split_weight,
                         help="weigh each answer of SPLIT W in both fits (default 1; the long splits' --long-weight)")
     parser.add_argument("--unpooled", action="append", default=[], metavar="SPLIT",
                         help="fit on SPLIT, but leave its relevant answers out of the thresholds' quantiles (a split "
                              "the other splits' probe reads low would drag the threshold down)")
     parser.add_argument("--out", type=Path, default=ROOT / "judges" / PROBE_FILE)
     args = parser.parse_args()
-    given = dict(w.split("=", 1) for w in args.weight)
+    given = dict(args.weight)
     unpooled = frozenset(args.unpooled)
     naming = Naming(reader=True)  # the model's readings only: no probe file is needed to fit one
     scorer = naming.scorer
@@ -146,11 +157,11 @@ def main() -> None:
     short = [s for s in data if s not in LONG_SPLITS]
     # the probe of short replies: fitted on the short splits; its threshold from their relevant answers, each split
     # scored by a probe fitted on the other short splits
-    probe, threshold, scores = _probe(data, short, {s: float(given.get(s, 1.0)) for s in short}, args.c, args.keep,
+    probe, threshold, scores = _probe(data, short, {s: given.get(s, 1.0) for s in short}, args.c, args.keep,
                                       unpooled=unpooled)
     # the probe of long replies: every split, the long ones weighing --long-weight; its threshold from the long
     # relevant answers of every split, each split scored by a probe fitted on the others
-    weights = {s: float(given.get(s, args.long_weight if s in LONG_SPLITS else 1.0)) for s in data}
+    weights = {s: given.get(s, args.long_weight if s in LONG_SPLITS else 1.0) for s in data}
     long_probe, long_threshold, long_scores = _probe(data, list(data), weights, args.c, args.long_keep, long,
                                                      unpooled=unpooled)
     left_out = {}
@@ -168,7 +179,7 @@ def main() -> None:
                     "scripts/fit_answer_probe.py",
            "splits": short, "long_splits": list(data), "long_weighted": [s for s in data if s in LONG_SPLITS],
            "c": args.c, "keep": args.keep, "long_keep": args.long_keep, "long_weight": args.long_weight,
-           "weights": {s: float(w) for s, w in given.items()}, "unpooled": sorted(unpooled),
+           "weights": given, "unpooled": sorted(unpooled),
            "commit": commit.stdout.strip(), "date": dt.date.today().isoformat(), "left_out": left_out,
            "params": {**_params(probe, feature_names(width), threshold), "scorer": scorer.id,
                       "long": _params(long_probe, feature_names(width), long_threshold)}}

@@ -57,10 +57,13 @@ def _kinds(out: Path) -> tuple[str, ...]:
     return tuple(json.loads(path.read_text())) if path.exists() else KINDS
 
 
-def _used() -> tuple[set[str], set[str]]:
-    """The sources and the wordings of every question an answer split of ``datasets/relevance`` holds."""
+def used_questions(but: str | None = None) -> tuple[set[str], set[str]]:
+    """The sources and the wordings (stripped, lower case) of every question an answer split of
+    ``datasets/relevance`` holds, but split ``but``'s own (a split written again reads the same questions)."""
     sources, wordings = set(), set()
     for path in RELEVANCE.glob("answers_*.jsonl.gz"):
+        if path.name == f"answers_{but}.jsonl.gz":
+            continue
         for row in map(json.loads, gzip.open(path, "rt")):
             wordings.add(row["question"].strip().lower())
             sources.add(row.get("source", ""))
@@ -68,7 +71,7 @@ def _used() -> tuple[set[str], set[str]]:
 
 
 def questions(out: Path, first: int, starts: dict[str, tuple[int, int]], kinds: str = "short") -> None:
-    sources, wordings = _used()
+    sources, wordings = used_questions()
     picked, sheets = [], ([], [])
     number = first
     for file, short, start, count in SOURCES:
@@ -117,7 +120,13 @@ def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> 
 
 
 def blind(out: Path) -> None:
-    rows = _written(out)
+    write_label_sheets(out, _written(out))
+
+
+def write_label_sheets(out: Path, rows: list[dict]) -> None:
+    """Two labelling sheets ``out/label_sheet_{0,1}.jsonl`` of ``rows`` (a blind row id, the question and the answer
+    only), all rows shuffled (seed 7) and halved; ``out/label_map.json`` maps each row id back to its row's index."""
+    out.mkdir(parents=True, exist_ok=True)
     order = list(range(len(rows)))
     random.Random(7).shuffle(order)
     half = (len(order) + 1) // 2
