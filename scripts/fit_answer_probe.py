@@ -1,7 +1,7 @@
 """Fit the probe of answer relevance's naming screen (``judges/answer_relevance_probe.json``; issue 44).
 
     python scripts/fit_answer_probe.py [--splits writers,writers3,...] [--c 0.003] [--keep 0.98] [--out FILE]
-        [--weight tech=0.25] [--unpooled tech]
+        [--weight SPLIT=W ...] [--unpooled SPLIT ...]
 
 Reads the labelled answers of ``datasets/relevance`` (``answers_<split>.jsonl.gz`` with ``labels_<split>.jsonl``,
 labelled blind under ``RUBRIC.md``), reads each (question, answer) through the naming prompt on the embedded judge
@@ -18,12 +18,12 @@ more of an answer, whatever it says). The file records the splits, C, keep, and 
 share of labels the rules and the screen agree with when that split was left out.
 
 The default splits are design material: other writers' ``writers``, ``writers3``, ``writers5``, ``writers6``,
-``writers8``, the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``, and the long replies of
-``long`` and ``long3``. ``tech`` (judge-check's untemplated controls to unused TechQA and WixQA questions: long
-technical golds) is not among them yet: given as it is (``--splits``), its golds, which the other splits' probe reads
-low, drag the threshold down to 0.047 and the writers' splits lose 0.08-0.11 of agreement (``benchmarks/NOTES.md``,
-twenty-eighth session); with ``--weight tech=0.25 --unpooled tech`` they lose 0.003-0.007 and TechQA's long golds
-are read as answers 0.93 of the time instead of 0.83: the refit to read again before it ships. Left out, to report
+``writers8``, the Qwen-written ``design``, ``heldout2``, ``clapnq`` and ``clapnq2``, ``tech`` (judge-check's
+untemplated controls to unused TechQA and WixQA questions: long technical golds), and the long replies of ``long``
+and ``long3``. ``tech`` is fitted on at weight 0.25 and kept out of the thresholds' quantiles (``WEIGHTS``,
+``UNPOOLED``): weighted alike and pooled, its golds, which the other splits' probe reads low, drag the threshold down
+to 0.047 and the writers' splits lose 0.08-0.11 of agreement (``benchmarks/NOTES.md``, twenty-eighth and
+twenty-ninth sessions). Left out, to report
 on: ``long2`` (long replies, held out), ``writers9`` (held out), ``writers7`` (held out, read twice), ``writers4``
 (read once before), ``writers2``, ``heldout3``, ``heldout5``, ``clapnq3``, ``clapnq4`` (read before, not fitted on).
 """
@@ -44,7 +44,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import labelled_answers  # noqa: E402  (every labelled answer of a split, in file order)
 
 SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "heldout2", "clapnq", "clapnq2",
-          "long", "long3")
+          "tech", "long", "long3")
+#: ``tech``'s long technical golds, which a probe fitted on the other splits reads low: fitted on at a quarter weight
+#: and kept out of the thresholds' quantiles (twenty-eighth and twenty-ninth sessions); ``--weight`` and
+#: ``--unpooled`` replace these
+WEIGHTS = {"tech": 0.25}
+UNPOOLED = ("tech",)
 LONG_SPLITS = ("long", "long3")  # long replies (LONG_BRIEF.md): each answer weighs --long-weight in the fit
 #: chosen on the two long splits, each left out of a fit on the short splits and the other (twenty-sixth session):
 #: weights 0 / 1 / 3 / 5 gave ROC AUC 0.954 / 0.972 / 0.978 / 0.979 and 0.918 / 0.943 / 0.953 / 0.956
@@ -135,14 +140,16 @@ def main() -> None:
     parser.add_argument("--long-keep", type=float, default=LONG_KEEP)
     parser.add_argument("--long-weight", type=float, default=LONG_WEIGHT)
     parser.add_argument("--weight", action="append", default=[], metavar="SPLIT=W", type=_split_weight,
-                        help="weigh each answer of SPLIT W in both fits (default 1; the long splits' --long-weight)")
+                        help="weigh each answer of SPLIT W in both fits (default 1; the long splits' --long-weight); "
+                             "given, these replace the default tech=0.25")
     parser.add_argument("--unpooled", action="append", default=[], metavar="SPLIT",
                         help="fit on SPLIT, but leave its relevant answers out of the thresholds' quantiles (a split "
-                             "the other splits' probe reads low would drag the threshold down)")
+                             "the other splits' probe reads low would drag the threshold down); given, these replace "
+                             "the default tech")
     parser.add_argument("--out", type=Path, default=ROOT / "judges" / PROBE_FILE)
     args = parser.parse_args()
-    given = dict(args.weight)
-    unpooled = frozenset(args.unpooled)
+    given = dict(args.weight) if args.weight else dict(WEIGHTS)
+    unpooled = frozenset(args.unpooled or UNPOOLED)
     naming = Naming(reader=True)  # the model's readings only: no probe file is needed to fit one
     scorer = naming.scorer
     data, long = {}, {}

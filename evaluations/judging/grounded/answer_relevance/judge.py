@@ -108,7 +108,14 @@ def answer_relevance(question: str, answer: str, context: str | None = None, *, 
     path that file, False or None no cache)."""
     answer = as_asked(question, answer or "")
     embed = embed or functools.partial(embed_texts, cache_path=cache)
-    if (rest := beside_echo(question, answer, context or "")) is None:
+    return _verdict(question, answer, beside_echo(question, answer, context or ""), context, answerable, embed)
+
+
+def _verdict(question: str, answer: str, rest: str | None, context: str | None, answerable: bool,
+             embed: Embed) -> Relevance:
+    """``answer_relevance`` of an answer already read as asked (``as_asked``), with what it says beside the question
+    it gives back (``beside_echo``: None when it gives none back)."""
+    if rest is None:
         return _judged(question, answer, context, answerable, embed)
     if not rest:  # judged by what it says beside the question given back
         return Relevance(False, "echo", f"echo: {KINDS['echo']}, with nothing of its own beside it")
@@ -171,7 +178,7 @@ def _rules(cases: Sequence[tuple[str, str, str | None, bool]], cache: bool | Pat
     def lookup(batch: Sequence[str]) -> np.ndarray:
         return vectors[[row[t] for t in batch]]
 
-    return [answer_relevance(q, a, c, answerable=ok, embed=lookup) for q, a, c, ok in cases], rests
+    return [_verdict(q, a, rest, c, ok, lookup) for (q, a, c, ok), rest in zip(cases, rests)], rests
 
 
 def _keywords(answer: str) -> int:
