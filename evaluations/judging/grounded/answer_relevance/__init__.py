@@ -95,7 +95,7 @@ The rules, checked in this order (the first that applies rejects the answer; ``K
        score = ``TOPIC_BIAS`` + Σ ``TOPIC_WEIGHTS``[f]·f,   off_topic  iff  about ≥ ``MIN_ABOUT`` and
        score < ``TOPIC_THRESHOLD``.
    The weights are a logistic regression fitted on the controls of SQuAD 2.0 and TechQA only
-   (``scripts/fit_answer_relevance.py``); CLAPNQ, WixQA and RepliQA are held out (``docs/answers-and-judges.md``).
+   (``scripts/fit_answer_relevance.py``); CLAPNQ, WixQA and RepliQA are held out (``docs/measured.md``).
    Grounding is over the whole context (grounding near the question only measured worse: SQuAD's other golds come
    from the same article). A context with no sentence about the question (about < ``MIN_ABOUT``: retrieval
    failed) cannot say what is on topic, so an answer from the model's own knowledge is not rejected then; but a
@@ -142,7 +142,7 @@ written from; about half of vague sentences), and accepts an off-topic one of fe
 (a casual answer: "That'd be 1946."). Anything else keeps the rules' verdict. Validated without
 labels by ``evaluations judge-check --judges answer_relevance`` (``judging.validation.controls``: non-answer controls
 must be rejected, gold answers in every form accepted; ``answer_relevance_rules`` the rules alone); the measured rates
-are in ``docs/answers-and-judges.md``.
+are in ``docs/measured.md``.
 """
 
 from __future__ import annotations
