@@ -18,7 +18,8 @@ Sets (every labelled set the project has for these judges):
 * ``faithfulness_hand`` / ``faithfulness_multihop``: ``datasets/labels/faithfulness.jsonl`` and
   ``multihop_faithfulness.jsonl``, the faithfulness judge (every claim supported), score = the least P of a claim;
 * ``answer_relevance_rubric``: ``datasets/relevance`` answers labelled under its rubric (design and held-out), the
-  answer-relevance judge;
+  shipped answer-relevance judge (its rules, then the naming screen); ``answer_relevance_rubric_rules``: its rules
+  alone;
 * ``context_relevance_hand``: ``datasets/labels/context_relevance.jsonl``, its passages of each question read as
   one retrieved set (a case: a passage needed, by hand; by the judge: a chunk judged relevant, best P its score).
 
@@ -133,8 +134,10 @@ def _context_relevance() -> list[dict]:
     return out
 
 
-def _answer_relevance() -> list[dict]:
-    from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
+def _answer_relevance(screen: bool = True) -> list[dict]:
+    from evaluations.judging.correctness.embedded import verdict_cache
+    from evaluations.judging.grounded.answer_relevance import judge_answer_relevance
+    from evaluations.judging.grounded.naming import Naming
 
     folder = ROOT / "datasets" / "relevance"
     out = []
@@ -144,8 +147,8 @@ def _answer_relevance() -> list[dict]:
         labels = [json.loads(line) for line in (folder / f"labels_{split}.jsonl").read_text().splitlines() if line]
         labels = [lab for lab in labels if lab.get("id") in answers and isinstance(lab.get("label"), bool)]
         rows = [answers[lab["id"]] for lab in labels]
-        verdicts = answer_relevance_batch([(r["question"], r["answer"], " ".join(r.get("context") or []), True)
-                                           for r in rows])
+        verdicts = judge_answer_relevance([(r["question"], r["answer"], " ".join(r.get("context") or []), True)
+                                           for r in rows], Naming(cache=verdict_cache(True)) if screen else None)
         for lab, v in zip(labels, verdicts):
             value = float(v.verdict)
             out.append({"id": f"{split}-{lab['id']}", "f": value, "s": value, "y": bool(lab["label"])})
@@ -161,6 +164,7 @@ MAKERS = {
     "faithfulness_multihop": ("faithfulness", lambda: _faithfulness("multihop_faithfulness.jsonl", ROWS_LIMIT)),
     "faithfulness_hand_all": ("faithfulness", lambda: _faithfulness("faithfulness.jsonl")),
     "answer_relevance_rubric": ("answer_relevance", _answer_relevance),
+    "answer_relevance_rubric_rules": ("answer_relevance", lambda: _answer_relevance(screen=False)),
     "context_relevance_hand": ("context_relevance", _context_relevance),
 }
 
