@@ -10,8 +10,9 @@ and labelled by reading, under ``FAITHFULNESS_RUBRIC.md``; no judge was fitted o
 
 For every row: the ``faithfulness`` verdict (the answer is supported when every claim is; not applicable counts
 as an error) with the two passages as a list, and again with them joined into one passage (support then has to be
-found inside one passage's sentence windows), and ``answer_relevance`` with the passages as context (every answer
-of the file addresses its question, right or wrong, so its acceptance rate is what it measures here). Accuracy
+found inside one passage's sentence windows), and ``answer_relevance`` (the shipped judge: its rules, then the
+naming screen) with the passages as context (every answer of the file addresses its question, right or wrong, so
+its acceptance rate is what it measures here). Accuracy
 per question type, answer form and label, with Wilson 95% intervals. Per question, also ``context_relevance`` of
 each of its two passages: both are needed (one step each; the rubric's "a necessary part of the answer"), so the
 share judged relevant is its recall on multi-hop passages, per question type and passage (first, second).
@@ -36,10 +37,11 @@ sys.path[:0] = [str(ROOT)]
 
 from evaluations.judging.validation.agreement import wilson  # noqa: E402
 from evaluations.judging.grounded.context_relevance import judge_context_relevance  # noqa: E402
-from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache, verdict_cache  # noqa: E402
 from evaluations.judging.grounded.faithfulness import judge_faithfulness  # noqa: E402
 from evaluations.judging.basics.passages import Passage  # noqa: E402
-from evaluations.judging.grounded.answer_relevance import answer_relevance  # noqa: E402
+from evaluations.judging.grounded.answer_relevance import judge_answer_relevance  # noqa: E402
+from evaluations.judging.grounded.naming import Naming  # noqa: E402
 
 
 def rate(hits: int, n: int) -> dict:
@@ -88,6 +90,11 @@ def single_hop(cache: VerdictCache, n: int = 40, seed: int = 0) -> dict:
             "unsupported_rejected": rate(hits[False], items), "model_calls": calls}
 
 
+def _groups(row: dict) -> tuple[str, ...]:
+    """The groups a row counts in: all, its question type, type/form, type/form/label."""
+    return ("all", row["type"], f"{row['type']}/{row['form']}", f"{row['type']}/{row['form']}/{row['label']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", default=str(ROOT / "datasets/labels/multihop_faithfulness.jsonl"))
@@ -103,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, row in enumerate(rows, 1):
         forms = {"listed": [Passage(id=f"p{j}", text=t) for j, t in enumerate(row["context"])],
                  "joined": [Passage(id="p", text=" ".join(row["context"]))]}
-        groups = ("all", row["type"], f"{row['type']}/{row['form']}", f"{row['type']}/{row['form']}/{row['label']}")
+        groups = _groups(row)
         counts.update(groups)
         for name, passages in forms.items():
             verdict = judge_faithfulness(row["query"], row["generated_answer"], passages, cache=cache)
@@ -112,11 +119,15 @@ def main(argv: list[str] | None = None) -> int:
             not_applicable[name] += not verdict.applicable
             if verdict.applicable and supported == row["label"]:  # not applicable: an error
                 hits[name].update(groups)
-        judged = answer_relevance(row["query"], row["generated_answer"], "\n\n".join(row["context"]))
-        relevant.update(g for g in groups if judged.verdict)
-        if not judged.verdict:
-            rejected.append({"id": row["id"], "answer": row["generated_answer"], "reason": judged.reason})
         print(f"{i}/{len(rows)} {row['id']}", file=sys.stderr)
+    # answer relevance, the shipped judge (its rules, then the naming screen), every answer in one batched pass
+    relevance = judge_answer_relevance([(r["query"], r["generated_answer"], "\n\n".join(r["context"]), True)
+                                        for r in rows], Naming(cache=verdict_cache(True)))
+    for row, said in zip(rows, relevance):
+        groups = _groups(row)
+        relevant.update(g for g in groups if said.verdict)
+        if not said.verdict:
+            rejected.append({"id": row["id"], "answer": row["generated_answer"], "reason": said.reason})
     needed: collections.Counter = collections.Counter()
     judged: collections.Counter = collections.Counter()
     for query, row in {r["query"]: r for r in rows}.items():
