@@ -12,10 +12,10 @@ For every row: the ``faithfulness`` verdict (the answer is supported when every 
 as an error) with the two passages as a list, and again with them joined into one passage (support then has to be
 found inside one passage's sentence windows), and ``answer_relevance`` (the shipped judge: its rules, then the
 naming screen) with the passages as context (every answer of the file addresses its question, right or wrong, so
-its acceptance rate is what it measures here). Accuracy
-per question type, answer form and label, with Wilson 95% intervals. Per question, also ``context_relevance`` of
-each of its two passages: both are needed (one step each; the rubric's "a necessary part of the answer"), so the
-share judged relevant is its recall on multi-hop passages, per question type and passage (first, second).
+its acceptance rate is what it measures here). Accuracy per question type, answer form and label, with Wilson 95%
+intervals. Per question, also ``context_relevance`` of each of its two passages: both are needed (one step each;
+the rubric's "a necessary part of the answer"), so the share judged relevant is its recall on multi-hop passages,
+per question type and passage (first, second).
 A single-hop control (``single_hop``): reading two passages together must not make faithfulness accept wrong
 answers on ordinary questions. 40 SQuAD 2.0 questions (seeded), each with its own paragraph and two other paragraphs
 of the same article in random order; the gold answer (supported) and another question's gold of a co-retrieved
@@ -37,7 +37,7 @@ sys.path[:0] = [str(ROOT)]
 
 from evaluations.judging.validation.agreement import wilson  # noqa: E402
 from evaluations.judging.grounded.context_relevance import judge_context_relevance  # noqa: E402
-from evaluations.judging.correctness.embedded import VerdictCache, verdict_cache  # noqa: E402
+from evaluations.judging.correctness.embedded import VerdictCache  # noqa: E402
 from evaluations.judging.grounded.faithfulness import judge_faithfulness  # noqa: E402
 from evaluations.judging.basics.passages import Passage  # noqa: E402
 from evaluations.judging.grounded.answer_relevance import judge_answer_relevance  # noqa: E402
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{i}/{len(rows)} {row['id']}", file=sys.stderr)
     # answer relevance, the shipped judge (its rules, then the naming screen), every answer in one batched pass
     relevance = judge_answer_relevance([(r["query"], r["generated_answer"], "\n\n".join(r["context"]), True)
-                                        for r in rows], Naming(cache=verdict_cache(True)))
+                                        for r in rows], Naming(cache=cache))
     for row, said in zip(rows, relevance):
         groups = _groups(row)
         relevant.update(g for g in groups if said.verdict)

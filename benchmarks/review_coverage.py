@@ -140,6 +140,7 @@ def _answer_relevance(screen: bool = True) -> list[dict]:
     from evaluations.judging.grounded.naming import Naming
 
     folder = ROOT / "datasets" / "relevance"
+    naming = Naming(cache=verdict_cache(True)) if screen else None  # one model load for both splits
     out = []
     for split in ("design", "heldout"):
         with gzip.open(folder / f"answers_{split}.jsonl.gz", "rt", encoding="utf-8") as handle:
@@ -148,7 +149,7 @@ def _answer_relevance(screen: bool = True) -> list[dict]:
         labels = [lab for lab in labels if lab.get("id") in answers and isinstance(lab.get("label"), bool)]
         rows = [answers[lab["id"]] for lab in labels]
         verdicts = judge_answer_relevance([(r["question"], r["answer"], " ".join(r.get("context") or []), True)
-                                           for r in rows], Naming(cache=verdict_cache(True)) if screen else None)
+                                           for r in rows], naming)
         for lab, v in zip(labels, verdicts):
             value = float(v.verdict)
             out.append({"id": f"{split}-{lab['id']}", "f": value, "s": value, "y": bool(lab["label"])})
