@@ -153,7 +153,7 @@ def answer_relevance_choice() -> dict:
                 continue
             rows += [(row["question"], row[f"answer_{m}"]) for m in ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
                      if row.get(f"answer_{m}") and row.get(f"judge_{m}") is True]
-    rejected = [(q, a, answer_relevance(q, a).kind) for q, a in rows if answer_relevance(q, a).kind != "relevant"]
+    rejected = [(q, a, kind) for q, a in rows if (kind := answer_relevance(q, a).kind) != "relevant"]
     rate = 1 - len(rejected) / len(rows)
     return {"answers": len(rows), "relevant_rate": rate, "bound": ">= 250 answers, relevant rate >= 0.90",
             "passes": bool(len(rows) >= 250 and rate >= 0.90)}
