@@ -36,6 +36,10 @@ def test_reused_states_equal_a_fresh_pass(tmp_path):
         assert scorer.probability(shared, TAIL.format(s=s))[0] == pytest.approx(p, abs=1e-4)
     # the model reads the passage: supported statements above their contradicted twins
     assert got[0] > got[2] and got[1] > got[3]
+    # a kept state is the KV cells of the tokens read, not the logits of each position (one row of n_vocab floats
+    # a token, 0.6 MB for this model: Llama.save_state's copy made keeping and restoring a prefix take seconds)
+    row = scorer.model.llm.n_vocab() * 4
+    assert scorer.model.states and all(0 < k.size < row * len(k.tokens) / 4 for k in scorer.model.states.values())
 
 
 def test_cached_probability_makes_no_second_call(tmp_path):
