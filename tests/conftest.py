@@ -59,20 +59,21 @@ def sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-#: the modules that take longest (``--durations=0`` on 2 cores, longest first): run first, so that under pytest-xdist
-#: (``--dist loadfile`` hands out whole modules in collection order, its reorder off: ``pytest_configure``) no worker
-#: starts a long module while the other has nothing left to do (longest-first scheduling)
-LONGEST_FIRST = ("test_served_checker.py", "test_ray.py", "test_answer_relevance.py", "test_cli_answers.py",
-                 "test_judge_embedded.py", "test_matrix.py", "test_embedded_models.py", "test_object_store.py",
-                 "test_faithfulness.py", "test_reference_free_runs.py", "test_reports_browser.py",
-                 "test_score_log_out.py", "test_judge_calibration.py", "test_minilm.py", "test_judge_check.py",
-                 "test_review.py", "test_context_relevance.py", "test_judge_refit.py", "test_run_survives.py",
-                 "test_index.py", "test_yesno.py", "test_history.py", "test_systems.py", "test_score.py",
-                 "test_served_qa.py", "test_cli_retrieval.py", "test_wheel.py", "test_synth.py",
-                 "test_run_lifecycle.py", "test_long_passages.py", "test_judge_changes.py", "test_ann.py",
-                 "test_retries.py", "test_scored_log_as_run.py", "test_llm_protocol.py", "test_pairs.py",
-                 "test_comparison.py", "test_compare.py", "test_golden.py", "test_qa_agent.py",
-                 "test_judge_command_faults.py", "test_reports_reference_free.py")
+#: the modules that take longest (wall time per module on 2 cores, 2026-12-06; longest first): run first, so that
+#: under pytest-xdist (``--dist loadfile`` hands out whole modules in collection order, its reorder off:
+#: ``pytest_configure``) no worker starts a long module while the other has nothing left to do (longest-first
+#: scheduling; ``test_naming.py``, left out of this list, once ran last for a minute while the other worker idled)
+LONGEST_FIRST = ("test_served_checker.py", "test_naming.py", "test_judge_embedded.py", "test_ray.py",
+                 "test_embedded_models.py", "test_answer_relevance.py", "test_matrix.py", "test_cli_answers.py",
+                 "test_score_log_out.py", "test_context_relevance.py", "test_object_store.py",
+                 "test_reference_free_runs.py", "test_faithfulness.py", "test_reports_browser.py", "test_score.py",
+                 "test_judge_check.py", "test_review.py", "test_judge_changes.py", "test_minilm.py",
+                 "test_cli_retrieval.py", "test_compare.py", "test_served_qa.py", "test_wheel.py",
+                 "test_judge_refit.py", "test_judge_calibration.py", "test_systems.py", "test_yesno.py",
+                 "test_synth.py", "test_index.py", "test_scored_log_as_run.py", "test_run_lifecycle.py",
+                 "test_long_passages.py", "test_retries.py", "test_run_survives.py", "test_llm_protocol.py",
+                 "test_reports_reference_free.py", "test_golden.py", "test_ann.py", "test_pairs.py",
+                 "test_terminal_output.py", "test_comparison.py", "test_judge_command_faults.py")
 
 
 def pytest_collection_modifyitems(items):
