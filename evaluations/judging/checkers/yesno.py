@@ -156,7 +156,10 @@ class _Model:
                 break
             keep += 1
         key = tuple(prefix)
-        if keep < len(prefix) and key in self.states and self._restore(self.states[key]):
+        if keep < len(prefix) and key in self.states:
+            if not self._restore(self.states[key]):
+                del self.states[key]
+                return 0  # nothing is held any more: the prompt is read from its start
             self.states.move_to_end(key)
             keep = len(prefix)
         return keep
