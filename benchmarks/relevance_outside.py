@@ -356,8 +356,7 @@ def main() -> None:
                              "CLAPNQ questions 200-259, 0-59, 60-119 and 120-179; writers, writers2 … writers10: "
                              "answers written by helper agents, not by the embedded models; long, long2, long3: long "
                              "replies written by helper agents, LONG_BRIEF.md; tech: judge-check's controls to unused "
-                             "TechQA "
-                             "and WixQA questions); context_multihop --split "
+                             "TechQA and WixQA questions); context_multihop --split "
                              "heldout2 / heldout3 / heldout4 / heldout5: the 100 multi-hop sets of "
                              "datasets/multihop/heldout2.jsonl.gz (built 2026-12-04) / heldout3.jsonl.gz / "
                              "heldout4.jsonl.gz / heldout5.jsonl.gz (built 2026-12-05)")

@@ -45,7 +45,7 @@ def test_reused_states_equal_a_fresh_pass(tmp_path):
 def test_a_kept_state_llama_cpp_cannot_read_is_read_again():
     """A kept passage state cut short (llama.cpp refuses it) is dropped and the passage read again: the same P(yes)
     as the first pass, and the state kept again whole."""
-    from evaluations.judging.checkers.yesno import _Kept
+    from evaluations.models.llamacpp import KeptSequence
 
     scorer = load_scorer(PASSAGE_SYSTEM)
     _fresh(scorer)
@@ -53,7 +53,7 @@ def test_a_kept_state_llama_cpp_cannot_read_is_read_again():
     first = scorer.probability(A, tail)[0]
     scorer.probability(B, tail)  # B's passage now in the KV cache: A's must come from its kept state
     for key, kept in list(scorer.model.states.items()):
-        scorer.model.states[key] = _Kept(kept.cells, 16, kept.tokens)
+        scorer.model.states[key] = KeptSequence(kept.cells, 16, kept.tokens)
     assert scorer.probability(A, tail)[0] == pytest.approx(first, abs=1e-6)
     assert any(k.size > 16 for k in scorer.model.states.values())
 

@@ -14,11 +14,9 @@ and, with l the logits of the next token, Y the single-token spellings of "yes" 
 question). The KV cache of the longest common token prefix with the previous call is kept (``Llama.n_tokens`` is
 cut back to it; ``Llama.eval`` drops the rest), and the state after system + shared (+ the first tail asked, which
 a later question cuts back; a new prefix and its tail are one decode) is kept for the last
-``STATES`` passages (sequence 0's KV cells, ``llama_state_seq_get_data`` / ``llama_state_seq_set_data``), so
-several questions about one text (claims of an answer about one sentence window; a repeated passage) evaluate it once
-even when other cases' calls come between. (``Llama.save_state`` also copies the logits of every position read, 0.6
-MB a token: a 500-token prefix took 300 MB and seconds to keep and to restore; the KV cells of sequence 0 are the
-state a later decode reads.)
+``STATES`` passages (sequence 0's KV cells: ``models.llamacpp.keep_sequence`` / ``restore_sequence``), so several
+questions about one text (claims of an answer about one sentence window; a repeated passage) evaluate it once even
+when other cases' calls come between.
 The judges use the same system prompt (``PASSAGE_SYSTEM``) and put their instruction in the tail, so any text they
 both ask about is evaluated once. One ``Llama`` per (file, window) is loaded per process and shared by every scorer
 on it; calls are serialised by its lock. ``cached_probability`` keys a verdict by (scorer id, shared, tail) in the
@@ -39,7 +37,6 @@ against 1.04 s one by one.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import threading
@@ -53,7 +50,8 @@ import numpy as np
 
 from evaluations.core.errors import JudgeFailed
 from evaluations.judging.correctness.embedded import NO, YES, VerdictCache, embedded_judge_path
-from evaluations.models.llamacpp import load_llama, n_threads, require_llama_cpp
+from evaluations.models.llamacpp import (KeptSequence, keep_sequence, load_llama, n_threads, require_llama_cpp,
+                                         restore_sequence)
 from evaluations.models.meter import count_calls
 
 T = TypeVar("T")
@@ -99,16 +97,6 @@ _HEADER = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
 _END = "<|im_end|>\n<|im_start|>assistant\n"
 
 
-@dataclass(frozen=True)
-class _Kept:
-    """A kept state of sequence 0: its KV cells as ``llama_state_seq_get_data`` wrote them, and the tokens they
-    hold (the prefix, and the first tail read with it)."""
-
-    cells: Any
-    size: int
-    tokens: np.ndarray
-
-
 @dataclass
 class _Model:
     """One loaded Llama, shared by every scorer on the same file and window."""
@@ -117,7 +105,7 @@ class _Model:
     _llama_cpp: Any  # the llama_cpp module (its public low-level API)
     lock: threading.Lock = field(default_factory=threading.Lock)
     calls: int = 0
-    states: OrderedDict[tuple[int, ...], _Kept] = field(default_factory=OrderedDict)
+    states: OrderedDict[tuple[int, ...], KeptSequence] = field(default_factory=OrderedDict)
 
     def evaluate(self, prefix: list[int], rest: list[int]) -> None:
         """Evaluate prefix + rest, reusing the KV cache in place or a kept state of ``prefix``."""
@@ -157,7 +145,7 @@ class _Model:
             keep += 1
         key = tuple(prefix)
         if keep < len(prefix) and key in self.states:
-            if not self._restore(self.states[key]):
+            if not restore_sequence(self.llm, self.states[key]):
                 del self.states[key]
                 return 0  # nothing is held any more: the prompt is read from its start
             self.states.move_to_end(key)
@@ -166,26 +154,9 @@ class _Model:
 
     def _keep(self, prefix: list[int]) -> None:
         """Keep the state just read as ``prefix``'s (the last ``STATES``): sequence 0's KV cells and their tokens."""
-        api, llm = self._llama_cpp, self.llm
-        size = api.llama_state_seq_get_size(llm.ctx, 0)
-        cells = (ctypes.c_uint8 * size)()
-        written = api.llama_state_seq_get_data(llm.ctx, cells, size, 0)
-        self.states[tuple(prefix)] = _Kept(cells, int(written), llm.input_ids[: llm.n_tokens].copy())
+        self.states[tuple(prefix)] = keep_sequence(self.llm)
         while len(self.states) > STATES:
             self.states.popitem(last=False)
-
-    def _restore(self, kept: _Kept) -> bool:
-        """Put a kept state back as sequence 0 (``Llama.n_tokens`` and ``input_ids`` at its tokens); False, and
-        nothing held, when llama.cpp cannot (the prefix is then read again)."""
-        api, llm = self._llama_cpp, self.llm
-        api.llama_memory_seq_rm(self._memory(), -1, -1, -1)
-        if api.llama_state_seq_set_data(llm.ctx, kept.cells, kept.size, 0) == 0:
-            api.llama_memory_seq_rm(self._memory(), -1, -1, -1)
-            llm.n_tokens = 0
-            return False
-        llm.input_ids[: len(kept.tokens)] = kept.tokens
-        llm.n_tokens = len(kept.tokens)
-        return True
 
     def side_by_side(self, prefix: list[int], rests: Sequence[list[int]], hidden: bool = False) -> list[Any]:
         """The next-token logits after prefix + each of ``rests``: the prefix is read once (``prime``), then the

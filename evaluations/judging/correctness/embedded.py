@@ -6,8 +6,8 @@ One verdict is one forward pass, no generation. The prompt, in the model's chat 
     suffix = Question: q\\nReference answers: r1 | r2\\nCandidate answer: a\\nCorrect (yes/no)?<|im_end|>\\n
              <|im_start|>assistant\\n
 
-The prefix is tokenised and evaluated once; its KV cache state is kept (``Llama.save_state``) and
-restored before each suffix (``Llama.load_state``), so a verdict costs only the suffix's tokens. With
+The prefix is tokenised and evaluated once; its KV cache is kept in place (or, asked so, its cells kept aside and
+restored: ``models.llamacpp.keep_sequence``), so a verdict costs only the suffix's tokens. With
 l the logits of the next token after the suffix, Y the single-token spellings of "yes" ("yes", "Yes",
 " yes", " Yes", "YES") and N those of "no":
 
@@ -37,7 +37,7 @@ from evaluations.core.errors import EvaluationsError
 from evaluations.judging.basics.grade import Grade
 from evaluations.judging.basics.shipped import shipped_path
 from evaluations.models.cache import open_store
-from evaluations.models.llamacpp import load_llama
+from evaluations.models.llamacpp import keep_sequence, load_llama, restore_sequence
 from evaluations.models.meter import count_calls
 
 __all__ = [
@@ -140,13 +140,13 @@ class YesNoJudge:
     def _forward(self, suffix: list[int], reuse: str) -> np.ndarray:
         """Logits after prefix + suffix. reuse: "truncate" keeps the prefix's KV cache in place and drops what
         follows it (``Llama.n_tokens`` = prefix length; ``Llama.eval`` removes the rest of the KV cache);
-        "state" restores a ``save_state()`` snapshot taken after the prefix; "none" evaluates everything."""
+        "state" restores the prefix's KV cells kept after it was read (``models.llamacpp.keep_sequence``); "none"
+        evaluates everything."""
         llm, n = self.llm, len(self.prefix)
         if reuse == "truncate" and llm.n_tokens >= n and list(llm.input_ids[:n]) == self.prefix:
             llm.n_tokens = n
             llm.eval(suffix)
-        elif reuse == "state" and self._state is not None:
-            llm.load_state(self._state)
+        elif reuse == "state" and self._state is not None and restore_sequence(llm, self._state):
             llm.eval(suffix)
         elif reuse == "none":
             llm.reset()
@@ -155,7 +155,7 @@ class YesNoJudge:
             llm.reset()
             llm.eval(self.prefix)
             if reuse == "state":
-                self._state = llm.save_state()
+                self._state = keep_sequence(llm)
             llm.eval(suffix)
         return self._logits()
 
