@@ -104,3 +104,38 @@ def test_each_text_is_tokenized_once_per_question(monkeypatch):
     texts.clear()
     scorer.probability(long, tail)
     assert len(texts) == 3 and texts.count(long.encode()) == 1 and texts[-1].endswith(b" ...")
+
+
+def test_inner_layers_are_read_at_each_prompts_last_token():
+    """``next_logits(..., layers=...)`` reads layers' outputs (``models.llamacpp.LayerTap``) at each prompt's last
+    token. The oracle for the last layer is llama.cpp's own embeddings output there, which is that layer's output
+    through the model's final RMS norm: ``hidden = l / rms(l) * w`` with one weight vector ``w`` for every prompt.
+    ``w`` is taken from one prompt and must give the others' hidden states from their tapped rows, read side by side
+    and one prompt at a time (llama.cpp's arithmetic differs a little with the batch: 0.1 in a logit); tapping
+    changes no logit or hidden state of the same batch."""
+    import numpy as np
+
+    from evaluations.models.llamacpp import require_llama_cpp
+
+    scorer = load_scorer(PASSAGE_SYSTEM)
+    last = require_llama_cpp().llama_cpp.llama_model_n_layer(scorer.model.llm.model) - 1
+    layers = (8, last)
+    asks = [(A, TAIL.format(s=s)) for s in ("The tower was completed in 1889.", "The tower is in Rome.",
+                                            "It was built for a fair.")]
+    together = scorer.next_logits(asks, hidden=True, layers=layers)
+    alone = scorer.next_logits(asks[2:], hidden=True, layers=layers)
+    plain = scorer.next_logits(asks, hidden=True)
+    for (logits, hidden, rows), (logits0, hidden0) in zip(together, plain):
+        assert np.array_equal(logits, logits0) and np.array_equal(hidden, hidden0)  # the tap changes nothing
+        assert set(rows) == set(layers) and all(rows[k].shape == hidden.shape for k in layers)
+
+    def normed(row):
+        return row / np.sqrt(np.mean(row ** 2) + 1e-6)
+
+    weight = together[0][1] / normed(together[0][2][last])
+    for _, hidden, rows in together[1:] + alone:
+        assert np.linalg.norm(normed(rows[last]) * weight - hidden) < 0.02 * np.linalg.norm(hidden)
+    # another prompt's row does not fit: the rows are each prompt's own
+    assert np.linalg.norm(normed(together[0][2][last]) * weight - together[1][1]) > 0.1 * np.linalg.norm(
+        together[1][1])
+    assert not np.allclose(together[0][2][8], together[1][2][8], atol=1e-3)

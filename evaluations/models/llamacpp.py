@@ -398,7 +398,8 @@ def _unloadable(path: Path, exc: Exception) -> EvaluationsError:
     return EvaluationsError(f"llama-cpp-python could not load the model: {exc}", where=where, fix=fix)
 
 
-def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, sequences: int = 1) -> Any:
+def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, sequences: int = 1,
+               tap: LayerTap | None = None) -> Any:
     """``llama_cpp.Llama`` for ``path`` without the extra (AMX/repack) weight buffers.
 
     llama.cpp built natively on a CPU with AMX repacks Q4_K weights into AMX buffers, and evaluating a
@@ -408,7 +409,8 @@ def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, se
 
     ``sequences`` > 1: the context holds that many sequences in one KV cache of ``n_ctx`` cells shared by all
     (``n_seq_max``, ``kv_unified``; ``llama_context_default_params`` wrapped the same way), so one decode can read
-    several prompts side by side after a prefix they share (``judging.checkers.yesno``).
+    several prompts side by side after a prefix they share (``judging.checkers.yesno``). ``tap``: a ``LayerTap``
+    that llama.cpp calls back as it computes each decode (``cb_eval``), to read inner layers' outputs.
     """
     llama_cpp = require_llama_cpp()
     api = llama_cpp.llama_cpp
@@ -423,6 +425,8 @@ def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, se
         params = context_original()
         if sequences > 1:
             params.n_seq_max, params.kv_unified = sequences, True
+        if tap is not None:
+            params.cb_eval, params.cb_eval_user_data = tap.callback, None
         return params
 
     with _LOAD_LOCK:
@@ -437,6 +441,67 @@ def load_llama(path: Path, *, n_ctx: int, n_threads: int, n_batch: int = 512, se
             raise _unloadable(path, exc) from None
         finally:
             api.llama_model_default_params, api.llama_context_default_params = original, context_original
+
+
+def _ggml_base() -> Any:
+    """ggml's base library as shipped inside llama-cpp-python (its public C API: ``ggml_get_name``,
+    ``ggml_nbytes``, ``ggml_backend_tensor_get``), or None when it is not where llama-cpp-python keeps it."""
+    folder = Path(require_llama_cpp().__file__).parent / "lib"
+    for name in sorted(folder.glob("*ggml-base*")):
+        try:
+            lib = ctypes.CDLL(str(name))
+        except OSError:
+            continue
+        lib.ggml_get_name.restype, lib.ggml_get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+        lib.ggml_nbytes.restype, lib.ggml_nbytes.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
+        lib.ggml_backend_tensor_get.restype = None
+        lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+        return lib
+    return None
+
+
+class LayerTap:
+    """The outputs of inner layers of a llama.cpp model (its ``l_out-<i>`` tensors: the residual stream after block
+    i, one row of ``width`` floats a token), read while llama.cpp computes a decode: passed to ``load_llama``, whose
+    context calls ``callback`` for each node of each decode's graph (``cb_eval``). Nothing is read until ``arm``;
+    then the named layers' rows of each decode are kept in token order, ubatch after ubatch, until ``disarm``. Only
+    while armed does a decode stop at the tapped tensors; the arithmetic is the same either way."""
+
+    def __init__(self) -> None:
+        self.width = 0  # the model's n_embd: set once it is loaded
+        self._lib = _ggml_base()
+        self._names: dict[bytes, int] = {}
+        self._rows: dict[int, list[np.ndarray]] | None = None
+        self.callback = require_llama_cpp().llama_cpp.ggml_backend_sched_eval_callback(self._observe)
+
+    @property
+    def available(self) -> bool:
+        """Whether ggml's library was found (without it nothing can be read)."""
+        return self._lib is not None
+
+    def arm(self, layers: tuple[int, ...]) -> None:
+        """Read ``layers``' rows of the decodes from now on."""
+        self._names = {f"l_out-{layer}".encode(): layer for layer in layers}
+        self._rows = {layer: [] for layer in layers}
+
+    def disarm(self) -> dict[int, np.ndarray]:
+        """The rows read since ``arm``, per layer (tokens × ``width``), and stop reading."""
+        rows, self._rows, self._names = self._rows or {}, None, {}
+        return {layer: np.concatenate(parts) if parts else np.zeros((0, self.width), np.float32)
+                for layer, parts in rows.items()}
+
+    def _observe(self, tensor: Any, ask: bool, _user_data: Any) -> bool:
+        if self._rows is None or self._lib is None:
+            return not ask  # asked: nothing to observe; called after a node: go on
+        layer = self._names.get(self._lib.ggml_get_name(tensor))
+        if ask:
+            return layer is not None
+        if layer is not None and self.width:
+            size = self._lib.ggml_nbytes(tensor)
+            data = np.empty(size // 4, dtype=np.float32)
+            self._lib.ggml_backend_tensor_get(tensor, data.ctypes.data, 0, size)
+            self._rows[layer].append(data.reshape(-1, self.width))
+        return True
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ import numpy as np
 
 from evaluations.core.errors import JudgeFailed
 from evaluations.judging.correctness.embedded import NO, YES, VerdictCache, embedded_judge_path
-from evaluations.models.llamacpp import (KeptSequence, keep_sequence, load_llama, n_threads, require_llama_cpp,
-                                         restore_sequence)
+from evaluations.models.llamacpp import (KeptSequence, LayerTap, keep_sequence, load_llama, n_threads,
+                                         require_llama_cpp, restore_sequence)
 from evaluations.models.meter import count_calls
 
 T = TypeVar("T")
@@ -106,6 +106,7 @@ class _Model:
     lock: threading.Lock = field(default_factory=threading.Lock)
     calls: int = 0
     states: OrderedDict[tuple[int, ...], KeptSequence] = field(default_factory=OrderedDict)
+    tap: LayerTap | None = None  # reads inner layers' outputs (``side_by_side``'s ``layers``)
 
     def evaluate(self, prefix: list[int], rest: list[int]) -> None:
         """Evaluate prefix + rest, reusing the KV cache in place or a kept state of ``prefix``."""
@@ -158,26 +159,32 @@ class _Model:
         while len(self.states) > STATES:
             self.states.popitem(last=False)
 
-    def side_by_side(self, prefix: list[int], rests: Sequence[list[int]], hidden: bool = False) -> list[Any]:
+    def side_by_side(self, prefix: list[int], rests: Sequence[list[int]], hidden: bool = False,
+                     layers: tuple[int, ...] = ()) -> list[Any]:
         """The next-token logits after prefix + each of ``rests``: the prefix is read once (``prime``), then the
         rests side by side, each in a sequence of its own that shares the prefix's cells, as many in one decode as
         the batch, the sequences and the window hold (``SEQUENCES``). The same logits as reading each prompt alone,
         in fewer decodes (each has a fixed cost). Each prompt fits the window, so each rest fits a decode.
         ``hidden``: (logits, the model's last hidden state at that position) of each, read in the same decodes
-        (llama.cpp's embeddings output, on for these decodes only)."""
+        (llama.cpp's embeddings output, on for these decodes only); with ``layers`` too, (logits, hidden state,
+        {layer: that layer's output row at that position}) (``LayerTap``)."""
         api, llm = self._llama_cpp, self.llm
+        if layers and (self.tap is None or not self.tap.available):
+            raise JudgeFailed("this llama-cpp-python has no ggml library where it keeps its own (lib/*ggml-base*): "
+                              "the judge model's inner layers cannot be read")
         self.prime(prefix)
         out: list[Any] = [None] * len(rests)
         if hidden:
             api.llama_set_embeddings(llm.ctx, True)
         try:
-            self._decode_groups(prefix, rests, out, hidden)
+            self._decode_groups(prefix, rests, out, hidden, layers)
         finally:
             if hidden:
                 api.llama_set_embeddings(llm.ctx, False)
         return [logits for logits in out if logits is not None]
 
-    def _decode_groups(self, prefix: list[int], rests: Sequence[list[int]], out: list[Any], hidden: bool) -> None:
+    def _decode_groups(self, prefix: list[int], rests: Sequence[list[int]], out: list[Any], hidden: bool,
+                       layers: tuple[int, ...] = ()) -> None:
         api, llm = self._llama_cpp, self.llm
         for group in self._groups(len(prefix), rests):
             memory, total = self._memory(), sum(len(rests[i]) for i in group)
@@ -194,12 +201,19 @@ class _Model:
                         at += 1
                     last.append(at - 1)
                 batch.n_tokens = at
-                code = api.llama_decode(llm.ctx, batch)
+                if layers:
+                    self.tap.arm(layers)
+                try:
+                    code = api.llama_decode(llm.ctx, batch)
+                finally:
+                    rows = self.tap.disarm() if layers else {}
                 if code != 0:
                     raise JudgeFailed(f"llama.cpp could not read {len(group)} prompts side by side (llama_decode "
                                       f"returned {code})")
                 for i, index in zip(group, last):
                     out[i] = (self._logits(index), self._hidden(index)) if hidden else self._logits(index)
+                    if layers:  # the tapped rows are the batch's tokens in order
+                        out[i] = (*out[i], {layer: rows[layer][index].astype(np.float64) for layer in layers})
             finally:
                 for seq in range(1, len(group) + 1):
                     api.llama_memory_seq_rm(memory, seq, -1, -1)
@@ -241,8 +255,10 @@ def _model(path: Path, n_ctx: int) -> _Model:
     key = (str(path), n_ctx)
     with _models_lock:
         if key not in _models:
-            _models[key] = _Model(load_llama(path, n_ctx=n_ctx, n_threads=n_threads(), n_batch=n_ctx,
-                                             sequences=SEQUENCES), require_llama_cpp())
+            tap = LayerTap()
+            llm = load_llama(path, n_ctx=n_ctx, n_threads=n_threads(), n_batch=n_ctx, sequences=SEQUENCES, tap=tap)
+            tap.width = llm.n_embd()
+            _models[key] = _Model(llm, require_llama_cpp(), tap=tap)
         return _models[key]
 
 
@@ -320,11 +336,13 @@ class YesNoScorer:
         (``_Model.side_by_side``). Each prompt is the tokens ``probability`` reads, so the P(yes) are its."""
         return [self._yes(row) for row in self.next_logits(asks)]
 
-    def next_logits(self, asks: Sequence[tuple[str, str]], hidden: bool = False) -> list[Any]:
+    def next_logits(self, asks: Sequence[tuple[str, str]], hidden: bool = False,
+                    layers: tuple[int, ...] = ()) -> list[Any]:
         """The next-token logits after each (shared, tail) of ``asks`` (the prompts ``probability`` reads), read
         side by side: the prompts' common token prefix once (at most the system prompt and the shared text, whose
         state is kept for the next call: a lone prompt's own tail is not), then what differs in each. ``hidden``:
-        (logits, last hidden state) of each (``_Model.side_by_side``)."""
+        (logits, last hidden state) of each; ``layers`` (with ``hidden``): and those layers' outputs there
+        (``_Model.side_by_side``)."""
         split = [self._prompt(shared, tail) for shared, tail in asks]
         if not split:
             return []
@@ -334,7 +352,8 @@ class YesNoScorer:
         for prompt in prompts[1:]:
             common = next((i for i, (a, b) in enumerate(zip(prompts[0][:common], prompt)) if a != b), common)
         with self.model.lock:
-            return list(self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts], hidden))
+            return list(self.model.side_by_side(prompts[0][:common], [p[common:] for p in prompts], hidden,
+                                                layers))
 
     def _prompt(self, shared: str, tail: str) -> tuple[list[int], int]:
         """The tokens of one question (``probability``) and where its shared part ends; ``InputTooLong`` when

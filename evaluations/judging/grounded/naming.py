@@ -6,10 +6,11 @@ vague sentence in another writer's words passes them. After the rules accept an 
 is asked whether the reply gives what the question asks for (``SYSTEM``: the information asked, even if wrong, against
 a restatement, a description of the question, talk around the subject, another fact, a refusal, a title or another
 subject; ten worked examples, ``SHOTS``, written for the screen from no labelled split). Nothing is generated: one
-forward pass gives two readings at the position where the model would say yes or no: P(yes) (``YesNoScorer.yes``)
-and h, the model's last hidden state there (llama.cpp's embeddings output, 1,536 numbers): what the model has read
-of the question and the reply, just before it decides. A logistic probe (``judges/answer_relevance_probe.json``,
-fitted by ``scripts/fit_answer_probe.py`` on labelled answers of ``datasets/relevance``: other writers' splits and
+forward pass gives the readings at the position where the model would say yes or no: P(yes) (``YesNoScorer.yes``)
+and h, what the model has read of the question and the reply just before it decides: the outputs of two of its 28
+layers there (16 and 20, 1,536 numbers each, read as llama.cpp computes them: ``models.llamacpp.LayerTap``; the probe
+file names the layers). A logistic probe (``judges/answer_relevance_probe.json``, fitted by
+``scripts/fit_answer_probe.py`` on labelled answers of ``datasets/relevance``: other writers' splits and
 Qwen-written ones, the held-out splits left out) reads (h, logit P(yes)) and gives
 
     P(answers) = σ(intercept + Σ coef_j · (x_j − mean_j) / scale_j);
@@ -20,8 +21,9 @@ more than ``LONG_SENTENCES`` sentences is read by a second probe of the same for
 long replies too (4-8 sentences, ``datasets/relevance/answers_long*``), its threshold keeping 96% of their relevant
 answers: read whole by the first, talk around the subject reads as more of an answer the longer it is. No verdict
 rests on a list of phrasings: the probe reads what the model made of the pair. (The model's own yes is not enough:
-it says yes to many restatements; its hidden state still tells them apart, and a linear read of it carries to
-wordings it was not fitted on.)
+it says yes to many restatements; its inner state still tells them apart, and a linear read of it carries to
+wordings it was not fitted on. Layers in the middle of the model tell vague talk and other facts from answers better
+than its last hidden state, which is shaped for the next token: ``benchmarks/NOTES.md``, thirty-first session.)
 
 Many answers are read side by side in one batched pass (``YesNoScorer.next_logits``); each P(answers) is kept in the
 verdict store (``VerdictCache``, P(yes) beside it) under (``naming``, the scorer's id, the probe's id, the prompt), so
@@ -42,6 +44,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +55,8 @@ import numpy as np
 from evaluations.judging.basics.fitted import LogisticParams, llm_logit
 
 __all__ = ["SYSTEM", "SHOTS", "ASK", "MIN_WORDS", "OVERRULES", "OVERRULE_KEYWORDS", "PROBE_FILE", "QUESTION_CHARS",
-           "REPLY_CHARS", "LONG_SENTENCES", "Naming", "Probe", "features", "is_long", "prompt", "system_prompt"]
+           "REPLY_CHARS", "LONG_SENTENCES", "Naming", "Probe", "Reading", "blocks", "features", "is_long", "prompt",
+           "system_prompt"]
 
 PROBE_FILE = "answer_relevance_probe.json"
 #: a reply of fewer words is a bare value or label: not read. On bare golds the probe reads the model's knowledge of
@@ -116,10 +120,11 @@ def prompt(question: str, answer: str) -> str:
 
 
 class ProbeParams(LogisticParams):
-    """A fitted logistic probe (``fitted.LogisticParams``): ``features`` are ``hidden_0`` … ``hidden_{n-1}`` (the
-    model's last hidden state) and ``logit_p_yes``; ``scorer``: the id of the scorer (model and system prompt)
-    whose hidden states it was fitted on; ``long``: the probe of a reply of more than ``LONG_SENTENCES`` sentences,
-    on the same features (fitted with long replies; None: this one reads every reply)."""
+    """A fitted logistic probe (``fitted.LogisticParams``): ``features`` are blocks of the model's reading
+    (``feature_names``: ``l16_0`` … for layer 16's output, ``hidden_0`` … for its last hidden state) and
+    ``logit_p_yes``; ``scorer``: the id of the scorer (model and system prompt) whose readings it was fitted on;
+    ``long``: the probe of a reply of more than ``LONG_SENTENCES`` sentences, on features of its own (fitted with long
+    replies; None: this one reads every reply)."""
 
     scorer: str
     long: LogisticParams | None = None
@@ -129,13 +134,37 @@ class ProbeParams(LogisticParams):
         return self.long if long and self.long is not None else self
 
 
-def feature_names(width: int) -> list[str]:
-    return [f"hidden_{i}" for i in range(width)] + ["logit_p_yes"]
+def feature_names(width: int, reads: Sequence[str] = ("hidden",)) -> list[str]:
+    """A probe's feature names: each block of ``reads`` (``hidden``: the last hidden state; ``l<K>``: the output
+    of layer K) as ``<block>_0`` … ``<block>_{width-1}``, then ``logit_p_yes``."""
+    return [f"{block}_{i}" for block in reads for i in range(width)] + ["logit_p_yes"]
 
 
-def features(hidden: np.ndarray, p_yes: float) -> np.ndarray:
-    """The probe's inputs of one reading: the hidden state, then logit P(yes) (``fitted.llm_logit``)."""
-    return np.concatenate([np.asarray(hidden, dtype=np.float64), [float(llm_logit(p_yes))]])
+def blocks(names: Sequence[str]) -> tuple[str, ...]:
+    """The blocks that feature ``names`` read, in order (``feature_names``)."""
+    return tuple(dict.fromkeys(name.rsplit("_", 1)[0] for name in names if name != "logit_p_yes"))
+
+
+def _expected(names: Sequence[str]) -> list[str]:
+    reads = blocks(names)
+    return feature_names((len(names) - 1) // max(len(reads), 1), reads)
+
+
+def features(reading: Reading, reads: Sequence[str] = ("hidden",)) -> np.ndarray:
+    """The probe's inputs of one reading: the blocks ``reads`` names (the last hidden state, layers' outputs), then
+    logit P(yes) (``fitted.llm_logit``)."""
+    parts = [reading.hidden if block == "hidden" else reading.layers[int(block[1:])] for block in reads]
+    return np.concatenate([*(np.asarray(v, dtype=np.float64) for v in parts), [float(llm_logit(reading.p_yes))]])
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge model made of one (question, reply) at the position where it would say yes or no: P(yes),
+    its last hidden state, and the outputs of inner layers there (layer -> vector)."""
+
+    p_yes: float
+    hidden: np.ndarray
+    layers: dict[int, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -145,16 +174,25 @@ class Probe:
     params: ProbeParams
     id: str
 
-    def probability(self, x: np.ndarray, long: bool = False) -> float:
-        """P(answers) of one reading's features ``x``; ``long``: of a long reply (``is_long``)."""
-        return float(self.params.for_reply(long).probability(x)[0])
+    def probability(self, reading: Reading, long: bool = False) -> float:
+        """P(answers) of one reading; ``long``: of a long reply (``is_long``), read by the long replies' probe."""
+        params = self.params.for_reply(long)
+        return float(params.probability(features(reading, blocks(params.features)))[0])
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The inner layers whose outputs it reads (either probe)."""
+        probes = [self.params, *([self.params.long] if self.params.long is not None else [])]
+        return tuple(sorted({int(b[1:]) for p in probes for b in blocks(p.features) if b != "hidden"}))
 
 
 def _width_problem(params: ProbeParams) -> str | None:
-    if params.features != feature_names(len(params.features) - 1):
-        return "features must be hidden_0 … hidden_{n-1}, then logit_p_yes, in that order"
-    if params.long is not None and params.long.features != params.features:
-        return "the long replies' probe must read the same features as the probe, in the same order"
+    for names in [params.features, *([params.long.features] if params.long is not None else [])]:
+        reads = blocks(names)
+        if not reads or any(b != "hidden" and not re.fullmatch(r"l\d+", b) for b in reads) or (
+                names != _expected(names)):
+            return ("features must be blocks of n each (hidden_0 … hidden_{n-1} for the last hidden state, l<K>_0 … "
+                    "l<K>_{n-1} for layer K's output), then logit_p_yes, in that order")
     return None
 
 
@@ -177,7 +215,7 @@ def _read_probe(name: str, version: int) -> Probe:
     from evaluations.judging.basics.fitted import read_params
 
     params = read_params(Path(name), ProbeParams, what="answer-relevance probe",
-                         known=lambda p: feature_names(max(len(p.features) - 1, 0)),
+                         known=lambda p: _expected(p.features),
                          unwrap=lambda doc: doc.get("params", doc), extra=_width_problem,
                          refit="python scripts/fit_answer_probe.py")
     digest = hashlib.sha256(json.dumps(params.model_dump(), sort_keys=True).encode()).hexdigest()[:16]
@@ -258,13 +296,14 @@ class Naming:
         return hashlib.sha256(json.dumps(["naming", probe.params.scorer, probe.id, prompt(question, answer)]
                                          ).encode()).hexdigest()
 
-    def readings(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, np.ndarray]]:
-        """(P(yes), last hidden state) of each (question, answer), read side by side, no verdict store (the
-        probe's inputs: ``scripts/fit_answer_probe.py``)."""
+    def readings(self, pairs: Sequence[tuple[str, str]], layers: tuple[int, ...] = ()) -> list[Reading]:
+        """The model's reading of each (question, answer), read side by side, no verdict store (the probe's inputs:
+        ``scripts/fit_answer_probe.py``): P(yes), the last hidden state, and ``layers``' outputs at that position."""
         # the prompt as the tail: the system prompt and its worked examples are the prefix read once and kept (the
         # next case's answer reuses it); cut from its end (the reply's) when it overflows the window
-        rows = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(q, a))) for q, a in pairs], hidden=True)
-        return [(self.scorer.yes(logits), hidden) for logits, hidden in rows]
+        rows = self.scorer.next_logits([("", self.scorer.fit_tail(prompt(q, a))) for q, a in pairs], hidden=True,
+                                       layers=layers)
+        return [Reading(self.scorer.yes(row[0]), row[1], row[2] if layers else {}) for row in rows]
 
     def probabilities(self, pairs: Sequence[tuple[str, str]],
                       progress: Callable[[int], None] | None = None) -> list[float]:
@@ -272,10 +311,11 @@ class Naming:
         from evaluations.judging.checkers.yesno import cached_batch
 
         def ask(missing: list[int]) -> list[tuple[float, dict[str, Any]]]:
-            read = self.readings([pairs[i] for i in missing])
-            return [(self._probe().probability(features(hidden, p), is_long(pairs[i][1])),
-                     {"judge": "answer_relevance_naming", "p_yes": round(p, 6)})
-                    for i, (p, hidden) in zip(missing, read)]
+            probe = self._probe()
+            read = self.readings([pairs[i] for i in missing], probe.layers)
+            return [(probe.probability(r, is_long(pairs[i][1])),
+                     {"judge": "answer_relevance_naming", "p_yes": round(r.p_yes, 6)})
+                    for i, r in zip(missing, read)]
 
         keys = [self.key(q, a) for q, a in pairs]
         return [float(p) for p, _ in cached_batch(keys, ask, self.cache, batch=BATCH, progress=progress)]
