@@ -120,10 +120,9 @@ def test_inner_layers_are_read_at_each_prompts_last_token():
     scorer = load_scorer(PASSAGE_SYSTEM)
     last = require_llama_cpp().llama_cpp.llama_model_n_layer(scorer.model.llm.model) - 1
     layers = (8, last)
-    asks = [(A, TAIL.format(s=s)) for s in ("The tower was completed in 1889.", "The tower is in Rome.",
-                                            "It was built for a fair.")]
+    asks = [(A, TAIL.format(s=s)) for s in ("The tower was completed in 1889.", "The tower is in Rome.")]
     together = scorer.next_logits(asks, hidden=True, layers=layers)
-    alone = scorer.next_logits(asks[2:], hidden=True, layers=layers)
+    alone = scorer.next_logits(asks[1:], hidden=True, layers=layers)
     plain = scorer.next_logits(asks, hidden=True)
     for (logits, hidden, rows), (logits0, hidden0) in zip(together, plain):
         assert np.array_equal(logits, logits0) and np.array_equal(hidden, hidden0)  # the tap changes nothing
