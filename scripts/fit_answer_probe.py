@@ -154,22 +154,33 @@ def _split_weight(text: str) -> tuple[str, float]:
     raise argparse.ArgumentTypeError(f"{text!r}: expected SPLIT=W, a split's name and a number (tech=0.25)")
 
 
-def _data(splits: list[str], reads: tuple[str, ...], naming) -> tuple[dict, dict]:
-    """Per split (features, labels, the rules' verdicts) and which replies are long."""
+def _read_splits(splits: list[str], layered: set[str], naming) -> dict[str, tuple]:
+    """Per split, read once for both probes: (the model's ``Reading`` of each answer, labels, the rules' verdicts,
+    which replies are long); ``layered``: the splits whose layers' outputs are needed."""
     from evaluations.judging.grounded.answer_relevance import answer_relevance_batch
-    from evaluations.judging.grounded.naming import Reading, features, is_long
+    from evaluations.judging.grounded.naming import Reading, is_long
 
-    data, long = {}, {}
+    out = {}
     for split in splits:
         rows = labelled_answers(split, 10**9)[1]
-        p, e, inner = readings(split, rows, naming, layered=reads != ("hidden",))
-        x = np.array([features(Reading(q, h, dict(zip(READ_LAYERS, layers)) if inner is not None else {}), reads)
-                      for q, h, layers in zip(p, e, inner if inner is not None else e)])
+        p, e, inner = readings(split, rows, naming, layered=split in layered)
+        inner = [None] * len(rows) if inner is None else inner
+        read = [Reading(q, h, {} if layers is None else dict(zip(READ_LAYERS, layers)))
+                for q, h, layers in zip(p, e, inner)]
         rules = np.array([r.verdict for r in answer_relevance_batch(
             [(r["question"], r["answer"], "\n\n".join(r["context"]), True) for r in rows])])
-        data[split] = (x, np.array([r["label"] for r in rows], dtype=int), rules)
-        long[split] = np.array([is_long(r["answer"]) for r in rows])
-    return data, long
+        out[split] = (read, np.array([r["label"] for r in rows], dtype=int), rules,
+                      np.array([is_long(r["answer"]) for r in rows]))
+    return out
+
+
+def _data(read: dict[str, tuple], splits: list[str], reads: tuple[str, ...]) -> tuple[dict, dict]:
+    """Per split of ``splits`` (features of what ``reads`` names, labels, the rules' verdicts), and which replies
+    are long."""
+    from evaluations.judging.grounded.naming import features
+
+    data = {s: (np.array([features(r, reads) for r in read[s][0]]), read[s][1], read[s][2]) for s in splits}
+    return data, {s: read[s][3] for s in splits}
 
 
 def _reads(text: str, parser: argparse.ArgumentParser) -> tuple[str, ...]:
@@ -208,8 +219,12 @@ def main() -> None:
     unpooled = frozenset(args.unpooled or UNPOOLED)
     naming = Naming(reader=True)  # the model's readings only: no probe file is needed to fit one
     scorer = naming.scorer
-    data, long = _data([s for s in args.splits.split(",") if s not in LONG_SPLITS], reads, naming)
-    long_data, long_of = _data(args.long_splits.split(","), long_reads, naming)
+    short_splits = [s for s in args.splits.split(",") if s not in LONG_SPLITS]
+    long_splits = args.long_splits.split(",")
+    layered = set(short_splits if reads != ("hidden",) else []) | set(long_splits if long_reads != ("hidden",) else [])
+    read = _read_splits(list(dict.fromkeys([*short_splits, *long_splits])), layered, naming)
+    data, long = _data(read, short_splits, reads)
+    long_data, long_of = _data(read, long_splits, long_reads)
     short = list(data)
     # the probe of short replies: fitted on the short splits; its threshold from their relevant answers, each split
     # scored by a probe fitted on the other short splits
