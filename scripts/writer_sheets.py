@@ -11,6 +11,11 @@ reading the briefs (``datasets/relevance/WRITING_BRIEF.md``; ``RUBRIC.md`` with 
 * ``blind OUT``: reads the writers' ``OUT/written_{0,1}.jsonl`` (checks ten kinds per question, valid JSON), and
   writes two labelling sheets ``OUT/label_sheet_{0,1}.jsonl`` holding only a blind row id, the question and the
   answer, all answers shuffled (seed 7) and halved, with the map back in ``OUT/label_map.json``;
+* ``extracted OUT``: instead of written answers, sentences a retrieval system would answer with, taken from the
+  multi-hop sets' needed passages (``EXTRACTED_KINDS``: the first sentence of the first and of the second needed
+  passage, as the run without labels answers, and the first sentence of either that holds the gold when it is
+  not one of those), written to
+  ``OUT/rows.json`` with the two labelling sheets ``blind`` writes;
 * ``merge OUT NAME``: reads the labellers' ``OUT/labels_{0,1}.jsonl`` (in their sheet's order) and writes
   ``datasets/relevance/answers_NAME.jsonl.gz`` and ``labels_NAME.jsonl``; prints labels by kind.
 
@@ -49,6 +54,8 @@ KINDS = ("restatement_a", "restatement_b", "echo_wrapped", "heading", "refusal",
 LONG_KINDS = ("gold_first", "gold_middle", "gold_end", "gold_rag", "restatement_long", "refusal_long", "vague_long",
               "context_other_long", "off_topic_long", "outline")
 KIND_SETS = {"short": KINDS, "long": LONG_KINDS}
+#: the kinds of ``extracted``: sentences copied from a multi-hop question's needed passages
+EXTRACTED_KINDS = ("first_sentence_a", "first_sentence_b", "gold_sentence")
 
 
 def _kinds(out: Path) -> tuple[str, ...]:
@@ -100,6 +107,8 @@ def questions(out: Path, first: int, starts: dict[str, tuple[int, int]], kinds: 
 
 
 def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> list[dict]:
+    if (out / "rows.json").exists():  # ``extracted``: no writers
+        return json.loads((out / "rows.json").read_text())
     by_qid = {q["qid"]: q for q in json.loads((out / "questions.json").read_text())}
     rows, kinds = [], _kinds(out)
     for k in (0, 1):
@@ -117,6 +126,27 @@ def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> 
             rows += [{**by_qid[qid], "kind": kind, "answer": got[qid][kind], "writer": writers[k]}
                      for kind in kinds]
     return rows
+
+
+def extracted(out: Path, split: str, first: int, count: int) -> None:
+    from evaluations.judging.grounded.claims import sentences
+
+    sets = [json.loads(line) for line in gzip.open(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz", "rt")]
+    rows = []
+    for s in sets[first:first + count]:
+        needed = [p["text"] for p in s["passages"] if p["needed"]]
+        picked = {"first_sentence_a": sentences(needed[0])[0], "first_sentence_b": sentences(needed[-1])[0]}
+        holding = [c for text in needed for c in sentences(text) if s["answer"].lower() in c.lower()]
+        if holding and holding[0] not in picked.values():  # a first sentence holding the gold is not asked twice
+            picked["gold_sentence"] = holding[0]
+        rows += [{"qid": s["id"], "question": s["question"], "kind": kind,
+                  "context": "\n\n".join(p["text"] for p in s["passages"]),
+                  "answer": answer, "writer": "data", "source": f"multihop/{split}.jsonl.gz", "gold": s["answer"]}
+                 for kind, answer in picked.items()]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kinds.json").write_text(json.dumps(EXTRACTED_KINDS))
+    (out / "rows.json").write_text(json.dumps(rows, ensure_ascii=False))
+    write_label_sheets(out, rows)
 
 
 def blind(out: Path) -> None:
@@ -180,6 +210,11 @@ def main() -> None:
     q.add_argument("--kinds", choices=sorted(KIND_SETS), default="short",
                    help="the kinds each question gets: short (WRITING_BRIEF.md) or long replies (LONG_BRIEF.md)")
     sub.add_parser("blind").add_argument("out", type=Path)
+    e = sub.add_parser("extracted")
+    e.add_argument("out", type=Path)
+    e.add_argument("--split", default="heldout", help="a multi-hop split of datasets/multihop")
+    e.add_argument("--first", type=int, default=0)
+    e.add_argument("--count", type=int, default=300)
     m = sub.add_parser("merge")
     m.add_argument("out", type=Path)
     m.add_argument("name")
@@ -192,6 +227,8 @@ def main() -> None:
         questions(args.out, args.first, starts, args.kinds)
     elif args.step == "blind":
         blind(args.out)
+    elif args.step == "extracted":
+        extracted(args.out, args.split, args.first, args.count)
     else:
         merge(args.out, args.name, args.writers, args.labellers)
 
