@@ -267,3 +267,27 @@ def test_a_bad_probe_file_is_one_clear_error(tmp_path):
     with pytest.raises(EvaluationsError) as caught:
         naming.probabilities([("When did it open?", "In 1998.")])
     assert "another judge model or prompt" in caught.value.message and "EVALUATIONS_JUDGE_GGUF" in caught.value.fix
+
+
+def test_a_llama_cpp_without_ggml_is_refused_before_any_case(monkeypatch, tmp_path, cli):
+    """The screen's probe reads inner layers of the judge model (through ggml's library inside llama-cpp-python):
+    where that library is missing, a run asking for answer relevance stops at start-up with one error naming the
+    probe's file, the layers and the fix, exit 2, before any case is judged; a run without the reference-free
+    judges goes on."""
+    from evaluations.core.errors import EvaluationsError
+    from evaluations.models import llamacpp
+
+    assert llamacpp.layers_readable() and Naming().probe.layers  # this install can, and the shipped probe does
+    monkeypatch.setattr(llamacpp, "_ggml_base", lambda: None)
+    with pytest.raises(EvaluationsError) as caught:
+        Naming().check_model()
+    assert "ggml" in caught.value.message and "answer_relevance_probe.json" in caught.value.where
+    assert "llama-cpp-python" in caught.value.fix
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query_id": "q1", "query": "When did the bridge open?", "answer": "In 1932.",
+                               "retrieved": [{"id": "d1", "text": "The bridge opened in 1932."}]}) + "\n")
+    monkeypatch.setenv("EVALUATIONS_REFERENCE_FREE", "answer_relevance")
+    code, out, err = cli(["score", str(log), "--format", "log", "--json"])
+    assert code == 2 and "ggml" in err and "Traceback" not in err and out == ""
+    code, out, err = cli(["score", str(log), "--format", "log", "--json", "--no-reference-free"])
+    assert code == 0, err

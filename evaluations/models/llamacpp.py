@@ -460,6 +460,12 @@ def _ggml_base() -> Any:
     return None
 
 
+def layers_readable() -> bool:
+    """Whether a judge model's inner layers can be read here (ggml's library where llama-cpp-python keeps it:
+    ``LayerTap``), found without loading a model."""
+    return _ggml_base() is not None
+
+
 class LayerTap:
     """The outputs of inner layers of a llama.cpp model (its ``l_out-<i>`` tensors: the residual stream after block
     i, one row of ``width`` floats a token), read while llama.cpp computes a decode: passed to ``load_llama``, whose

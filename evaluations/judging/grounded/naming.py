@@ -282,9 +282,20 @@ class Naming:
     def check_model(self) -> None:
         """Refuse, before any pair is read, a probe fitted on another model than the one ``$EVALUATIONS_JUDGE_GGUF``
         names (that model is loaded here); without the variable the screen reads the shipped model its shipped probe
-        was fitted on (loaded, and checked, at the first pair judged)."""
+        was fitted on (loaded, and checked, at the first pair judged). A probe that reads inner layers is refused
+        here too when this llama-cpp-python cannot give them (``layers_readable``), not at the first pair."""
         from evaluations.core.env import env_file
+        from evaluations.core.errors import EvaluationsError
+        from evaluations.judging.basics.fitted import default_params_path
+        from evaluations.models.llamacpp import layers_readable
 
+        if self.probe is not None and self.probe.layers and not layers_readable():
+            raise EvaluationsError(
+                f"the answer-relevance screen reads layers {', '.join(map(str, self.probe.layers))} of the judge "
+                "model, and this llama-cpp-python has no ggml library where it keeps its own (lib/*ggml-base*)",
+                where=str(self.probe_path or default_params_path(PROBE_FILE)),
+                fix="reinstall llama-cpp-python from PyPI (pip install --force-reinstall llama-cpp-python), or leave "
+                    "answer_relevance out of the reference-free judges")
         if self.probe is not None and env_file("EVALUATIONS_JUDGE_GGUF") is not None:
             self._probe_fits(self.scorer)
 
