@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from relevance_outside import labelled_answers  # noqa: E402  (every labelled answer of a split, in file order)
 
-SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "clapnq")
+SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "heldout2", "clapnq", "clapnq2", "tech")
 #: the long replies' probe's splits: it reads the last hidden state (``LONG_READS``), as fitted before the layers were
 #: read, on every design split with the long replies
 LONG_FIT_SPLITS = ("writers", "writers3", "writers5", "writers6", "writers8", "design", "heldout2", "clapnq",
