@@ -304,11 +304,27 @@ def fit_claim_threshold(split: str, n: int) -> dict:
             "curve": {str(t): round(v, 4) for t, v in scores.items()}}
 
 
+def copied_sentences(s: dict) -> dict[str, str]:
+    """The sentences a system answering from a multi-hop set's needed passages copies (the kinds of
+    ``answers_toppassage*``, ``scripts/writer_sheets.py extracted``): ``first_sentence_a`` and ``first_sentence_b``,
+    the first sentence of the first and of the last needed passage, and ``gold_sentence``, the first sentence of
+    them that holds the gold answer (left out when none does)."""
+    from evaluations.judging.grounded.claims import sentences
+
+    needed = [p["text"] for p in s["passages"] if p["needed"]]
+    out = {"first_sentence_a": sentences(needed[0])[0], "first_sentence_b": sentences(needed[-1])[0]}
+    holding = [c for text in needed for c in sentences(text) if s["answer"].lower() in c.lower()]
+    if holding:
+        out["gold_sentence"] = holding[0]
+    return out
+
+
 def run_without_labels(split: str, n: int, start: int = 0, rules_only: bool = False) -> dict:
     """Three systems over the multi-hop sets, judged as a run without labels would judge them (question, answer,
-    the context the system was given): ``top_passage`` answers with the first sentence of a needed passage, its
-    context the set; ``answer_sentence`` with the first sentence of the needed passages that holds the gold answer
-    (a system that found the answer in what it retrieved; questions without such a sentence left out);
+    the context the system was given; ``copied_sentences``): ``top_passage`` answers with the first sentence of the
+    first needed passage, its context the set; ``answer_sentence`` with the first sentence of the needed passages
+    that holds the gold answer (a system that found the answer in what it retrieved; questions without such a
+    sentence left out);
     ``random_documents`` is given 5 passages of other questions (seeded) and answers with the first sentence of one.
     Mean answer relevance of each; goal: random ≤ 0.10, top passage ≥ 0.80. A first sentence is cut as
     ``claims.sentences`` cuts (not after an initial or an abbreviation); until 2026-12-04 it was cut after any
@@ -331,13 +347,11 @@ def run_without_labels(split: str, n: int, start: int = 0, rules_only: bool = Fa
     top, rand, holding, truth = [], [], [], []
     for i in range(start, min(start + n, len(sets))):
         s = sets[i]
-        context = "\n\n".join(p["text"] for p in s["passages"])
-        needed = [p["text"] for p in s["passages"] if p["needed"]]
-        top.append((s["question"], sentences(needed[0])[0], context, True))
+        context, copied = "\n\n".join(p["text"] for p in s["passages"]), copied_sentences(s)
+        top.append((s["question"], copied["first_sentence_a"], context, True))
         truth.append(labels.get(f"{s['id']}:first_sentence_a"))
-        found = [c for text in needed for c in sentences(text) if s["answer"].lower() in c.lower()]
-        if found:
-            holding.append((s["question"], found[0], context, True))
+        if "gold_sentence" in copied:
+            holding.append((s["question"], copied["gold_sentence"], context, True))
         others = [sets[j]["passages"][rng.randrange(10)]["text"] for j in rng.sample(
             [j for j in range(len(sets)) if j != i], 5)]
         rand.append((s["question"], sentences(others[0])[0], "\n\n".join(others), True))

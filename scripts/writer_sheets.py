@@ -129,16 +129,15 @@ def _written(out: Path, writers: tuple[str, str] = ("writer-0", "writer-1")) -> 
 
 
 def extracted(out: Path, split: str, first: int, count: int) -> None:
-    from evaluations.judging.grounded.claims import sentences
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from relevance_outside import copied_sentences  # what the run without labels answers with
 
     sets = [json.loads(line) for line in gzip.open(ROOT / "datasets" / "multihop" / f"{split}.jsonl.gz", "rt")]
     rows = []
     for s in sets[first:first + count]:
-        needed = [p["text"] for p in s["passages"] if p["needed"]]
-        picked = {"first_sentence_a": sentences(needed[0])[0], "first_sentence_b": sentences(needed[-1])[0]}
-        holding = [c for text in needed for c in sentences(text) if s["answer"].lower() in c.lower()]
-        if holding and holding[0] not in picked.values():  # a first sentence holding the gold is not asked twice
-            picked["gold_sentence"] = holding[0]
+        picked = copied_sentences(s)
+        if picked.get("gold_sentence") in (picked["first_sentence_a"], picked["first_sentence_b"]):
+            del picked["gold_sentence"]  # a first sentence holding the gold is not asked twice
         rows += [{"qid": s["id"], "question": s["question"], "kind": kind,
                   "context": "\n\n".join(p["text"] for p in s["passages"]),
                   "answer": answer, "writer": "data", "source": f"multihop/{split}.jsonl.gz", "gold": s["answer"]}

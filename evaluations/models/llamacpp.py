@@ -460,6 +460,10 @@ def _ggml_base() -> Any:
     return None
 
 
+#: why a judge model's inner layers cannot be read here (``layers_readable`` False)
+NO_GGML = "this llama-cpp-python has no ggml library where it keeps its own (lib/*ggml-base*)"
+
+
 def layers_readable() -> bool:
     """Whether a judge model's inner layers can be read here (ggml's library where llama-cpp-python keeps it:
     ``LayerTap``), found without loading a model."""

@@ -50,7 +50,7 @@ import numpy as np
 
 from evaluations.core.errors import JudgeFailed
 from evaluations.judging.correctness.embedded import NO, YES, VerdictCache, embedded_judge_path
-from evaluations.models.llamacpp import (KeptSequence, LayerTap, keep_sequence, load_llama, n_threads,
+from evaluations.models.llamacpp import (NO_GGML, KeptSequence, LayerTap, keep_sequence, load_llama, n_threads,
                                          require_llama_cpp, restore_sequence)
 from evaluations.models.meter import count_calls
 
@@ -170,8 +170,7 @@ class _Model:
         {layer: that layer's output row at that position}) (``LayerTap``)."""
         api, llm = self._llama_cpp, self.llm
         if layers and (self.tap is None or not self.tap.available):
-            raise JudgeFailed("this llama-cpp-python has no ggml library where it keeps its own (lib/*ggml-base*): "
-                              "the judge model's inner layers cannot be read")
+            raise JudgeFailed(f"{NO_GGML}: the judge model's inner layers cannot be read")
         self.prime(prefix)
         out: list[Any] = [None] * len(rests)
         if hidden:

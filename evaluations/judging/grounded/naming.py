@@ -287,12 +287,12 @@ class Naming:
         from evaluations.core.env import env_file
         from evaluations.core.errors import EvaluationsError
         from evaluations.judging.basics.fitted import default_params_path
-        from evaluations.models.llamacpp import layers_readable
+        from evaluations.models.llamacpp import NO_GGML, layers_readable
 
         if self.probe is not None and self.probe.layers and not layers_readable():
             raise EvaluationsError(
                 f"the answer-relevance screen reads layers {', '.join(map(str, self.probe.layers))} of the judge "
-                "model, and this llama-cpp-python has no ggml library where it keeps its own (lib/*ggml-base*)",
+                f"model, and {NO_GGML}",
                 where=str(self.probe_path or default_params_path(PROBE_FILE)),
                 fix="reinstall llama-cpp-python from PyPI (pip install --force-reinstall llama-cpp-python), or leave "
                     "answer_relevance out of the reference-free judges")
