@@ -169,6 +169,8 @@ class _Model:
         (llama.cpp's embeddings output, on for these decodes only); with ``layers`` too, (logits, hidden state,
         {layer: that layer's output row at that position}) (``LayerTap``)."""
         api, llm = self._llama_cpp, self.llm
+        if layers and not hidden:
+            raise ValueError("layers' outputs are read with the hidden state (hidden=True)")
         if layers and (self.tap is None or not self.tap.available):
             raise JudgeFailed(f"{NO_GGML}: the judge model's inner layers cannot be read")
         self.prime(prefix)
