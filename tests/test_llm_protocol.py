@@ -354,7 +354,11 @@ def test_judge_faults_are_retried_then_counted_as_evaluator_failures(evouna_case
     # plain-text try that is neither yes nor no (judges.llm degrades); 500 / dropped connection / a 200
     # whose body is not JSON: 1 try + requests.retries (evaluations.models.retry), not degraded
     tries = {"malformed_output": 3 * 2 + 1, "http_500": 3, "drop": 3, "malformed_json": 3}[fault]
-    assert n_requests == len(cases) * tries
+    # the plain-text try asks for logprobs: the first is streamed (models.streamed) and, its stream carrying none,
+    # asked again plainly; the other case's, asked meanwhile, waits for it and goes plainly
+    streamed = sum(bool(c.body.get("stream")) for c in server.calls("/v1/chat/completions"))
+    assert streamed == (fault == "malformed_output")
+    assert n_requests == len(cases) * tries + streamed
     for case in report.cases:
         assert case.assertions == {}
         (failure,) = case.evaluator_failures
@@ -530,9 +534,9 @@ def test_batch_judge_served_bounds_concurrency_caches_verdicts_and_counts_failur
     np.testing.assert_array_equal(verdicts, expected)
     np.testing.assert_array_equal(again, expected)
     np.testing.assert_array_equal(uncached, expected)
-    # one request per judged example; 5 for the broken one: tool, native, prompted refused once each, text refused
-    # with logprobs and again without them
-    assert asked == len(evouna_cases) + 5 and uncached_pass == asked
-    assert cached_pass == 5  # only the failed verdict is asked again: nothing is cached for it
+    # one request per judged example; 6 for the broken one: tool, native, prompted refused once each, text refused
+    # with logprobs (streamed, then plainly: models.streamed) and again without them
+    assert asked == len(evouna_cases) + 6 and uncached_pass == asked
+    assert cached_pass == 6  # only the failed verdict is asked again: nothing is cached for it
     assert peak_of_two == 2 and 1 < peak[0] <= 3
     assert len(VerdictCache()) == len(evouna_cases)

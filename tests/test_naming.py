@@ -168,13 +168,14 @@ def test_unanswerable_questions_and_long_replies():
 def test_a_long_reply_is_read_by_the_long_replies_probe(tmp_path):
     """Read whole by the probe of short replies, a reply of 4-8 sentences reads as more of an answer than a short
     one, whatever it says; a reply of more than ``LONG_SENTENCES`` sentences is read by the file's ``long`` probe
-    (fitted with long replies) and held to its threshold. Six replies to the first question of
-    ``datasets/relevance/answers_long`` (long replies written by helper agents, labelled blind): the labelled golds
-    (the answer first, the answer last) are accepted; the verdict on each reply the rules accept follows the long
-    probe's threshold, and what it rejects says so."""
+    (fitted with long replies) and held to its threshold. Four replies to the first question of
+    ``datasets/relevance/answers_long`` (long replies written by helper agents, labelled blind; each costs the 1.5B
+    model seconds): the labelled golds (the answer first, the answer last) are accepted; the verdict on each reply
+    the rules accept (a restatement and a reply about other things in the passage beside the golds) follows the
+    long probe's threshold, and what it rejects says so."""
     from evaluations.judging.grounded.naming import LONG_SENTENCES, is_long
 
-    kinds = ("gold_first", "gold_end", "restatement_long", "vague_long", "context_other_long", "outline")
+    kinds = ("gold_first", "gold_end", "restatement_long", "context_other_long")
     rows = [r for r in _labelled("long", questions=1) if r["kind"] in kinds]
     naming = Naming(cache=VerdictCache(tmp_path / "store.sqlite"))
     long = naming.probe.params.long
@@ -188,7 +189,7 @@ def test_a_long_reply_is_read_by_the_long_replies_probe(tmp_path):
     read = [(r, v) for r, v, rule in zip(rows, judged, rules) if rule.verdict]
     calls = naming.scorer.calls
     p = naming.probabilities([(r["question"], r["answer"]) for r, _ in read])  # from the verdict store
-    assert naming.scorer.calls == calls and len(read) >= 4
+    assert naming.scorer.calls == calls and len(read) >= 3
     for (_, v), q in zip(read, p):
         assert v.verdict == (q >= long.threshold), (q, v)
         if not v.verdict:
