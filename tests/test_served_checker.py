@@ -477,20 +477,22 @@ def test_a_real_server_prefers_the_supported_statement(qwen_server, tmp_path):
     print("\nP(yes) copied sentence vs another document's:", results)
     assert all(p_yes > p_other for p_yes, p_other in results), results
     assert checker.calls == 2 * len(cases)
-    # llama-cpp-python's server gives logprobs streamed: the second question on was streamed. The same question
-    # asked plainly and then streamed (the server's prompt cache in the same state for both: it holds the prompt
-    # whole) gives the same P(yes) to the last digit
+    # llama-cpp-python's server gives logprobs streamed: the questions were streamed. The same question asked
+    # plainly and then streamed (the server's prompt cache in the same state for both: it holds the prompt whole)
+    # gives the same P(yes) to the last digit (under a one-line rubric: a plain reply costs the server a conversion
+    # of every prompt position's logits, seconds for the rubric's hundreds of tokens). Asked once before, streamed:
+    # the prompt read whole in one batch gives logits that differ in the third digit from the last token read alone
     assert checker.model.wrapped.streams is True
     question = (f"Passage:\n{cases[0][0]}\n\n", ASK.format(statement=cases[0][2]))
     asked = []
-    for streams in (False, True):
+    for streams in (True, False, True):
         fresh = ServedChecker(build_model(model_cfg, _config(tmp_path, cache={"enabled": False})),
-                              served_rubric("faithfulness"), identity="fresh", settings=model_settings(model_cfg),
+                              "Answer yes or no.", identity="fresh", settings=model_settings(model_cfg),
                               modes=("text",))
         fresh.model.wrapped.streams = streams
         asked.append(fresh.probability(*question))
         fresh.close()
-    assert asked[0] == asked[1], asked
+    assert asked[1] == asked[2], asked
 
     # asked from a worker thread while an event loop runs in the main thread (as the judges are run)
     passage, supported, _ = cases[0]
