@@ -56,15 +56,13 @@ class LogprobsStreamed(WrapperModel):
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         args = (messages, model_settings, model_request_parameters)
-        if self.streams is False or not (model_settings or {}).get("openai_logprobs"):
+        if not (model_settings or {}).get("openai_logprobs"):
             return await self.wrapped.request(*args)
         if self.streams is None:
             async with self._first.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
                 if self.streams is None:
                     return await self._streamed(*args)
-        if self.streams is False:
-            return await self.wrapped.request(*args)
-        return await self._streamed(*args)
+        return await (self._streamed(*args) if self.streams else self.wrapped.request(*args))
 
     async def _streamed(self, *args: Any) -> ModelResponse:
         """The question streamed; asked again plainly when the stream fails or carries no logprobs."""
