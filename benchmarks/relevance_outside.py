@@ -388,13 +388,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("section", choices=sorted(SECTIONS))
     splits = ("design", *(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6)), "clapnq", "clapnq2", "clapnq3", "clapnq4",
-              "writers", *(f"writers{n}" for n in range(2, 11)), "long", "long2", "long3", "tech", "toppassage",
+              "writers", *(f"writers{n}" for n in range(2, 12)), "long", "long2", "long3", "tech", "toppassage",
               "toppassage2")
     parser.add_argument("--split", choices=splits,
                         default="design",
                         help="heldout2-6, clapnq: answer_controls only (answers to held-out questions 150-249, "
                              "250-299, to design questions 160-219, 220-279 and 280-299 nothing had used, and to "
-                             "CLAPNQ questions 200-259, 0-59, 60-119 and 120-179; writers, writers2 … writers10: "
+                             "CLAPNQ questions 200-259, 0-59, 60-119 and 120-179; writers, writers2 … writers11: "
                              "answers written by helper agents, not by the embedded models; long, long2, long3: long "
                              "replies written by helper agents, LONG_BRIEF.md; tech: judge-check's controls to unused "
                              "TechQA and WixQA questions; toppassage, toppassage2: sentences copied from the needed "
