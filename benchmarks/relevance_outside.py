@@ -56,7 +56,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from judge_samples import SCIFACT, read_jsonl_gz, scifact_qrels  # noqa: E402  (the tests' readers of shared data)
+from judge_samples import SCIFACT, SHARED, read_jsonl_gz, scifact_qrels  # noqa: E402  (the tests' shared-data readers)
 
 RESULTS = ROOT / "benchmarks" / "results" / "relevance_outside.json"
 
@@ -379,9 +379,47 @@ def run_without_labels(split: str, n: int, start: int = 0, rules_only: bool = Fa
                   "goal": "random_documents <= 0.10, top_passage >= 0.80 (read beside its labelled share)"}
 
 
+GOLD_FORMS = ("gold_bare", "gold_sentence", "gold_after_question", "gold_detail", "paraphrase")
+SUPPORT_FILES = {"techqa": "techqa_rag_eval_sample/techqa_rag_eval_sample480.jsonl.gz",
+                 "wixqa": "wixqa_expertwritten_sample/wixqa_expertwritten_sample160.jsonl.gz"}
+
+
+def judge_check_golds(split: str, n: int) -> dict:
+    """judge-check's gold controls (``GOLD_FORMS``, its first ``n`` questions, seed 0) of a support file (``split``:
+    techqa or wixqa), scored against two readers' labels of each bare gold (``datasets/relevance/
+    judge_check_golds.jsonl``): judge-check counts every gold as an answer, and some do not answer what is asked.
+    A form takes its gold's labels. Acceptance by form over the golds both readers call answers, and over the rest."""
+    from evaluations.cli.judge_check import controls_for
+    from evaluations.judging.labels.read import read_questions
+
+    file = SUPPORT_FILES[split]
+    labels = {}
+    for row in map(json.loads, (ROOT / "datasets" / "relevance" / "judge_check_golds.jsonl").open()):
+        if row["file"] == file:
+            labels[row["group"]] = tuple(row["labels"].values())
+    _, controls = controls_for(read_questions([str(SHARED / file)]), n, 0)
+    golds = [c for c in controls if c.category in GOLD_FORMS]
+    started = time.perf_counter()
+    verdicts = _judge([(c.answer.question, c.answer.answer, c.answer.context, True) for c in golds], False)
+    forms: dict[str, dict] = {}
+    for c, v in zip(golds, verdicts):
+        read = labels[c.answer.group.split("::", 1)[-1]]
+        side = "both_relevant" if all(read) else "not_both_relevant"
+        k = forms.setdefault(c.category, {}).setdefault(side, {"n": 0, "accepted": 0})
+        k["n"] += 1
+        k["accepted"] += bool(v.verdict)
+    for by_side in forms.values():
+        for k in by_side.values():
+            k["rate"] = round(k["accepted"] / k["n"], 4)
+            k["ci95"] = _wilson(k["accepted"], k["n"])
+    agree = sum(a == b for a, b in labels.values())
+    return {"questions": len(labels), "readers_agree": agree, "both_relevant": sum(all(v) for v in labels.values()),
+            "forms": forms, "seconds": round(time.perf_counter() - started, 1),
+            "goal": ">= 0.95 of the golds both readers call answers, each form"}
+
 SECTIONS = {"context_multihop": context_multihop, "answer_controls": answer_controls, "scifact_p5": scifact_p5,
             "scifact_read": scifact_read, "run_without_labels": run_without_labels,
-            "fit_claim_threshold": fit_claim_threshold}
+            "fit_claim_threshold": fit_claim_threshold, "judge_check_golds": judge_check_golds}
 
 
 def main() -> None:
@@ -389,7 +427,7 @@ def main() -> None:
     parser.add_argument("section", choices=sorted(SECTIONS))
     splits = ("design", *(f"heldout{n}" for n in ("", 2, 3, 4, 5, 6)), "clapnq", "clapnq2", "clapnq3", "clapnq4",
               "writers", *(f"writers{n}" for n in range(2, 12)), "long", "long2", "long3", "tech", "toppassage",
-              "toppassage2")
+              "toppassage2", *SUPPORT_FILES)
     parser.add_argument("--split", choices=splits,
                         default="design",
                         help="heldout2-6, clapnq: answer_controls only (answers to held-out questions 150-249, "
@@ -399,6 +437,7 @@ def main() -> None:
                              "replies written by helper agents, LONG_BRIEF.md; tech: judge-check's controls to unused "
                              "TechQA and WixQA questions; toppassage, toppassage2: sentences copied from the needed "
                              "passages of held-out multi-hop questions 0-149 and 150-299, labelled); "
+                             "judge_check_golds --split techqa / wixqa: judge-check's gold controls of that file; "
                              "context_multihop --split "
                              "heldout2 / heldout3 / heldout4 / heldout5: the 100 multi-hop sets of "
                              "datasets/multihop/heldout2.jsonl.gz (built 2026-12-04) / heldout3.jsonl.gz / "
@@ -422,7 +461,9 @@ def main() -> None:
     if args.start and args.section not in ("context_multihop", "run_without_labels", "scifact_p5"):
         parser.error("--start is for context_multihop, run_without_labels and scifact_p5")
     multihop = ("design", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
-    if args.split not in multihop and args.section != "answer_controls":
+    if (args.split in SUPPORT_FILES) != (args.section == "judge_check_golds"):
+        parser.error("judge_check_golds takes --split techqa or wixqa, and only it does")
+    if args.split not in multihop and args.section not in ("answer_controls", "judge_check_golds"):
         parser.error(f"--split {args.split} holds labelled answers only: it is for answer_controls")
     if args.split in multihop[2:] and args.section not in ("answer_controls", "context_multihop"):
         parser.error(f"--split {args.split} is labelled answers (answer_controls) and multi-hop sets "
